@@ -1,0 +1,29 @@
+/* agent: the run loop behind `gpuscope run`. It launches the job, opens every collector, wakes once
+ * per tick to sample them all, drains the client socket, hands batches to a writer thread that
+ * appends them to the store about once a second, forwards signals to the job, and closes the run
+ * with the job's status. The job never waits on the agent: it is a separate process, and the agent
+ * only reads procfs, the driver and a non-blocking socket. */
+#ifndef GS_AGENT_H
+#define GS_AGENT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct agent_opts {
+  char *const *argv;     /* the job: argv[0] is looked up on PATH */
+  const char *name;      /* run name ("" = none) */
+  const char *tags;      /* "k=v,k2=v2" */
+  int64_t interval_ns;   /* sampling interval */
+  const char *store_url; /* where the run is kept */
+  const char *root;      /* procfs root ("/") */
+  int quiet;             /* no live line, no summary */
+  int wait_tree;         /* after the job exits, wait for its descendants too */
+};
+
+/* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the
+ * job's exit code, 128+N when killed by signal N, 127 when not found, 126 when not executable.
+ * Returns a negative GS_E code (message in gs_last_error()) when the run could not start — the job
+ * is then not launched; GS_ECORRUPT/GS_EIO mean the store is unusable. */
+int agent_run(const struct agent_opts *o, int *job_status);
+
+#endif

@@ -1,0 +1,29 @@
+/* cli: the gpuscope program — main() dispatches to one function per sub-command, each in its own
+ * file. Sub-commands parse arguments and print; the work is done by the subsystems.
+ *
+ * Exit codes (README "Exit codes"): 0 ok; 1 unexpected failure; 2 bad usage, bad input or unknown
+ * run; 3 the store cannot be opened or is not a gpuscope store. `gpuscope run` exits with the job's
+ * status instead (128+N when the job died of signal N, 127 not found, 126 not executable). */
+#ifndef GS_CLI_H
+#define GS_CLI_H
+
+#include "store/store.h"
+
+enum { GS_EXIT_OK = 0, GS_EXIT_FAIL = 1, GS_EXIT_USAGE = 2, GS_EXIT_STORE = 3 };
+
+int cmd_run(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_metrics(int argc, char **argv);
+int cmd_devices(int argc, char **argv);
+
+/* Prints "gpuscope: <msg>" on stderr and returns code. */
+int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Opens the store named by url (NULL: the default); on failure prints the reason and returns NULL. */
+struct store *cli_open_store(const char *url);
+
+/* Resolves a run reference; on failure prints the reason and returns GS_EXIT_USAGE (else 0). */
+int cli_get_run(struct store *st, const char *ref, struct store_run *run);
+
+#endif

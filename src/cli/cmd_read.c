@@ -1,0 +1,387 @@
+/* cli/cmd_read: the read-back commands — `runs`, `show` and `metrics`. They share option parsing
+ * (--store, --json, --csv) and print what the store holds, without interpretation. */
+#include <fnmatch.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+
+struct read_opts {
+  const char *store, *metric, *run;
+  int json, csv, events, notes, params;
+  int64_t from, to;
+};
+
+/* Parses the options every read-back command shares; returns -1 to go on, else an exit code. */
+static int parse_read_opts(int argc, char **argv, struct read_opts *o, const char *usage, int want_run) {
+  static const struct option longopts[] = {
+      {"store", required_argument, 0, 's'}, {"json", no_argument, 0, 'j'},   {"csv", no_argument, 0, 'c'},
+      {"metric", required_argument, 0, 'm'}, {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 't'},
+      {"events", no_argument, 0, 'e'},     {"notes", no_argument, 0, 'N'},  {"params", no_argument, 0, 'p'},
+      {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  o->from = INT64_MIN;
+  o->to = INT64_MAX;
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      o->store = optarg;
+      break;
+    case 'j':
+      o->json = 1;
+      break;
+    case 'c':
+      o->csv = 1;
+      break;
+    case 'm':
+      o->metric = optarg;
+      break;
+    case 'f':
+    case 't':
+      if (gs_parse_duration(optarg, c == 'f' ? &o->from : &o->to))
+        return cli_error(GS_EXIT_USAGE, "--%s: %s (a time since the run's start)", c == 'f' ? "from" : "to",
+                         gs_last_error());
+      break;
+    case 'e':
+      o->events = 1;
+      break;
+    case 'N':
+      o->notes = 1;
+      break;
+    case 'p':
+      o->params = 1;
+      break;
+    case 'h':
+      printf("%s", usage);
+      return GS_EXIT_OK;
+    case ':':
+      return cli_error(GS_EXIT_USAGE, "%s: option '%s' needs a value", argv[0], argv[optind - 1]);
+    default:
+      return cli_error(GS_EXIT_USAGE, "%s: unknown option '%s'", argv[0], argv[optind - 1]);
+    }
+  }
+  if (o->json && o->csv)
+    return cli_error(GS_EXIT_USAGE, "%s: --json and --csv exclude each other", argv[0]);
+  if (want_run) {
+    if (optind >= argc)
+      return cli_error(GS_EXIT_USAGE, "%s: which run? (an id, a unique id prefix, a name, or 'last')", argv[0]);
+    o->run = argv[optind++];
+  }
+  if (optind < argc)
+    return cli_error(GS_EXIT_USAGE, "%s: unexpected argument '%s'", argv[0], argv[optind]);
+  return -1;
+}
+
+static void fmt_time(int64_t wall_ns, char *buf, size_t n) {
+  time_t t = (time_t)(wall_ns / 1000000000LL);
+  struct tm tm;
+  localtime_r(&t, &tm);
+  strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+int cmd_runs(int argc, char **argv) {
+  struct read_opts o;
+  int rc = parse_read_opts(argc, argv, &o,
+                           "usage: gpuscope runs [--json] [--store URL]\n\nLists the runs, newest first.\n", 0);
+  if (rc >= 0)
+    return rc;
+  struct store *st = cli_open_store(o.store);
+  if (!st)
+    return GS_EXIT_STORE;
+  struct store_run *runs = NULL;
+  size_t n = 0;
+  if (st->runs_list(st, &runs, &n)) {
+    rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+    st->close(st);
+    return rc;
+  }
+  if (o.json) {
+    printf("[");
+    for (size_t i = 0; i < n; i++) {
+      struct store_run *r = &runs[i];
+      printf("%s\n {\"id\": ", i ? "," : "");
+      gs_json_str(stdout, r->id);
+      printf(", \"name\": ");
+      gs_json_str(stdout, r->name);
+      printf(", \"status\": ");
+      gs_json_str(stdout, r->status);
+      printf(", \"start_wall_ns\": %lld, \"duration_s\": ", (long long)r->start_wall_ns);
+      gs_json_num(stdout, r->end_wall_ns ? (double)(r->end_wall_ns - r->start_wall_ns) / 1e9 : NAN);
+      printf(", \"exit_code\": ");
+      if (r->exit_code >= 0)
+        printf("%d", r->exit_code);
+      else
+        printf("null");
+      printf(", \"command\": ");
+      gs_json_str(stdout, r->command);
+      printf(", \"host\": ");
+      gs_json_str(stdout, r->host);
+      printf(", \"tags\": ");
+      gs_json_str(stdout, r->tags);
+      printf("}");
+    }
+    printf("%s]\n", n ? "\n" : "");
+  } else {
+    printf("%-26s  %-16s  %-8s  %-19s  %10s  %s\n", "ID", "NAME", "STATUS", "START", "DURATION", "COMMAND");
+    for (size_t i = 0; i < n; i++) {
+      struct store_run *r = &runs[i];
+      char start[32], dur[32] = "-";
+      fmt_time(r->start_wall_ns, start, sizeof start);
+      if (r->end_wall_ns)
+        gs_fmt_duration(r->end_wall_ns - r->start_wall_ns, dur, sizeof dur);
+      printf("%-26s  %-16.16s  %-8s  %-19s  %10s  %.60s\n", r->id, r->name[0] ? r->name : "-", r->status, start, dur,
+             r->command);
+    }
+  }
+  free(runs);
+  st->close(st);
+  return GS_EXIT_OK;
+}
+
+static int series_matches(const struct store_series *s, const char *glob) {
+  if (!glob)
+    return 1;
+  char full[512];
+  snprintf(full, sizeof full, "%s{%s}", s->name, s->labels);
+  return !fnmatch(glob, s->name, 0) || !fnmatch(glob, full, 0);
+}
+
+struct show_ctx {
+  const struct store_series *s;
+  int json, csv, first;
+};
+
+static int print_sample(void *u, int64_t t, double v) {
+  struct show_ctx *c = u;
+  if (c->csv) {
+    printf("%s,%s,\"%s\",%s,%.6f,%.15g\n", c->s->source, c->s->name, c->s->labels, c->s->unit, (double)t / 1e9, v);
+  } else if (c->json) {
+    printf("%s[%.6f, ", c->first ? "" : ", ", (double)t / 1e9);
+    gs_json_num(stdout, v);
+    printf("]");
+  } else {
+    printf("%10.3f  %-10s %-32s %-24s %.6g %s\n", (double)t / 1e9, c->s->source, c->s->name, c->s->labels, v,
+           c->s->unit);
+  }
+  c->first = 0;
+  return 0;
+}
+
+static int show_events(struct store *st, const struct store_run *run, const struct read_opts *o) {
+  struct store_event *ev = NULL;
+  size_t n = 0;
+  if (st->events_read(st, run->id, &ev, &n))
+    return cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+  if (o->csv)
+    printf("t_s,kind,name,value,labels,text\n");
+  if (o->json)
+    printf("[");
+  int first = 1;
+  for (size_t i = 0; i < n; i++) {
+    struct store_event *e = &ev[i];
+    if (e->t < o->from || e->t > o->to || (o->metric && fnmatch(o->metric, e->kind, 0) && fnmatch(o->metric, e->name, 0)))
+      continue;
+    if (o->csv) {
+      printf("%.6f,%s,\"%s\",", (double)e->t / 1e9, e->kind, e->name);
+      if (isfinite(e->value))
+        printf("%.15g", e->value);
+      printf(",\"%s\",\"", e->labels);
+      for (const char *p = e->text; *p; p++)
+        printf(*p == '"' ? "\"\"" : "%c", *p);
+      printf("\"\n");
+    } else if (o->json) {
+      printf("%s\n {\"t_s\": %.6f, \"kind\": ", first ? "" : ",", (double)e->t / 1e9);
+      gs_json_str(stdout, e->kind);
+      printf(", \"name\": ");
+      gs_json_str(stdout, e->name);
+      printf(", \"value\": ");
+      gs_json_num(stdout, e->value);
+      printf(", \"labels\": ");
+      gs_json_str(stdout, e->labels);
+      printf(", \"text\": ");
+      gs_json_str(stdout, e->text);
+      printf("}");
+    } else {
+      printf("%10.3f  %-16s %-24s %-20s %s\n", (double)e->t / 1e9, e->kind, e->name, e->labels, e->text);
+    }
+    first = 0;
+  }
+  if (o->json)
+    printf("%s]\n", first ? "" : "\n");
+  free(ev);
+  return GS_EXIT_OK;
+}
+
+static int show_params(struct store *st, const struct store_run *run, const struct read_opts *o) {
+  struct gs_kv *kv = NULL;
+  size_t n = 0;
+  if (st->params_read(st, run->id, &kv, &n))
+    return cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+  if (o->json) {
+    printf("{");
+    for (size_t i = 0; i < n; i++) {
+      printf("%s\n ", i ? "," : "");
+      gs_json_str(stdout, kv[i].key);
+      printf(": ");
+      gs_json_str(stdout, kv[i].value);
+    }
+    printf("%s}\n", n ? "\n" : "");
+  } else {
+    if (o->csv)
+      printf("key,value\n");
+    for (size_t i = 0; i < n; i++)
+      printf(o->csv ? "%s,\"%s\"\n" : "%-32s %s\n", kv[i].key, kv[i].value);
+  }
+  store_kv_free(kv, n);
+  return GS_EXIT_OK;
+}
+
+static int show_notes(struct store *st, const struct store_run *run, const struct read_opts *o) {
+  char **notes = NULL;
+  size_t n = 0;
+  if (st->notes_read(st, run->id, &notes, &n))
+    return cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+  if (o->json) {
+    printf("[");
+    for (size_t i = 0; i < n; i++) {
+      printf("%s", i ? ", " : "");
+      gs_json_str(stdout, notes[i]);
+    }
+    printf("]\n");
+  } else {
+    for (size_t i = 0; i < n; i++)
+      printf("%s\n", notes[i]);
+  }
+  store_notes_free(notes, n);
+  return GS_EXIT_OK;
+}
+
+int cmd_show(int argc, char **argv) {
+  struct read_opts o;
+  int rc = parse_read_opts(argc, argv, &o,
+                           "usage: gpuscope show RUN [--metric GLOB] [--csv|--json] [--from T --to T]\n"
+                           "                         [--events | --params | --notes] [--store URL]\n\n"
+                           "Prints a run's raw samples (t_s = seconds since the run's start). GLOB matches a\n"
+                           "series name (gpu.util_pct, 'host.cpu.*') or name{labels} ('*{gpu=0}').\n"
+                           "RUN is an id, a unique id prefix, a name, or 'last'.\n",
+                           1);
+  if (rc >= 0)
+    return rc;
+  struct store *st = cli_open_store(o.store);
+  if (!st)
+    return GS_EXIT_STORE;
+  struct store_run run;
+  if ((rc = cli_get_run(st, o.run, &run))) {
+    st->close(st);
+    return rc;
+  }
+  if (o.events || o.params || o.notes) {
+    rc = o.events ? show_events(st, &run, &o) : o.params ? show_params(st, &run, &o) : show_notes(st, &run, &o);
+    st->close(st);
+    return rc;
+  }
+  struct store_series *series = NULL;
+  size_t n = 0;
+  if (st->series_list(st, run.id, &series, &n)) {
+    rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+    st->close(st);
+    return rc;
+  }
+  size_t shown = 0;
+  if (o.csv)
+    printf("source,name,labels,unit,t_s,value\n");
+  if (o.json) {
+    printf("{\"run\": ");
+    gs_json_str(stdout, run.id);
+    printf(", \"series\": [");
+  }
+  for (size_t i = 0; i < n && !rc; i++) {
+    if (!series_matches(&series[i], o.metric))
+      continue;
+    struct show_ctx c = {.s = &series[i], .json = o.json, .csv = o.csv, .first = 1};
+    if (o.json) {
+      printf("%s\n {\"source\": ", shown ? "," : "");
+      gs_json_str(stdout, series[i].source);
+      printf(", \"name\": ");
+      gs_json_str(stdout, series[i].name);
+      printf(", \"labels\": ");
+      gs_json_str(stdout, series[i].labels);
+      printf(", \"unit\": ");
+      gs_json_str(stdout, series[i].unit);
+      printf(", \"points\": [");
+    }
+    if (st->samples_read(st, series[i].id, o.from, o.to, print_sample, &c))
+      rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+    if (o.json)
+      printf("]}");
+    shown++;
+  }
+  if (o.json)
+    printf("%s]}\n", shown ? "\n" : "");
+  if (!rc && o.metric && !shown)
+    fprintf(stderr, "gpuscope: no series of run %s matches '%s' (see 'gpuscope metrics %s')\n", run.id, o.metric,
+            run.id);
+  free(series);
+  st->close(st);
+  return rc;
+}
+
+int cmd_metrics(int argc, char **argv) {
+  struct read_opts o;
+  int rc = parse_read_opts(argc, argv, &o,
+                           "usage: gpuscope metrics RUN [--json] [--store URL]\n\nLists a run's series with "
+                           "unit, kind and number of samples.\n",
+                           1);
+  if (rc >= 0)
+    return rc;
+  struct store *st = cli_open_store(o.store);
+  if (!st)
+    return GS_EXIT_STORE;
+  struct store_run run;
+  if ((rc = cli_get_run(st, o.run, &run))) {
+    st->close(st);
+    return rc;
+  }
+  struct store_series *series = NULL;
+  size_t n = 0;
+  if (st->series_list(st, run.id, &series, &n)) {
+    rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+    st->close(st);
+    return rc;
+  }
+  if (o.json)
+    printf("[");
+  else
+    printf("%-10s %-36s %-28s %-6s %-8s %8s\n", "SOURCE", "NAME", "LABELS", "UNIT", "KIND", "SAMPLES");
+  for (size_t i = 0; i < n; i++) {
+    struct store_series *s = &series[i];
+    if (!series_matches(s, o.metric))
+      continue;
+    if (o.json) {
+      printf("%s\n {\"source\": ", i ? "," : "");
+      gs_json_str(stdout, s->source);
+      printf(", \"name\": ");
+      gs_json_str(stdout, s->name);
+      printf(", \"labels\": ");
+      gs_json_str(stdout, s->labels);
+      printf(", \"unit\": ");
+      gs_json_str(stdout, s->unit);
+      printf(", \"kind\": \"%s\", \"count\": %lld}", gs_kind_name(s->kind), (long long)s->count);
+    } else {
+      printf("%-10s %-36s %-28s %-6s %-8s %8lld\n", s->source, s->name, s->labels, s->unit, gs_kind_name(s->kind),
+             (long long)s->count);
+    }
+  }
+  if (o.json)
+    printf("%s]\n", n ? "\n" : "");
+  free(series);
+  st->close(st);
+  return GS_EXIT_OK;
+}

@@ -1,0 +1,91 @@
+/* cli/cmd_run: `gpuscope run [options] [--] CMD [ARGS...]` — argument parsing for the agent. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+
+static void run_usage(FILE *out) {
+  fprintf(out, "usage: gpuscope run [options] [--] CMD [ARGS...]\n\n"
+               "Runs CMD, samples the host, the job's processes and the GPUs while it runs, keeps the run\n"
+               "in the store, prints a summary, and exits with CMD's status.\n\n"
+               "  --name NAME        name the run (read-back commands accept it)\n"
+               "  --tag K=V          tag the run (repeatable)\n"
+               "  --interval T       sampling interval: 50ms, 0.5s, 2s (default 100ms, at least 10ms)\n"
+               "  --store URL        sqlite:///path/to/file.db (default $GPUSCOPE_STORE or the XDG path)\n"
+               "  --wait-tree        after CMD exits, wait for the processes it left running\n"
+               "  --quiet            no live line, no summary\n");
+}
+
+int cmd_run(int argc, char **argv) {
+  static const struct option longopts[] = {
+      {"name", required_argument, 0, 'n'},  {"tag", required_argument, 0, 't'},
+      {"interval", required_argument, 0, 'i'}, {"store", required_argument, 0, 's'},
+      {"quiet", no_argument, 0, 'q'},        {"wait-tree", no_argument, 0, 'w'},
+      {"root", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  struct agent_opts o = {.interval_ns = 100000000LL, .name = "", .root = "/"};
+  char tags[1024] = "";
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, "+:qh", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'n':
+      o.name = optarg;
+      break;
+    case 't':
+      if (!strchr(optarg, '=') || optarg[0] == '=' || strchr(optarg, ','))
+        return cli_error(GS_EXIT_USAGE, "--tag wants KEY=VALUE (no commas), got '%s'", optarg);
+      if (strlen(tags) + strlen(optarg) + 2 > sizeof tags)
+        return cli_error(GS_EXIT_USAGE, "too many tags");
+      if (tags[0])
+        strcat(tags, ",");
+      strcat(tags, optarg);
+      break;
+    case 'i':
+      if (gs_parse_duration(optarg, &o.interval_ns))
+        return cli_error(GS_EXIT_USAGE, "--interval: %s", gs_last_error());
+      if (o.interval_ns < 10000000LL)
+        return cli_error(GS_EXIT_USAGE, "--interval %s is below the 10ms minimum", optarg);
+      break;
+    case 's':
+      o.store_url = optarg;
+      break;
+    case 'q':
+      o.quiet = 1;
+      break;
+    case 'w':
+      o.wait_tree = 1;
+      break;
+    case 'r':
+      o.root = optarg;
+      break;
+    case 'h':
+      run_usage(stdout);
+      return GS_EXIT_OK;
+    case ':':
+      return cli_error(GS_EXIT_USAGE, "run: option '%s' needs a value", argv[optind - 1]);
+    default:
+      if (optopt)
+        return cli_error(GS_EXIT_USAGE, "run: option -%c needs a value or is unknown (see 'gpuscope run --help')",
+                         optopt);
+      return cli_error(GS_EXIT_USAGE, "run: unknown option '%s' (see 'gpuscope run --help')", argv[optind - 1]);
+    }
+  }
+  if (optind < argc && !strcmp(argv[optind], "--"))
+    optind++;
+  if (optind >= argc || !argv[optind][0])
+    return cli_error(GS_EXIT_USAGE, "run: no command given (usage: gpuscope run [options] -- CMD [ARGS...])");
+  o.argv = argv + optind;
+  o.tags = tags;
+  char def[1200];
+  if (!o.store_url)
+    o.store_url = store_default_url(def, sizeof def);
+  int status = 0;
+  int rc = agent_run(&o, &status);
+  if (rc)
+    return cli_error(rc == GS_EINVAL ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s", gs_last_error());
+  return status;
+}

@@ -1,0 +1,76 @@
+/* cli/main: gpuscope's entry point — finds the sub-command and hands it the arguments. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#ifndef GS_VERSION
+#define GS_VERSION "dev"
+#endif
+
+struct command {
+  const char *name;
+  int (*fn)(int argc, char **argv);
+  const char *help;
+};
+
+static const struct command commands[] = {
+    {"run", cmd_run, "run a command under watch and keep the run"},
+    {"runs", cmd_runs, "list the runs in the store"},
+    {"show", cmd_show, "print a run's raw samples, events, params or notes"},
+    {"metrics", cmd_metrics, "list a run's series with unit and count"},
+    {"devices", cmd_devices, "list NVIDIA GPUs and the metric families each offers"},
+};
+
+static void usage(FILE *out) {
+  fprintf(out, "usage: gpuscope COMMAND [options]\n\n"
+               "gpuscope watches a training job and tells you why the GPU is idle.\n\ncommands:\n");
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].help);
+  fprintf(out, "\nEvery command takes --store URL (default: $GPUSCOPE_STORE, else\n"
+               "$XDG_DATA_HOME/gpuscope/gpuscope.db) and --help.\n");
+}
+
+int cli_error(int code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("gpuscope: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return code;
+}
+
+struct store *cli_open_store(const char *url) {
+  char def[1200];
+  if (!url)
+    url = store_default_url(def, sizeof def);
+  struct store *st = store_open(url);
+  if (!st)
+    cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+  return st;
+}
+
+int cli_get_run(struct store *st, const char *ref, struct store_run *run) {
+  int rc = st->run_get(st, ref, run);
+  if (rc == GS_OK)
+    return 0;
+  return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s", gs_last_error());
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? GS_EXIT_USAGE : GS_EXIT_OK;
+  }
+  if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+    printf("gpuscope %s\n", GS_VERSION);
+    return GS_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
+    if (!strcmp(argv[1], commands[i].name))
+      return commands[i].fn(argc - 1, argv + 1);
+  cli_error(GS_EXIT_USAGE, "unknown command '%s' (see 'gpuscope --help')", argv[1]);
+  return GS_EXIT_USAGE;
+}

@@ -1,0 +1,143 @@
+/* core: the small shared vocabulary of gpuscope — error codes, clocks, and the sample sink that
+ * every producer (collectors, the client ingest) writes into and the store writer drains.
+ *
+ * Flow: producers call gs_sink_series() once per series and gs_sink_put() per value; the run loop's
+ * writer thread calls gs_sink_take() about once a second and hands the batch to the store. The sink
+ * is thread-safe, so a collector may sample from its own thread (NVML does, so a slow driver cannot
+ * stall the others). */
+#ifndef GS_CORE_H
+#define GS_CORE_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Error codes: functions return 0 or one of these (negative). */
+enum {
+  GS_OK = 0,
+  GS_EINVAL = -1,  /* bad argument or input */
+  GS_ENOMEM = -2,  /* allocation failed */
+  GS_EIO = -3,     /* an OS call failed */
+  GS_ENOENT = -4,  /* not found */
+  GS_ECORRUPT = -5, /* a file is not what it should be */
+  GS_EBUSY = -6,   /* locked or in use */
+  GS_EAMBIG = -7,  /* a reference matches more than one thing */
+};
+
+/* The last error message of this thread (never NULL; "" when none). */
+const char *gs_last_error(void);
+/* Sets this thread's error message (printf-style) and returns code, so `return gs_fail(GS_EIO,...)`. */
+int gs_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC); wall-clock nanoseconds since the Unix epoch. */
+int64_t gs_mono_ns(void);
+int64_t gs_wall_ns(void);
+
+/* Parses a duration such as "100ms", "0.5s", "2s", "250us", "1m", or a bare number of seconds.
+ * Returns 0 and sets *ns, or GS_EINVAL with a message. */
+int gs_parse_duration(const char *s, int64_t *ns);
+
+/* Formats a duration in a short human form ("1.2 s", "3 m 05 s", "2 h 01 m") into buf. */
+const char *gs_fmt_duration(int64_t ns, char *buf, size_t n);
+/* Formats bytes ("512 B", "3.4 MiB"). */
+const char *gs_fmt_bytes(double bytes, char *buf, size_t n);
+
+/* Writes s as a JSON string literal (quoted, escaped) to out. NULL writes "". */
+void gs_json_str(void *out_file, const char *s);
+/* Writes a number as JSON (null when not finite). */
+void gs_json_num(void *out_file, double v);
+
+/* What kind of quantity a series holds. */
+enum gs_kind { GS_GAUGE = 0, GS_COUNTER = 1, GS_EVENT = 2 };
+const char *gs_kind_name(enum gs_kind k);
+
+/* A static description of one metric a producer emits (for docs, Prometheus and `metrics`). */
+struct gs_metric_desc {
+  const char *name; /* "host.cpu.user_pct" */
+  const char *unit; /* "%", "B", "B/s", "W", "J", "C", "MHz", "count", "s" */
+  enum gs_kind kind;
+  const char *help;
+};
+
+/* ---- the sink ---- */
+
+struct gs_series_def {
+  int id;
+  char *source, *name, *labels, *unit;
+  enum gs_kind kind;
+};
+
+struct gs_point {
+  int32_t series;
+  int64_t t_ns; /* monotonic, absolute (gs_mono_ns clock) */
+  double v;
+};
+
+struct gs_event {
+  int64_t t_ns;      /* monotonic, absolute */
+  char *kind;        /* "throttle_start", "mark", "gpu_lost", "proc_exit", ... */
+  char *name;        /* "epoch", reason names, ... (may be "") */
+  double value;      /* NAN when none */
+  char *labels;      /* "gpu=0" (may be "") */
+  char *text;        /* free text (may be "") */
+};
+
+struct gs_kv {
+  char *key, *value;
+};
+
+/* What the writer takes out of the sink: everything produced since the last take. Owned by the
+ * caller of gs_sink_take(); free with gs_batch_free(). */
+struct gs_batch {
+  struct gs_series_def *series; /* series first seen since the last take */
+  size_t n_series;
+  struct gs_point *points;
+  size_t n_points, cap_points;
+  struct gs_event *events;
+  size_t n_events, cap_events;
+  struct gs_kv *params; /* run params (key -> value); later values replace earlier */
+  size_t n_params, cap_params;
+  char **notes; /* one-line notes on the run ("gpu0: fan speed not supported") */
+  size_t n_notes, cap_notes;
+  size_t cap_series;
+};
+
+struct gs_sink;
+
+/* Creates an empty sink. Returns NULL on allocation failure. Free with gs_sink_free(). */
+struct gs_sink *gs_sink_new(void);
+void gs_sink_free(struct gs_sink *s);
+
+/* Registers (or finds) a series and returns its id (>= 0, stable for the sink's life), or a negative
+ * GS_E code. labels is a comma-separated "k=v,k2=v2" string or NULL/"". Thread-safe. */
+int gs_sink_series(struct gs_sink *s, const char *source, const char *name, const char *labels,
+                   const char *unit, enum gs_kind kind);
+
+/* Adds one value. Non-finite values are dropped (missing is not zero). Thread-safe, cheap. */
+void gs_sink_put(struct gs_sink *s, int series, int64_t t_ns, double v);
+
+/* The most recent value put into a series, or NAN when none. Thread-safe. */
+double gs_sink_last(struct gs_sink *s, int series);
+
+/* Finds a series id by source/name/labels without creating it; -1 when absent. */
+int gs_sink_find(struct gs_sink *s, const char *source, const char *name, const char *labels);
+
+/* Records an event; strings are copied (NULL means ""). Thread-safe. */
+void gs_sink_event(struct gs_sink *s, int64_t t_ns, const char *kind, const char *name, double value,
+                   const char *labels, const char *text);
+
+/* Records a run parameter (copied). Thread-safe. */
+void gs_sink_param(struct gs_sink *s, const char *key, const char *value);
+
+/* Records a note on the run (copied, printf-style). Thread-safe. */
+void gs_sink_note(struct gs_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Number of points waiting (for the writer's flush policy). Thread-safe. */
+size_t gs_sink_pending(struct gs_sink *s);
+
+/* Takes everything produced since the last take. Returns a batch the caller owns (never NULL
+ * unless allocation fails). Thread-safe. */
+struct gs_batch *gs_sink_take(struct gs_sink *s);
+void gs_batch_free(struct gs_batch *b);
+
+#endif

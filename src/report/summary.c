@@ -1,0 +1,62 @@
+/* report/summary: the few lines `gpuscope run` prints when the job ends — how long, how busy the
+ * host, the job and each GPU were, and what the training loop reported. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report.h"
+
+void report_summary(FILE *out, struct store *st, const char *run_id) {
+  struct store_run run;
+  struct store_series *series = NULL;
+  size_t n = 0;
+  if (st->run_get(st, run_id, &run) || st->series_list(st, run_id, &series, &n)) {
+    fprintf(out, "gpuscope: cannot summarise run %s: %s\n", run_id, gs_last_error());
+    return;
+  }
+  char dur[32], b1[32], b2[32];
+  gs_fmt_duration(run.end_wall_ns - run.start_wall_ns, dur, sizeof dur);
+  fprintf(out, "gpuscope: run %s%s%s%s — %s, %s (exit %d)\n", run.id, run.name[0] ? " (" : "", run.name,
+          run.name[0] ? ")" : "", run.status, dur, run.exit_code);
+  struct series_stats cpu, cg, tree, rss, mem;
+  report_stats(st, run_id, series, n, "host", "host.cpu.busy_pct", "cpu=total", &cpu);
+  report_stats(st, run_id, series, n, "host", "host.cgroup.cpu_used_pct_of_limit", "", &cg);
+  report_stats(st, run_id, series, n, "proctree", "tree.cpu_pct", "", &tree);
+  report_stats(st, run_id, series, n, "proctree", "tree.rss_bytes", "", &rss);
+  report_stats(st, run_id, series, n, "host", "host.mem.used_bytes", "", &mem);
+  if (cpu.n) {
+    fprintf(out, "  host CPU: mean %.0f%%, peak %.0f%%", cpu.mean, cpu.max);
+    if (cg.n)
+      fprintf(out, " (of the cgroup quota: mean %.0f%%, peak %.0f%%)", cg.mean, cg.max);
+    if (mem.n)
+      fprintf(out, "; memory used peak %s", gs_fmt_bytes(mem.max, b1, sizeof b1));
+    fputc('\n', out);
+  }
+  if (tree.n)
+    fprintf(out, "  job: CPU mean %.0f%% (100%% = one core), peak %.0f%%; RSS peak %s\n", tree.mean, tree.max,
+            gs_fmt_bytes(rss.max, b2, sizeof b2));
+  for (int g = 0; g < 64; g++) {
+    char lab[16];
+    snprintf(lab, sizeof lab, "gpu=%d", g);
+    struct series_stats util, mu, sm;
+    if (report_stats(st, run_id, series, n, "nvml", "gpu.util_pct", lab, &util) || !util.n)
+      break;
+    report_stats(st, run_id, series, n, "nvml", "gpu.mem_used_bytes", lab, &mu);
+    report_stats(st, run_id, series, n, "nvml", "gpu.sm_active_pct", lab, &sm);
+    fprintf(out, "  GPU %d: util mean %.0f%%, min %.0f%%", g, util.mean, util.min);
+    if (sm.n)
+      fprintf(out, "; SM active mean %.0f%%", sm.mean);
+    if (mu.n)
+      fprintf(out, "; memory peak %s", gs_fmt_bytes(mu.max, b1, sizeof b1));
+    fputc('\n', out);
+  }
+  struct step_stats steps;
+  if (!report_step_stats(st, run_id, series, n, &steps) && steps.steps) {
+    fprintf(out, "  steps: %zu, %.1f samples/s, median step %.1f ms", steps.steps, steps.samples_per_s,
+            steps.median_step_s * 1e3);
+    if (isfinite(steps.data_share))
+      fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
+    fputc('\n', out);
+  }
+  free(series);
+}

@@ -1,0 +1,145 @@
+/* store: where runs live. A `struct store` is a table of function pointers with one back end per
+ * URL scheme (sqlite:// today; postgres:// is planned and must pass the same suite). The run loop's
+ * writer thread appends batches taken from the sink; read-back commands, the doctor and reports
+ * read runs, series, samples, events, params and notes.
+ *
+ * Time in the store: every sample and event time is nanoseconds since the run's start on the
+ * monotonic clock; the run keeps its wall-clock start as the anchor. Samples are kept in chunks per
+ * series (delta-of-delta timestamps, XOR floats: the Gorilla scheme) — see chunk.c. */
+#ifndef GS_STORE_H
+#define GS_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+enum { GS_STORE_SCHEMA_VERSION = 1 };
+
+struct store_run {
+  char id[32];
+  char name[128];
+  char group[64];
+  char status[16]; /* running, finished, failed, killed, crashed */
+  char command[2048];
+  char cwd[512];
+  char host[128];
+  char user[64];
+  char tags[1024]; /* "k=v,k2=v2" */
+  int64_t start_wall_ns, end_wall_ns; /* end 0 while running */
+  int64_t mono_start_ns;              /* the agent's monotonic clock at start (not stored) */
+  int64_t interval_ns;
+  int exit_code;  /* the job's status as gpuscope exits with it; -1 unknown */
+  int agent_pid;
+};
+
+struct store_series {
+  int64_t id;
+  char source[32];
+  char name[160];
+  char labels[256];
+  char unit[16];
+  enum gs_kind kind;
+  int64_t count;     /* points stored */
+  int64_t t_first, t_last; /* ns since run start */
+};
+
+struct store_event {
+  int64_t t; /* ns since run start */
+  char kind[32], name[128], labels[256], text[512];
+  double value; /* NAN when none */
+};
+
+struct store_finding {
+  char rule[32];
+  char severity[16]; /* info, low, medium, high */
+  double share;      /* of run time lost, 0..1 */
+  double lost_s;     /* seconds lost */
+  double speedup;    /* estimated speed-up if fixed (1.0 = none) */
+  char title[256];
+  char evidence[2048]; /* JSON object */
+  char fix[4096];
+};
+
+/* Callback for sample reads: return non-zero to stop. */
+typedef int (*store_sample_fn)(void *user, int64_t t, double v);
+
+struct store {
+  int version; /* 1 */
+  const char *scheme;
+  /* Inserts a new run in status "running"; fills run->id. Returns 0 or a GS_E code. */
+  int (*run_begin)(struct store *st, struct store_run *run);
+  /* Appends a batch taken from the sink (times converted with run->mono_start_ns) and refreshes the
+   * run's heartbeat. Everything appended is durable when this returns 0. */
+  int (*run_append)(struct store *st, const struct store_run *run, const struct gs_batch *b);
+  /* Closes the run: writes status, exit_code and end time from run; computes rollups. */
+  int (*run_end)(struct store *st, const struct store_run *run);
+  /* Lists runs, newest first. *out is malloc'd (caller frees). Runs whose agent died are reported
+   * (and recorded) as "crashed". */
+  int (*runs_list)(struct store *st, struct store_run **out, size_t *n);
+  /* Resolves an id, a unique id prefix, a name (newest run of that name) or "last".
+   * GS_ENOENT when nothing matches, GS_EAMBIG when a prefix matches several. */
+  int (*run_get)(struct store *st, const char *ref, struct store_run *out);
+  /* Series of a run (with counts), sorted by source, name, labels. *out malloc'd. */
+  int (*series_list)(struct store *st, const char *run_id, struct store_series **out, size_t *n);
+  /* Streams a series' raw samples with from <= t <= to (ns since run start), in time order. */
+  int (*samples_read)(struct store *st, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn,
+                      void *user);
+  /* Rollups of a series at resolution res_ns (min/max/mean per bucket), computed from the raw
+   * chunks when absent. Arrays malloc'd. */
+  int (*rollups_read)(struct store *st, int64_t series_id, int64_t res_ns, int64_t **t, double **min,
+                      double **max, double **mean, size_t *n);
+  int (*events_read)(struct store *st, const char *run_id, struct store_event **out, size_t *n);
+  int (*params_read)(struct store *st, const char *run_id, struct gs_kv **out, size_t *n);
+  int (*notes_read)(struct store *st, const char *run_id, char ***out, size_t *n);
+  /* Replaces the run's findings. */
+  int (*findings_write)(struct store *st, const char *run_id, const struct store_finding *f, size_t n);
+  int (*findings_read)(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
+  void (*close)(struct store *st);
+};
+
+/* Opens the store named by url ("sqlite:///abs/path", "sqlite://rel/path", or a bare path), creating
+ * and migrating it when writable. Never overwrites a file that is not a gpuscope store. Returns NULL
+ * with a one-line message in gs_last_error() on failure. Close with st->close(st). */
+struct store *store_open(const char *url);
+
+/* The default store URL: $GPUSCOPE_STORE, else sqlite://$XDG_DATA_HOME/gpuscope/gpuscope.db, else
+ * sqlite://$HOME/.local/share/gpuscope/gpuscope.db. Writes into buf; returns buf. */
+const char *store_default_url(char *buf, size_t n);
+
+/* Frees arrays returned by params_read / notes_read. */
+void store_kv_free(struct gs_kv *kv, size_t n);
+void store_notes_free(char **notes, size_t n);
+
+/* Reads all samples of one series into malloc'd arrays (helper over samples_read). */
+int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double **v, size_t *n);
+
+/* Finds a series of a run by source (NULL: any), name and labels (NULL: any; "" matches ""), in
+ * an array from series_list. Returns its index or -1. */
+long store_series_find(const struct store_series *s, size_t n, const char *source, const char *name,
+                       const char *labels);
+
+/* ---- chunk codec (Gorilla: delta-of-delta timestamps, XOR-compressed doubles) ---- */
+
+struct chunk_enc {
+  uint8_t *buf;
+  size_t cap, bits;
+  uint32_t n;
+  int64_t t0, t_prev, d_prev;
+  uint64_t v_prev;
+  int lead, trail; /* window of the previous XOR (-1: none yet) */
+};
+
+/* Starts an empty encoder; chunk_enc_done frees it. */
+void chunk_enc_init(struct chunk_enc *e);
+void chunk_enc_done(struct chunk_enc *e);
+/* Appends a point (t must not go backwards). Returns 0 or GS_ENOMEM. */
+int chunk_enc_put(struct chunk_enc *e, int64_t t, double v);
+/* The encoded bytes so far: (e->bits + 7) / 8 bytes of e->buf; a valid chunk at any moment. */
+size_t chunk_enc_bytes(const struct chunk_enc *e);
+
+/* Decodes n points of a chunk, calling fn for each; returns 0, GS_ECORRUPT on a truncated or bad
+ * chunk, or 1 when fn asked to stop. */
+int chunk_decode(const uint8_t *buf, size_t len, uint32_t n, store_sample_fn fn, void *user);
+
+#endif
