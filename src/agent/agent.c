@@ -20,6 +20,7 @@
 
 #include "collect/collect.h"
 #include "core/core.h"
+#include "doctor/doctor.h"
 #include "ingest/ingest.h"
 #include "report/report.h"
 #include "store/store.h"
@@ -368,6 +369,9 @@ int agent_run(const struct agent_opts *o, int *job_status) {
            *job_status == 0 ? "finished" : *job_status > 128 && !exec_errno ? "killed" : "failed");
   if (st->run_end(st, &run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
+  size_t nfind = 0;
+  if (doctor_run(st, run.id, NULL, &nfind))
+    fprintf(stderr, "gpuscope: diagnosis failed: %s\n", gs_last_error());
   if (!o->quiet) {
     report_summary(stderr, st, run.id);
     for (size_t i = 0; i < ncols; i++)

@@ -20,6 +20,8 @@ static const struct command commands[] = {
     {"runs", cmd_runs, "list the runs in the store"},
     {"show", cmd_show, "print a run's raw samples, events, params or notes"},
     {"metrics", cmd_metrics, "list a run's series with unit and count"},
+    {"report", cmd_report, "diagnose a run: findings, evidence, fixes (--json, --html FILE)"},
+    {"compare", cmd_compare, "compare runs side by side: throughput, GPU use, what changed"},
     {"devices", cmd_devices, "list NVIDIA GPUs and the metric families each offers"},
 };
 

@@ -58,5 +58,14 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
       fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
     fputc('\n', out);
   }
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  if (!st->findings_read(st, run_id, &f, &nf) && nf) {
+    fprintf(out, "  findings (gpuscope report %s for the evidence and fixes):\n", run.id);
+    for (size_t i = 0; i < nf && i < 3; i++)
+      fprintf(out, "    %zu. [%s] %s%s\n", i + 1, f[i].rule, f[i].title,
+              f[i].speedup > 1.01 ? "" : "");
+  }
+  free(f);
   free(series);
 }
