@@ -1,0 +1,111 @@
+/* Unit tests of core: durations, the sink's series registry, batches and validity. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/core.h"
+
+static void test_duration_accepts_units(void **state) {
+  (void)state;
+  int64_t ns;
+  assert_int_equal(gs_parse_duration("50ms", &ns), 0);
+  assert_int_equal(ns, 50000000);
+  assert_int_equal(gs_parse_duration("0.5s", &ns), 0);
+  assert_int_equal(ns, 500000000);
+  assert_int_equal(gs_parse_duration("2s", &ns), 0);
+  assert_int_equal(ns, 2000000000);
+  assert_int_equal(gs_parse_duration("2", &ns), 0);
+  assert_int_equal(ns, 2000000000);
+  assert_int_equal(gs_parse_duration("1m", &ns), 0);
+  assert_int_equal(ns, 60000000000LL);
+}
+
+static void test_duration_rejects_garbage(void **state) {
+  (void)state;
+  int64_t ns;
+  const char *bad[] = {"", "abc", "10 ms", "-1s", "nan", "inf", "5parsecs", "1e400", " 5"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    assert_int_equal(gs_parse_duration(bad[i], &ns), GS_EINVAL);
+    assert_true(strlen(gs_last_error()) > 0);
+  }
+}
+
+static void test_sink_series_are_deduplicated(void **state) {
+  (void)state;
+  struct gs_sink *s = gs_sink_new();
+  int a = gs_sink_series(s, "host", "x", "cpu=0", "%", GS_GAUGE);
+  int b = gs_sink_series(s, "host", "x", "cpu=1", "%", GS_GAUGE);
+  int c = gs_sink_series(s, "host", "x", "cpu=0", "%", GS_GAUGE);
+  assert_true(a >= 0 && b >= 0);
+  assert_int_not_equal(a, b);
+  assert_int_equal(a, c);
+  assert_int_equal(gs_sink_find(s, "host", "x", "cpu=1"), b);
+  assert_int_equal(gs_sink_find(s, "host", "y", ""), -1);
+  gs_sink_free(s);
+}
+
+static void test_sink_many_series_survive_rehash(void **state) {
+  (void)state;
+  struct gs_sink *s = gs_sink_new();
+  char lab[32];
+  for (int i = 0; i < 5000; i++) {
+    snprintf(lab, sizeof lab, "pid=%d", i);
+    assert_int_equal(gs_sink_series(s, "proctree", "proc.cpu_pct", lab, "%", GS_GAUGE), i);
+  }
+  for (int i = 0; i < 5000; i += 97) {
+    snprintf(lab, sizeof lab, "pid=%d", i);
+    assert_int_equal(gs_sink_find(s, "proctree", "proc.cpu_pct", lab), i);
+  }
+  gs_sink_free(s);
+}
+
+static void test_sink_drops_non_finite_values(void **state) {
+  (void)state;
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "host", "x", "", "", GS_GAUGE);
+  gs_sink_put(s, id, 1, NAN);
+  gs_sink_put(s, id, 2, INFINITY);
+  gs_sink_put(s, id, 3, 7.0);
+  gs_sink_put(s, 999, 4, 1.0); /* unknown id: ignored */
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(b->n_points, 1);
+  assert_true(b->points[0].v == 7.0);
+  assert_int_equal(b->n_series, 1);
+  assert_true(gs_sink_last(s, id) == 7.0);
+  gs_batch_free(b);
+  b = gs_sink_take(s);
+  assert_int_equal(b->n_points, 0);
+  assert_int_equal(b->n_series, 0); /* a series is announced once */
+  gs_batch_free(b);
+  gs_sink_free(s);
+}
+
+static void test_sink_carries_events_params_notes(void **state) {
+  (void)state;
+  struct gs_sink *s = gs_sink_new();
+  gs_sink_event(s, 5, "mark", "epoch", 1, NULL, "x");
+  gs_sink_param(s, "batch_size", "64");
+  gs_sink_note(s, "gpu%d: fan: %s", 0, "Not Supported");
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(b->n_events, 1);
+  assert_string_equal(b->events[0].labels, "");
+  assert_string_equal(b->params[0].value, "64");
+  assert_string_equal(b->notes[0], "gpu0: fan: Not Supported");
+  gs_batch_free(b);
+  gs_sink_free(s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_duration_accepts_units),        cmocka_unit_test(test_duration_rejects_garbage),
+      cmocka_unit_test(test_sink_series_are_deduplicated),  cmocka_unit_test(test_sink_many_series_survive_rehash),
+      cmocka_unit_test(test_sink_drops_non_finite_values),  cmocka_unit_test(test_sink_carries_events_params_notes),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

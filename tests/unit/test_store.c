@@ -1,0 +1,226 @@
+/* Unit tests of the SQLite store through the store interface, on real files in a temp folder:
+ * appended samples read back exactly, runs resolve by id/prefix/name/last, a dead agent's run reads
+ * as crashed, and a file that is not a gpuscope store is refused and left untouched. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sqlite3.h>
+
+#include "store/store.h"
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/gs-test-store-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct store *open_db(const char *name) {
+  char url[400];
+  snprintf(url, sizeof url, "sqlite://%s/%s", dir, name);
+  return store_open(url);
+}
+
+static void begin(struct store *st, struct store_run *r, const char *name) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%s", name);
+  snprintf(r->command, sizeof r->command, "python train.py");
+  gethostname(r->host, sizeof r->host - 1);
+  r->agent_pid = getpid();
+  r->exit_code = -1;
+  r->start_wall_ns = gs_wall_ns();
+  r->mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, r), 0);
+}
+
+static void test_store_samples_roundtrip_across_flushes(void **state) {
+  (void)state;
+  struct store *st = open_db("a.db");
+  assert_non_null(st);
+  struct store_run r;
+  begin(st, &r, "rt");
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  for (int flush = 0; flush < 30; flush++) { /* 3000 points: crosses chunk boundaries */
+    for (int i = 0; i < 100; i++) {
+      int k = flush * 100 + i;
+      gs_sink_put(s, id, 1000 + 100000000LL * k, (double)(k % 100));
+    }
+    struct gs_batch *b = gs_sink_take(s);
+    assert_int_equal(st->run_append(st, &r, b), 0);
+    gs_batch_free(b);
+  }
+  snprintf(r.status, sizeof r.status, "finished");
+  r.exit_code = 0;
+  r.end_wall_ns = r.start_wall_ns + 300000000000LL;
+  assert_int_equal(st->run_end(st, &r), 0);
+  struct store_series *ser;
+  size_t n;
+  assert_int_equal(st->series_list(st, r.id, &ser, &n), 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(ser[0].count, 3000);
+  int64_t *t;
+  double *v;
+  size_t np;
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), 0);
+  assert_int_equal(np, 3000);
+  for (size_t k = 0; k < np; k++) {
+    assert_int_equal(t[k], 100000000LL * (int64_t)k);
+    assert_true(v[k] == (double)(k % 100));
+  }
+  int64_t *rt;
+  double *mn, *mx, *mean;
+  size_t nr;
+  assert_int_equal(st->rollups_read(st, ser[0].id, 10000000000LL, &rt, &mn, &mx, &mean, &nr), 0);
+  assert_int_equal(nr, 30);
+  assert_true(mn[0] == 0 && mx[0] == 99);
+  free(rt), free(mn), free(mx), free(mean);
+  free(t), free(v), free(ser);
+  gs_sink_free(s);
+  st->close(st);
+}
+
+static void test_store_resolves_runs(void **state) {
+  (void)state;
+  struct store *st = open_db("b.db");
+  struct store_run a, b, got;
+  begin(st, &a, "first");
+  begin(st, &b, "second");
+  assert_int_equal(st->run_get(st, "last", &got), 0);
+  assert_string_equal(got.id, b.id);
+  assert_int_equal(st->run_get(st, "first", &got), 0);
+  assert_string_equal(got.id, a.id);
+  assert_int_equal(st->run_get(st, a.id, &got), 0);
+  assert_string_equal(got.name, "first");
+  char prefix[21];
+  memcpy(prefix, b.id, 20);
+  prefix[20] = 0;
+  assert_int_equal(st->run_get(st, prefix, &got), 0);
+  assert_string_equal(got.id, b.id);
+  assert_int_equal(st->run_get(st, "0", &got), GS_EAMBIG); /* ids start with the time: both match */
+  assert_int_equal(st->run_get(st, "nope", &got), GS_ENOENT);
+  st->close(st);
+}
+
+static void test_store_dead_agent_run_is_crashed(void **state) {
+  (void)state;
+  struct store *st = open_db("c.db");
+  struct store_run r, got;
+  pid_t child = fork();
+  if (child == 0)
+    _exit(0);
+  waitpid(child, NULL, 0);
+  memset(&r, 0, sizeof r);
+  gethostname(r.host, sizeof r.host - 1);
+  r.agent_pid = child; /* an agent that is gone */
+  r.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &r), 0);
+  assert_int_equal(st->run_get(st, r.id, &got), 0);
+  assert_string_equal(got.status, "crashed");
+  st->close(st);
+}
+
+static void test_store_refuses_foreign_file_and_keeps_it(void **state) {
+  (void)state;
+  char path[400];
+  snprintf(path, sizeof path, "%s/notes.db", dir);
+  FILE *f = fopen(path, "w");
+  fputs("my precious notes, not a database\n", f);
+  fclose(f);
+  assert_null(open_db("notes.db"));
+  assert_non_null(strstr(gs_last_error(), "not a gpuscope store"));
+  f = fopen(path, "r");
+  char buf[64] = "";
+  assert_non_null(fgets(buf, sizeof buf, f));
+  fclose(f);
+  assert_string_equal(buf, "my precious notes, not a database\n");
+}
+
+static void test_store_refuses_other_sqlite_database(void **state) {
+  (void)state;
+  char path[400];
+  snprintf(path, sizeof path, "%s/other.db", dir);
+  sqlite3 *db;
+  sqlite3_open(path, &db);
+  sqlite3_exec(db, "CREATE TABLE customers(id INTEGER)", NULL, NULL, NULL);
+  sqlite3_close(db);
+  assert_null(open_db("other.db"));
+  assert_non_null(strstr(gs_last_error(), "not a gpuscope store"));
+}
+
+static void test_store_refuses_newer_schema(void **state) {
+  (void)state;
+  struct store *st = open_db("new.db");
+  st->close(st);
+  char path[400];
+  snprintf(path, sizeof path, "%s/new.db", dir);
+  sqlite3 *db;
+  sqlite3_open(path, &db);
+  sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", NULL, NULL, NULL);
+  sqlite3_close(db);
+  assert_null(open_db("new.db"));
+  assert_non_null(strstr(gs_last_error(), "newer"));
+}
+
+static void test_store_corrupt_chunk_is_an_error_not_a_crash(void **state) {
+  (void)state;
+  struct store *st = open_db("d.db");
+  struct store_run r;
+  begin(st, &r, "x");
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "host", "v", "", "", GS_GAUGE);
+  for (int i = 0; i < 50; i++)
+    gs_sink_put(s, id, 1000 + i * 1000LL, i * 0.1);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  st->close(st);
+  char path[400];
+  snprintf(path, sizeof path, "%s/d.db", dir);
+  sqlite3 *db;
+  sqlite3_open(path, &db);
+  sqlite3_exec(db, "UPDATE chunks SET data = x'00', n = 50", NULL, NULL, NULL);
+  sqlite3_close(db);
+  st = open_db("d.db");
+  struct store_series *ser;
+  size_t n;
+  assert_int_equal(st->series_list(st, r.id, &ser, &n), 0);
+  int64_t *t;
+  double *v;
+  size_t np;
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), GS_ECORRUPT);
+  free(ser);
+  st->close(st);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_store_samples_roundtrip_across_flushes),
+      cmocka_unit_test(test_store_resolves_runs),
+      cmocka_unit_test(test_store_dead_agent_run_is_crashed),
+      cmocka_unit_test(test_store_refuses_foreign_file_and_keeps_it),
+      cmocka_unit_test(test_store_refuses_other_sqlite_database),
+      cmocka_unit_test(test_store_refuses_newer_schema),
+      cmocka_unit_test(test_store_corrupt_chunk_is_an_error_not_a_crash),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
