@@ -1,0 +1,81 @@
+"""The read-back commands (`runs`, `show`, `metrics`) on a real run: formats, filters, run
+references and errors."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gstest import Sandbox, check, run_tests
+
+SB = None
+
+
+def sandbox():
+    global SB
+    if SB is None:
+        SB = Sandbox()
+        SB.ok("run", "--quiet", "--name", "base", "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+    return SB
+
+
+def test_runs_table_and_json():
+    sb = sandbox()
+    out = sb.ok("runs")
+    check(out.splitlines()[0].split()[:4] == ["ID", "NAME", "STATUS", "START"], out)
+    runs = sb.json("runs", "--json")
+    check(runs[0]["name"] == "base" and runs[0]["duration_s"] > 0 and "sh -c" in runs[0]["command"], str(runs))
+
+
+def test_run_references_resolve():
+    sb = sandbox()
+    rid = sb.json("runs", "--json")[0]["id"]
+    for ref in (rid, rid[:12], "base", "last"):
+        out = sb.json("metrics", ref, "--json")
+        check(len(out) > 10, f"{ref}: {len(out)} series")
+
+
+def test_unknown_run_is_exit_2():
+    sb = sandbox()
+    for cmd in (["show", "nope"], ["metrics", "nope"], ["show"]):
+        rc, _, err = sb.gs(*cmd)
+        check(rc == 2 and len(err.strip().splitlines()) == 1, f"{cmd}: {rc} {err!r}")
+
+
+def test_show_csv_glob_and_window():
+    sb = sandbox()
+    rows = sb.csv("show", "last", "--metric", "host.cpu.*", "--csv")
+    names = {r["name"] for r in rows}
+    check(names and all(n.startswith("host.cpu.") for n in names), str(names))
+    check({r["labels"] for r in rows} >= {"cpu=total", "cpu=0"}, str({r["labels"] for r in rows}))
+    win = sb.csv("show", "last", "--metric", "tree.cpu_pct", "--from", "0.3s", "--to", "0.6s", "--csv")
+    check(win and all(0.3 <= float(r["t_s"]) <= 0.6 for r in win), str(win))
+    job = sb.csv("show", "last", "--metric", "tree.cpu_pct", "--csv")
+    check(max(float(r["value"]) for r in job) > 30, "the busy shell loop should show as job CPU")
+
+
+def test_show_json_and_label_glob():
+    sb = sandbox()
+    data = sb.json("show", "last", "--metric", "*{cpu=total}", "--json")
+    check(data["series"] and all(s["labels"] == "cpu=total" for s in data["series"]), str(data)[:300])
+    check(all(len(p) == 2 for s in data["series"] for p in s["points"]))
+
+
+def test_show_rejects_conflicting_formats():
+    sb = sandbox()
+    rc, _, err = sb.gs("show", "last", "--csv", "--json")
+    check(rc == 2, err)
+
+
+def test_metrics_lists_units_and_counts():
+    sb = sandbox()
+    ms = sb.json("metrics", "last", "--json")
+    by = {(m["name"], m["labels"]): m for m in ms}
+    check(by[("host.mem.used_bytes", "")]["unit"] == "B", str(by.get(("host.mem.used_bytes", ""))))
+    check(by[("tree.cpu_pct", "")]["count"] >= 3)
+
+
+if __name__ == "__main__":
+    try:
+        run_tests(globals())
+    finally:
+        if SB:
+            SB.close()

@@ -1,0 +1,218 @@
+"""`gpuscope run` end to end with the real binary: exit statuses as a shell gives them, the
+environment the job sees, bad input, orphans, concurrent runs, a killed agent, signal forwarding."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gstest import BIN, Sandbox, check, run_tests
+
+
+def test_run_exits_with_child_status():
+    sb = Sandbox()
+    rc, out, err = sb.gs("run", "--", "sh", "-c", "exit 3")
+    check(rc == 3, f"rc {rc}: {err}")
+    runs = sb.json("runs", "--json")
+    check(runs[0]["status"] == "failed" and runs[0]["exit_code"] == 3, str(runs))
+    sb.close()
+
+
+def test_run_killed_child_gives_128_plus_signal():
+    sb = Sandbox()
+    rc, _, err = sb.gs("run", "--", "sh", "-c", "kill -9 $$")
+    check(rc == 137, f"rc {rc}: {err}")
+    check(sb.json("runs", "--json")[0]["status"] == "killed")
+    sb.close()
+
+
+def test_run_not_found_127_not_executable_126():
+    sb = Sandbox()
+    rc, _, err = sb.gs("run", "--", "no-such-command-xyz")
+    check(rc == 127 and "command not found" in err, f"rc {rc}: {err}")
+    script = os.path.join(sb.dir, "noexec.sh")
+    open(script, "w").write("#!/bin/sh\necho hi\n")
+    os.chmod(script, 0o644)
+    rc, _, err = sb.gs("run", "--", script)
+    check(rc == 126, f"rc {rc}: {err}")
+    sb.close()
+
+
+def test_run_sets_run_id_and_socket_env():
+    sb = Sandbox()
+    out = sb.ok("run", "--quiet", "--", "sh", "-c", 'echo "id=$GPUSCOPE_RUN_ID"')
+    run_id = sb.json("runs", "--json")[0]["id"]
+    check(f"id={run_id}" in out, out)
+    sb.close()
+
+
+def test_run_double_dash_is_optional():
+    sb = Sandbox()
+    out = sb.ok("run", "--quiet", "echo", "hello")
+    check("hello" in out, out)
+    sb.close()
+
+
+def test_run_rejects_bad_input_with_one_line():
+    sb = Sandbox()
+    cases = [
+        (["run"], "no command"),
+        (["run", "--"], "no command"),
+        (["run", "--bogus", "--", "true"], "unknown option"),
+        (["run", "--interval", "abc", "--", "true"], "not a duration"),
+        (["run", "--interval", "5ms", "--", "true"], "10ms"),
+        (["run", "--interval", "-1s", "--", "true"], "not a duration"),
+        (["run", "--tag", "novalue", "--", "true"], "KEY=VALUE"),
+        (["run", "--interval"], "needs a value"),
+        (["frobnicate"], "unknown command"),
+    ]
+    for args, words in cases:
+        rc, out, err = sb.gs(*args)
+        check(rc == 2, f"{args}: rc {rc}")
+        lines = err.strip().splitlines()
+        check(len(lines) == 1 and words in lines[0], f"{args}: {err!r}")
+    check(not os.path.exists(sb.db) or sb.json("runs", "--json") == [], "a rejected run left a run behind")
+    sb.close()
+
+
+def test_run_unwritable_store_is_a_clear_error():
+    sb = Sandbox()
+    marker = os.path.join(sb.dir, "ran")
+    rc, _, err = sb.gs("run", "--store", "sqlite:///dev/null/x.db", "--", "touch", marker)
+    check(rc == 3 and "store" in err and len(err.strip().splitlines()) == 1, f"rc {rc}: {err!r}")
+    check(not os.path.exists(marker), "the job ran although its run could not be kept")
+    sb.close()
+
+
+def test_run_corrupt_store_is_never_overwritten():
+    sb = Sandbox()
+    junk = b"this is not a database\x00\x01" * 100
+    open(sb.db, "wb").write(junk)
+    rc, _, err = sb.gs("run", "--", "true")
+    check(rc == 3 and "not a gpuscope store" in err, f"rc {rc}: {err!r}")
+    for cmd in (["runs"], ["show", "last"], ["metrics", "last"]):
+        rc, _, err = sb.gs(*cmd)
+        check(rc == 3 and len(err.strip().splitlines()) == 1, f"{cmd}: rc {rc} {err!r}")
+    check(open(sb.db, "rb").read() == junk, "the corrupt file was modified")
+    sb.close()
+
+
+def test_run_command_that_exits_at_once_is_kept():
+    sb = Sandbox()
+    sb.ok("run", "--name", "quick", "--", "true")
+    runs = sb.json("runs", "--json")
+    check(runs[0]["name"] == "quick" and runs[0]["status"] == "finished", str(runs))
+    metrics = sb.json("metrics", "quick", "--json")
+    check(any(m["name"] == "host.mem.used_bytes" and m["count"] >= 1 for m in metrics), str(metrics)[:500])
+    sb.close()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is not alive
+    try:
+        return open(f"/proc/{pid}/stat").read().split(")")[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_run_orphans_stay_in_tree_and_are_counted():
+    sb = Sandbox()
+    pidfile = os.path.join(sb.dir, "pid")
+    rc, _, err = sb.gs("run", "--", "sh", "-c", f"sleep 4 & echo $! > {pidfile}; sleep 1.2; exit 0")
+    check(rc == 0, err)
+    pid = int(open(pidfile).read())
+    check(alive(pid), "the orphan should still run: gpuscope does not wait without --wait-tree")
+    check("1 process of the job still running" in err, err)
+    # the orphan was watched while the run lasted
+    events = sb.json("show", "last", "--events", "--json")
+    check(any(e["kind"] in ("proc_start", "proc_exec") and e["name"] == "sleep" and int(e["value"]) == pid
+              for e in events), str(events))
+    check(not any(e["kind"] == "proc_exit" and int(e["value"]) == pid for e in events), "orphan marked as exited")
+    os.kill(pid, signal.SIGKILL)
+    sb.close()
+
+
+def test_run_wait_tree_waits_for_orphans():
+    sb = Sandbox()
+    pidfile = os.path.join(sb.dir, "pid")
+    rc, _, err = sb.gs("run", "--wait-tree", "--", "sh", "-c", f"sleep 2 & echo $! > {pidfile}; exit 0")
+    check(rc == 0, err)
+    pid = int(open(pidfile).read())
+    check(not alive(pid), "gpuscope returned before the orphan ended")
+    events = sb.json("show", "last", "--events", "--json")
+    check(any(e["kind"] == "proc_exit" and int(e["value"]) == pid for e in events), str(events))
+    sb.close()
+
+
+def test_two_runs_at_once_on_one_store_are_both_kept():
+    sb = Sandbox()
+    procs = [subprocess.Popen([BIN, "run", "--quiet", "--name", f"r{i}", "--", "sleep", "2.5"], env=sb.env)
+             for i in range(2)]
+    for p in procs:
+        check(p.wait(timeout=60) == 0)
+    runs = sb.json("runs", "--json")
+    check(sorted(r["name"] for r in runs) == ["r0", "r1"], str(runs))
+    for r in runs:
+        check(r["status"] == "finished", str(r))
+        rows = sb.csv("show", r["id"], "--metric", "host.mem.used_bytes", "--csv")
+        check(len(rows) >= 20, f"{r['name']}: only {len(rows)} samples")
+        ts = [float(x["t_s"]) for x in rows]
+        check(ts == sorted(ts) and ts[-1] >= 2.0, "samples missing or out of order")
+    sb.close()
+
+
+def test_signal_to_gpuscope_is_forwarded():
+    sb = Sandbox()
+    p = subprocess.Popen([BIN, "run", "--", "sh", "-c", 'trap "exit 42" TERM; while :; do sleep 0.1; done'],
+                         env=sb.env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 20
+    while time.time() < deadline and not os.path.exists(sb.db):
+        time.sleep(0.1)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGTERM)
+    rc = p.wait(timeout=30)
+    check(rc == 42, f"rc {rc}: {p.stderr.read()}")
+    sb.close()
+
+
+def test_killed_agent_keeps_data_and_shows_crashed():
+    sb = Sandbox()
+    p = subprocess.Popen([BIN, "run", "--quiet", "--name", "doomed", "--", "sleep", "30"], env=sb.env,
+                         start_new_session=True)
+    time.sleep(3.5)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    runs = sb.json("runs", "--json")
+    check(runs[0]["name"] == "doomed" and runs[0]["status"] == "crashed", str(runs))
+    rows = sb.csv("show", "doomed", "--metric", "host.mem.used_bytes", "--csv")
+    check(len(rows) >= 15, f"only {len(rows)} samples survived")
+    sb.close()
+
+
+def test_interval_sets_sample_spacing():
+    sb = Sandbox()
+    sb.ok("run", "--quiet", "--interval", "50ms", "--", "sleep", "1")
+    rows = sb.csv("show", "last", "--metric", "host.load1", "--csv")
+    ts = [float(r["t_s"]) for r in rows]
+    gaps = [round(b - a, 6) for a, b in zip(ts, ts[1:])]
+    check(len(ts) >= 15 and gaps.count(0.05) >= len(gaps) - 2, f"{len(ts)} samples, gaps {gaps}")
+    sb.close()
+
+
+def test_tags_become_params():
+    sb = Sandbox()
+    sb.ok("run", "--quiet", "--tag", "team=vision", "--tag", "exp=7", "--", "true")
+    params = sb.json("show", "last", "--params", "--json")
+    check(params.get("tag.team") == "vision" and params.get("tag.exp") == "7", str(params))
+    sb.close()
+
+
+if __name__ == "__main__":
+    run_tests(globals())
