@@ -61,7 +61,7 @@ int chunk_enc_put(struct chunk_enc *e, int64_t t, double v) {
       rc = put_bits(e, u, 64);
     e->t0 = t;
   } else {
-    int64_t d = t - e->t_prev, dod = d - e->d_prev;
+    int64_t d = (int64_t)((uint64_t)t - (uint64_t)e->t_prev), dod = (int64_t)((uint64_t)d - (uint64_t)e->d_prev);
     if (dod == 0)
       rc = put_bits(e, 0, 1);
     else if (fits(dod, 16))
@@ -149,8 +149,9 @@ int chunk_decode(const uint8_t *buf, size_t len, uint32_t n, store_sample_fn fn,
           return GS_ECORRUPT;
         dod = width == 64 ? (int64_t)a : sign_extend(a, width);
       }
-      d += dod;
-      t += d;
+      /* wrapping arithmetic: a damaged chunk gives wrong times, never undefined behaviour */
+      d = (int64_t)((uint64_t)d + (uint64_t)dod);
+      t = (int64_t)((uint64_t)t + (uint64_t)d);
       if (get_bits(&r, 1, &a))
         return GS_ECORRUPT;
       if (a) {
