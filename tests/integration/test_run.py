@@ -214,5 +214,31 @@ def test_tags_become_params():
     sb.close()
 
 
+def test_live_line_only_on_a_tty():
+    import pty
+    sb = Sandbox()
+    # not a TTY: stderr holds the summary only
+    rc, _, err = sb.gs("run", "--", "sleep", "1.5")
+    check(rc == 0 and "[gpuscope]" not in err, err)
+    # a TTY: the live line (elapsed, CPU, memory) is drawn and cleared
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(BIN, [BIN, "run", "--", "sleep", "2.5"], sb.env)
+    buf = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    _, status = os.waitpid(pid, 0)
+    text = buf.decode(errors="replace")
+    check(os.WEXITSTATUS(status) == 0, text)
+    check("[gpuscope]" in text and "CPU" in text and "mem" in text, text)
+    sb.close()
+
+
 if __name__ == "__main__":
     run_tests(globals())
