@@ -1,14 +1,37 @@
-/* cli/cmd_devices: placeholder until the NVML collector lands. */
+/* cli/cmd_devices: `gpuscope devices [--json]` — lists the NVIDIA GPUs NVML sees and the metric
+ * families each one answers (nvml_devices_write does the work). No GPU is not an error: the command
+ * says why on stderr and lists nothing, so scripts can call it anywhere. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "collect/collect.h"
 
+static void devices_usage(FILE *out) {
+  fprintf(out, "usage: gpuscope devices [--json]\n\n"
+               "Lists the NVIDIA GPUs (index, name, UUID, PCI bus, memory, compute capability, MIG mode)\n"
+               "and the metric families the driver offers for each: basic, samples (every driver\n"
+               "utilisation sample), per-process, GPM (Hopper and newer). The library loaded is\n"
+               "$GPUSCOPE_NVML_LIB, else libnvidia-ml.so.1.\n\n"
+               "  --json   one object: {\"driver_version\": ..., \"devices\": [...]}\n");
+}
+
+/* argv[0] is "devices". Returns the process exit code: 0 whether or not a GPU was found. */
 int cmd_devices(int argc, char **argv) {
-  int json = argc > 1 && !strcmp(argv[1], "--json");
+  int json = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json")) {
+      json = 1;
+    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      devices_usage(stdout);
+      return GS_EXIT_OK;
+    } else {
+      devices_usage(stderr);
+      return cli_error(GS_EXIT_USAGE, "devices: unknown argument '%s'", argv[i]);
+    }
+  }
   if (nvml_devices_write(stdout, json, NULL)) {
-    fprintf(stderr, "gpuscope: no NVIDIA GPU found: %s\n", gs_last_error());
+    fprintf(stderr, "no NVIDIA GPU found: %s\n", gs_last_error());
     if (json)
       printf("{\"devices\": []}\n");
   }

@@ -1,15 +1,1111 @@
-/* collect/nvml: placeholder until the NVML collector lands — no GPUs. */
-#include "collect/collect.h"
+/* collect/nvml: the NVIDIA GPU collector. It loads NVML at run time (nvml_api.c), records each GPU's
+ * static facts as run params, then samples every GPU from its own thread at the run's interval and
+ * writes series (source "nvml", labels "gpu=N" or "gpu=N,pid=P"), throttle and GPU-lost events and
+ * one-line notes into the thread-safe sink. The run loop's sample() call only returns: a driver call
+ * that takes seconds (it happens: persistence mode off, a GPU falling off the bus) then stalls this
+ * thread alone, never the host and process-tree collectors, and close() gives the thread two
+ * seconds before it leaves it behind.
+ *
+ * Where the driver keeps a sample buffer (nvmlDeviceGetSamples), every driver sample is stored with
+ * its own timestamp, so a dip shorter than the agent's interval still shows. Hopper and newer add
+ * GPM (SM, tensor, DRAM activity), read from two samples taken at least 100 ms apart. A call that
+ * answers NOT_SUPPORTED or NO_PERMISSION is switched off for that GPU with one note; GPU_IS_LOST
+ * ends that GPU's sampling with a "gpu_lost" event while the others go on. */
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
-static void *nvml_open(const struct collector_opts *o, struct gs_sink *s, char *err, size_t errlen) {
-  (void)o, (void)s;
-  snprintf(err, errlen, "NVML collector not built");
+#include "collect/collect.h"
+#include "collect/nvml_api.h"
+#include "core/core.h"
+
+#define NS_PER_MS 1000000LL
+#define NS_PER_S 1000000000LL
+#define GPM_MIN_GAP_NS (100 * NS_PER_MS) /* NVML wants GPM samples at least 100 ms apart */
+#define CLOSE_WAIT_NS (2 * NS_PER_S)     /* how long close() waits for a thread inside the driver */
+#define PCIE_PERIOD_NS NS_PER_S          /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
+
+enum metric {
+  M_UTIL,
+  M_MEM_UTIL,
+  M_MEM_USED,
+  M_MEM_FREE,
+  M_MEM_TOTAL,
+  M_POWER,
+  M_POWER_LIMIT,
+  M_ENERGY,
+  M_TEMP,
+  M_SM_CLOCK,
+  M_MEM_CLOCK,
+  M_SM_CLOCK_MAX,
+  M_MEM_CLOCK_MAX,
+  M_THROTTLE,
+  M_PCIE_TX,
+  M_PCIE_RX,
+  M_FAN,
+  M_PSTATE,
+  M_SM_ACTIVE,
+  M_SM_OCCUPANCY,
+  M_TENSOR_ACTIVE,
+  M_DRAM_ACTIVE,
+  M_FP16_ACTIVE,
+  M_FP32_ACTIVE,
+  M_FP64_ACTIVE,
+  M_PCIE_TX_GPM,
+  M_PCIE_RX_GPM,
+  M_NVLINK_RX,
+  M_NVLINK_TX,
+  M_PROC_MEM,
+  M_PROC_SM,
+  M_COUNT
+};
+
+static const struct gs_metric_desc nvml_metrics[M_COUNT] = {
+    [M_UTIL] = {"gpu.util_pct", "%", GS_GAUGE,
+                "share of the driver's sample period in which a kernel ran (every driver sample)"},
+    [M_MEM_UTIL] = {"gpu.mem_util_pct", "%", GS_GAUGE,
+                    "share of the sample period in which device memory was read or written"},
+    [M_MEM_USED] = {"gpu.mem_used_bytes", "B", GS_GAUGE, "device memory in use"},
+    [M_MEM_FREE] = {"gpu.mem_free_bytes", "B", GS_GAUGE, "device memory free"},
+    [M_MEM_TOTAL] = {"gpu.mem_total_bytes", "B", GS_GAUGE, "device memory in total"},
+    [M_POWER] = {"gpu.power_w", "W", GS_GAUGE, "board power draw (a 1 s average on Ampere and newer)"},
+    [M_POWER_LIMIT] = {"gpu.power_limit_w", "W", GS_GAUGE, "enforced power limit"},
+    [M_ENERGY] = {"gpu.energy_j", "J", GS_COUNTER, "energy used since the driver loaded"},
+    [M_TEMP] = {"gpu.temp_c", "C", GS_GAUGE, "GPU core temperature"},
+    [M_SM_CLOCK] = {"gpu.sm_clock_mhz", "MHz", GS_GAUGE, "current SM clock"},
+    [M_MEM_CLOCK] = {"gpu.mem_clock_mhz", "MHz", GS_GAUGE, "current memory clock"},
+    [M_SM_CLOCK_MAX] = {"gpu.sm_clock_max_mhz", "MHz", GS_GAUGE, "highest SM clock the GPU allows"},
+    [M_MEM_CLOCK_MAX] = {"gpu.mem_clock_max_mhz", "MHz", GS_GAUGE, "highest memory clock"},
+    [M_THROTTLE] = {"gpu.throttle_reasons", "", GS_GAUGE,
+                    "clock-event reason bitmask (0x1 idle, 0x4 power cap, 0x20/0x40 thermal, ...)"},
+    [M_PCIE_TX] = {"gpu.pcie_tx_bytes_s", "B/s", GS_GAUGE, "PCIe bytes sent by the GPU (20 ms window, 1 Hz)"},
+    [M_PCIE_RX] = {"gpu.pcie_rx_bytes_s", "B/s", GS_GAUGE, "PCIe bytes received by the GPU (20 ms window, 1 Hz)"},
+    [M_FAN] = {"gpu.fan_pct", "%", GS_GAUGE, "fan speed, percent of its maximum"},
+    [M_PSTATE] = {"gpu.pstate", "", GS_GAUGE, "performance state (0 fastest .. 15 slowest)"},
+    [M_SM_ACTIVE] = {"gpu.sm_active_pct", "%", GS_GAUGE, "GPM: share of SMs busy, time-averaged"},
+    [M_SM_OCCUPANCY] = {"gpu.sm_occupancy_pct", "%", GS_GAUGE, "GPM: resident warps over the maximum"},
+    [M_TENSOR_ACTIVE] = {"gpu.tensor_active_pct", "%", GS_GAUGE, "GPM: any tensor-core pipe active"},
+    [M_DRAM_ACTIVE] = {"gpu.dram_active_pct", "%", GS_GAUGE, "GPM: DRAM bandwidth used over peak"},
+    [M_FP16_ACTIVE] = {"gpu.fp16_active_pct", "%", GS_GAUGE, "GPM: FP16 pipe active"},
+    [M_FP32_ACTIVE] = {"gpu.fp32_active_pct", "%", GS_GAUGE, "GPM: FP32 pipe active"},
+    [M_FP64_ACTIVE] = {"gpu.fp64_active_pct", "%", GS_GAUGE, "GPM: FP64 pipe active"},
+    [M_PCIE_TX_GPM] = {"gpu.pcie_tx_gpm_bytes_s", "B/s", GS_GAUGE, "GPM: PCIe bytes sent, interval average"},
+    [M_PCIE_RX_GPM] = {"gpu.pcie_rx_gpm_bytes_s", "B/s", GS_GAUGE, "GPM: PCIe bytes received, interval average"},
+    [M_NVLINK_RX] = {"gpu.nvlink_rx_bytes_s", "B/s", GS_GAUGE, "GPM: NVLink bytes received, all links"},
+    [M_NVLINK_TX] = {"gpu.nvlink_tx_bytes_s", "B/s", GS_GAUGE, "GPM: NVLink bytes sent, all links"},
+    [M_PROC_MEM] = {"gpu.proc_mem_bytes", "B", GS_GAUGE, "device memory used by one process (labels pid)"},
+    [M_PROC_SM] = {"gpu.proc_sm_pct", "%", GS_GAUGE, "SM utilisation of one process (labels pid)"},
+};
+
+#define MIB 1048576.0
+static const struct {
+  unsigned id;
+  enum metric metric;
+  double scale;
+} gpm_table[] = {
+    {NVML_GPM_METRIC_SM_UTIL, M_SM_ACTIVE, 1},
+    {NVML_GPM_METRIC_SM_OCCUPANCY, M_SM_OCCUPANCY, 1},
+    {NVML_GPM_METRIC_ANY_TENSOR_UTIL, M_TENSOR_ACTIVE, 1},
+    {NVML_GPM_METRIC_DRAM_BW_UTIL, M_DRAM_ACTIVE, 1},
+    {NVML_GPM_METRIC_FP16_UTIL, M_FP16_ACTIVE, 1},
+    {NVML_GPM_METRIC_FP32_UTIL, M_FP32_ACTIVE, 1},
+    {NVML_GPM_METRIC_FP64_UTIL, M_FP64_ACTIVE, 1},
+    {NVML_GPM_METRIC_PCIE_TX_PER_SEC, M_PCIE_TX_GPM, MIB},
+    {NVML_GPM_METRIC_PCIE_RX_PER_SEC, M_PCIE_RX_GPM, MIB},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, M_NVLINK_RX, MIB},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, M_NVLINK_TX, MIB},
+};
+#define N_GPM (sizeof gpm_table / sizeof gpm_table[0])
+
+/* The unit that NOT_SUPPORTED / NO_PERMISSION switches off: one driver call (or pair of calls). */
+enum call {
+  C_UTIL,
+  C_SAMPLES_GPU,
+  C_SAMPLES_MEM,
+  C_MEMORY,
+  C_POWER,
+  C_POWER_LIMIT,
+  C_ENERGY,
+  C_TEMP,
+  C_SM_CLOCK,
+  C_MEM_CLOCK,
+  C_THROTTLE,
+  C_PCIE,
+  C_FAN,
+  C_PSTATE,
+  C_PROCS,
+  C_PROC_UTIL,
+  C_GPM,
+  C_COUNT
+};
+
+static const char *const call_what[C_COUNT] = {
+    [C_UTIL] = "utilization",
+    [C_SAMPLES_GPU] = "utilization samples",
+    [C_SAMPLES_MEM] = "memory utilization samples",
+    [C_MEMORY] = "memory info",
+    [C_POWER] = "power usage",
+    [C_POWER_LIMIT] = "power limit",
+    [C_ENERGY] = "energy",
+    [C_TEMP] = "temperature",
+    [C_SM_CLOCK] = "SM clock",
+    [C_MEM_CLOCK] = "memory clock",
+    [C_THROTTLE] = "clock event reasons",
+    [C_PCIE] = "PCIe throughput",
+    [C_FAN] = "fan speed",
+    [C_PSTATE] = "performance state",
+    [C_PROCS] = "running processes",
+    [C_PROC_UTIL] = "process utilization",
+    [C_GPM] = "GPM",
+};
+
+static const struct {
+  unsigned long long bit;
+  const char *name;
+} reason_names[] = {
+    {NVML_CLOCKS_EVENT_REASON_GPU_IDLE, "GpuIdle"},
+    {NVML_CLOCKS_EVENT_REASON_APPLICATIONS_CLOCKS_SETTING, "ApplicationsClocksSetting"},
+    {NVML_CLOCKS_EVENT_REASON_SW_POWER_CAP, "SwPowerCap"},
+    {NVML_CLOCKS_EVENT_REASON_HW_SLOWDOWN, "HwSlowdown"},
+    {NVML_CLOCKS_EVENT_REASON_SYNC_BOOST, "SyncBoost"},
+    {NVML_CLOCKS_EVENT_REASON_SW_THERMAL_SLOWDOWN, "SwThermalSlowdown"},
+    {NVML_CLOCKS_EVENT_REASON_HW_THERMAL_SLOWDOWN, "HwThermalSlowdown"},
+    {NVML_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN, "HwPowerBrakeSlowdown"},
+    {NVML_CLOCKS_EVENT_REASON_DISPLAY_CLOCK_SETTING, "DisplayClockSetting"},
+};
+
+/* One process seen on a GPU: its series ids and the last timestamp written to each. */
+struct proc_series {
+  unsigned pid;
+  int sid[2]; /* M_PROC_MEM, M_PROC_SM */
+  int64_t last_t[2];
+};
+
+struct gpu {
+  unsigned index;
+  nvmlDevice_t dev;
+  char label[24]; /* "gpu=N" */
+  char name[96];
+  int lost;                           /* lost or never usable: not sampled */
+  unsigned char off[C_COUNT];         /* switched off (NOT_SUPPORTED, NO_PERMISSION, missing symbol) */
+  unsigned char noted[C_COUNT];       /* a transient error was noted already */
+  int sid[M_COUNT];                   /* series ids, -1 until first written */
+  int64_t last_t[M_COUNT];            /* last timestamp written per series: keeps each series in order */
+  double sm_clock_max, mem_clock_max; /* NAN when unknown */
+  int mem_v1_only;                    /* the _v2 memory call refused its version */
+
+  /* utilisation sample buffers: [0] GPU, [1] memory */
+  unsigned long long seen_us[2]; /* newest driver timestamp consumed */
+  int64_t newest_ns[2];          /* its monotonic time; 0 when none yet */
+  int64_t gap_ns[2];             /* the driver's sample period as last observed */
+  nvmlSample_t *sbuf;
+  unsigned sbuf_cap;
+
+  unsigned long long throttle_prev;
+  int throttle_valid;
+
+  /* GPM */
+  int gpm;
+  nvmlGpmSample_t gpm_s[2]; /* [0] older, [1] the one being taken */
+  int gpm_have;             /* gpm_s[0] holds a sample */
+  int64_t gpm_t;            /* when gpm_s[0] was taken */
+  nvmlGpmMetricsGet_t *gpm_req;
+  unsigned char gpm_noted[N_GPM];
+
+  /* processes */
+  unsigned char *pbuf; /* raw entries, api.proc_stride bytes each */
+  unsigned *pids;
+  unsigned pcap, n_pids;
+  nvmlProcessUtilizationSample_t *ubuf;
+  unsigned ucap;
+  unsigned long long pu_seen_us;
+  struct proc_series *procs;
+  size_t n_procs, cap_procs;
+};
+
+/* What one GPU's tick produced, written into the sink in one go (see flush()). */
+struct pend_point {
+  enum metric metric;
+  int proc; /* index into gpu.procs, or -1 */
+  int64_t t;
+  double v;
+};
+struct pend_event {
+  int64_t t;
+  const char *kind;
+  char name[40];
+  char text[64];
+};
+struct pend_note {
+  char text[200];
+};
+
+struct nvml_ctx {
+  struct nvml_api api;
+  struct gs_sink *sink;
+  int64_t interval_ns;
+  unsigned pcie_every; /* ticks between PCIe reads of one GPU */
+  char driver[80];
+  unsigned n_gpus;
+  struct gpu *gpus;
+  atomic_int n_lost;
+
+  /* the sampling thread; mu guards stop/exited/detached and every write into the sink */
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int sync_ready, thread_started;
+  atomic_int stop;
+  int exited, detached;
+
+  /* owned by whoever samples (open(), then the thread) */
+  struct pend_point *pp;
+  size_t n_pp, cap_pp;
+  struct pend_event *pe;
+  size_t n_pe, cap_pe;
+  struct pend_note *pn;
+  size_t n_pn, cap_pn;
+};
+
+/* ---- small helpers ---- */
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem) {
+  if (need <= *cap)
+    return 0;
+  size_t c = *cap ? *cap * 2 : 16;
+  while (c < need)
+    c *= 2;
+  void *q = realloc(*p, c * elem);
+  if (!q)
+    return -1;
+  *p = q;
+  *cap = c;
+  return 0;
+}
+
+static int64_t wall_us(void) {
+  return gs_wall_ns() / 1000;
+}
+
+/* Converts a driver timestamp (µs on the wall clock) to the sink's monotonic clock. */
+static int64_t drv_to_mono(unsigned long long ts_us, int64_t now_mono, int64_t now_wall_us) {
+  int64_t age_us = now_wall_us - (int64_t)ts_us;
+  if (age_us < 0)
+    age_us = 0;
+  return now_mono - age_us * 1000;
+}
+
+static void note(struct nvml_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct nvml_ctx *c, const char *fmt, ...) {
+  if (grow((void **)&c->pn, &c->cap_pn, c->n_pn + 1, sizeof *c->pn))
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->pn[c->n_pn++].text, sizeof c->pn[0].text, fmt, ap);
+  va_end(ap);
+}
+
+static void event(struct nvml_ctx *c, int64_t t, const char *kind, const char *name, const char *text) {
+  if (grow((void **)&c->pe, &c->cap_pe, c->n_pe + 1, sizeof *c->pe))
+    return;
+  struct pend_event *e = &c->pe[c->n_pe++];
+  e->t = t;
+  e->kind = kind;
+  snprintf(e->name, sizeof e->name, "%s", name ? name : "");
+  snprintf(e->text, sizeof e->text, "%s", text ? text : "");
+}
+
+/* Queues one value; drops non-finite values and values older than the series' last one. */
+static void emit(struct nvml_ctx *c, struct gpu *g, enum metric m, int64_t t, double v) {
+  if (!isfinite(v) || t <= g->last_t[m])
+    return;
+  if (grow((void **)&c->pp, &c->cap_pp, c->n_pp + 1, sizeof *c->pp))
+    return;
+  g->last_t[m] = t;
+  c->pp[c->n_pp++] = (struct pend_point){.metric = m, .proc = -1, .t = t, .v = v};
+}
+
+static void emit_proc(struct nvml_ctx *c, struct gpu *g, enum metric m, unsigned pid, int64_t t, double v) {
+  size_t i;
+  int k = m == M_PROC_SM;
+  for (i = 0; i < g->n_procs && g->procs[i].pid != pid; i++)
+    ;
+  if (i == g->n_procs) {
+    if (grow((void **)&g->procs, &g->cap_procs, g->n_procs + 1, sizeof *g->procs))
+      return;
+    g->procs[g->n_procs++] = (struct proc_series){.pid = pid, .sid = {-1, -1}, .last_t = {INT64_MIN, INT64_MIN}};
+  }
+  struct proc_series *p = &g->procs[i];
+  if (!isfinite(v) || t <= p->last_t[k])
+    return;
+  if (grow((void **)&c->pp, &c->cap_pp, c->n_pp + 1, sizeof *c->pp))
+    return;
+  p->last_t[k] = t;
+  c->pp[c->n_pp++] = (struct pend_point){.metric = m, .proc = (int)i, .t = t, .v = v};
+}
+
+static void lose(struct nvml_ctx *c, struct gpu *g, nvmlReturn_t r) {
+  if (g->lost)
+    return;
+  g->lost = 1;
+  atomic_fetch_add(&c->n_lost, 1);
+  event(c, gs_mono_ns(), "gpu_lost", "", nvml_api_strerror(&c->api, r));
+}
+
+/* Classifies the answer of one driver call. Returns 1 on success. NOT_SUPPORTED and NO_PERMISSION
+ * switch the call off for this GPU with a note; GPU_IS_LOST ends the GPU; anything else is noted
+ * once and retried next tick. */
+static int ok(struct nvml_ctx *c, struct gpu *g, enum call call, nvmlReturn_t r) {
+  switch (r) {
+  case NVML_SUCCESS:
+    return 1;
+  case NVML_ERROR_NOT_SUPPORTED:
+  case NVML_ERROR_NO_PERMISSION:
+  case NVML_ERROR_FUNCTION_NOT_FOUND:
+    g->off[call] = 1;
+    note(c, "gpu%u: %s: %s", g->index, call_what[call], nvml_api_strerror(&c->api, r));
+    return 0;
+  case NVML_ERROR_GPU_IS_LOST:
+  case NVML_ERROR_GPU_NOT_FOUND:
+    lose(c, g, r);
+    return 0;
+  default:
+    if (!g->noted[call]) {
+      g->noted[call] = 1;
+      note(c, "gpu%u: %s: %s (retrying)", g->index, call_what[call], nvml_api_strerror(&c->api, r));
+    }
+    return 0;
+  }
+}
+
+/* Evaluates a driver call unless it is switched off; true when it succeeded. */
+#define CALL(call, expr) (!g->off[call] && ok(c, g, (call), (expr)))
+#define RETURN_IF_LOST()                                                                                               \
+  do {                                                                                                                 \
+    if (g->lost)                                                                                                       \
+      return;                                                                                                          \
+  } while (0)
+
+static int series_id(struct nvml_ctx *c, struct gpu *g, enum metric m, int proc) {
+  int *slot = proc < 0 ? &g->sid[m] : &g->procs[proc].sid[m == M_PROC_SM];
+  if (*slot < 0) {
+    char labels[64];
+    if (proc < 0)
+      snprintf(labels, sizeof labels, "%s", g->label);
+    else
+      snprintf(labels, sizeof labels, "%s,pid=%u", g->label, g->procs[proc].pid);
+    const struct gs_metric_desc *d = &nvml_metrics[m];
+    *slot = gs_sink_series(c->sink, "nvml", d->name, labels, d->unit, d->kind);
+  }
+  return *slot;
+}
+
+/* Writes what the last GPU produced into the sink, unless close() has given up on this thread
+ * (then the sink may already be gone). */
+static void flush(struct nvml_ctx *c, struct gpu *g) {
+  pthread_mutex_lock(&c->mu);
+  if (!atomic_load(&c->stop)) {
+    for (size_t i = 0; i < c->n_pp; i++) {
+      struct pend_point *p = &c->pp[i];
+      int sid = series_id(c, g, p->metric, p->proc);
+      if (sid >= 0)
+        gs_sink_put(c->sink, sid, p->t, p->v);
+    }
+    for (size_t i = 0; i < c->n_pe; i++) {
+      struct pend_event *e = &c->pe[i];
+      gs_sink_event(c->sink, e->t, e->kind, e->name, NAN, g->label, e->text);
+    }
+    for (size_t i = 0; i < c->n_pn; i++)
+      gs_sink_note(c->sink, "%s", c->pn[i].text);
+  }
+  pthread_mutex_unlock(&c->mu);
+  c->n_pp = c->n_pe = c->n_pn = 0;
+}
+
+/* ---- one GPU, one tick ---- */
+
+static void gpm_tick(struct nvml_ctx *c, struct gpu *g) {
+  if (!g->gpm || g->off[C_GPM])
+    return;
+  int64_t now = gs_mono_ns();
+  if (g->gpm_have && now - g->gpm_t < GPM_MIN_GAP_NS)
+    return;
+  int slot = g->gpm_have;
+  if (!CALL(C_GPM, c->api.nvmlGpmSampleGet(g->dev, g->gpm_s[slot])))
+    return;
+  int64_t t = gs_mono_ns();
+  if (!g->gpm_have) {
+    g->gpm_have = 1;
+    g->gpm_t = t;
+    return;
+  }
+  nvmlGpmMetricsGet_t *q = g->gpm_req;
+  memset(q, 0, offsetof(nvmlGpmMetricsGet_t, metrics) + N_GPM * sizeof q->metrics[0]);
+  q->version = NVML_GPM_METRICS_GET_VERSION;
+  q->numMetrics = N_GPM;
+  q->sample1 = g->gpm_s[0];
+  q->sample2 = g->gpm_s[1];
+  for (size_t i = 0; i < N_GPM; i++)
+    q->metrics[i].metricId = gpm_table[i].id;
+  nvmlReturn_t r = c->api.nvmlGpmMetricsGet(q);
+  /* The newer sample becomes the older one either way. */
+  nvmlGpmSample_t tmp = g->gpm_s[0];
+  g->gpm_s[0] = g->gpm_s[1];
+  g->gpm_s[1] = tmp;
+  g->gpm_t = t;
+  if (!ok(c, g, C_GPM, r))
+    return;
+  for (size_t i = 0; i < N_GPM; i++) {
+    nvmlGpmMetric_t *m = &q->metrics[i];
+    if (m->nvmlReturn == NVML_SUCCESS) {
+      emit(c, g, gpm_table[i].metric, t, m->value * gpm_table[i].scale);
+    } else if (!g->gpm_noted[i]) {
+      g->gpm_noted[i] = 1;
+      note(c, "gpu%u: GPM %s: %s", g->index, nvml_metrics[gpm_table[i].metric].name,
+           nvml_api_strerror(&c->api, m->nvmlReturn));
+    }
+  }
+}
+
+static double sample_value(unsigned vt, nvmlValue_t v) {
+  switch (vt) {
+  case NVML_VALUE_TYPE_DOUBLE:
+    return v.dVal;
+  case NVML_VALUE_TYPE_UNSIGNED_INT:
+    return v.uiVal;
+  case NVML_VALUE_TYPE_UNSIGNED_LONG:
+    return (double)v.ulVal;
+  case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+    return (double)v.ullVal;
+  case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+    return (double)v.sllVal;
+  case NVML_VALUE_TYPE_SIGNED_INT:
+    return v.siVal;
+  case NVML_VALUE_TYPE_UNSIGNED_SHORT:
+    return v.usVal;
+  default:
+    return NAN;
+  }
+}
+
+/* Reads the driver's utilisation sample buffer (which 0: GPU, 1: memory) since the last sample
+ * seen and stores each sample at its own time. Returns how many were new, or -1 when the buffer
+ * cannot be read (then the caller falls back to nvmlDeviceGetUtilizationRates). */
+static int samples_tick(struct nvml_ctx *c, struct gpu *g, int which) {
+  enum call call = which ? C_SAMPLES_MEM : C_SAMPLES_GPU;
+  unsigned type = which ? NVML_MEMORY_UTILIZATION_SAMPLES : NVML_GPU_UTILIZATION_SAMPLES;
+  enum metric metric = which ? M_MEM_UTIL : M_UTIL;
+  unsigned vt = 0, n = 0;
+  nvmlReturn_t r;
+  if (g->off[call])
+    return -1;
+  if (!g->sbuf_cap) {
+    r = c->api.nvmlDeviceGetSamples(g->dev, type, g->seen_us[which], &vt, &n, NULL);
+    if (r == NVML_ERROR_NOT_FOUND)
+      return 0;
+    if (!ok(c, g, call, r))
+      return -1;
+    n = n < 64 ? 64 : n > 4096 ? 4096 : n;
+    nvmlSample_t *b = calloc(n, sizeof *b);
+    if (!b)
+      return -1;
+    g->sbuf = b;
+    g->sbuf_cap = n;
+  }
+  n = g->sbuf_cap;
+  r = c->api.nvmlDeviceGetSamples(g->dev, type, g->seen_us[which], &vt, &n, g->sbuf);
+  if (r == NVML_ERROR_NOT_FOUND)
+    return 0;
+  if (r == NVML_ERROR_INSUFFICIENT_SIZE && g->sbuf_cap < 4096) {
+    /* More than a buffer-full since last time: read the oldest next tick with a bigger buffer. */
+    free(g->sbuf);
+    g->sbuf = NULL;
+    g->sbuf_cap = 0;
+    return -1;
+  }
+  if (!ok(c, g, call, r))
+    return -1;
+  if (n > g->sbuf_cap)
+    n = g->sbuf_cap;
+  int64_t now = gs_mono_ns(), now_wall = wall_us();
+  unsigned long long newest = g->seen_us[which];
+  int got = 0;
+  for (unsigned i = 0; i < n; i++) {
+    unsigned long long ts = g->sbuf[i].timeStamp;
+    double v = sample_value(vt, g->sbuf[i].sampleValue);
+    if (ts <= g->seen_us[which] || !(v >= 0 && v <= 100))
+      continue;
+    int64_t t = drv_to_mono(ts, now, now_wall);
+    emit(c, g, metric, t, v);
+    if (ts > newest) {
+      if (newest > g->seen_us[which] || got) {
+        int64_t gap = (int64_t)(ts - newest) * 1000;
+        g->gap_ns[which] = gap < 20 * NS_PER_MS ? 20 * NS_PER_MS : gap > NS_PER_S ? NS_PER_S : gap;
+      }
+      newest = ts;
+      g->newest_ns[which] = t;
+    }
+    got++;
+  }
+  g->seen_us[which] = newest;
+  return got;
+}
+
+/* gpu.util_pct and gpu.mem_util_pct: every driver sample when the buffer has them; otherwise (no
+ * buffer, or no new sample for two driver periods: an idle GPU stops sampling) the current
+ * nvmlDeviceGetUtilizationRates. Falling back on every empty read would interleave two sources
+ * whenever the agent ticks faster than the driver samples. */
+static void util_tick(struct nvml_ctx *c, struct gpu *g) {
+  int need[2];
+  int64_t now = gs_mono_ns();
+  for (int w = 0; w < 2; w++) {
+    int got = samples_tick(c, g, w);
+    RETURN_IF_LOST();
+    need[w] = got < 0 || (got == 0 && (!g->newest_ns[w] || now - g->newest_ns[w] > 2 * g->gap_ns[w] + c->interval_ns));
+  }
+  if (!need[0] && !need[1])
+    return;
+  nvmlUtilization_t u;
+  if (CALL(C_UTIL, c->api.nvmlDeviceGetUtilizationRates(g->dev, &u))) {
+    int64_t t = gs_mono_ns();
+    if (need[0])
+      emit(c, g, M_UTIL, t, u.gpu);
+    if (need[1])
+      emit(c, g, M_MEM_UTIL, t, u.memory);
+  }
+}
+
+static void memory_tick(struct nvml_ctx *c, struct gpu *g) {
+  if (g->off[C_MEMORY])
+    return;
+  if (c->api.have_memory_v2 && !g->mem_v1_only) {
+    nvmlMemory_v2_t m = {.version = NVML_MEMORY_INFO_V2};
+    nvmlReturn_t r = c->api.nvmlDeviceGetMemoryInfo_v2(g->dev, &m);
+    if (r == NVML_SUCCESS) {
+      int64_t t = gs_mono_ns();
+      emit(c, g, M_MEM_USED, t, (double)m.used);
+      emit(c, g, M_MEM_FREE, t, (double)m.free);
+      emit(c, g, M_MEM_TOTAL, t, (double)m.total);
+      return;
+    }
+    if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH || r == NVML_ERROR_NOT_SUPPORTED ||
+        r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT) {
+      g->mem_v1_only = 1; /* an older driver: the unversioned call below may still answer */
+    } else {
+      ok(c, g, C_MEMORY, r);
+      return;
+    }
+  }
+  nvmlMemory_t m;
+  if (!c->api.nvmlDeviceGetMemoryInfo) {
+    g->off[C_MEMORY] = 1;
+    return;
+  }
+  if (CALL(C_MEMORY, c->api.nvmlDeviceGetMemoryInfo(g->dev, &m))) {
+    int64_t t = gs_mono_ns();
+    emit(c, g, M_MEM_USED, t, (double)m.used);
+    emit(c, g, M_MEM_FREE, t, (double)m.free);
+    emit(c, g, M_MEM_TOTAL, t, (double)m.total);
+  }
+}
+
+static void throttle_tick(struct nvml_ctx *c, struct gpu *g) {
+  unsigned long long mask;
+  if (!CALL(C_THROTTLE, c->api.nvmlDeviceGetCurrentClocksEventReasons(g->dev, &mask)))
+    return;
+  int64_t t = gs_mono_ns();
+  emit(c, g, M_THROTTLE, t, (double)mask);
+  /* GpuIdle is not a slowdown of work: it stays in the bitmask but makes no events. */
+  unsigned long long changed = ((g->throttle_valid ? g->throttle_prev : 0) ^ mask) & ~NVML_CLOCKS_EVENT_REASON_GPU_IDLE;
+  for (int b = 0; b < 64 && changed; b++) {
+    unsigned long long bit = 1ULL << b;
+    if (!(changed & bit))
+      continue;
+    changed &= ~bit;
+    char name[40];
+    snprintf(name, sizeof name, "Reason0x%llx", bit);
+    for (size_t i = 0; i < sizeof reason_names / sizeof reason_names[0]; i++)
+      if (reason_names[i].bit == bit)
+        snprintf(name, sizeof name, "%s", reason_names[i].name);
+    event(c, t, (mask & bit) ? "throttle_start" : "throttle_stop", name, "");
+  }
+  g->throttle_prev = mask;
+  g->throttle_valid = 1;
+}
+
+static int pid_listed(const struct gpu *g, unsigned pid) {
+  for (unsigned i = 0; i < g->n_pids; i++)
+    if (g->pids[i] == pid)
+      return 1;
+  return 0;
+}
+
+static int procs_grow(struct gpu *g, unsigned want, size_t stride) {
+  unsigned char *b = realloc(g->pbuf, (size_t)want * stride);
+  if (!b)
+    return -1;
+  g->pbuf = b;
+  unsigned *p = realloc(g->pids, want * sizeof *p);
+  if (!p)
+    return -1;
+  g->pids = p;
+  g->pcap = want;
+  return 0;
+}
+
+static void procs_tick(struct nvml_ctx *c, struct gpu *g) {
+  size_t stride = c->api.proc_stride;
+  unsigned n = g->pcap;
+  nvmlReturn_t r;
+  if (g->off[C_PROCS])
+    return;
+  r = c->api.nvmlDeviceGetComputeRunningProcesses(g->dev, &n, g->pcap ? (nvmlProcessInfo_t *)g->pbuf : NULL);
+  if (r == NVML_ERROR_INSUFFICIENT_SIZE) {
+    if (procs_grow(g, 2 * n + 5, stride))
+      return;
+    n = g->pcap;
+    r = c->api.nvmlDeviceGetComputeRunningProcesses(g->dev, &n, (nvmlProcessInfo_t *)g->pbuf);
+  }
+  if (!ok(c, g, C_PROCS, r))
+    return;
+  if (n > g->pcap)
+    n = g->pcap;
+  int64_t t = gs_mono_ns();
+  g->n_pids = 0;
+  for (unsigned i = 0; i < n; i++) {
+    unsigned pid;
+    unsigned long long mem;
+    memcpy(&pid, g->pbuf + i * stride, sizeof pid);
+    memcpy(&mem, g->pbuf + i * stride + offsetof(nvmlProcessInfo_t, usedGpuMemory), sizeof mem);
+    g->pids[g->n_pids++] = pid;
+    if (mem != NVML_VALUE_NOT_AVAILABLE_ULL)
+      emit_proc(c, g, M_PROC_MEM, pid, t, (double)mem);
+  }
+
+  if (g->off[C_PROC_UTIL] || !g->n_pids)
+    return;
+  unsigned m = 0;
+  r = c->api.nvmlDeviceGetProcessUtilization(g->dev, NULL, &m, g->pu_seen_us);
+  if (r == NVML_ERROR_NOT_FOUND || (r == NVML_SUCCESS && m == 0))
+    return;
+  if (r != NVML_ERROR_INSUFFICIENT_SIZE && !ok(c, g, C_PROC_UTIL, r))
+    return;
+  if (m > g->ucap) {
+    unsigned want = m + 8;
+    nvmlProcessUtilizationSample_t *u = realloc(g->ubuf, want * sizeof *u);
+    if (!u)
+      return;
+    g->ubuf = u;
+    g->ucap = want;
+  }
+  m = g->ucap;
+  r = c->api.nvmlDeviceGetProcessUtilization(g->dev, g->ubuf, &m, g->pu_seen_us);
+  if (r == NVML_ERROR_NOT_FOUND || !ok(c, g, C_PROC_UTIL, r))
+    return;
+  if (m > g->ucap)
+    m = g->ucap;
+  int64_t now = gs_mono_ns(), now_wall = wall_us();
+  unsigned long long newest = g->pu_seen_us;
+  /* The driver's buffer can hold stale or garbage entries: keep only new ones, in range, of a
+   * process that is on this GPU now. */
+  for (unsigned i = 0; i < m; i++) {
+    nvmlProcessUtilizationSample_t *s = &g->ubuf[i];
+    if (s->timeStamp <= g->pu_seen_us || s->smUtil > 100 || !pid_listed(g, s->pid))
+      continue;
+    emit_proc(c, g, M_PROC_SM, s->pid, drv_to_mono(s->timeStamp, now, now_wall), s->smUtil);
+    if (s->timeStamp > newest)
+      newest = s->timeStamp;
+  }
+  g->pu_seen_us = newest;
+}
+
+static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
+  const struct nvml_api *a = &c->api;
+  nvmlDevice_t d = g->dev;
+  unsigned u;
+  unsigned long long ull;
+
+  gpm_tick(c, g); /* first, so the 100 ms spacing of GPM samples jitters least */
+  RETURN_IF_LOST();
+  util_tick(c, g);
+  RETURN_IF_LOST();
+  memory_tick(c, g);
+  RETURN_IF_LOST();
+  if (CALL(C_POWER, a->nvmlDeviceGetPowerUsage(d, &u)))
+    emit(c, g, M_POWER, gs_mono_ns(), u / 1000.0);
+  RETURN_IF_LOST();
+  if (CALL(C_POWER_LIMIT, a->nvmlDeviceGetEnforcedPowerLimit(d, &u)))
+    emit(c, g, M_POWER_LIMIT, gs_mono_ns(), u / 1000.0);
+  RETURN_IF_LOST();
+  if (CALL(C_ENERGY, a->nvmlDeviceGetTotalEnergyConsumption(d, &ull)))
+    emit(c, g, M_ENERGY, gs_mono_ns(), ull / 1000.0);
+  RETURN_IF_LOST();
+  if (CALL(C_TEMP, a->nvmlDeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &u)))
+    emit(c, g, M_TEMP, gs_mono_ns(), u);
+  RETURN_IF_LOST();
+  if (CALL(C_SM_CLOCK, a->nvmlDeviceGetClockInfo(d, NVML_CLOCK_SM, &u)))
+    emit(c, g, M_SM_CLOCK, gs_mono_ns(), u);
+  RETURN_IF_LOST();
+  if (CALL(C_MEM_CLOCK, a->nvmlDeviceGetClockInfo(d, NVML_CLOCK_MEM, &u)))
+    emit(c, g, M_MEM_CLOCK, gs_mono_ns(), u);
+  RETURN_IF_LOST();
+  int64_t t = gs_mono_ns();
+  emit(c, g, M_SM_CLOCK_MAX, t, g->sm_clock_max); /* NAN (unknown) is dropped */
+  emit(c, g, M_MEM_CLOCK_MAX, t, g->mem_clock_max);
+  throttle_tick(c, g);
+  RETURN_IF_LOST();
+  /* Each PCIe read blocks ~20 ms in the driver: read one GPU per tick, each about once a second. */
+  if ((tick + g->index) % c->pcie_every == 0) {
+    if (CALL(C_PCIE, a->nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_TX_BYTES, &u)))
+      emit(c, g, M_PCIE_TX, gs_mono_ns(), u * 1024.0);
+    RETURN_IF_LOST();
+    if (CALL(C_PCIE, a->nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_RX_BYTES, &u)))
+      emit(c, g, M_PCIE_RX, gs_mono_ns(), u * 1024.0);
+    RETURN_IF_LOST();
+  }
+  if (CALL(C_FAN, a->nvmlDeviceGetFanSpeed(d, &u)))
+    emit(c, g, M_FAN, gs_mono_ns(), u);
+  RETURN_IF_LOST();
+  if (CALL(C_PSTATE, a->nvmlDeviceGetPerformanceState(d, &u)) && u <= 15) /* 32 = unknown */
+    emit(c, g, M_PSTATE, gs_mono_ns(), u);
+  RETURN_IF_LOST();
+  procs_tick(c, g);
+}
+
+/* ---- the thread ---- */
+
+static struct timespec abs_ts(int64_t ns) {
+  return (struct timespec){.tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S};
+}
+
+static void ctx_free(struct nvml_ctx *c, int shutdown);
+
+static void *nvml_thread(void *arg) {
+  struct nvml_ctx *c = arg;
+  uint64_t tick = 0;
+  int64_t next = gs_mono_ns();
+  pthread_mutex_lock(&c->mu);
+  while (!atomic_load(&c->stop)) {
+    while (!atomic_load(&c->stop) && gs_mono_ns() < next) {
+      struct timespec ts = abs_ts(next);
+      pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+    }
+    if (atomic_load(&c->stop))
+      break;
+    pthread_mutex_unlock(&c->mu);
+    for (unsigned i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
+      struct gpu *g = &c->gpus[i];
+      if (g->lost)
+        continue;
+      gpu_tick(c, g, tick);
+      flush(c, g);
+    }
+    tick++;
+    /* Keep the schedule; after an overrun (a slow driver call) skip the ticks that were missed. */
+    next += c->interval_ns;
+    int64_t now = gs_mono_ns();
+    if (next <= now)
+      next += ((now - next) / c->interval_ns + 1) * c->interval_ns;
+    pthread_mutex_lock(&c->mu);
+  }
+  c->exited = 1;
+  pthread_cond_broadcast(&c->cv);
+  int detached = c->detached;
+  pthread_mutex_unlock(&c->mu);
+  if (detached)
+    ctx_free(c, 0); /* close() has returned long ago; leave the library mapped */
   return NULL;
 }
 
-const struct collector collector_nvml = {.version = 1, .name = "nvml", .open = nvml_open};
+/* ---- open / close ---- */
 
-int nvml_devices_write(FILE *out, int json, const char *lib) {
-  (void)out, (void)json, (void)lib;
-  return gs_fail(GS_ENOENT, "NVML collector not built");
+static void ctx_free(struct nvml_ctx *c, int shutdown) {
+  if (!c)
+    return;
+  for (unsigned i = 0; c->gpus && i < c->n_gpus; i++) {
+    struct gpu *g = &c->gpus[i];
+    if (shutdown)
+      for (int k = 0; k < 2; k++)
+        if (g->gpm_s[k])
+          c->api.nvmlGpmSampleFree(g->gpm_s[k]);
+    free(g->sbuf), free(g->gpm_req), free(g->pbuf), free(g->pids), free(g->ubuf), free(g->procs);
+  }
+  free(c->gpus);
+  free(c->pp), free(c->pe), free(c->pn);
+  nvml_api_close(&c->api, shutdown);
+  if (c->sync_ready) {
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+  }
+  free(c);
 }
+
+static void param(struct gs_sink *s, unsigned gpu, const char *key, const char *value) {
+  char k[64];
+  snprintf(k, sizeof k, "gpu.%u.%s", gpu, key);
+  gs_sink_param(s, k, value);
+}
+
+/* Finds one GPU's handle and static facts, records them as params and prepares its buffers.
+ * Returns 0, or GS_ENOMEM. A GPU that cannot be used is marked lost with a note or event. */
+static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
+  const struct nvml_api *a = &c->api;
+  g->index = index;
+  snprintf(g->label, sizeof g->label, "gpu=%u", index);
+  g->sm_clock_max = g->mem_clock_max = NAN;
+  for (int m = 0; m < M_COUNT; m++)
+    g->sid[m] = -1, g->last_t[m] = INT64_MIN;
+  g->gap_ns[0] = g->gap_ns[1] = NS_PER_S;
+  /* Start after "now": samples from before the run belong to someone else's story. */
+  g->seen_us[0] = g->seen_us[1] = g->pu_seen_us = (unsigned long long)wall_us();
+
+  nvmlReturn_t r = a->nvmlDeviceGetHandleByIndex(index, &g->dev);
+  if (r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_GPU_NOT_FOUND) {
+    lose(c, g, r);
+    return 0;
+  }
+  if (r != NVML_SUCCESS) {
+    g->lost = 1;
+    note(c, "gpu%u: nvmlDeviceGetHandleByIndex: %s (not sampled)", index, nvml_api_strerror(a, r));
+    return 0;
+  }
+  struct nvml_facts f;
+  r = nvml_api_facts(a, g->dev, &f);
+  if (r != NVML_SUCCESS) {
+    lose(c, g, r);
+    return 0;
+  }
+  char v[64];
+  snprintf(g->name, sizeof g->name, "%s", f.name[0] ? f.name : "unknown GPU");
+  if (f.name[0])
+    param(c->sink, index, "name", f.name);
+  if (f.uuid[0])
+    param(c->sink, index, "uuid", f.uuid);
+  if (f.pci_bus_id[0])
+    param(c->sink, index, "pci_bus_id", f.pci_bus_id);
+  if (f.cc_major >= 0) {
+    snprintf(v, sizeof v, "%d.%d", f.cc_major, f.cc_minor);
+    param(c->sink, index, "cc", v);
+  }
+  if (f.mem_total >= 0) {
+    snprintf(v, sizeof v, "%lld", f.mem_total);
+    param(c->sink, index, "mem_total_bytes", v);
+  }
+  if (f.mig_current >= 0) {
+    snprintf(v, sizeof v, "%s%s", f.mig_current ? "enabled" : "disabled",
+             f.mig_pending == f.mig_current ? ""
+             : f.mig_pending                ? " (pending enable)"
+                                            : " (pending disable)");
+    param(c->sink, index, "mig_mode", v);
+  }
+
+  /* Calls this library lacks are off from the start (one note lists them for the whole run). */
+  g->off[C_UTIL] = !a->nvmlDeviceGetUtilizationRates;
+  g->off[C_SAMPLES_GPU] = g->off[C_SAMPLES_MEM] = !a->nvmlDeviceGetSamples;
+  g->off[C_MEMORY] = !a->nvmlDeviceGetMemoryInfo && !a->nvmlDeviceGetMemoryInfo_v2;
+  g->off[C_POWER] = !a->nvmlDeviceGetPowerUsage;
+  g->off[C_POWER_LIMIT] = !a->nvmlDeviceGetEnforcedPowerLimit;
+  g->off[C_ENERGY] = !a->nvmlDeviceGetTotalEnergyConsumption;
+  g->off[C_TEMP] = !a->nvmlDeviceGetTemperature;
+  g->off[C_SM_CLOCK] = g->off[C_MEM_CLOCK] = !a->nvmlDeviceGetClockInfo;
+  g->off[C_THROTTLE] = !a->nvmlDeviceGetCurrentClocksEventReasons;
+  g->off[C_PCIE] = !a->nvmlDeviceGetPcieThroughput;
+  g->off[C_FAN] = !a->nvmlDeviceGetFanSpeed;
+  g->off[C_PSTATE] = !a->nvmlDeviceGetPerformanceState;
+  g->off[C_PROCS] = !a->nvmlDeviceGetComputeRunningProcesses;
+  g->off[C_PROC_UTIL] = !a->nvmlDeviceGetProcessUtilization;
+  g->off[C_GPM] = !f.fam_gpm;
+
+  if (a->nvmlDeviceGetMaxClockInfo) {
+    static const struct {
+      unsigned type;
+      const char *what;
+    } mc[2] = {{NVML_CLOCK_SM, "max SM clock"}, {NVML_CLOCK_MEM, "max memory clock"}};
+    for (int k = 0; k < 2; k++) {
+      unsigned mhz;
+      r = a->nvmlDeviceGetMaxClockInfo(g->dev, mc[k].type, &mhz);
+      if (r == NVML_SUCCESS)
+        *(k ? &g->mem_clock_max : &g->sm_clock_max) = mhz;
+      else if (r == NVML_ERROR_GPU_IS_LOST)
+        return lose(c, g, r), 0;
+      else
+        note(c, "gpu%u: %s: %s", index, mc[k].what, nvml_api_strerror(a, r));
+    }
+  }
+
+  if (f.fam_gpm) {
+    g->gpm_req = calloc(1, sizeof *g->gpm_req);
+    if (!g->gpm_req)
+      return GS_ENOMEM;
+    if (a->nvmlGpmSampleAlloc(&g->gpm_s[0]) != NVML_SUCCESS || a->nvmlGpmSampleAlloc(&g->gpm_s[1]) != NVML_SUCCESS) {
+      note(c, "gpu%u: GPM: cannot allocate samples", index);
+      g->off[C_GPM] = 1;
+    } else {
+      g->gpm = 1;
+    }
+  }
+  return 0;
+}
+
+static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, char *err, size_t errlen) {
+  struct nvml_ctx *c = calloc(1, sizeof *c);
+  if (!c) {
+    snprintf(err, errlen, "out of memory");
+    return NULL;
+  }
+  if (nvml_api_open(&c->api, opts ? opts->nvml_lib : NULL, err, errlen)) {
+    free(c);
+    return NULL;
+  }
+  c->sink = sink;
+  c->interval_ns = opts && opts->interval_ns > 0 ? opts->interval_ns : 100 * NS_PER_MS;
+  c->pcie_every = (unsigned)((PCIE_PERIOD_NS + c->interval_ns - 1) / c->interval_ns);
+  if (!c->pcie_every)
+    c->pcie_every = 1;
+
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  int bad = pthread_mutex_init(&c->mu, NULL) | pthread_cond_init(&c->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (bad) {
+    snprintf(err, errlen, "cannot create a lock");
+    goto fail;
+  }
+  c->sync_ready = 1;
+
+  if (!c->api.nvmlSystemGetDriverVersion ||
+      c->api.nvmlSystemGetDriverVersion(c->driver, sizeof c->driver) != NVML_SUCCESS)
+    c->driver[0] = 0;
+  c->driver[sizeof c->driver - 1] = 0;
+  unsigned n = 0;
+  nvmlReturn_t r = c->api.nvmlDeviceGetCount(&n);
+  if (r != NVML_SUCCESS) {
+    snprintf(err, errlen, "nvmlDeviceGetCount: %s", nvml_api_strerror(&c->api, r));
+    goto fail;
+  }
+  if (n == 0) {
+    snprintf(err, errlen, "no NVIDIA GPU (the driver reports none)");
+    goto fail;
+  }
+  c->gpus = calloc(n, sizeof *c->gpus);
+  if (!c->gpus) {
+    snprintf(err, errlen, "out of memory");
+    goto fail;
+  }
+  c->n_gpus = n;
+  char v[512];
+  snprintf(v, sizeof v, "%u", n);
+  gs_sink_param(sink, "gpu.count", v);
+  if (c->driver[0])
+    gs_sink_param(sink, "nvml.driver_version", c->driver);
+  if (*nvml_api_missing(&c->api, v, sizeof v))
+    gs_sink_note(sink, "nvml: this driver's library lacks %s; those metrics are off", v);
+  for (unsigned i = 0; i < n; i++) {
+    if (gpu_init(c, &c->gpus[i], i)) {
+      snprintf(err, errlen, "out of memory");
+      goto fail;
+    }
+    flush(c, &c->gpus[i]);
+  }
+
+  /* The thread takes no signals: the run loop's handlers (forwarding to the job) stay on it. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int e = pthread_create(&c->thread, NULL, nvml_thread, c);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e) {
+    snprintf(err, errlen, "cannot start the NVML thread");
+    goto fail;
+  }
+  c->thread_started = 1;
+  return c;
+
+fail:
+  ctx_free(c, 1);
+  return NULL;
+}
+
+/* The thread samples on its own clock; the run loop's tick has nothing to do here. */
+static int nvml_sample(void *ctx, struct gs_sink *sink, int64_t now_ns) {
+  (void)ctx, (void)sink, (void)now_ns;
+  return GS_COLLECT_OK;
+}
+
+static void nvml_summary(void *ctx, FILE *out) {
+  struct nvml_ctx *c = ctx;
+  if (!c) {
+    fprintf(out, "GPUs: none\n");
+    return;
+  }
+  unsigned gpm = 0, same = 1;
+  for (unsigned i = 0; i < c->n_gpus; i++) {
+    gpm += (unsigned)c->gpus[i].gpm;
+    same &= !strcmp(c->gpus[i].name, c->gpus[0].name);
+  }
+  if (same)
+    fprintf(out, "GPUs: %u \xc3\x97 %s", c->n_gpus, c->gpus[0].name);
+  else
+    fprintf(out, "GPUs: %u (%s, ...)", c->n_gpus, c->gpus[0].name);
+  fprintf(out, " (NVML %s, ", c->driver[0] ? c->driver : "?");
+  if (gpm == c->n_gpus)
+    fprintf(out, "GPM on");
+  else if (gpm == 0)
+    fprintf(out, "GPM off");
+  else
+    fprintf(out, "GPM on %u of %u", gpm, c->n_gpus);
+  int lost = atomic_load(&c->n_lost);
+  if (lost)
+    fprintf(out, ", %d lost", lost);
+  fprintf(out, ")\n");
+}
+
+/* Stops the thread. When it is stuck inside the driver for more than CLOSE_WAIT_NS, it is left
+ * behind: it frees the context itself if the call ever returns, writes nothing more into the sink
+ * (stop is set under mu, and every write checks it under mu), and the library stays mapped. */
+static void nvml_close(void *ctx) {
+  struct nvml_ctx *c = ctx;
+  if (!c)
+    return;
+  if (!c->thread_started) {
+    ctx_free(c, 1);
+    return;
+  }
+  pthread_mutex_lock(&c->mu);
+  atomic_store(&c->stop, 1);
+  pthread_cond_broadcast(&c->cv);
+  int64_t deadline = gs_mono_ns() + CLOSE_WAIT_NS;
+  while (!c->exited && gs_mono_ns() < deadline) {
+    struct timespec ts = abs_ts(deadline);
+    pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+  }
+  int exited = c->exited;
+  pthread_t th = c->thread;
+  if (!exited)
+    c->detached = 1;
+  pthread_mutex_unlock(&c->mu);
+  if (!exited) {
+    pthread_detach(th);
+    return;
+  }
+  pthread_join(th, NULL);
+  ctx_free(c, 1);
+}
+
+const struct collector collector_nvml = {
+    .version = 1,
+    .name = "nvml",
+    .metrics = nvml_metrics,
+    .n_metrics = M_COUNT,
+    .open = nvml_open,
+    .sample = nvml_sample,
+    .summary = nvml_summary,
+    .close = nvml_close,
+};
