@@ -1,0 +1,130 @@
+/* gpusim: the scenario model behind the simulated libnvidia-ml.so.1 (see README.md beside this for
+ * the file format). A scenario is a list of devices; each has static facts, a timeline of segments
+ * (values hold from a segment's start until the next one, optionally repeating with a period) and
+ * faults (an error code or a sleep inside one call, over a time window). Time is seconds since the
+ * first nvmlInit. gpusim_scn.c parses and evaluates; gpusim.c is the NVML surface. */
+#ifndef GPUSIM_H
+#define GPUSIM_H
+
+#include <stddef.h>
+
+/* Timeline quantities (names as written in `at` lines). */
+enum sim_key {
+  K_UTIL,      /* % */
+  K_MEM_UTIL,  /* % */
+  K_MEM_USED,  /* bytes */
+  K_POWER,     /* W */
+  K_TEMP,      /* C */
+  K_SM_CLOCK,  /* MHz */
+  K_MEM_CLOCK, /* MHz */
+  K_THROTTLE,  /* bitmask */
+  K_PCIE_TX,   /* bytes/s */
+  K_PCIE_RX,   /* bytes/s */
+  K_FAN,       /* % */
+  K_PSTATE,    /* 0..15 */
+  K_SM_ACTIVE, /* GPM, % */
+  K_SM_OCC,    /* GPM, % */
+  K_TENSOR,    /* GPM, % */
+  K_DRAM,      /* GPM, % */
+  K_FP16,      /* GPM, % */
+  K_FP32,      /* GPM, % */
+  K_FP64,      /* GPM, % */
+  K_NVLINK_RX, /* GPM, bytes/s */
+  K_NVLINK_TX, /* GPM, bytes/s */
+  K_NKEYS
+};
+extern const char *const sim_key_names[K_NKEYS];
+
+/* Calls a fault can target ("all" = every call on the device). */
+enum sim_call {
+  SC_ALL,
+  SC_NAME,
+  SC_UUID,
+  SC_PCI,
+  SC_CC,
+  SC_UTIL,
+  SC_SAMPLES,
+  SC_MEM,
+  SC_POWER,
+  SC_POWER_LIMIT,
+  SC_ENERGY,
+  SC_TEMP,
+  SC_CLOCK,
+  SC_MAX_CLOCK,
+  SC_THROTTLE,
+  SC_PCIE,
+  SC_FAN,
+  SC_PSTATE,
+  SC_PROCS,
+  SC_PROC_UTIL,
+  SC_MIG,
+  SC_GPM,
+  SC_NCALLS
+};
+extern const char *const sim_call_names[SC_NCALLS];
+
+#define SIM_MAX_PROCS 16
+
+struct sim_proc {
+  int jobpid; /* the pid is "$JOBPID", resolved at each call */
+  unsigned pid;
+  unsigned long long mem; /* bytes */
+  unsigned sm;            /* % */
+};
+
+struct sim_seg {
+  double t;
+  double v[K_NKEYS];
+  unsigned char set[K_NKEYS];
+  int procs_set;
+  int nprocs;
+  struct sim_proc procs[SIM_MAX_PROCS];
+};
+
+struct sim_fault {
+  enum sim_call call;
+  double from, until; /* [from, until) seconds */
+  int code;           /* NVML return code, 0 with slow_ms */
+  int slow_ms;        /* sleep this long inside the call */
+};
+
+struct sim_dev {
+  unsigned index;
+  char name[96], uuid[96], pci[32];
+  int cc_major, cc_minor;
+  unsigned long long mem_total, mem_reserved;
+  double power_limit_w;
+  unsigned max_sm, max_mem;
+  int gpm; /* GPM supported */
+  int mig; /* -1 not supported, 0 off, 1 on */
+  double sample_hz;
+  int samples_when_idle;
+  unsigned long long energy_start_mj;
+  double period;           /* > 0: the timeline repeats */
+  double lost_at, gone_at; /* INFINITY when never */
+  unsigned gpm_unsupported[16];
+  int n_gpm_unsupported;
+  struct sim_seg *segs;
+  int nsegs, cap_segs;
+  struct sim_fault *faults;
+  int nfaults, cap_faults;
+};
+
+struct sim_scn {
+  char driver[80];
+  unsigned ndev;
+  struct sim_dev *dev;
+};
+
+/* Parses the scenario file at path into *s. Returns 0, or -1 with "file:line: message" in err. */
+int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen);
+void sim_scn_free(struct sim_scn *s);
+
+/* The segment in force at t seconds (never NULL after a successful load). */
+const struct sim_seg *sim_seg_at(const struct sim_dev *d, double t);
+/* The value of k at t. */
+double sim_value(const struct sim_dev *d, enum sim_key k, double t);
+/* The integral of k over [t0, t1] (value-seconds). */
+double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1);
+
+#endif
