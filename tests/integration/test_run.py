@@ -125,7 +125,7 @@ def alive(pid):
 def test_run_orphans_stay_in_tree_and_are_counted():
     sb = Sandbox()
     pidfile = os.path.join(sb.dir, "pid")
-    rc, _, err = sb.gs("run", "--", "sh", "-c", f"sleep 60 & echo $! > {pidfile}; sleep 1.2; exit 0")
+    rc, _, err = sb.gs("run", "--", "sh", "-c", f"sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}; sleep 1.2; exit 0")
     check(rc == 0, err)
     pid = int(open(pidfile).read())
     check(alive(pid), "the orphan should still run: gpuscope does not wait without --wait-tree")
