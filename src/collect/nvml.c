@@ -28,6 +28,7 @@
 #define NS_PER_MS 1000000LL
 #define NS_PER_S 1000000000LL
 #define GPM_MIN_GAP_NS (100 * NS_PER_MS) /* NVML wants GPM samples at least 100 ms apart */
+#define GPM_MAX_WAIT_NS (5 * NS_PER_MS)  /* a gap this much short is waited out, not skipped */
 #define CLOSE_WAIT_NS (2 * NS_PER_S)     /* how long close() waits for a thread inside the driver */
 #define PCIE_PERIOD_NS NS_PER_S          /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
 
@@ -433,9 +434,16 @@ static void flush(struct nvml_ctx *c, struct gpu *g) {
 static void gpm_tick(struct nvml_ctx *c, struct gpu *g) {
   if (!g->gpm || g->off[C_GPM])
     return;
-  int64_t now = gs_mono_ns();
-  if (g->gpm_have && now - g->gpm_t < GPM_MIN_GAP_NS)
+  int64_t short_by = g->gpm_have ? GPM_MIN_GAP_NS - (gs_mono_ns() - g->gpm_t) : 0;
+  if (short_by > GPM_MAX_WAIT_NS)
     return;
+  if (short_by > 0) {
+    /* At a 100 ms interval the gap is 100 ms give or take the wakeup jitter: wait out a few
+     * microseconds rather than lose every other GPM reading. */
+    struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)short_by};
+    while (nanosleep(&ts, &ts))
+      ;
+  }
   int slot = g->gpm_have;
   if (!CALL(C_GPM, c->api.nvmlGpmSampleGet(g->dev, g->gpm_s[slot])))
     return;
