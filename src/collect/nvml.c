@@ -256,6 +256,9 @@ struct nvml_ctx {
   unsigned n_gpus;
   struct gpu *gpus;
   atomic_int n_lost;
+  int64_t tick_ns;       /* scheduled time of the tick being sampled (thread-owned) */
+  atomic_llong phase_ns; /* the run loop's first tick time, from sample(): the grid to follow */
+  int phased;            /* sample() has handed it over (run-loop thread only) */
 
   /* the sampling thread; mu guards stop/exited/detached and every write into the sink */
   pthread_t thread;
@@ -300,6 +303,14 @@ static int64_t drv_to_mono(unsigned long long ts_us, int64_t now_mono, int64_t n
   if (age_us < 0)
     age_us = 0;
   return now_mono - age_us * 1000;
+}
+
+/* The timestamp for a value read now: the tick's scheduled time, so each series is exactly regular
+ * (one bit per timestamp in the store's delta-of-delta chunks) and lines up with the run loop's
+ * other collectors; the real time when a slow driver call has pushed the reading past the tick. */
+static int64_t stamp(const struct nvml_ctx *c) {
+  int64_t now = gs_mono_ns();
+  return now - c->tick_ns >= c->interval_ns ? now : c->tick_ns;
 }
 
 static void note(struct nvml_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -356,7 +367,7 @@ static void lose(struct nvml_ctx *c, struct gpu *g, nvmlReturn_t r) {
     return;
   g->lost = 1;
   atomic_fetch_add(&c->n_lost, 1);
-  event(c, gs_mono_ns(), "gpu_lost", "", nvml_api_strerror(&c->api, r));
+  event(c, stamp(c), "gpu_lost", "", nvml_api_strerror(&c->api, r));
 }
 
 /* Classifies the answer of one driver call. Returns 1 on success. NOT_SUPPORTED and NO_PERMISSION
@@ -438,8 +449,8 @@ static void gpm_tick(struct nvml_ctx *c, struct gpu *g) {
   if (short_by > GPM_MAX_WAIT_NS)
     return;
   if (short_by > 0) {
-    /* At a 100 ms interval the gap is 100 ms give or take the wakeup jitter: wait out a few
-     * microseconds rather than lose every other GPM reading. */
+    /* At a 100 ms interval the gap is 100 ms give or take the wakeup jitter: wait out those few
+     * milliseconds rather than lose every other GPM reading. */
     struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)short_by};
     while (nanosleep(&ts, &ts))
       ;
@@ -469,10 +480,11 @@ static void gpm_tick(struct nvml_ctx *c, struct gpu *g) {
   g->gpm_t = t;
   if (!ok(c, g, C_GPM, r))
     return;
+  int64_t ts = stamp(c);
   for (size_t i = 0; i < N_GPM; i++) {
     nvmlGpmMetric_t *m = &q->metrics[i];
     if (m->nvmlReturn == NVML_SUCCESS) {
-      emit(c, g, gpm_table[i].metric, t, m->value * gpm_table[i].scale);
+      emit(c, g, gpm_table[i].metric, ts, m->value * gpm_table[i].scale);
     } else if (!g->gpm_noted[i]) {
       g->gpm_noted[i] = 1;
       note(c, "gpu%u: GPM %s: %s", g->index, nvml_metrics[gpm_table[i].metric].name,
@@ -581,7 +593,7 @@ static void util_tick(struct nvml_ctx *c, struct gpu *g) {
     return;
   nvmlUtilization_t u;
   if (CALL(C_UTIL, c->api.nvmlDeviceGetUtilizationRates(g->dev, &u))) {
-    int64_t t = gs_mono_ns();
+    int64_t t = stamp(c);
     if (need[0])
       emit(c, g, M_UTIL, t, u.gpu);
     if (need[1])
@@ -596,7 +608,7 @@ static void memory_tick(struct nvml_ctx *c, struct gpu *g) {
     nvmlMemory_v2_t m = {.version = NVML_MEMORY_INFO_V2};
     nvmlReturn_t r = c->api.nvmlDeviceGetMemoryInfo_v2(g->dev, &m);
     if (r == NVML_SUCCESS) {
-      int64_t t = gs_mono_ns();
+      int64_t t = stamp(c);
       emit(c, g, M_MEM_USED, t, (double)m.used);
       emit(c, g, M_MEM_FREE, t, (double)m.free);
       emit(c, g, M_MEM_TOTAL, t, (double)m.total);
@@ -616,7 +628,7 @@ static void memory_tick(struct nvml_ctx *c, struct gpu *g) {
     return;
   }
   if (CALL(C_MEMORY, c->api.nvmlDeviceGetMemoryInfo(g->dev, &m))) {
-    int64_t t = gs_mono_ns();
+    int64_t t = stamp(c);
     emit(c, g, M_MEM_USED, t, (double)m.used);
     emit(c, g, M_MEM_FREE, t, (double)m.free);
     emit(c, g, M_MEM_TOTAL, t, (double)m.total);
@@ -627,7 +639,7 @@ static void throttle_tick(struct nvml_ctx *c, struct gpu *g) {
   unsigned long long mask;
   if (!CALL(C_THROTTLE, c->api.nvmlDeviceGetCurrentClocksEventReasons(g->dev, &mask)))
     return;
-  int64_t t = gs_mono_ns();
+  int64_t t = stamp(c);
   emit(c, g, M_THROTTLE, t, (double)mask);
   /* GpuIdle is not a slowdown of work: it stays in the bitmask but makes no events. */
   unsigned long long changed = ((g->throttle_valid ? g->throttle_prev : 0) ^ mask) & ~NVML_CLOCKS_EVENT_REASON_GPU_IDLE;
@@ -684,7 +696,7 @@ static void procs_tick(struct nvml_ctx *c, struct gpu *g) {
     return;
   if (n > g->pcap)
     n = g->pcap;
-  int64_t t = gs_mono_ns();
+  int64_t t = stamp(c);
   g->n_pids = 0;
   for (unsigned i = 0; i < n; i++) {
     unsigned pid;
@@ -746,24 +758,24 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   memory_tick(c, g);
   RETURN_IF_LOST();
   if (CALL(C_POWER, a->nvmlDeviceGetPowerUsage(d, &u)))
-    emit(c, g, M_POWER, gs_mono_ns(), u / 1000.0);
+    emit(c, g, M_POWER, stamp(c), u / 1000.0);
   RETURN_IF_LOST();
   if (CALL(C_POWER_LIMIT, a->nvmlDeviceGetEnforcedPowerLimit(d, &u)))
-    emit(c, g, M_POWER_LIMIT, gs_mono_ns(), u / 1000.0);
+    emit(c, g, M_POWER_LIMIT, stamp(c), u / 1000.0);
   RETURN_IF_LOST();
   if (CALL(C_ENERGY, a->nvmlDeviceGetTotalEnergyConsumption(d, &ull)))
-    emit(c, g, M_ENERGY, gs_mono_ns(), ull / 1000.0);
+    emit(c, g, M_ENERGY, stamp(c), ull / 1000.0);
   RETURN_IF_LOST();
   if (CALL(C_TEMP, a->nvmlDeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &u)))
-    emit(c, g, M_TEMP, gs_mono_ns(), u);
+    emit(c, g, M_TEMP, stamp(c), u);
   RETURN_IF_LOST();
   if (CALL(C_SM_CLOCK, a->nvmlDeviceGetClockInfo(d, NVML_CLOCK_SM, &u)))
-    emit(c, g, M_SM_CLOCK, gs_mono_ns(), u);
+    emit(c, g, M_SM_CLOCK, stamp(c), u);
   RETURN_IF_LOST();
   if (CALL(C_MEM_CLOCK, a->nvmlDeviceGetClockInfo(d, NVML_CLOCK_MEM, &u)))
-    emit(c, g, M_MEM_CLOCK, gs_mono_ns(), u);
+    emit(c, g, M_MEM_CLOCK, stamp(c), u);
   RETURN_IF_LOST();
-  int64_t t = gs_mono_ns();
+  int64_t t = stamp(c);
   emit(c, g, M_SM_CLOCK_MAX, t, g->sm_clock_max); /* NAN (unknown) is dropped */
   emit(c, g, M_MEM_CLOCK_MAX, t, g->mem_clock_max);
   throttle_tick(c, g);
@@ -771,17 +783,17 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   /* Each PCIe read blocks ~20 ms in the driver: read one GPU per tick, each about once a second. */
   if ((tick + g->index) % c->pcie_every == 0) {
     if (CALL(C_PCIE, a->nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_TX_BYTES, &u)))
-      emit(c, g, M_PCIE_TX, gs_mono_ns(), u * 1024.0);
+      emit(c, g, M_PCIE_TX, stamp(c), u * 1024.0);
     RETURN_IF_LOST();
     if (CALL(C_PCIE, a->nvmlDeviceGetPcieThroughput(d, NVML_PCIE_UTIL_RX_BYTES, &u)))
-      emit(c, g, M_PCIE_RX, gs_mono_ns(), u * 1024.0);
+      emit(c, g, M_PCIE_RX, stamp(c), u * 1024.0);
     RETURN_IF_LOST();
   }
   if (CALL(C_FAN, a->nvmlDeviceGetFanSpeed(d, &u)))
-    emit(c, g, M_FAN, gs_mono_ns(), u);
+    emit(c, g, M_FAN, stamp(c), u);
   RETURN_IF_LOST();
   if (CALL(C_PSTATE, a->nvmlDeviceGetPerformanceState(d, &u)) && u <= 15) /* 32 = unknown */
-    emit(c, g, M_PSTATE, gs_mono_ns(), u);
+    emit(c, g, M_PSTATE, stamp(c), u);
   RETURN_IF_LOST();
   procs_tick(c, g);
 }
@@ -793,6 +805,12 @@ static struct timespec abs_ts(int64_t ns) {
 }
 
 static void ctx_free(struct nvml_ctx *c, int shutdown);
+
+/* The first time phase + k * step (k any integer) that is not before t. */
+static int64_t grid_at_or_after(int64_t t, int64_t phase, int64_t step) {
+  int64_t d = t - phase;
+  return phase + (d >= 0 ? (d + step - 1) / step : -(-d / step)) * step;
+}
 
 static void *nvml_thread(void *arg) {
   struct nvml_ctx *c = arg;
@@ -807,6 +825,7 @@ static void *nvml_thread(void *arg) {
     if (atomic_load(&c->stop))
       break;
     pthread_mutex_unlock(&c->mu);
+    c->tick_ns = next;
     for (unsigned i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
       struct gpu *g = &c->gpus[i];
       if (g->lost)
@@ -817,7 +836,9 @@ static void *nvml_thread(void *arg) {
     tick++;
     /* Keep the schedule; after an overrun (a slow driver call) skip the ticks that were missed. */
     next += c->interval_ns;
-    int64_t now = gs_mono_ns();
+    int64_t now = gs_mono_ns(), phase = atomic_exchange(&c->phase_ns, 0);
+    if (phase) /* move onto the run loop's grid, so a tick's GPU and host values share a time */
+      next = grid_at_or_after(next, phase, c->interval_ns);
     if (next <= now)
       next += ((now - next) / c->interval_ns + 1) * c->interval_ns;
     pthread_mutex_lock(&c->mu);
@@ -1008,6 +1029,7 @@ static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, 
     goto fail;
   }
   c->n_gpus = n;
+  c->tick_ns = gs_mono_ns();
   char v[512];
   snprintf(v, sizeof v, "%u", n);
   gs_sink_param(sink, "gpu.count", v);
@@ -1041,9 +1063,15 @@ fail:
   return NULL;
 }
 
-/* The thread samples on its own clock; the run loop's tick has nothing to do here. */
+/* The thread samples on its own clock, so the run loop's tick only hands over its first scheduled
+ * time (the grid the thread then follows) and returns: nothing here can wait on the driver. */
 static int nvml_sample(void *ctx, struct gs_sink *sink, int64_t now_ns) {
-  (void)ctx, (void)sink, (void)now_ns;
+  struct nvml_ctx *c = ctx;
+  (void)sink;
+  if (c && !c->phased) {
+    c->phased = 1;
+    atomic_store(&c->phase_ns, now_ns);
+  }
   return GS_COLLECT_OK;
 }
 

@@ -51,6 +51,10 @@ def test_busy8_every_gpu_is_sampled_with_static_facts_as_params():
         check(p.get("gpu.5.cc") == "9.0" and p.get("gpu.0.mig_mode") == "disabled", "cc / mig mode")
         check(p.get("gpu.7.uuid") == "GPU-5a1c0000-0000-4000-8000-000000000007", "uuid")
         check(p.get("nvml.driver_version") == "550.54.15", "driver version")
+        host = {r["t_s"] for r in rows if r["source"] == "host"}
+        gpu = [r["t_s"] for r in rows if r["name"] == "gpu.temp_c" and r["labels"] == "gpu=0"]
+        shared = sum(t in host for t in gpu)
+        check(shared >= len(gpu) - 3, f"only {shared} of {len(gpu)} GPU ticks share the host's tick times")
         notes = box.ok("show", "busy8", "--notes").splitlines()
         check(sum("fan speed: Not Supported" in n for n in notes) == 8, f"one fan note per GPU: {notes}")
     finally:
