@@ -9,10 +9,11 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "collect/collect.h"
 
 struct read_opts {
   const char *store, *metric, *run;
-  int json, csv, events, notes, params;
+  int json, csv, events, notes, params, catalog;
   int64_t from, to;
 };
 
@@ -22,6 +23,7 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
       {"store", required_argument, 0, 's'}, {"json", no_argument, 0, 'j'},   {"csv", no_argument, 0, 'c'},
       {"metric", required_argument, 0, 'm'}, {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 't'},
       {"events", no_argument, 0, 'e'},     {"notes", no_argument, 0, 'N'},  {"params", no_argument, 0, 'p'},
+      {"catalog", no_argument, 0, 'C'},
       {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->from = INT64_MIN;
@@ -57,6 +59,10 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
       break;
     case 'p':
       o->params = 1;
+      break;
+    case 'C':
+      o->catalog = 1;
+      want_run = 0;
       break;
     case 'h':
       printf("%s", usage);
@@ -333,14 +339,50 @@ int cmd_show(int argc, char **argv) {
   return rc;
 }
 
+/* Every metric each collector can emit, from their static descriptions. */
+static int print_catalog(const struct read_opts *o) {
+  if (o->json)
+    printf("[");
+  int first = 1;
+  for (size_t i = 0; collect_registry[i]; i++) {
+    const struct collector *c = collect_registry[i];
+    for (size_t k = 0; k < c->n_metrics; k++) {
+      const struct gs_metric_desc *d = &c->metrics[k];
+      if (o->metric && fnmatch(o->metric, d->name, 0))
+        continue;
+      if (o->json) {
+        printf("%s\n {\"source\": ", first ? "" : ",");
+        gs_json_str(stdout, c->name);
+        printf(", \"name\": ");
+        gs_json_str(stdout, d->name);
+        printf(", \"unit\": ");
+        gs_json_str(stdout, d->unit);
+        printf(", \"kind\": \"%s\", \"help\": ", gs_kind_name(d->kind));
+        gs_json_str(stdout, d->help);
+        printf("}");
+      } else {
+        printf("%-9s %-36s %-6s %s\n", c->name, d->name, d->unit, d->help);
+      }
+      first = 0;
+    }
+  }
+  if (o->json)
+    printf("%s]\n", first ? "" : "\n");
+  return GS_EXIT_OK;
+}
+
 int cmd_metrics(int argc, char **argv) {
   struct read_opts o;
   int rc = parse_read_opts(argc, argv, &o,
-                           "usage: gpuscope metrics RUN [--json] [--store URL]\n\nLists a run's series with "
-                           "unit, kind and number of samples.\n",
+                           "usage: gpuscope metrics RUN [--metric GLOB] [--json] [--store URL]\n"
+                           "       gpuscope metrics --catalog [--json]\n\n"
+                           "Lists a run's series with unit, kind and number of samples; --catalog lists every\n"
+                           "metric gpuscope can collect.\n",
                            1);
   if (rc >= 0)
     return rc;
+  if (o.catalog)
+    return print_catalog(&o);
   struct store *st = cli_open_store(o.store);
   if (!st)
     return GS_EXIT_STORE;

@@ -73,6 +73,14 @@ def test_metrics_lists_units_and_counts():
     check(by[("tree.cpu_pct", "")]["count"] >= 3)
 
 
+def test_metrics_catalog_lists_every_collector():
+    sb = sandbox()
+    cat = sb.json("metrics", "--catalog", "--json")
+    names = {m["name"] for m in cat}
+    check({"host.cpu.busy_pct", "tree.cpu_pct", "gpu.util_pct"} <= names, str(sorted(names))[:400])
+    check(all(m["unit"] and m["help"] for m in cat))
+
+
 if __name__ == "__main__":
     try:
         run_tests(globals())
