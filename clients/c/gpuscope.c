@@ -1,0 +1,124 @@
+/* clients/c/gpuscope: the C client (include/gpuscope.h). Each call formats one gs1 line in the "C"
+ * locale (a job that called setlocale must still send "0.25", not "0,25") and sends it as one
+ * datagram with MSG_DONTWAIT; a send that fails for any reason is counted, never reported, never
+ * retried. The socket and the agent's address are set up once per process by pthread_once — the
+ * documented process-wide state of this library; everything else is on the caller's stack. */
+#include "gpuscope.h"
+
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_DATAGRAM 4096
+#define MAX_VALUE 1024
+
+static pthread_once_t client_once = PTHREAD_ONCE_INIT;
+static int client_fd = -1;
+static struct sockaddr_un client_addr;
+static locale_t client_c_locale;
+static atomic_ullong client_dropped;
+
+static void client_init(void) {
+  const char *path = getenv("GPUSCOPE_SOCKET");
+  if (!path || !*path || strlen(path) >= sizeof client_addr.sun_path)
+    return;
+  client_addr.sun_family = AF_UNIX;
+  memcpy(client_addr.sun_path, path, strlen(path) + 1);
+  client_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+  client_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+}
+
+static int client_on(void) {
+  pthread_once(&client_once, client_init);
+  return client_fd >= 0;
+}
+
+/* Formats a line in the C locale; returns its length, or -1 when it does not fit a datagram. */
+__attribute__((format(printf, 3, 4))) static int client_format(char *buf, size_t cap, const char *fmt, ...) {
+  locale_t old = client_c_locale ? uselocale(client_c_locale) : (locale_t)0;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, cap, fmt, ap);
+  va_end(ap);
+  if (old)
+    uselocale(old);
+  return n >= 0 && (size_t)n < cap ? n : -1;
+}
+
+static void client_send(const char *buf, int n) {
+  if (n < 0 || n > MAX_DATAGRAM ||
+      sendto(client_fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&client_addr,
+             sizeof client_addr) != n)
+    atomic_fetch_add_explicit(&client_dropped, 1, memory_order_relaxed);
+}
+
+static double client_now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void gs_log(const char *name, double value, long long step) {
+  if (!client_on())
+    return;
+  char buf[MAX_DATAGRAM + 1];
+  int n = step >= 0 ? client_format(buf, sizeof buf, "gs1 metric %s %.17g %lld t=%.6f", name ? name : "", value, step,
+                                    client_now_s())
+                    : client_format(buf, sizeof buf, "gs1 metric %s %.17g t=%.6f", name ? name : "", value,
+                                    client_now_s());
+  client_send(buf, n);
+}
+
+void gs_param(const char *key, const char *value) {
+  if (!client_on())
+    return;
+  char clean[MAX_VALUE + 1], buf[MAX_DATAGRAM + 1];
+  size_t n = 0;
+  value = value ? value : "";
+  for (; value[n] && n < MAX_VALUE; n++) {
+    unsigned char ch = (unsigned char)value[n];
+    clean[n] = ch < 0x20 || ch == 0x7f ? ' ' : (char)ch;
+  }
+  if (value[n]) /* cut: step back to the start of a UTF-8 character */
+    while (n > 0 && ((unsigned char)value[n] & 0xc0) == 0x80)
+      n--;
+  clean[n] = 0;
+  client_send(buf, client_format(buf, sizeof buf, "gs1 param %s %s", key ? key : "", clean));
+}
+
+void gs_step(long long n, double data_s, double h2d_s, double compute_s, long long samples) {
+  if (!client_on())
+    return;
+  char buf[512], smp[32] = "";
+  if (samples >= 0)
+    snprintf(smp, sizeof smp, " samples=%lld", samples);
+  client_send(buf, client_format(buf, sizeof buf, "gs1 step %lld data=%.9f h2d=%.9f compute=%.9f%s t=%.6f", n,
+                                 data_s, h2d_s, compute_s, smp, client_now_s()));
+}
+
+void gs_mark(const char *name, double value) {
+  if (!client_on())
+    return;
+  char buf[MAX_DATAGRAM + 1];
+  int n = isnan(value) ? client_format(buf, sizeof buf, "gs1 mark %s t=%.6f", name ? name : "", client_now_s())
+                       : client_format(buf, sizeof buf, "gs1 mark %s %.17g t=%.6f", name ? name : "", value,
+                                       client_now_s());
+  client_send(buf, n);
+}
+
+unsigned long long gs_dropped(void) {
+  return atomic_load_explicit(&client_dropped, memory_order_relaxed);
+}
+
+int gs_enabled(void) {
+  return client_on();
+}
