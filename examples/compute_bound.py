@@ -1,0 +1,62 @@
+#!/usr/bin/python3
+"""A compute-bound training job: the whole data set is tensors in memory (no transform), feeding a
+large MLP. Nearly all of every step is compute, which gpuscope should report as a data-wait share
+well under a tenth of the step.
+
+    gpuscope run -- /usr/bin/python3 examples/compute_bound.py [--seconds 5]
+
+Runs standalone too (the gpuscope client is then a no-op). Uses the gpuscope client from
+clients/python when it is not installed."""
+import argparse
+import os
+import sys
+import time
+
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+try:
+    import gpuscope
+except ImportError:
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
+    import gpuscope
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--width", type=int, default=1024, help="hidden layer width")
+    a = ap.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    data = TensorDataset(torch.randn(4096, 512), torch.randint(0, 10, (4096,)))
+    loader = DataLoader(data, batch_size=a.batch, shuffle=True, num_workers=0, pin_memory=dev == "cuda")
+    w = a.width
+    model = torch.nn.Sequential(torch.nn.Linear(512, w), torch.nn.ReLU(), torch.nn.Linear(w, w), torch.nn.ReLU(),
+                                torch.nn.Linear(w, w), torch.nn.ReLU(), torch.nn.Linear(w, 10)).to(dev)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    gpuscope.param(model=f"mlp{w}x3", device=dev, precision="fp32", workload="compute_bound")
+    t_end = time.monotonic() + a.seconds
+    steps = epoch = 0
+    while time.monotonic() < t_end:
+        gpuscope.mark("epoch", epoch)
+        for x, y in gpuscope.watch(loader):
+            with gpuscope.phase("h2d"):
+                x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            steps += 1
+            if steps % 10 == 0:
+                gpuscope.log("loss", loss.item(), steps)
+            if time.monotonic() > t_end:
+                break
+        epoch += 1
+    print(f"compute_bound: {steps} steps on {dev}, {gpuscope.dropped()} client messages dropped", flush=True)
+
+
+if __name__ == "__main__":
+    main()
