@@ -71,10 +71,10 @@ void gs_log(const char *name, double value, long long step) {
   if (!client_on())
     return;
   char buf[MAX_DATAGRAM + 1];
-  int n = step >= 0 ? client_format(buf, sizeof buf, "gs1 metric %s %.17g %lld t=%.6f", name ? name : "", value, step,
-                                    client_now_s())
-                    : client_format(buf, sizeof buf, "gs1 metric %s %.17g t=%.6f", name ? name : "", value,
-                                    client_now_s());
+  int n = step >= 0
+              ? client_format(buf, sizeof buf, "gs1 metric %s %.17g %lld t=%.6f", name ? name : "", value, step,
+                              client_now_s())
+              : client_format(buf, sizeof buf, "gs1 metric %s %.17g t=%.6f", name ? name : "", value, client_now_s());
   client_send(buf, n);
 }
 
@@ -101,17 +101,17 @@ void gs_step(long long n, double data_s, double h2d_s, double compute_s, long lo
   char buf[512], smp[32] = "";
   if (samples >= 0)
     snprintf(smp, sizeof smp, " samples=%lld", samples);
-  client_send(buf, client_format(buf, sizeof buf, "gs1 step %lld data=%.9f h2d=%.9f compute=%.9f%s t=%.6f", n,
-                                 data_s, h2d_s, compute_s, smp, client_now_s()));
+  client_send(buf, client_format(buf, sizeof buf, "gs1 step %lld data=%.9f h2d=%.9f compute=%.9f%s t=%.6f", n, data_s,
+                                 h2d_s, compute_s, smp, client_now_s()));
 }
 
 void gs_mark(const char *name, double value) {
   if (!client_on())
     return;
   char buf[MAX_DATAGRAM + 1];
-  int n = isnan(value) ? client_format(buf, sizeof buf, "gs1 mark %s t=%.6f", name ? name : "", client_now_s())
-                       : client_format(buf, sizeof buf, "gs1 mark %s %.17g t=%.6f", name ? name : "", value,
-                                       client_now_s());
+  int n = isnan(value)
+              ? client_format(buf, sizeof buf, "gs1 mark %s t=%.6f", name ? name : "", client_now_s())
+              : client_format(buf, sizeof buf, "gs1 mark %s %.17g t=%.6f", name ? name : "", value, client_now_s());
   client_send(buf, n);
 }
 

@@ -37,6 +37,6 @@ int main(int argc, char **argv) {
     if (i % 10 == 0)
       gs_log("loss", 1.0 / (double)(i + 1), i);
   }
-  printf("%ld steps, %llu messages dropped\n", steps, gs_dropped());
+  printf("%ld steps (checksum %.3f), %llu messages dropped\n", steps, acc, gs_dropped());
   return 0;
 }

@@ -17,10 +17,10 @@
 #include "ingest/ingest.h"
 
 #define MAX_DATAGRAMS_PER_POLL 1024
-#define MAX_CLIENT_SERIES 1000   /* distinct metric and phase series */
-#define MAX_PARAMS 10000         /* param messages per run */
-#define MAX_MARKS 100000         /* mark messages per run */
-#define RCVBUF_BYTES (1 << 20)   /* room for bursts while the run loop samples */
+#define MAX_CLIENT_SERIES 1000 /* distinct metric and phase series */
+#define MAX_PARAMS 10000       /* param messages per run */
+#define MAX_MARKS 100000       /* mark messages per run */
+#define RCVBUF_BYTES (1 << 20) /* room for bursts while the run loop samples */
 #define COUNTS_EVERY_NS 1000000000LL
 
 enum { STEP_N, STEP_DATA, STEP_H2D, STEP_COMPUTE, STEP_TOTAL, STEP_SAMPLES, STEP_NSERIES };
@@ -35,12 +35,12 @@ struct ingest {
   uint64_t params, marks; /* accepted so far, for the limits */
   unsigned logged;        /* bit per kind (and one for limits): already logged once */
   int step_ids[STEP_NSERIES];
-  int64_t last_step_ns;   /* step points move strictly forward, all step series together */
-  int64_t *last_ns;       /* by sink series id: the last metric point's time */
+  int64_t last_step_ns; /* step points move strictly forward, all step series together */
+  int64_t *last_ns;     /* by sink series id: the last metric point's time */
   size_t n_last;
-  size_t client_series;   /* distinct client series created */
-  uint64_t bad_written;   /* bad + limited, as last written as params */
-  int64_t counts_ns;      /* when the counts were last written */
+  size_t client_series; /* distinct client series created */
+  uint64_t bad_written; /* bad + limited, as last written as params */
+  int64_t counts_ns;    /* when the counts were last written */
   char buf[INGEST_MAX_DATAGRAM + 1];
 };
 
@@ -308,8 +308,8 @@ static int put_step(struct ingest *in, struct gs_sink *sink, const struct ingest
 }
 
 /* Routes one valid message into the sink; returns 1 when it was stored, 0 when a limit dropped it. */
-static int route(struct ingest *in, struct gs_sink *sink, const struct ingest_msg *m, int64_t now_ns,
-                 const char *line, size_t n) {
+static int route(struct ingest *in, struct gs_sink *sink, const struct ingest_msg *m, int64_t now_ns, const char *line,
+                 size_t n) {
   char name[INGEST_MAX_NAME + 1], text[INGEST_MAX_TEXT + 1];
   switch (m->kind) {
   case INGEST_METRIC:
@@ -412,8 +412,8 @@ void ingest_summary(const struct ingest *in, FILE *out) {
     fprintf(out, "  client: no messages (the job did not use the gpuscope client; see docs/protocol.md)\n");
     return;
   }
-  fprintf(out, "  client: %llu messages (%llu steps, %llu metrics, %llu params, %llu marks)\n",
-          (unsigned long long)ok, (unsigned long long)c->ok[INGEST_STEP], (unsigned long long)c->ok[INGEST_METRIC],
+  fprintf(out, "  client: %llu messages (%llu steps, %llu metrics, %llu params, %llu marks)\n", (unsigned long long)ok,
+          (unsigned long long)c->ok[INGEST_STEP], (unsigned long long)c->ok[INGEST_METRIC],
           (unsigned long long)c->ok[INGEST_PARAM], (unsigned long long)c->ok[INGEST_MARK]);
   if (bad)
     fprintf(out, "  client: %llu bad messages rejected (metric %llu, param %llu, step %llu, mark %llu, other %llu)\n",

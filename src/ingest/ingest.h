@@ -78,14 +78,14 @@ struct ingest_phase {
 
 /* One parsed message. Strings point into the parsed line. */
 struct ingest_msg {
-  enum ingest_kind kind; /* set as far as the line tells, also when it is bad */
-  const char *error;     /* why the line is bad (static text); NULL when it is good */
-  unsigned has;          /* INGEST_HAS_* bits */
+  enum ingest_kind kind;  /* set as far as the line tells, also when it is bad */
+  const char *error;      /* why the line is bad (static text); NULL when it is good */
+  unsigned has;           /* INGEST_HAS_* bits */
   struct ingest_str name; /* metric and mark name, param key */
   struct ingest_str text; /* param value (printable UTF-8, may be empty) */
   double value;
-  int64_t step;           /* metric's step, or the step message's number */
-  double t;               /* seconds on CLOCK_MONOTONIC */
+  int64_t step; /* metric's step, or the step message's number */
+  double t;     /* seconds on CLOCK_MONOTONIC */
   double data_s, h2d_s, compute_s;
   int64_t samples;
   struct ingest_phase phases[INGEST_MAX_PHASES]; /* step: other named phases, in order */

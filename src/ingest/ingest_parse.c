@@ -9,9 +9,9 @@
 
 #include "ingest/ingest.h"
 
-#define MAX_NUMBER 64   /* bytes in a number token */
-#define MAX_COUNT 15    /* digits in a count: below 1e15, exact as a double */
-#define MAX_T 1e9       /* seconds of CLOCK_MONOTONIC: fits int64 nanoseconds with room */
+#define MAX_NUMBER 64 /* bytes in a number token */
+#define MAX_COUNT 15  /* digits in a count: below 1e15, exact as a double */
+#define MAX_T 1e9     /* seconds of CLOCK_MONOTONIC: fits int64 nanoseconds with room */
 
 struct cursor {
   const char *p, *end;
@@ -302,8 +302,7 @@ int ingest_parse_line(const char *s, size_t n, struct ingest_msg *m) {
   struct cursor c = {s, s + n};
   struct ingest_str v = next_token(&c);
   if (!str_is(v, "gs1"))
-    return fail(m, str_starts(v, "gs") ? "unsupported protocol version (this agent speaks gs1)"
-                                       : "not a gs1 message");
+    return fail(m, str_starts(v, "gs") ? "unsupported protocol version (this agent speaks gs1)" : "not a gs1 message");
   if (!more(&c))
     return fail(m, "no message kind");
   struct ingest_str k = next_token(&c);

@@ -9,10 +9,10 @@
 
 #include "ingest/ingest.h"
 
-#define REQUIRE(c)                                                                                                  \
-  do {                                                                                                              \
-    if (!(c))                                                                                                       \
-      abort();                                                                                                      \
+#define REQUIRE(c)                                                                                                     \
+  do {                                                                                                                 \
+    if (!(c))                                                                                                          \
+      abort();                                                                                                         \
   } while (0)
 
 static void check_slice(const uint8_t *data, size_t size, struct ingest_str s, size_t max) {

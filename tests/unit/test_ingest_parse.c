@@ -48,8 +48,8 @@ static void test_metric_optional_fields_may_be_left_out(void **state) {
 static void test_step_fields_and_named_phases_parse(void **state) {
   (void)state;
   struct ingest_msg m;
-  assert_int_equal(
-      parse("gs1 step 7 data=0.5 h2d=0.01 compute=0.2 samples=64 forward=0.1 backward=0.05 t=99.25", &m), 0);
+  assert_int_equal(parse("gs1 step 7 data=0.5 h2d=0.01 compute=0.2 samples=64 forward=0.1 backward=0.05 t=99.25", &m),
+                   0);
   assert_int_equal(m.kind, INGEST_STEP);
   assert_int_equal(m.step, 7);
   assert_true(m.data_s == 0.5 && m.h2d_s == 0.01 && m.compute_s == 0.2);

@@ -102,8 +102,8 @@ static void test_step_becomes_step_series_at_its_time(void **state) {
   send_str(f, msg);
   assert_int_equal(ingest_poll(f->in, f->sink, t + 5000000), 1);
   struct gs_batch *b = gs_sink_take(f->sink);
-  const char *names[] = {"step.n", "step.data_s", "step.h2d_s", "step.compute_s", "step.total_s", "step.samples",
-                         "step.fwd_s"};
+  const char *names[] = {"step.n",       "step.data_s",  "step.h2d_s", "step.compute_s",
+                         "step.total_s", "step.samples", "step.fwd_s"};
   const double want[] = {3, 0.5, 0.125, 0.25, 1.0, 32, 0.125};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
     const struct gs_point *p = point(b, "client", names[i], 0);
