@@ -281,6 +281,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     job_done = 1;
   }
 
+  char no_gpu[256] = "";
   struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = job, .interval_ns = o->interval_ns,
                                  .subreaper = 1};
   for (size_t i = 0; collect_registry[i] && ncols < sizeof cols / sizeof *cols && !job_done; i++) {
@@ -288,8 +289,11 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     void *ctx = collect_registry[i]->open(&copts, sink, err, sizeof err);
     if (ctx)
       cols[ncols++] = (struct opened){collect_registry[i], ctx};
-    else if (err[0])
+    else if (err[0]) {
       gs_sink_note(sink, "%s collector off: %s", collect_registry[i]->name, err);
+      if (collect_registry[i] == &collector_nvml)
+        snprintf(no_gpu, sizeof no_gpu, "%s", err);
+    }
   }
 
   struct live live = {.on = !o->quiet && isatty(2), .start = run.mono_start_ns};
@@ -361,6 +365,24 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     fprintf(stderr, "\r\033[K");
 
   int left = collect_count_descendants(getpid());
+  /* Collector summaries are taken now, then the collectors closed, so a collector with its own
+   * thread (NVML) gets its last values into the sink before the writer's final flush. */
+  char *col_summary = NULL;
+  size_t col_summary_len = 0;
+  FILE *mem = open_memstream(&col_summary, &col_summary_len);
+  for (size_t i = 0; i < ncols; i++) {
+    if (mem && cols[i].ctx && cols[i].c->summary) {
+      fprintf(mem, "  ");
+      cols[i].c->summary(cols[i].ctx, mem);
+    }
+    if (cols[i].ctx)
+      cols[i].c->close(cols[i].ctx);
+    cols[i].ctx = NULL;
+  }
+  if (mem && no_gpu[0])
+    fprintf(mem, "  GPUs: none (%s)\n", no_gpu);
+  if (mem)
+    fclose(mem);
   writer_stop(&w);
   writer_on = 0;
   run.end_wall_ns = run.start_wall_ns + (end - run.mono_start_ns);
@@ -374,11 +396,8 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     fprintf(stderr, "gpuscope: diagnosis failed: %s\n", gs_last_error());
   if (!o->quiet) {
     report_summary(stderr, st, run.id);
-    for (size_t i = 0; i < ncols; i++)
-      if (cols[i].ctx && cols[i].c->summary) {
-        fprintf(stderr, "  ");
-        cols[i].c->summary(cols[i].ctx, stderr);
-      }
+    if (col_summary)
+      fputs(col_summary, stderr);
     if (in) {
       ingest_summary(in, stderr);
     }
@@ -386,6 +405,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
       fprintf(stderr, "  %d process%s of the job still running after it exited (use --wait-tree to wait)\n", left,
               left == 1 ? "" : "es");
   }
+  free(col_summary);
 out:
   if (writer_on)
     writer_stop(&w);
