@@ -7,7 +7,7 @@ BUILD_ASAN  ?= build-asan
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_BUILD    = cmake make gcc pkg-config libsqlite3-dev
 DEB_DEMO     = $(DEB_BUILD) python3 python3-torch
-DEB_CHECK    = $(DEB_DEMO) libcmocka-dev clang libclang-rt-14-dev sqlite3 procps
+DEB_CHECK    = $(DEB_DEMO) libcmocka-dev clang libclang-rt-14-dev sqlite3 procps python3-pip
 
 .PHONY: all build demo check check-asan deps-demo deps-check bench format clean
 
