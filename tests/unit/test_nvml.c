@@ -869,8 +869,8 @@ static void find_paths(void) {
     snprintf(lib_path, sizeof lib_path, "%s/../gpusim/libnvidia-ml.so.1", dir);
   snprintf(legacy_path, sizeof legacy_path, "%.*s/legacy/libnvidia-ml.so.1", (int)(strrchr(lib_path, '/') - lib_path),
            lib_path);
-#ifdef GS_FIXTURES
-  snprintf(scn_dir, sizeof scn_dir, "%s/../gpusim/scenarios", GS_FIXTURES);
+#ifdef GS_TESTS_DIR
+  snprintf(scn_dir, sizeof scn_dir, "%s/gpusim/scenarios", GS_TESTS_DIR);
 #else
   env = getenv("GS_SOURCE_DIR");
   snprintf(scn_dir, sizeof scn_dir, "%s/tests/gpusim/scenarios", env ? env : ".");
