@@ -28,4 +28,8 @@ struct store *cli_open_store(const char *url);
 /* Resolves a run reference; on failure prints the reason and returns GS_EXIT_USAGE (else 0). */
 int cli_get_run(struct store *st, const char *ref, struct store_run *run);
 
+/* Opens the store at url (NULL: default) and resolves ref in it. Returns 0 with *st open (the
+ * caller closes it) and *run filled, or the exit code after printing the reason (*st NULL). */
+int cli_open_run(const char *url, const char *ref, struct store **st, struct store_run *run);
+
 #endif

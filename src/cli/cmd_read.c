@@ -85,6 +85,13 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
   return -1;
 }
 
+/* Reports the store's last error, closes it, and returns the store exit code. */
+static int close_fail(struct store *st) {
+  int rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+  st->close(st);
+  return rc;
+}
+
 static void fmt_time(int64_t wall_ns, char *buf, size_t n) {
   time_t t = (time_t)(wall_ns / 1000000000LL);
   struct tm tm;
@@ -103,11 +110,8 @@ int cmd_runs(int argc, char **argv) {
     return GS_EXIT_STORE;
   struct store_run *runs = NULL;
   size_t n = 0;
-  if (st->runs_list(st, &runs, &n)) {
-    rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
-    st->close(st);
-    return rc;
-  }
+  if (st->runs_list(st, &runs, &n))
+    return close_fail(st);
   if (o.json) {
     printf("[");
     for (size_t i = 0; i < n; i++) {
@@ -280,14 +284,10 @@ int cmd_show(int argc, char **argv) {
                            1);
   if (rc >= 0)
     return rc;
-  struct store *st = cli_open_store(o.store);
-  if (!st)
-    return GS_EXIT_STORE;
+  struct store *st;
   struct store_run run;
-  if ((rc = cli_get_run(st, o.run, &run))) {
-    st->close(st);
+  if ((rc = cli_open_run(o.store, o.run, &st, &run)))
     return rc;
-  }
   if (o.events || o.params || o.notes) {
     rc = o.events ? show_events(st, &run, &o) : o.params ? show_params(st, &run, &o) : show_notes(st, &run, &o);
     st->close(st);
@@ -295,11 +295,8 @@ int cmd_show(int argc, char **argv) {
   }
   struct store_series *series = NULL;
   size_t n = 0;
-  if (st->series_list(st, run.id, &series, &n)) {
-    rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
-    st->close(st);
-    return rc;
-  }
+  if (st->series_list(st, run.id, &series, &n))
+    return close_fail(st);
   size_t shown = 0;
   if (o.csv)
     printf("source,name,labels,unit,t_s,value\n");
@@ -383,21 +380,14 @@ int cmd_metrics(int argc, char **argv) {
     return rc;
   if (o.catalog)
     return print_catalog(&o);
-  struct store *st = cli_open_store(o.store);
-  if (!st)
-    return GS_EXIT_STORE;
+  struct store *st;
   struct store_run run;
-  if ((rc = cli_get_run(st, o.run, &run))) {
-    st->close(st);
+  if ((rc = cli_open_run(o.store, o.run, &st, &run)))
     return rc;
-  }
   struct store_series *series = NULL;
   size_t n = 0;
-  if (st->series_list(st, run.id, &series, &n)) {
-    rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
-    st->close(st);
-    return rc;
-  }
+  if (st->series_list(st, run.id, &series, &n))
+    return close_fail(st);
   if (o.json)
     printf("[");
   else

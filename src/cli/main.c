@@ -61,6 +61,18 @@ int cli_get_run(struct store *st, const char *ref, struct store_run *run) {
   return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s", gs_last_error());
 }
 
+int cli_open_run(const char *url, const char *ref, struct store **st, struct store_run *run) {
+  *st = cli_open_store(url);
+  if (!*st)
+    return GS_EXIT_STORE;
+  int rc = cli_get_run(*st, ref, run);
+  if (rc) {
+    (*st)->close(*st);
+    *st = NULL;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
     usage(argc < 2 ? stderr : stdout);
