@@ -1,7 +1,16 @@
 /* store/store_sqlite: the embedded back end — one SQLite file in WAL mode, so several agents can
  * append at once and readers never block writers. Samples are kept as Gorilla chunks (chunk.c); the
  * open chunk of every series is rewritten at each flush, so a run killed at any moment keeps
- * everything up to its last flush. The schema is created and migrated here (meta.schema_version). */
+ * everything up to its last flush. The schema is created and migrated here (meta.schema_version).
+ *
+ * Why the chunks table is a rowid table (in append order, with a unique index on (series_id, t0))
+ * rather than clustered by series: each flush rewrites the open chunk of every series, and SQLite
+ * writes every page a transaction touched to the WAL. Clustered by series, the open chunks of a
+ * long run sit on one page per series (60 host series: ~60 pages, 240 KB per second); in append
+ * order they were all started at about the same time and share the table's last few pages, and an
+ * in-place UPDATE of a chunk leaves the index alone. Stores created before keep the clustered
+ * table and are written the old way: both layouts have the same columns, so any version reads and
+ * writes either. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -21,6 +30,7 @@ enum { CHUNK_MAX_POINTS = 1024 };
 
 struct wseries { /* writer state of one sink series */
   int64_t db_id;
+  int64_t rowid; /* of the open chunk's row once written (rowid layout), else 0 */
   struct chunk_enc enc;
   int dirty;
 };
@@ -31,7 +41,8 @@ struct sqlite_store {
   char path[1024];
   struct wseries *ws; /* indexed by sink series id */
   size_t n_ws;
-  sqlite3_stmt *ins_chunk;
+  sqlite3_stmt *ins_chunk, *upd_chunk;      /* upd_chunk: NULL for a store with the clustered layout */
+  sqlite3_stmt *begin, *commit, *heartbeat; /* the writer's per-flush statements, prepared once */
 };
 
 static const char *SCHEMA_V1[] = {
@@ -44,8 +55,8 @@ static const char *SCHEMA_V1[] = {
     "CREATE TABLE params(run_id TEXT, key TEXT, value TEXT, PRIMARY KEY(run_id, key)) WITHOUT ROWID",
     "CREATE TABLE series(id INTEGER PRIMARY KEY, run_id TEXT NOT NULL, source TEXT, name TEXT, labels TEXT,"
     " unit TEXT, kind INTEGER, UNIQUE(run_id, source, name, labels))",
-    "CREATE TABLE chunks(series_id INTEGER, t0 INTEGER, t1 INTEGER, n INTEGER, data BLOB,"
-    " PRIMARY KEY(series_id, t0)) WITHOUT ROWID",
+    "CREATE TABLE chunks(series_id INTEGER, t0 INTEGER, t1 INTEGER, n INTEGER, data BLOB)",
+    "CREATE UNIQUE INDEX chunks_series ON chunks(series_id, t0)",
     "CREATE TABLE rollups(series_id INTEGER, res_ns INTEGER, t INTEGER, n INTEGER, min REAL, max REAL,"
     " mean REAL, PRIMARY KEY(series_id, res_ns, t)) WITHOUT ROWID",
     "CREATE TABLE events(run_id TEXT, t INTEGER, kind TEXT, name TEXT, value REAL, labels TEXT, text TEXT)",
@@ -168,7 +179,9 @@ static void sq_close(struct store *base) {
   for (size_t i = 0; i < s->n_ws; i++)
     chunk_enc_done(&s->ws[i].enc);
   free(s->ws);
-  sqlite3_finalize(s->ins_chunk);
+  sqlite3_stmt *stmts[] = {s->ins_chunk, s->upd_chunk, s->begin, s->commit, s->heartbeat};
+  for (size_t i = 0; i < sizeof stmts / sizeof *stmts; i++)
+    sqlite3_finalize(stmts[i]);
   sqlite3_close(s->db);
   free(s);
 }
@@ -230,16 +243,45 @@ static int sq_run_begin(struct store *base, struct store_run *r) {
   return rc;
 }
 
+/* Steps a prepared statement that returns no rows (reset first, so it can be reused). */
+static int step_done(struct sqlite_store *s, sqlite3_stmt *st, const char *what) {
+  sqlite3_reset(st);
+  return sqlite3_step(st) == SQLITE_DONE ? GS_OK : db_fail(s, GS_EIO, what);
+}
+
+/* Writes the open chunk of a series: in place when its row is known (rowid layout; the row must
+ * still be this series' chunk starting at t0), else as a row keyed by series and first timestamp
+ * (INSERT OR REPLACE), whose rowid is then remembered. */
 static int write_chunk(struct sqlite_store *s, struct wseries *w) {
+  int bytes = (int)chunk_enc_bytes(&w->enc);
+  if (w->rowid && s->upd_chunk) {
+    sqlite3_stmt *st = s->upd_chunk;
+    sqlite3_reset(st);
+    sqlite3_bind_int64(st, 1, w->enc.t_prev);
+    sqlite3_bind_int64(st, 2, w->enc.n);
+    sqlite3_bind_blob(st, 3, w->enc.buf, bytes, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, w->rowid);
+    sqlite3_bind_int64(st, 5, w->db_id);
+    sqlite3_bind_int64(st, 6, w->enc.t0);
+    if (sqlite3_step(st) != SQLITE_DONE)
+      return db_fail(s, GS_EIO, "cannot write samples");
+    if (sqlite3_changes(s->db) == 1) {
+      w->dirty = 0;
+      return GS_OK;
+    }
+    w->rowid = 0; /* the row is gone (a rolled-back flush): write it anew */
+  }
   sqlite3_stmt *st = s->ins_chunk;
   sqlite3_reset(st);
   sqlite3_bind_int64(st, 1, w->db_id);
   sqlite3_bind_int64(st, 2, w->enc.t0);
   sqlite3_bind_int64(st, 3, w->enc.t_prev);
   sqlite3_bind_int64(st, 4, w->enc.n);
-  sqlite3_bind_blob(st, 5, w->enc.buf, (int)chunk_enc_bytes(&w->enc), SQLITE_STATIC);
+  sqlite3_bind_blob(st, 5, w->enc.buf, bytes, SQLITE_STATIC);
   if (sqlite3_step(st) != SQLITE_DONE)
     return db_fail(s, GS_EIO, "cannot write samples");
+  if (s->upd_chunk)
+    w->rowid = sqlite3_last_insert_rowid(s->db);
   w->dirty = 0;
   return GS_OK;
 }
@@ -252,6 +294,7 @@ static int add_series(struct sqlite_store *s, const struct store_run *r, const s
       return gs_fail(GS_ENOMEM, "out of memory");
     for (size_t i = s->n_ws; i < n; i++) {
       ws[i].db_id = -1;
+      ws[i].rowid = 0;
       ws[i].dirty = 0;
       chunk_enc_init(&ws[i].enc);
     }
@@ -282,7 +325,7 @@ static int add_series(struct sqlite_store *s, const struct store_run *r, const s
 static int sq_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b) {
   struct sqlite_store *s = (struct sqlite_store *)base;
   sqlite3_stmt *st = NULL;
-  int rc = exec(s, "BEGIN IMMEDIATE");
+  int rc = step_done(s, s->begin, "cannot start writing");
   if (rc)
     return rc;
   for (size_t i = 0; i < b->n_series; i++)
@@ -300,6 +343,7 @@ static int sq_run_append(struct store *base, const struct store_run *r, const st
       if (w->dirty && (rc = write_chunk(s, w)))
         goto fail;
       chunk_enc_done(&w->enc);
+      w->rowid = 0;
     }
     if (chunk_enc_put(&w->enc, t, p->v)) {
       rc = gs_fail(GS_ENOMEM, "out of memory");
@@ -360,10 +404,11 @@ static int sq_run_append(struct store *base, const struct store_run *r, const st
     sqlite3_finalize(st);
     st = NULL;
   }
-  char sql[160];
-  snprintf(sql, sizeof sql, "UPDATE runs SET heartbeat_wall_ns = %lld WHERE id = '%s'", (long long)gs_wall_ns(),
-           r->id);
-  if ((rc = exec(s, sql)) || (rc = exec(s, "COMMIT")))
+  sqlite3_reset(s->heartbeat);
+  sqlite3_bind_int64(s->heartbeat, 1, gs_wall_ns());
+  sqlite3_bind_text(s->heartbeat, 2, r->id, -1, SQLITE_STATIC);
+  if ((rc = step_done(s, s->heartbeat, "cannot write the heartbeat")) ||
+      (rc = step_done(s, s->commit, "cannot commit")))
     goto fail;
   return GS_OK;
 dbfail:
@@ -372,9 +417,11 @@ fail:
   sqlite3_finalize(st);
   exec(s, "ROLLBACK");
   /* The open chunks no longer match the database: start them afresh on the next append. */
-  for (size_t i = 0; i < s->n_ws; i++)
+  for (size_t i = 0; i < s->n_ws; i++) {
     if (s->ws[i].dirty)
       chunk_enc_done(&s->ws[i].enc), s->ws[i].dirty = 0;
+    s->ws[i].rowid = 0; /* rows inserted by this flush are gone */
+  }
   return rc;
 }
 
@@ -936,6 +983,22 @@ static int sq_findings_read(struct store *base, const char *run_id, struct store
   return GS_OK;
 }
 
+/* True when the chunks table is a rowid table (created by this version), false for the clustered
+ * WITHOUT ROWID table of older stores. */
+static int chunks_in_append_order(struct sqlite_store *s) {
+  sqlite3_stmt *st;
+  int rowid = 0;
+  if (sqlite3_prepare_v2(s->db, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'chunks'", -1, &st,
+                         NULL) != SQLITE_OK)
+    return 0;
+  if (sqlite3_step(st) == SQLITE_ROW) {
+    const char *sql = (const char *)sqlite3_column_text(st, 0);
+    rowid = sql && !strstr(sql, "WITHOUT ROWID");
+  }
+  sqlite3_finalize(st);
+  return rowid;
+}
+
 struct store *store_sqlite_open(const char *path) {
   if (!*path) {
     gs_fail(GS_EINVAL, "store URL has no file path (use sqlite:///path/to/file.db)");
@@ -985,7 +1048,19 @@ struct store *store_sqlite_open(const char *path) {
     goto fail;
   }
   if (sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO chunks VALUES(?,?,?,?,?)", -1, &s->ins_chunk, NULL) !=
-      SQLITE_OK) {
+          SQLITE_OK ||
+      sqlite3_prepare_v2(s->db, "BEGIN IMMEDIATE", -1, &s->begin, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(s->db, "COMMIT", -1, &s->commit, NULL) != SQLITE_OK ||
+      sqlite3_prepare_v2(s->db, "UPDATE runs SET heartbeat_wall_ns = ? WHERE id = ?", -1, &s->heartbeat, NULL) !=
+          SQLITE_OK) {
+    db_fail(s, GS_EIO, "cannot prepare");
+    goto fail;
+  }
+  if (chunks_in_append_order(s) &&
+      sqlite3_prepare_v2(s->db,
+                         "UPDATE chunks SET t1 = ?1, n = ?2, data = ?3 WHERE rowid = ?4 AND series_id = ?5"
+                         " AND t0 = ?6",
+                         -1, &s->upd_chunk, NULL) != SQLITE_OK) {
     db_fail(s, GS_EIO, "cannot prepare");
     goto fail;
   }
