@@ -1,12 +1,208 @@
-/* cli/cmd_report: placeholder until reports land. */
+/* cli/cmd_report: `gpuscope report RUN` — one run's diagnosis (the doctor runs first when the run has
+ * no findings yet) as terminal text, JSON, or a self-contained HTML file — and `gpuscope compare RUN
+ * RUN...`, which shares its options and file writing. Exit codes as cli.h: 2 for bad usage or an
+ * unknown run, 3 when the store cannot be read. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
+#include "report/report.h"
+
+struct report_opts {
+  const char *store, *html;
+  int json, color;
+  char **refs;
+  size_t nrefs;
+};
+
+/* Parses the options report and compare share; returns -1 to go on, else an exit code. */
+static int report_parse_opts(int argc, char **argv, struct report_opts *o, const char *usage) {
+  static const struct option longopts[] = {{"store", required_argument, 0, 's'},
+                                           {"json", no_argument, 0, 'j'},
+                                           {"html", required_argument, 0, 'H'},
+                                           {"color", no_argument, 0, 'c'},
+                                           {"no-color", no_argument, 0, 'n'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
+  memset(o, 0, sizeof *o);
+  const char *nc = getenv("NO_COLOR");
+  o->color = isatty(STDOUT_FILENO) && !(nc && *nc);
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 's':
+      o->store = optarg;
+      break;
+    case 'j':
+      o->json = 1;
+      break;
+    case 'H':
+      o->html = optarg;
+      break;
+    case 'c':
+      o->color = 1;
+      break;
+    case 'n':
+      o->color = 0;
+      break;
+    case 'h':
+      printf("%s", usage);
+      return GS_EXIT_OK;
+    case ':':
+      return cli_error(GS_EXIT_USAGE, "%s: option '%s' needs a value", argv[0], argv[optind - 1]);
+    default:
+      return cli_error(GS_EXIT_USAGE, "%s: unknown option '%s'", argv[0], argv[optind - 1]);
+    }
+  }
+  if (o->html && !*o->html)
+    return cli_error(GS_EXIT_USAGE, "%s: --html needs a file name", argv[0]);
+  o->refs = argv + optind;
+  o->nrefs = (size_t)(argc - optind);
+  return -1;
+}
+
+/* Loads a run for a report; on failure prints why and returns the exit code (else 0). */
+static int report_load_or_exit(struct store *st, const char *ref, struct report_run *r) {
+  int rc = report_run_load(st, ref, r);
+  if (rc == GS_OK)
+    return 0;
+  return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG || rc == GS_EINVAL ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s",
+                   gs_last_error());
+}
+
+/* Writes a file through write(out, user): "-" is stdout. Returns 0 or an exit code (printed). */
+static int report_write_file(const char *path, int (*write)(FILE *out, void *user), void *user) {
+  if (!strcmp(path, "-"))
+    return write(stdout, user) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
+  /* Written beside the target and renamed, so a failure never leaves half a report. */
+  size_t n = strlen(path) + 16;
+  char *tmp = malloc(n);
+  if (!tmp)
+    return cli_error(GS_EXIT_FAIL, "out of memory");
+  snprintf(tmp, n, "%s.XXXXXX", path);
+  int fd = mkstemp(tmp);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f) {
+    int e = errno;
+    if (fd >= 0)
+      close(fd), unlink(tmp);
+    free(tmp);
+    return cli_error(GS_EXIT_USAGE, "cannot write %s: %s", path, strerror(e));
+  }
+  mode_t um = umask(0);
+  umask(um);
+  (void)fchmod(fd, 0666 & ~um); /* as a plain fopen() would have made it */
+  int rc = write(f, user);
+  if (fclose(f) || rc || rename(tmp, path)) {
+    int e = errno;
+    unlink(tmp);
+    free(tmp);
+    return cli_error(GS_EXIT_USAGE, "cannot write %s: %s", path, rc ? gs_last_error() : strerror(e));
+  }
+  free(tmp);
+  return 0;
+}
+
+struct html_job {
+  struct store *st;
+  const struct report_run *r;
+};
+
+static int write_html(FILE *out, void *user) {
+  struct html_job *j = user;
+  return report_html(out, j->st, j->r);
+}
 
 int cmd_report(int argc, char **argv) {
-  (void)argc, (void)argv;
-  return cli_error(GS_EXIT_FAIL, "report: not built yet");
+  static const char usage[] =
+      "usage: gpuscope report RUN [--json] [--html FILE] [--store URL] [--color|--no-color]\n\n"
+      "Diagnoses a run: its facts, then the findings ranked by the time they cost, each with the\n"
+      "evidence numbers, the estimated speed-up and the fix. A run without findings yet is\n"
+      "diagnosed first. --json prints everything as JSON; --html FILE writes one self-contained\n"
+      "page with charts (FILE '-' is stdout). RUN is an id, a unique id prefix, a name, or 'last'.\n";
+  struct report_opts o;
+  int rc = report_parse_opts(argc, argv, &o, usage);
+  if (rc >= 0)
+    return rc;
+  if (o.nrefs != 1)
+    return cli_error(GS_EXIT_USAGE, "report: %s (see 'gpuscope report --help')",
+                     o.nrefs ? "one run at a time (to put runs side by side: gpuscope compare)"
+                             : "which run? (an id, a unique id prefix, a name, or 'last')");
+  struct store *st = cli_open_store(o.store);
+  if (!st)
+    return GS_EXIT_STORE;
+  struct report_run r;
+  rc = report_load_or_exit(st, o.refs[0], &r);
+  if (!rc && o.html) {
+    struct html_job j = {st, &r};
+    rc = report_write_file(o.html, write_html, &j);
+    if (!rc && !o.json && strcmp(o.html, "-"))
+      printf("gpuscope: wrote %s (run %s, %zu finding%s)\n", o.html, r.run.id, r.nfindings,
+             r.nfindings == 1 ? "" : "s");
+  }
+  if (!rc && o.json)
+    rc = report_json(stdout, &r) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
+  else if (!rc && !o.html)
+    rc = report_text(stdout, &r, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
+  report_run_free(&r);
+  st->close(st);
+  return rc;
+}
+
+struct compare_job {
+  const struct report_run *runs;
+  size_t n;
+};
+
+static int write_compare_html(FILE *out, void *user) {
+  struct compare_job *j = user;
+  return report_compare_html(out, j->runs, j->n);
 }
 
 int cmd_compare(int argc, char **argv) {
-  (void)argc, (void)argv;
-  return cli_error(GS_EXIT_FAIL, "compare: not built yet");
+  static const char usage[] =
+      "usage: gpuscope compare RUN RUN... [--json] [--html FILE] [--store URL] [--color|--no-color]\n\n"
+      "Puts runs side by side: throughput (samples/s), median step, data-wait share, GPU util, SM\n"
+      "activity, memory peak, energy per sample, idle GPU-hours; each run's speed-up over the first;\n"
+      "the params that differ; the findings that appeared or disappeared against the first run.\n"
+      "Runs without findings yet are diagnosed first. RUN is an id, a prefix, a name, or 'last'.\n";
+  struct report_opts o;
+  int rc = report_parse_opts(argc, argv, &o, usage);
+  if (rc >= 0)
+    return rc;
+  if (o.nrefs < 2)
+    return cli_error(GS_EXIT_USAGE, "compare: give at least two runs (see 'gpuscope compare --help')");
+  rc = 0;
+  struct store *st = cli_open_store(o.store);
+  if (!st)
+    return GS_EXIT_STORE;
+  struct report_run *runs = calloc(o.nrefs, sizeof *runs);
+  size_t loaded = 0;
+  if (!runs)
+    rc = cli_error(GS_EXIT_FAIL, "out of memory");
+  for (; !rc && loaded < o.nrefs; loaded++)
+    if ((rc = report_load_or_exit(st, o.refs[loaded], &runs[loaded])))
+      report_run_free(&runs[loaded]);
+  if (!rc && o.html) {
+    struct compare_job j = {runs, o.nrefs};
+    rc = report_write_file(o.html, write_compare_html, &j);
+    if (!rc && !o.json && strcmp(o.html, "-"))
+      printf("gpuscope: wrote %s (%zu runs)\n", o.html, o.nrefs);
+  }
+  if (!rc && o.json)
+    rc = report_compare_json(stdout, runs, o.nrefs) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
+  else if (!rc && !o.html)
+    rc = report_compare_text(stdout, runs, o.nrefs, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
+  for (size_t i = 0; i < loaded && runs; i++)
+    report_run_free(&runs[i]);
+  free(runs);
+  st->close(st);
+  return rc;
 }

@@ -1,12 +1,118 @@
-/* doctor: placeholder until the rules land — no findings. */
+/* doctor/doctor: runs every rule over one run's signals, keeps the findings worth acting on, ranks
+ * them by the share of run time they cost, and — when none is left — says so with one "healthy"
+ * finding rather than inventing work. The rules live in rules_loop.c (the host side of the training
+ * loop) and rules_gpu.c (what needs NVIDIA GPUs); signals.c loads what they read. */
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "doctor/doctor.h"
+#include "doctor/doctor_int.h"
+
+const char *const doctor_rule_ids[] = {
+    "input_bound",     "loader_workers",  "input_latency",   "io_bound",  "host_code_bound",
+    "batch_too_small", "mixed_precision", "pageable_copies", "throttled", "periodic_stall",
+    "straggler",       "underused_gpus",  "healthy",         NULL};
+
+/* In order: periodic_stall first, so host_code_bound does not count the same idle time twice. */
+static void (*const RULES[])(struct dr_run *, struct dr_findings *) = {
+    dr_rule_periodic_stall, dr_rule_input,     dr_rule_host_code, dr_rule_batch,     dr_rule_mixed_precision,
+    dr_rule_pageable,       dr_rule_throttled, dr_rule_straggler, dr_rule_underused,
+};
+
+static int by_share(const void *a, const void *b) {
+  const struct store_finding *x = a, *y = b;
+  if (x->share != y->share)
+    return x->share < y->share ? 1 : -1;
+  if (x->speedup != y->speedup)
+    return x->speedup < y->speedup ? 1 : -1;
+  return strcmp(x->rule, y->rule);
+}
+
+static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
+  struct store_finding *f = dr_add(fs, d, "healthy", 0, 1);
+  if (!f)
+    return;
+  double util = NAN;
+  int n = 0;
+  for (int i = 0; i < d->ngpus; i++)
+    if (d->gpus[i].used && d->gpus[i].util.n)
+      util = (n ? util : 0) + d->gpus[i].util.mean, n++;
+  if (n)
+    util /= n;
+  char what[200];
+  if (n && isfinite(d->data_share))
+    dr_printf(what, sizeof what, "GPU busy %.0f%%, data wait %.0f%% of the step", util, d->data_share * 100);
+  else if (n)
+    dr_printf(what, sizeof what, "GPU busy %.0f%%; no step timings (the job did not use the gpuscope client)", util);
+  else if (isfinite(d->data_share))
+    dr_printf(what, sizeof what, "no GPU; data wait %.0f%% of the step, the job kept %.2f cores busy",
+              d->data_share * 100, isfinite(d->job_cores) ? d->job_cores : 0);
+  else
+    dr_printf(what, sizeof what, "no GPU and no step timings: judged on CPU and I/O alone");
+  dr_printf(f->title, sizeof f->title, "Healthy: nothing worth fixing (%s)", what);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_num(&j, "gpu_util_pct", util);
+  dr_json_int(&j, "gpus", d->ngpus);
+  dr_json_num(&j, "data_wait_share", d->data_share);
+  dr_json_num(&j, "step_s", d->step_mean);
+  dr_json_int(&j, "steps", (long long)d->nsteps);
+  dr_json_num(&j, "job_cpu_cores", d->job_cores);
+  dr_json_num(&j, "host_cpu_pct", d->host_busy.mean);
+  dr_json_num(&j, "window_s", d->window_s);
+  dr_printf(f->fix, sizeof f->fix,
+            "Nothing to change: no rule found time worth winning back (each needs at least %.0f%% of the run "
+            "or a %.0f%% speed-up). To go faster from here, profile the model itself (torch.profiler) or "
+            "scale out.",
+            DR_MIN_SHARE * 100, (DR_MIN_SPEEDUP - 1) * 100);
+}
+
+int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
+  struct dr_run d;
+  struct dr_findings fs = {0};
+  *out = NULL;
+  *n = 0;
+  int rc = dr_run_load(st, run_id, &d);
+  if (rc)
+    goto done;
+  for (size_t r = 0; r < sizeof RULES / sizeof *RULES && !fs.oom; r++)
+    RULES[r](&d, &fs);
+  /* Keep what is worth acting on. */
+  size_t k = 0;
+  for (size_t i = 0; i < fs.n; i++)
+    if (fs.v[i].share >= DR_MIN_SHARE || fs.v[i].speedup >= DR_MIN_SPEEDUP)
+      fs.v[k++] = fs.v[i];
+  fs.n = k;
+  if (!fs.n && !fs.oom)
+    add_healthy(&d, &fs);
+  if (fs.oom) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto done;
+  }
+  qsort(fs.v, fs.n, sizeof *fs.v, by_share);
+  *out = fs.v;
+  *n = fs.n;
+  fs.v = NULL;
+done:
+  free(fs.v);
+  dr_run_done(&d);
+  return rc;
+}
 
 int doctor_run(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
-  (void)st, (void)run_id;
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  struct store_run run;
+  int rc = st->run_get(st, run_id, &run);
+  if (!rc)
+    rc = doctor_diagnose(st, run.id, &f, &nf);
+  if (!rc)
+    rc = st->findings_write(st, run.id, f, nf);
   if (out)
-    *out = NULL;
-  *n = 0;
-  return GS_OK;
+    *out = f;
+  else
+    free(f);
+  *n = nf;
+  return rc;
 }

@@ -1,14 +1,28 @@
 /* doctor: rules that turn a stored run's signals into ranked findings — each with a stable rule id,
  * the share of run time it costs, an estimated speed-up, the evidence numbers and a concrete fix.
- * Thresholds and reasoning live in docs/diagnosis.md. */
+ * Thresholds and reasoning live in docs/diagnosis.md.
+ *
+ * Rule ids (stable; reports, compare and tests key on them): input_bound, loader_workers,
+ * input_latency, io_bound, host_code_bound, batch_too_small, mixed_precision, pageable_copies,
+ * throttled, periodic_stall, straggler, underused_gpus, and healthy when nothing is worth fixing. */
 #ifndef GS_DOCTOR_H
 #define GS_DOCTOR_H
 
+#include <stddef.h>
+
 #include "store/store.h"
 
-/* Diagnoses run_id, replaces its findings in the store, and returns them ranked (most time lost
- * first) in *out (malloc'd, caller frees; may be NULL when out is NULL). A run with nothing worth
- * fixing gets exactly one finding, rule "healthy". Returns 0 or a GS_E code. */
+/* Every rule id the doctor can emit, NULL-terminated, in the order docs/diagnosis.md lists them. */
+extern const char *const doctor_rule_ids[];
+
+/* Diagnoses run_id (an id or any reference st->run_get resolves) without writing anything: the
+ * findings, ranked (most time lost first), in *out (malloc'd, caller frees). A run with nothing worth
+ * fixing gets exactly one finding, rule "healthy". Returns 0 or a GS_E code (*out NULL, *n 0). */
+int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
+
+/* Diagnoses run_id, replaces its findings in the store, and returns them ranked in *out (malloc'd,
+ * caller frees; out may be NULL). When the diagnosis succeeds but the store refuses the write, the
+ * findings are still returned and the write's GS_E code is returned. Returns 0 or a GS_E code. */
 int doctor_run(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
 
 #endif

@@ -1,5 +1,6 @@
 /* report/stats: the numbers every report needs from raw samples — mean, extremes, percentiles of a
- * series, and the training-loop view (steps, throughput, data-wait share) from the client's steps. */
+ * series, and the training-loop view (steps, throughput, data-wait share) from the client's steps.
+ * Samples that are not finite numbers (a damaged store) are skipped, never counted as zero. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,11 @@ int report_stats(struct store *st, const char *run_id, const struct store_series
       break;
     }
     all = grown;
+    size_t kept = 0;
     for (size_t k = 0; k < n; k++) {
-      all[nall + k] = v[k];
+      if (!isfinite(v[k]))
+        continue;
+      all[nall + kept++] = v[k];
       out->sum += v[k];
       if (!out->n || t[k] < out->t_first)
         out->t_first = t[k], out->first = v[k];
@@ -55,7 +59,7 @@ int report_stats(struct store *st, const char *run_id, const struct store_series
       out->max = out->n && out->max > v[k] ? out->max : v[k];
       out->n++;
     }
-    nall += n;
+    nall += kept;
     free(t), free(v);
   }
   if (!rc && nall) {
@@ -68,24 +72,76 @@ int report_stats(struct store *st, const char *run_id, const struct store_series
   return rc;
 }
 
+/* Sum of a client step series over the steps at times t[from..n) (matched by timestamp). */
+static int sum_matching(struct store *st, const struct store_series *series, size_t nseries, const char *name,
+                        const int64_t *t, size_t from, size_t n, double *sum, size_t *count) {
+  *sum = 0, *count = 0;
+  long i = store_series_find(series, nseries, "client", name, "");
+  if (i < 0)
+    return GS_OK;
+  int64_t *pt;
+  double *pv;
+  size_t pn, j = 0;
+  int rc = store_samples_load(st, series[i].id, &pt, &pv, &pn);
+  if (rc)
+    return rc;
+  for (size_t k = from; k < n; k++) {
+    while (j < pn && pt[j] < t[k])
+      j++;
+    if (j < pn && pt[j] == t[k] && isfinite(pv[j]))
+      *sum += pv[j], (*count)++;
+  }
+  free(pt), free(pv);
+  return GS_OK;
+}
+
 int report_step_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
                       struct step_stats *out) {
-  struct series_stats total, data, h2d, samples;
+  (void)run_id;
   memset(out, 0, sizeof *out);
   out->samples_per_s = out->median_step_s = out->data_share = out->h2d_share = out->compute_share = NAN;
-  int rc = report_stats(st, run_id, series, nseries, "client", "step.total_s", "", &total);
-  if (rc || !total.n || total.sum <= 0)
+  long ti = store_series_find(series, nseries, "client", "step.total_s", "");
+  if (ti < 0)
+    return GS_OK;
+  int64_t *t;
+  double *v;
+  size_t n;
+  int rc = store_samples_load(st, series[ti].id, &t, &v, &n);
+  if (rc)
     return rc;
-  if ((rc = report_stats(st, run_id, series, nseries, "client", "step.data_s", "", &data)) ||
-      (rc = report_stats(st, run_id, series, nseries, "client", "step.h2d_s", "", &h2d)) ||
-      (rc = report_stats(st, run_id, series, nseries, "client", "step.samples", "", &samples)))
-    return rc;
-  out->steps = total.n;
-  out->median_step_s = total.p50;
-  out->data_share = data.n ? data.sum / total.sum : NAN;
-  out->h2d_share = h2d.n ? h2d.sum / total.sum : 0;
-  out->compute_share = isfinite(out->data_share) ? 1 - out->data_share - out->h2d_share : NAN;
-  out->samples = samples.sum;
-  out->samples_per_s = samples.n ? samples.sum / total.sum : NAN;
-  return GS_OK;
+  /* Steady state: the first step (workers starting, lazy init) is left out when there are others. */
+  size_t from = n >= 5 ? 1 : 0, k = 0;
+  double total = 0;
+  double *sorted = n ? malloc(n * sizeof *sorted) : NULL;
+  if (n && !sorted) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = from; i < n; i++)
+    if (isfinite(v[i]) && v[i] >= 0)
+      sorted[k++] = v[i], total += v[i];
+  if (!k || total <= 0)
+    goto out;
+  qsort(sorted, k, sizeof *sorted, cmp_double);
+  out->steps = k;
+  out->median_step_s = quantile(sorted, k, 0.5);
+  double data, h2d, samples;
+  size_t nd, nh, ns;
+  if ((rc = sum_matching(st, series, nseries, "step.data_s", t, from, n, &data, &nd)) ||
+      (rc = sum_matching(st, series, nseries, "step.h2d_s", t, from, n, &h2d, &nh)) ||
+      (rc = sum_matching(st, series, nseries, "step.samples", t, from, n, &samples, &ns)))
+    goto out;
+  out->data_share = nd ? data / total : NAN;
+  out->h2d_share = nh ? h2d / total : NAN;
+  out->compute_share = nd ? 1 - out->data_share - (nh ? out->h2d_share : 0) : NAN;
+  out->samples = samples;
+  /* Throughput over wall time from the first kept step's start to the last step: time the loop spent
+   * outside its steps (evaluation, checkpoints) counts against it. */
+  double wall = (double)(t[n - 1] - t[from]) / 1e9 + (isfinite(v[from]) ? v[from] : 0);
+  if (ns && wall > 0)
+    out->samples_per_s = samples / wall;
+out:
+  free(sorted);
+  free(t), free(v);
+  return rc;
 }

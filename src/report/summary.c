@@ -1,10 +1,45 @@
 /* report/summary: the few lines `gpuscope run` prints when the job ends — how long, how busy the
- * host, the job and each GPU were, and what the training loop reported. */
+ * host, the job and each GPU were, what the training loop reported, and last the doctor's top
+ * findings (the full evidence and fixes are in `gpuscope report`). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report.h"
+#include "report/report_int.h"
+
+#define SUMMARY_FINDINGS 3 /* findings the summary lists */
+
+/* The last block: the doctor's top findings, one line each, or the word that the run is healthy. */
+static void print_findings(FILE *out, struct store *st, const struct store_run *run) {
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  if (st->findings_read(st, run->id, &f, &nf) || !nf) {
+    free(f);
+    return;
+  }
+  if (nf == 1 && !strcmp(f[0].rule, "healthy")) {
+    fputs("  diagnosis: ", out);
+    rp_text(out, f[0].title, 0);
+    fputc('\n', out);
+    free(f);
+    return;
+  }
+  fprintf(out, "  diagnosis (evidence and fixes: gpuscope report %s):\n", run->id);
+  for (size_t i = 0; i < nf && i < SUMMARY_FINDINGS; i++) {
+    char cost[32], gain[32], rule[32];
+    snprintf(cost, sizeof cost, "%.0f%% of run", f[i].share * 100);
+    if (f[i].speedup >= 1.01)
+      snprintf(gain, sizeof gain, "~%.1fx if fixed", f[i].speedup);
+    else
+      gain[0] = 0;
+    fprintf(out, "    %zu. %-16s %-12s %-15s ", i + 1, rp_ident(rule, sizeof rule, f[i].rule), cost, gain);
+    rp_text(out, f[i].title, 0);
+    fputc('\n', out);
+  }
+  if (nf > SUMMARY_FINDINGS)
+    fprintf(out, "    ... and %zu more\n", nf - SUMMARY_FINDINGS);
+  free(f);
+}
 
 void report_summary(FILE *out, struct store *st, const char *run_id) {
   struct store_run run;
@@ -58,14 +93,6 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
       fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
     fputc('\n', out);
   }
-  struct store_finding *f = NULL;
-  size_t nf = 0;
-  if (!st->findings_read(st, run_id, &f, &nf) && nf) {
-    fprintf(out, "  findings (gpuscope report %s for the evidence and fixes):\n", run.id);
-    for (size_t i = 0; i < nf && i < 3; i++)
-      fprintf(out, "    %zu. [%s] %s%s\n", i + 1, f[i].rule, f[i].title,
-              f[i].speedup > 1.01 ? "" : "");
-  }
-  free(f);
+  print_findings(out, st, &run);
   free(series);
 }

@@ -1,0 +1,190 @@
+/* doctor/doctor_int: what the doctor's files share and nobody else sees — the signals of one run
+ * as the rules read them (signals.c loads them once through the store interface), the thresholds
+ * every rule states in docs/diagnosis.md, and the helpers that build a finding (finding.c).
+ *
+ * Missing is not zero: every number here is NAN when its source was absent from the run, and a rule
+ * that needs a missing number does not fire. */
+#ifndef GS_DOCTOR_INT_H
+#define GS_DOCTOR_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* ---- thresholds (docs/diagnosis.md explains each) ---- */
+#define DR_INPUT_SHARE 0.20        /* data wait, share of step time, that makes a run input-bound */
+#define DR_LOADER_CPU_BUSY 0.60    /* loader busy on CPU (cores per loading process): CPU-bound loading */
+#define DR_LOADER_CPU_IDLE 0.35    /* below: the loader waits on something other than the CPU */
+#define DR_WORKER_MEM_SAFETY 0.80  /* share of free memory new workers may take */
+#define DR_MAX_WORKERS 32          /* never advise more loader processes than this */
+#define DR_WORKER_HEADROOM 1.25    /* advise workers enough for loading this much slower */
+#define DR_IO_DSTATE 0.25          /* share of the loading processes' time in D state */
+#define DR_IO_PSI 20.0             /* PSI io some, % of wall time */
+#define DR_IO_IOWAIT_CORES 0.25    /* iowait, in cores' worth of time */
+#define DR_HOSTCODE_GPU_UTIL 60.0  /* GPU util below which an un-starved GPU is waiting on the host */
+#define DR_HOSTCODE_CPU_CORES 0.50 /* CPU-only run: the job using less than this many cores is waiting */
+#define DR_SATURATED 0.85          /* share of the job's usable cores that counts as saturated */
+#define DR_BATCH_MEM_FREE 0.50     /* GPU memory peak below this share of total: a larger batch fits */
+#define DR_BATCH_MAX_SCALE 8       /* never advise more than this multiple of the batch */
+#define DR_MP_CC 7.0               /* compute capability with tensor cores */
+#define DR_MP_TENSOR_IDLE 5.0      /* tensor pipes active below this % while the GPU is busy */
+#define DR_MP_GAIN 0.40            /* share of GPU-busy time AMP removes (model in diagnosis.md) */
+#define DR_PCIE_RX_HEAVY 1.0e9     /* host-to-device bytes/s that count as heavy copying */
+#define DR_PAGEABLE_BW 6.0e9       /* pageable host-to-device bandwidth assumed, bytes/s */
+#define DR_THROTTLE_SHARE 0.05     /* share of the run with clocks cut by heat or power */
+#define DR_STALL_MIN_S 0.20        /* a step gap at least this much longer than usual is a stall */
+#define DR_STALL_FACTOR 3.0        /* ... and at least this many typical steps long */
+#define DR_STALL_MIN_COUNT 3       /* stalls needed to call them periodic */
+#define DR_STALL_REGULARITY 0.35   /* coefficient of variation of the stall spacing */
+#define DR_STRAGGLER_POINTS 15.0   /* util/SM activity points below the other GPUs' median */
+#define DR_STRAGGLER_CLOCK 0.10    /* SM clock this much below the other GPUs' median */
+#define DR_IDLE_GPU_UTIL 10.0      /* a GPU below this mean util is idle */
+#define DR_BUSY_GPU_UTIL 30.0      /* ... while another is above this */
+#define DR_MIN_SHARE 0.03          /* a finding must cost at least this share of the run */
+#define DR_MIN_SPEEDUP 1.03        /* ... or promise at least this speed-up */
+
+enum { DR_MAX_GPUS = 64 };
+
+/* Windowed statistics of one series (or several pooled); n == 0 and every number NAN when absent. */
+struct dr_stats {
+  size_t n;
+  double mean, min, max, p50, p95, first, last;
+};
+
+struct dr_gpu {
+  int index;
+  int used; /* the job had a process on it, or it was busy */
+  char name[128];
+  double cc; /* compute capability, NAN unknown */
+  struct dr_stats util, sm_active, tensor, mem_used, mem_total, power, power_limit, temp, sm_clock, sm_clock_max,
+      pcie_rx, energy;
+  double throttle_share;    /* share of the window with thermal/power clock reasons (NAN: no data) */
+  unsigned throttle_mask;   /* union of those reasons seen */
+  double throttle_clock;    /* mean SM clock while throttled (NAN unknown) */
+  double clock_unthrottled; /* mean SM clock otherwise (NAN unknown) */
+  int64_t util_series;      /* store series id of gpu.util_pct, -1 none */
+};
+
+struct dr_proc {
+  int pid;
+  char comm[64];
+  double cpu;      /* mean cores (1.0 = one core) while alive in the window */
+  double rss;      /* mean bytes */
+  double coverage; /* share of the window it was seen */
+  double dstate;   /* NAN: unknown (per-process state is not collected) */
+};
+
+/* One step as the client reported it (times in ns since run start, phases in seconds; NAN absent). */
+struct dr_step {
+  int64_t t;
+  double total, data, h2d, compute, samples;
+};
+
+struct dr_run {
+  struct store *st;
+  struct store_run run;
+  struct store_series *series;
+  size_t nseries;
+  struct store_event *events;
+  size_t nevents;
+  struct gs_kv *params;
+  size_t nparams;
+  double duration_s;
+  int64_t from, to; /* the analysis window: the training steps when the client sent them, else the run */
+  double window_s;
+
+  /* host */
+  int ncpu;     /* cpu=N series seen; 0 unknown */
+  double quota; /* cgroup CPU limit in cores, NAN none */
+  double cores; /* what the job may use: quota or ncpu (NAN unknown) */
+  struct dr_stats host_busy, iowait, psi_io, psi_cpu, mem_avail, mem_total, cg_mem_limit, cg_mem_used;
+  double others_cores; /* cores busy with other work than the job (NAN unknown) */
+
+  /* the job */
+  struct dr_stats tree_cpu, tree_rss, tree_dstate, tree_procs, tree_read;
+  struct dr_proc *procs;
+  size_t nprocs;
+  int main_idx;       /* index in procs of the training process, -1 unknown */
+  int nworkers;       /* loader-like processes seen (long-lived children of the main one) */
+  double worker_cpu;  /* mean cores per worker, NAN none */
+  double workers_cpu; /* cores of all workers together, NAN none */
+  double worker_rss;  /* mean bytes per worker, NAN none */
+  double job_cores;   /* tree CPU in cores, NAN unknown */
+
+  /* the training loop */
+  struct dr_step *steps; /* in the window (warm-up step dropped) */
+  size_t nsteps;
+  double step_mean, step_median, data_mean, h2d_mean, compute_mean, data_share, h2d_share;
+  double samples_per_step, samples_per_s;
+  double batch_size, num_workers, pin_memory; /* params: NAN unknown; pin_memory 1/0 */
+  char precision[32];                         /* "" unknown */
+  int persistent_workers;                     /* -1 unknown */
+
+  /* GPUs */
+  struct dr_gpu *gpus;
+  int ngpus, nused;
+};
+
+/* Loads every signal of run_id. Returns 0 or a GS_E code; dr_run_done frees. */
+int dr_run_load(struct store *st, const char *run_id, struct dr_run *d);
+void dr_run_done(struct dr_run *d);
+
+/* Windowed stats of a series by source/name/labels (labels NULL: pool every labels). Can't fail:
+ * a read error leaves the stats empty (n == 0). */
+void dr_stats_of(struct dr_run *d, const char *source, const char *name, const char *labels, struct dr_stats *out);
+
+/* Loads a series' samples within the window into malloc'd arrays (NULL, 0 when absent). */
+int dr_samples(struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n);
+
+/* A param's value, or NULL. */
+const char *dr_param(const struct dr_run *d, const char *key);
+
+/* ---- building findings (finding.c) ---- */
+
+/* The list the rules append to. */
+struct dr_findings {
+  struct store_finding *v;
+  size_t n, cap;
+  int oom;
+};
+
+/* A JSON object written into a fixed buffer: it is closed after every member, and members that no
+ * longer fit are left out, so the text is always a valid object. */
+struct dr_json {
+  char *buf;
+  size_t cap, len;
+  int members;
+};
+void dr_json_begin(struct dr_json *j, char *buf, size_t cap);
+void dr_json_num(struct dr_json *j, const char *key, double v); /* NAN -> null */
+void dr_json_int(struct dr_json *j, const char *key, long long v);
+void dr_json_str(struct dr_json *j, const char *key, const char *s);
+void dr_json_raw(struct dr_json *j, const char *key, const char *json); /* json must be valid */
+
+/* Appends a finding with rule, share (of the window) and speed-up; severity follows the share.
+ * Returns it for title, evidence and fix to be filled, or NULL when out of memory. */
+struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, const char *rule, double share,
+                             double speedup);
+/* printf into a fixed field (truncated safely). */
+void dr_printf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Is there already a finding with this rule? */
+int dr_has(const struct dr_findings *fs, const char *rule);
+
+/* ---- the rules: each reads d and appends what it finds ---- */
+void dr_rule_input(struct dr_run *d, struct dr_findings *fs); /* input_bound, loader_workers,
+                                                                 input_latency, io_bound */
+void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_batch(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_underused(struct dr_run *d, struct dr_findings *fs);
+
+/* The loader_workers model (rules_input.c), exposed for its unit test: the step time with w loader
+ * processes. */
+double dr_workers_step_s(const struct dr_run *d, double load_s, int w);
+
+#endif

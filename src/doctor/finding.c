@@ -1,0 +1,127 @@
+/* doctor/finding: the small helpers every rule uses to write a finding — the list it appends to, the
+ * severity that follows from the share of run time lost, and a JSON object builder for the evidence
+ * that never overflows its fixed field and always leaves a valid object behind. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor_int.h"
+
+void dr_printf(char *dst, size_t cap, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(dst, cap, fmt, ap);
+  va_end(ap);
+  if (n < 0 && cap)
+    dst[0] = 0;
+}
+
+void dr_json_begin(struct dr_json *j, char *buf, size_t cap) {
+  j->buf = buf;
+  j->cap = cap;
+  j->members = 0;
+  j->len = 0;
+  if (cap >= 3) {
+    buf[0] = '{', buf[1] = '}', buf[2] = 0;
+    j->len = 1; /* members are written over the closing brace, which is put back each time */
+  } else if (cap) {
+    buf[0] = 0;
+  }
+}
+
+/* Appends `"key":` + value text when it fits with the closing brace. */
+static void member(struct dr_json *j, const char *key, const char *value) {
+  char head[160];
+  size_t hn = 0;
+  if (j->members)
+    head[hn++] = ',';
+  head[hn++] = '"';
+  for (const char *k = key; *k && hn < sizeof head - 4; k++)
+    if (*k != '"' && *k != '\\' && (unsigned char)*k >= 0x20)
+      head[hn++] = *k;
+  head[hn++] = '"';
+  head[hn++] = ':';
+  size_t vn = strlen(value);
+  if (j->cap < 3 || j->len + hn + vn + 2 > j->cap)
+    return;
+  memcpy(j->buf + j->len, head, hn);
+  memcpy(j->buf + j->len + hn, value, vn);
+  j->len += hn + vn;
+  j->buf[j->len] = '}';
+  j->buf[j->len + 1] = 0;
+  j->members++;
+}
+
+void dr_json_num(struct dr_json *j, const char *key, double v) {
+  char num[40];
+  if (!isfinite(v))
+    snprintf(num, sizeof num, "null");
+  else if (fabs(v) >= 1e15 || v == floor(v))
+    snprintf(num, sizeof num, "%.17g", v);
+  else
+    snprintf(num, sizeof num, "%.6g", v);
+  member(j, key, num);
+}
+
+void dr_json_int(struct dr_json *j, const char *key, long long v) {
+  char num[32];
+  snprintf(num, sizeof num, "%lld", v);
+  member(j, key, num);
+}
+
+void dr_json_str(struct dr_json *j, const char *key, const char *s) {
+  char out[512];
+  size_t o = 0;
+  out[o++] = '"';
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && o < sizeof out - 8; p++) {
+    if (*p == '"' || *p == '\\')
+      out[o++] = '\\', out[o++] = (char)*p;
+    else if (*p < 0x20)
+      o += (size_t)snprintf(out + o, sizeof out - o, "\\u%04x", *p);
+    else
+      out[o++] = (char)*p;
+  }
+  out[o++] = '"';
+  out[o] = 0;
+  member(j, key, out);
+}
+
+void dr_json_raw(struct dr_json *j, const char *key, const char *json) {
+  member(j, key, json);
+}
+
+int dr_has(const struct dr_findings *fs, const char *rule) {
+  for (size_t i = 0; i < fs->n; i++)
+    if (!strcmp(fs->v[i].rule, rule))
+      return 1;
+  return 0;
+}
+
+struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, const char *rule, double share,
+                             double speedup) {
+  if (fs->n == fs->cap) {
+    size_t cap = fs->cap ? fs->cap * 2 : 8;
+    struct store_finding *v = realloc(fs->v, cap * sizeof *v);
+    if (!v) {
+      fs->oom = 1;
+      return NULL;
+    }
+    fs->v = v;
+    fs->cap = cap;
+  }
+  struct store_finding *f = &fs->v[fs->n++];
+  memset(f, 0, sizeof *f);
+  dr_printf(f->rule, sizeof f->rule, "%s", rule);
+  f->share = isfinite(share) ? fmin(fmax(share, 0), 1) : 0;
+  f->speedup = isfinite(speedup) && speedup >= 1 ? speedup : 1;
+  f->lost_s = isfinite(d->window_s) ? f->share * d->window_s : 0;
+  dr_printf(f->severity, sizeof f->severity, "%s",
+            f->share >= 0.30   ? "high"
+            : f->share >= 0.10 ? "medium"
+            : f->share > 0     ? "low"
+                               : "info");
+  dr_printf(f->evidence, sizeof f->evidence, "{}");
+  return f;
+}

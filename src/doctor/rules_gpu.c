@@ -1,0 +1,429 @@
+/* doctor/rules_gpu: the rules that need NVIDIA GPUs — memory left unused (batch_too_small), tensor
+ * cores left idle (mixed_precision), copies from pageable memory (pageable_copies), clocks cut by
+ * heat or power (throttled), one GPU behind the others (straggler), and GPUs that do no work
+ * (underused_gpus). Each reads only the GPUs the job used, within the analysis window. Thresholds
+ * and models: docs/diagnosis.md. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor_int.h"
+
+static double fin(double v, double dflt) {
+  return isfinite(v) ? v : dflt;
+}
+
+static double mean_used_util(const struct dr_run *d) {
+  double s = 0;
+  int n = 0;
+  for (int i = 0; i < d->ngpus; i++)
+    if (d->gpus[i].used && d->gpus[i].util.n)
+      s += d->gpus[i].util.mean, n++;
+  return n ? s / n : NAN;
+}
+
+static double mem_total(const struct dr_gpu *g) {
+  return g->mem_total.n && g->mem_total.max > 0 ? g->mem_total.max : NAN;
+}
+
+/* ---- batch_too_small ---- */
+
+void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
+  const struct dr_gpu *worst = NULL;
+  double ratio = NAN;
+  for (int i = 0; i < d->ngpus; i++) {
+    const struct dr_gpu *g = &d->gpus[i];
+    double tot = mem_total(g);
+    if (!g->used || !g->mem_used.n || !isfinite(tot))
+      continue;
+    double r = g->mem_used.max / tot;
+    if (!worst || r > ratio)
+      worst = g, ratio = r;
+  }
+  if (!worst || !(ratio < DR_BATCH_MEM_FREE) || !(ratio > 0))
+    return;
+  /* Activity a larger batch would raise: SM activity where GPM measures it, else util. */
+  double act = worst->sm_active.n ? worst->sm_active.mean : worst->util.mean;
+  if (!isfinite(act))
+    return;
+  double u = fmin(fmax(act / 100, 0.01), 1);
+  int k = 1;
+  while (k * 2 <= DR_BATCH_MAX_SCALE && (k * 2) * ratio <= 0.9)
+    k *= 2;
+  if (k < 2)
+    return;
+  double speedup = k / (k * u + (1 - u));
+  if (speedup < 1.05)
+    return;
+  struct store_finding *f = dr_add(fs, d, "batch_too_small", 1 - 1 / speedup, speedup);
+  if (!f)
+    return;
+  char used[32], tot[32], nb[48];
+  gs_fmt_bytes(worst->mem_used.max, used, sizeof used);
+  gs_fmt_bytes(mem_total(worst), tot, sizeof tot);
+  if (isfinite(d->batch_size) && d->batch_size > 0)
+    dr_printf(nb, sizeof nb, "%.0f to %.0f", d->batch_size, d->batch_size * k);
+  else
+    dr_printf(nb, sizeof nb, "%dx its current size", k);
+  dr_printf(f->title, sizeof f->title, "Batch too small: GPU memory peaks at %.0f%%; a %dx batch fits", ratio * 100, k);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "gpu", worst->index);
+  dr_json_num(&j, "mem_used_peak_bytes", worst->mem_used.max);
+  dr_json_num(&j, "mem_total_bytes", mem_total(worst));
+  dr_json_num(&j, "mem_used_share", ratio);
+  dr_json_num(&j, "sm_active_pct", worst->sm_active.mean);
+  dr_json_num(&j, "gpu_util_pct", worst->util.mean);
+  dr_json_num(&j, "batch_size", d->batch_size);
+  dr_json_int(&j, "batch_scale", k);
+  dr_json_num(&j, "recommended_batch", isfinite(d->batch_size) ? d->batch_size * k : NAN);
+  dr_json_str(&j, "model",
+              "the unfilled share of the GPU is per-step overhead a k-times batch amortises: "
+              "speed-up = k / (k*a + 1 - a), a = SM activity (or util)");
+  dr_printf(f->fix, sizeof f->fix,
+            "GPU %d peaks at %s of %s, and with SM activity at %.0f%% the GPU is under-filled. Raise the batch "
+            "from %s (memory allows about %dx, counting all used memory as batch-dependent, so it is a safe "
+            "figure). Scale the learning rate with the batch (linear scaling with a few epochs of warm-up; "
+            "LARS/LAMB for very large batches) and check that the model still converges to the same accuracy; "
+            "or keep the batch and use the room for a larger model.\n"
+            "PyTorch:\n"
+            "  new_bs = %.0f\n"
+            "  loader = torch.utils.data.DataLoader(ds, batch_size=new_bs, shuffle=True, num_workers=W)\n"
+            "  opt = torch.optim.SGD(model.parameters(), lr=base_lr * new_bs / %.0f, momentum=0.9)\n"
+            "Keras:\n"
+            "  model.compile(optimizer=keras.optimizers.SGD(learning_rate=base_lr * %d), loss=...)\n"
+            "  model.fit(ds.batch(new_bs), ...)",
+            worst->index, used, tot, act, nb, k, fin(d->batch_size, 64) * k, fin(d->batch_size, 64), k);
+}
+
+/* ---- mixed_precision ---- */
+
+static int precision_is_fp32(const char *p) {
+  static const char *names[] = {"fp32", "float32", "32", "32-true", "torch.float32", "full", "single", "float"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcasecmp(p, names[i]))
+      return 1;
+  return 0;
+}
+
+void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
+  int fp32 = precision_is_fp32(d->precision);
+  if (d->precision[0] && !fp32)
+    return; /* the job says it already runs in reduced precision */
+  const struct dr_gpu *g = NULL;
+  for (int i = 0; i < d->ngpus && !g; i++)
+    if (d->gpus[i].used && d->gpus[i].cc >= DR_MP_CC)
+      g = &d->gpus[i];
+  if (!g)
+    return;
+  int tensor_idle = g->tensor.n && g->tensor.mean < DR_MP_TENSOR_IDLE &&
+                    ((g->sm_active.n && g->sm_active.mean >= 20) || (g->util.n && g->util.mean >= 50));
+  if (!fp32 && !tensor_idle)
+    return;
+  double u = fmin(fin(mean_used_util(d), 50) / 100, 1);
+  double share = DR_MP_GAIN * u;
+  struct store_finding *f = dr_add(fs, d, "mixed_precision", share, 1 / (1 - share));
+  if (!f)
+    return;
+  dr_printf(f->title, sizeof f->title, "Mixed precision: %s on a compute capability %.1f GPU",
+            tensor_idle ? "tensor cores idle" : "the job trains in fp32", g->cc);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "gpu", g->index);
+  dr_json_num(&j, "compute_capability", g->cc);
+  dr_json_str(&j, "precision", d->precision);
+  dr_json_num(&j, "tensor_active_pct", g->tensor.mean);
+  dr_json_num(&j, "sm_active_pct", g->sm_active.mean);
+  dr_json_num(&j, "gpu_util_pct", mean_used_util(d));
+  dr_json_num(&j, "gain_of_busy_time", DR_MP_GAIN);
+  dr_json_str(&j, "model",
+              "AMP removes 40% of GPU-busy time (2x on tensor-core math, less on memory-bound "
+              "kernels): speed-up = 1 / (1 - 0.4 * util)");
+  dr_printf(f->fix, sizeof f->fix,
+            "GPU %d (%s, compute capability %.1f) has tensor cores, but %s. Train with automatic mixed "
+            "precision: bf16 where supported (CC >= 8.0: no loss scaling), fp16 with a gradient scaler "
+            "otherwise. Keep the loss and the optimizer state in fp32 (autocast does).\n"
+            "PyTorch:\n"
+            "  with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "      loss = loss_fn(model(x), y)\n"
+            "  loss.backward(); opt.step()\n"
+            "  # fp16 instead: scaler = torch.cuda.amp.GradScaler()\n"
+            "  #   scaler.scale(loss).backward(); scaler.step(opt); scaler.update()\n"
+            "  torch.backends.cuda.matmul.allow_tf32 = True   # for what stays fp32\n"
+            "Keras:\n"
+            "  keras.mixed_precision.set_global_policy('mixed_bfloat16')  # or 'mixed_float16'",
+            g->index, g->name[0] ? g->name : "NVIDIA", g->cc,
+            tensor_idle ? "they stayed idle while the GPU was busy (tensor activity below 5%)"
+                        : "the job reports fp32 training");
+}
+
+/* ---- pageable_copies ---- */
+
+void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
+  if (!(d->pin_memory == 0) || !d->ngpus)
+    return;
+  double rx = 0;
+  int n = 0;
+  for (int i = 0; i < d->ngpus; i++)
+    if (d->gpus[i].used && d->gpus[i].pcie_rx.n)
+      rx += d->gpus[i].pcie_rx.mean, n++;
+  rx = n ? rx / n : NAN;
+  int heavy = (isfinite(rx) && rx >= DR_PCIE_RX_HEAVY) || d->h2d_share >= 0.10;
+  if (!heavy)
+    return;
+  double copy = isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(fin(rx, 0) / DR_PAGEABLE_BW, 0.9);
+  double share = copy * 0.5;
+  if (share < DR_MIN_SHARE)
+    return;
+  struct store_finding *f = dr_add(fs, d, "pageable_copies", share, 1 / (1 - share));
+  if (!f)
+    return;
+  dr_printf(f->title, sizeof f->title, "Pageable copies: %.1f GB/s host-to-device with pin_memory off",
+            fin(rx, 0) / 1e9);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_num(&j, "pcie_rx_bytes_s", rx);
+  dr_json_num(&j, "h2d_share", d->h2d_share);
+  dr_json_num(&j, "copy_share_estimate", copy);
+  dr_json_str(&j, "pin_memory", "false");
+  dr_json_num(&j, "pageable_bw_assumed_bytes_s", DR_PAGEABLE_BW);
+  dr_json_str(&j, "model",
+              "copy share = h2d share (else PCIe RX / 6 GB/s pageable bandwidth); pinned, "
+              "non-blocking copies halve it: speed-up = 1 / (1 - copy share / 2)");
+  dr_printf(f->fix, sizeof f->fix,
+            "The GPU receives %.1f GB/s over PCIe from pageable memory (pin_memory is off): the driver stages "
+            "every batch through a bounce buffer, at about half the bandwidth, and the copy cannot overlap "
+            "compute. Pin the loader's batches and copy asynchronously.\n"
+            "PyTorch:\n"
+            "  loader = torch.utils.data.DataLoader(ds, batch_size=B, num_workers=W, pin_memory=True)\n"
+            "  x = x.to('cuda', non_blocking=True); y = y.to('cuda', non_blocking=True)\n"
+            "Keras / tf.data:\n"
+            "  ds = ds.prefetch(tf.data.AUTOTUNE)  # tf.data copies from its own host buffers\n"
+            "  ds = ds.apply(tf.data.experimental.prefetch_to_device('/gpu:0'))",
+            fin(rx, 0) / 1e9);
+}
+
+/* ---- throttled ---- */
+
+static const struct {
+  unsigned bit;
+  const char *name;
+} REASONS[] = {{0x4, "SwPowerCap"},
+               {0x8, "HwSlowdown"},
+               {0x20, "SwThermalSlowdown"},
+               {0x40, "HwThermalSlowdown"},
+               {0x80, "HwPowerBrakeSlowdown"}};
+
+void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
+  const struct dr_gpu *worst = NULL;
+  double worst_lost = -1, worst_ratio = NAN;
+  for (int i = 0; i < d->ngpus; i++) {
+    const struct dr_gpu *g = &d->gpus[i];
+    if (!g->used || !(g->throttle_share >= DR_THROTTLE_SHARE))
+      continue;
+    double ref = isfinite(g->clock_unthrottled) ? g->clock_unthrottled : g->sm_clock_max.max;
+    double ratio = isfinite(g->throttle_clock) && ref > 0 ? fmin(g->throttle_clock / ref, 1) : NAN;
+    /* Work rate follows the SM clock while the GPU is busy. */
+    double lost = g->throttle_share * (1 - fin(ratio, 0.8)) * fin(g->util.mean, 100) / 100;
+    if (lost > worst_lost)
+      worst = g, worst_lost = lost, worst_ratio = ratio;
+  }
+  if (!worst)
+    return;
+  char reasons[160] = "";
+  size_t len = 0;
+  int thermal = 0, power = 0;
+  for (size_t r = 0; r < sizeof REASONS / sizeof *REASONS; r++)
+    if (worst->throttle_mask & REASONS[r].bit) {
+      len += (size_t)snprintf(reasons + len, sizeof reasons - len, "%s%s", len ? ", " : "", REASONS[r].name);
+      thermal |= REASONS[r].bit == 0x20 || REASONS[r].bit == 0x40;
+      power |= REASONS[r].bit == 0x4 || REASONS[r].bit == 0x80;
+    }
+  struct store_finding *f = dr_add(fs, d, "throttled", worst_lost, 1 / (1 - fmin(worst_lost, 0.95)));
+  if (!f)
+    return;
+  dr_printf(f->title, sizeof f->title, "Throttled: GPU %d clocks cut %.0f%% of the time (%s)", worst->index,
+            worst->throttle_share * 100, reasons);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "gpu", worst->index);
+  dr_json_num(&j, "throttled_share", worst->throttle_share);
+  dr_json_str(&j, "reasons", reasons);
+  dr_json_num(&j, "sm_clock_throttled_mhz", worst->throttle_clock);
+  dr_json_num(&j, "sm_clock_otherwise_mhz", worst->clock_unthrottled);
+  dr_json_num(&j, "sm_clock_max_mhz", worst->sm_clock_max.max);
+  dr_json_num(&j, "clock_ratio", worst_ratio);
+  dr_json_num(&j, "temp_max_c", worst->temp.max);
+  dr_json_num(&j, "power_mean_w", worst->power.mean);
+  dr_json_num(&j, "power_limit_w", worst->power_limit.max);
+  dr_json_str(&j, "model", "lost = throttled share * (1 - clock ratio) * util (work follows the SM clock)");
+  dr_printf(f->fix, sizeof f->fix,
+            "GPU %d ran with its clocks cut by %s for %.0f%% of the run (SM clock %.0f MHz while throttled vs "
+            "%.0f MHz otherwise; peak temperature %.0f C, power %.0f of %.0f W). No code change fixes this. %s "
+            "Check with: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER. In a multi-GPU job every rank waits "
+            "for this GPU.",
+            worst->index, reasons, worst->throttle_share * 100, fin(worst->throttle_clock, NAN),
+            fin(worst->clock_unthrottled, worst->sm_clock_max.max), worst->temp.max, worst->power.mean,
+            worst->power_limit.max,
+            thermal ? "Thermal: improve airflow and fan curves, check inlet temperature, dust, blocked slots and "
+                      "hot neighbours; ask the operator to look at the chassis."
+            : power ? "Power: the board reached its enforced limit; raise it where the board allows "
+                      "(nvidia-smi -pl WATTS, as root) or accept the cap."
+                    : "Hardware slowdown: check the power supply and the board's health with the operator.");
+}
+
+/* ---- straggler ---- */
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Median of the used GPUs' values except GPU `skip` (NAN when none). */
+static double median_others(const struct dr_run *d, int skip, double (*get)(const struct dr_gpu *)) {
+  double v[DR_MAX_GPUS];
+  size_t n = 0;
+  for (int i = 0; i < d->ngpus; i++)
+    if (i != skip && d->gpus[i].used && isfinite(get(&d->gpus[i])))
+      v[n++] = get(&d->gpus[i]);
+  if (!n)
+    return NAN;
+  qsort(v, n, sizeof *v, cmp_dbl);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double get_util(const struct dr_gpu *g) {
+  return g->util.n ? g->util.mean : NAN;
+}
+static double get_sm(const struct dr_gpu *g) {
+  return g->sm_active.n ? g->sm_active.mean : NAN;
+}
+static double get_clock(const struct dr_gpu *g) {
+  return g->sm_clock.n ? g->sm_clock.mean : NAN;
+}
+
+void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
+  if (d->nused < 2)
+    return;
+  int all_sm = 1;
+  for (int i = 0; i < d->ngpus; i++)
+    if (d->gpus[i].used && !d->gpus[i].sm_active.n)
+      all_sm = 0;
+  double (*act)(const struct dr_gpu *) = all_sm ? get_sm : get_util;
+  int who = -1, by_clock = 0;
+  double lost = 0, mine = NAN, others = NAN;
+  for (int i = 0; i < d->ngpus; i++) {
+    const struct dr_gpu *g = &d->gpus[i];
+    if (!g->used)
+      continue;
+    double a = act(g), med = median_others(d, i, act);
+    if (isfinite(a) && isfinite(med) && med > 0 && med - a >= DR_STRAGGLER_POINTS && (med - a) / med > lost)
+      who = i, lost = (med - a) / med, mine = a, others = med, by_clock = 0;
+    double c = get_clock(g), cmed = median_others(d, i, get_clock);
+    if (isfinite(c) && isfinite(cmed) && cmed > 0 && c < (1 - DR_STRAGGLER_CLOCK) * cmed && 1 - c / cmed > lost)
+      who = i, lost = 1 - c / cmed, mine = c, others = cmed, by_clock = 1;
+  }
+  if (who < 0)
+    return;
+  const struct dr_gpu *g = &d->gpus[who];
+  struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - fmin(lost, 0.95)));
+  if (!f)
+    return;
+  const char *what = by_clock ? "SM clock" : all_sm ? "SM activity" : "utilisation";
+  if (by_clock)
+    dr_printf(f->title, sizeof f->title, "Straggler: GPU %d runs at %.0f MHz vs %.0f MHz on the others", g->index, mine,
+              others);
+  else
+    dr_printf(f->title, sizeof f->title, "Straggler: GPU %d is %.0f points behind the others (%s %.0f%% vs %.0f%%)",
+              g->index, others - mine, what, mine, others);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "gpu", g->index);
+  dr_json_str(&j, "signal", what);
+  dr_json_num(&j, "value", mine);
+  dr_json_num(&j, "others_median", others);
+  dr_json_num(&j, "slower_by", lost);
+  dr_json_int(&j, "gpus_used", d->nused);
+  dr_json_num(&j, "temp_max_c", g->temp.max);
+  dr_json_num(&j, "throttled_share", g->throttle_share);
+  dr_json_str(&j, "model",
+              "synchronous data parallel runs at the slowest rank's pace (waiting ranks spin in "
+              "collectives and look busy): lost = (others - it) / others");
+  dr_printf(f->fix, sizeof f->fix,
+            "GPU %d is %.0f%% slower than the median of the other %d GPUs by %s (%.0f vs %.0f). In synchronous "
+            "data parallel every step waits for the slowest rank, so the whole job runs at its pace. %s Check "
+            "its rank's input (uneven shards, a slower local disk), its PCIe link (nvidia-smi -q | grep -A2 "
+            "'Link Width'), NUMA placement (bind each rank to the CPUs near its GPU), and its clocks and "
+            "temperature; give it less work or exclude the GPU (CUDA_VISIBLE_DEVICES) if it is faulty.\n"
+            "PyTorch:\n"
+            "  sampler = torch.utils.data.DistributedSampler(ds, shuffle=True, drop_last=True)  # even shards\n"
+            "  # per rank, near its GPU: numactl --cpunodebind=NODE --membind=NODE python train.py\n"
+            "Keras:\n"
+            "  strategy = tf.distribute.MirroredStrategy(devices=['/gpu:0', '/gpu:1', ...])  # leave it out",
+            g->index, lost * 100, d->nused - 1, what, mine, others,
+            by_clock ? "Its clocks are lower: look for heat or power limits on that board."
+                     : "It does less work per second: its rank is fed or scheduled more slowly.");
+}
+
+/* ---- underused_gpus ---- */
+
+void dr_rule_underused(struct dr_run *d, struct dr_findings *fs) {
+  int idle = 0, busy = 0, known = 0;
+  char list[256] = "";
+  size_t len = 0;
+  for (int i = 0; i < d->ngpus; i++) {
+    const struct dr_gpu *g = &d->gpus[i];
+    if (!g->util.n)
+      continue;
+    known++;
+    if (g->util.mean < DR_IDLE_GPU_UTIL) {
+      idle++;
+      if (len + 8 < sizeof list)
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d", len ? ", " : "", g->index);
+    } else if (g->util.mean >= DR_BUSY_GPU_UTIL) {
+      busy++;
+    }
+  }
+  if (!idle)
+    return;
+  int none_used = !busy && known == idle && d->nsteps >= 3; /* the job trains, but not on a GPU */
+  if (!(busy && idle) && !none_used)
+    return;
+  double share = (double)idle / known;
+  double speedup = busy ? 0.9 * known / busy : 1;
+  struct store_finding *f = dr_add(fs, d, "underused_gpus", share, speedup > 1 ? speedup : 1);
+  if (!f)
+    return;
+  if (none_used)
+    dr_printf(f->title, sizeof f->title, "Unused GPU%s: the job trains but GPU %s stayed idle", known > 1 ? "s" : "",
+              list);
+  else
+    dr_printf(f->title, sizeof f->title, "Underused GPUs: %d of %d GPUs idle (GPU %s)", idle, known, list);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "gpus", known);
+  dr_json_int(&j, "idle", idle);
+  dr_json_int(&j, "busy", busy);
+  dr_json_str(&j, "idle_gpus", list);
+  dr_json_num(&j, "idle_gpu_hours", share * known * fin(d->window_s, 0) / 3600);
+  dr_json_str(&j, "model",
+              "the idle GPUs joining by data parallel at 90% scaling efficiency: speed-up = 0.9 * "
+              "GPUs / busy GPUs");
+  dr_printf(f->fix, sizeof f->fix,
+            "%s Either spread the work over every GPU with data parallelism, or ask for fewer GPUs so the idle "
+            "ones serve other jobs.\n"
+            "PyTorch:\n"
+            "  torchrun --nproc_per_node=%d train.py\n"
+            "  # in train.py:\n"
+            "  torch.distributed.init_process_group('nccl'); rank = int(os.environ['LOCAL_RANK'])\n"
+            "  model = torch.nn.parallel.DistributedDataParallel(model.to(rank), device_ids=[rank])\n"
+            "  loader = DataLoader(ds, sampler=torch.utils.data.DistributedSampler(ds), batch_size=B)\n"
+            "Keras:\n"
+            "  strategy = tf.distribute.MirroredStrategy()\n"
+            "  with strategy.scope(): model = build_model(); model.compile(...)",
+            none_used ? "The job trained (it sent steps) but no GPU did any work: it runs on the CPU. Move the "
+                        "model and each batch to the GPU (model.to('cuda'); x = x.to('cuda'))."
+                      : "Some GPUs of this run did no work while others were busy.",
+            known);
+}

@@ -1,0 +1,582 @@
+/* doctor/rules_loop: the rules about the host side of the training loop — where a step's time goes
+ * before the accelerator gets work. A step that waits for data is split by cause: loading that is
+ * CPU-bound (input_bound, with loader_workers when more processes would fit), loading that waits on
+ * storage (io_bound) or on latency with the CPU idle (input_latency). A step that does not wait for
+ * data yet leaves the GPU (or, on a CPU-only run, the CPU) idle is host_code_bound; time lost in
+ * regular gaps between steps is periodic_stall. Thresholds and models: docs/diagnosis.md. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor_int.h"
+
+/* ---- shared figures ---- */
+
+static double fin(double v, double dflt) {
+  return isfinite(v) ? v : dflt;
+}
+
+/* Cores the job could use: its quota or the CPUs, less what other work on the host took. */
+static double usable_cores(const struct dr_run *d) {
+  if (!isfinite(d->cores))
+    return NAN;
+  return fmax(0.5, d->cores - fin(d->others_cores, 0));
+}
+
+static int saturated(const struct dr_run *d) {
+  double u = usable_cores(d);
+  return isfinite(u) && isfinite(d->job_cores) && d->job_cores >= DR_SATURATED * u;
+}
+
+static double main_cpu(const struct dr_run *d) {
+  return d->main_idx >= 0 ? d->procs[d->main_idx].cpu : d->job_cores;
+}
+
+/* Worker processes loading now: the param when the client sent it, else what the process tree shows. */
+static int current_workers(const struct dr_run *d) {
+  if (isfinite(d->num_workers) && d->num_workers >= 0 && d->num_workers < 4096)
+    return (int)d->num_workers;
+  return d->nworkers;
+}
+
+/* Cores one loading process keeps busy while it loads (NAN unknown). With workers, their own CPU;
+ * without, the main process's CPU apportioned to its data phase: on a CPU-only run the compute phase
+ * is taken to use one core, on a GPU run none (an upper bound: the main thread may spin). */
+static double loader_cpu(const struct dr_run *d) {
+  if (current_workers(d) > 0 && d->nworkers > 0)
+    return d->worker_cpu;
+  double m = main_cpu(d), ds = d->data_share;
+  if (!isfinite(m) || !(ds > 0))
+    return NAN;
+  double compute_cores = d->ngpus ? 0 : 1;
+  return fmax(0, (m - (1 - ds) * fmin(compute_cores, m)) / ds);
+}
+
+/* The loading processes' share of time in D state (uninterruptible, nearly always storage). */
+static double dstate_share(const struct dr_run *d) {
+  if (!d->tree_dstate.n)
+    return NAN;
+  int loaders = current_workers(d) > 0 ? current_workers(d) : 1;
+  return fmin(1, d->tree_dstate.mean / loaders);
+}
+
+static double compute_h2d_s(const struct dr_run *d) {
+  double h = fin(d->h2d_mean, 0);
+  double c = isfinite(d->compute_mean) ? d->compute_mean : d->step_mean - fin(d->data_mean, 0) - h;
+  return fmax(0, c) + h;
+}
+
+double dr_workers_step_s(const struct dr_run *d, double load_s, int w) {
+  double s = compute_h2d_s(d);
+  if (w > 0)
+    s = fmax(s, load_s / w);
+  else
+    s += load_s;
+  /* The CPU the job spends per step must still fit on the cores it can use. */
+  double u = usable_cores(d);
+  if (isfinite(u) && isfinite(d->job_cores) && isfinite(d->step_mean))
+    s = fmax(s, d->job_cores * d->step_mean / u);
+  return s;
+}
+
+/* Bytes one more loader process would take: a worker's RSS, else the training process's. */
+static double bytes_per_worker(const struct dr_run *d) {
+  if (isfinite(d->worker_rss))
+    return d->worker_rss;
+  if (d->main_idx >= 0 && isfinite(d->procs[d->main_idx].rss))
+    return d->procs[d->main_idx].rss;
+  return NAN;
+}
+
+/* Free memory for new processes: the host's available memory and the cgroup's room, the smaller. */
+static double memory_room(const struct dr_run *d) {
+  double room = d->mem_avail.n ? d->mem_avail.min : NAN;
+  if (d->cg_mem_limit.n && d->cg_mem_used.n && d->cg_mem_limit.min > 0) {
+    double cg = d->cg_mem_limit.min - d->cg_mem_used.max;
+    room = isfinite(room) ? fmin(room, cg) : cg;
+  }
+  return room;
+}
+
+/* ---- input-bound and its causes ---- */
+
+static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0, double load_s, double lcpu) {
+  double cores = d->cores;
+  if (!isfinite(cores) || !isfinite(d->step_mean))
+    return;
+  int wmax = (int)floor(cores);
+  if (wmax > DR_MAX_WORKERS)
+    wmax = DR_MAX_WORKERS;
+  double per = bytes_per_worker(d), room = memory_room(d);
+  int mem_cap = DR_MAX_WORKERS;
+  if (isfinite(per) && per > 0 && isfinite(room))
+    mem_cap = w0 + (int)floor(DR_WORKER_MEM_SAFETY * fmax(room, 0) / per);
+  if (mem_cap < wmax)
+    wmax = mem_cap;
+  if (wmax <= w0)
+    return;
+  /* The advice keeps headroom: the fewest workers that would still keep up if loading took a
+   * quarter longer (batches vary); the estimate itself uses the measured load time. */
+  double slack = load_s * DR_WORKER_HEADROOM, best = INFINITY;
+  for (int w = w0 + 1; w <= wmax; w++)
+    best = fmin(best, dr_workers_step_s(d, slack, w));
+  int rec = wmax;
+  for (int w = w0 + 1; w <= wmax; w++)
+    if (dr_workers_step_s(d, slack, w) <= best * 1.05) {
+      rec = w;
+      break;
+    }
+  double s_new = dr_workers_step_s(d, load_s, rec), speedup = d->step_mean / s_new;
+  if (!(speedup >= 1.05))
+    return;
+  struct store_finding *f = dr_add(fs, d, "loader_workers", 1 - s_new / d->step_mean, speedup);
+  if (!f)
+    return;
+  char est[256];
+  struct dr_json ej;
+  dr_json_begin(&ej, est, sizeof est);
+  for (int w = w0 + 1, k = 0; w <= wmax && k < 8; w++, k++) {
+    char key[16];
+    snprintf(key, sizeof key, "%d", w);
+    dr_json_num(&ej, key, d->step_mean / dr_workers_step_s(d, load_s, w));
+  }
+  dr_printf(f->title, sizeof f->title, "Cheap win: raise num_workers from %d to %d (about %.1fx faster)", w0, rec,
+            speedup);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "num_workers", w0);
+  dr_json_int(&j, "recommended_workers", rec);
+  dr_json_num(&j, "step_s", d->step_mean);
+  dr_json_num(&j, "data_wait_s", d->data_mean);
+  dr_json_num(&j, "compute_s", compute_h2d_s(d));
+  dr_json_num(&j, "load_s_per_batch", load_s);
+  dr_json_num(&j, "loader_cpu_cores", lcpu);
+  dr_json_num(&j, "job_cpu_cores", d->job_cores);
+  dr_json_num(&j, "usable_cores", usable_cores(d));
+  dr_json_num(&j, "other_work_cores", d->others_cores);
+  dr_json_num(&j, "memory_room_bytes", room);
+  dr_json_num(&j, "bytes_per_worker", per);
+  dr_json_num(&j, "predicted_step_s", s_new);
+  dr_json_raw(&j, "speedup_by_workers", est);
+  dr_json_str(&j, "model", "step = max(compute+h2d, load/workers, job CPU per step / usable cores)");
+  int pf = d->persistent_workers == 1 ? 1 : 0;
+  dr_printf(f->fix, sizeof f->fix,
+            "Loading is CPU-bound (%.2f cores per loading process) and the host has room: %.1f usable cores, "
+            "memory for %s more workers. Load in %d worker processes (processes, not threads: Python "
+            "transforms hold the GIL)%s. Model: step = max(compute %.0f ms, load %.0f ms / workers, the job's "
+            "CPU per step / usable cores) = %.0f ms, down from %.0f ms.\n"
+            "PyTorch:\n"
+            "  loader = torch.utils.data.DataLoader(ds, batch_size=%.0f, shuffle=True,\n"
+            "      num_workers=%d, persistent_workers=True, prefetch_factor=2, pin_memory=True)\n"
+            "Keras / tf.data:\n"
+            "  ds = ds.map(augment, num_parallel_calls=%d).prefetch(tf.data.AUTOTUNE)\n"
+            "  # or a keras.utils.PyDataset / Sequence: model.fit(seq, workers=%d, use_multiprocessing=True)",
+            lcpu, usable_cores(d), mem_cap >= DR_MAX_WORKERS ? "many" : "enough", rec,
+            pf ? "" : ", kept alive between epochs", compute_h2d_s(d) * 1e3, load_s * 1e3, s_new * 1e3,
+            d->step_mean * 1e3, fin(d->batch_size, 64), rec, rec, rec);
+}
+
+static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu, int inferred) {
+  double share = inferred ? 1 - d->gpus[0].util.mean / 100 : d->data_share;
+  double speedup = 1 / (1 - fmin(share, 0.95));
+  struct store_finding *f = dr_add(fs, d, "input_bound", share, speedup);
+  if (!f)
+    return;
+  if (inferred)
+    dr_printf(f->title, sizeof f->title,
+              "Input-bound: the GPU idles while the job's CPU is saturated (no step timings; inferred)");
+  else
+    dr_printf(f->title, sizeof f->title, "Input-bound: %.0f%% of each step waits for the data loader",
+              d->data_share * 100);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_num(&j, "data_wait_share", d->data_share);
+  dr_json_num(&j, "step_s", d->step_mean);
+  dr_json_num(&j, "data_wait_s", d->data_mean);
+  dr_json_num(&j, "compute_s", compute_h2d_s(d));
+  dr_json_num(&j, "loader_cpu_cores", lcpu);
+  dr_json_num(&j, "job_cpu_cores", d->job_cores);
+  dr_json_num(&j, "usable_cores", usable_cores(d));
+  dr_json_int(&j, "num_workers", current_workers(d));
+  dr_json_int(&j, "cpu_saturated", saturated(d));
+  if (d->ngpus)
+    dr_json_num(&j, "gpu_util_pct", d->gpus[0].util.mean);
+  dr_json_str(&j, "model", "speed-up if the data wait went away: step / (step - data wait)");
+  dr_printf(f->fix, sizeof f->fix,
+            "The step waits %.0f ms of %.0f ms for its batch and the loader is busy on the CPU: make each "
+            "batch cheaper to produce. Move costly per-sample transforms offline (preprocess once and store "
+            "the result), cache decoded samples, keep augmentation light, or decode and augment on the GPU "
+            "(NVIDIA DALI; torchvision.transforms.v2 on CUDA tensors). More worker processes help only while "
+            "cores are idle%s.\n"
+            "PyTorch:\n"
+            "  # once: store the preprocessed tensors\n"
+            "  torch.save(torch.stack([transform(x) for x in raw]), 'train_pre.pt')\n"
+            "  ds = torch.utils.data.TensorDataset(torch.load('train_pre.pt'), labels)\n"
+            "Keras / tf.data:\n"
+            "  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()  # cache before random aug\n"
+            "  ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
+            fin(d->data_mean, 0) * 1e3, fin(d->step_mean, 0) * 1e3,
+            saturated(d) ? " (here they are not: the job already uses the cores it can)" : " (see loader_workers)");
+}
+
+static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu) {
+  double ch = compute_h2d_s(d);
+  int rec = (int)ceil(fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
+  if (rec < w0 + 2)
+    rec = w0 + 2;
+  if (rec > DR_MAX_WORKERS)
+    rec = DR_MAX_WORKERS;
+  double load_s = w0 > 0 ? w0 * d->step_mean : d->data_mean;
+  double s_new = fmax(ch, load_s / rec);
+  double speedup = d->step_mean / s_new;
+  struct store_finding *f = dr_add(fs, d, "input_latency", d->data_share, speedup);
+  if (!f)
+    return;
+  dr_printf(f->title, sizeof f->title,
+            "Input latency: %.0f%% of each step waits for data while the loader's CPU is idle", d->data_share * 100);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_num(&j, "data_wait_share", d->data_share);
+  dr_json_num(&j, "data_wait_s", d->data_mean);
+  dr_json_num(&j, "step_s", d->step_mean);
+  dr_json_num(&j, "loader_cpu_cores", lcpu);
+  dr_json_num(&j, "dstate_share", dstate_share(d));
+  dr_json_num(&j, "iowait_pct", d->iowait.mean);
+  dr_json_num(&j, "job_read_bytes_s", d->tree_read.mean);
+  dr_json_int(&j, "num_workers", w0);
+  dr_json_int(&j, "recommended_workers", rec);
+  dr_json_num(&j, "predicted_step_s", s_new);
+  dr_json_str(&j, "model", "with enough requests in flight: step = max(compute+h2d, load / workers)");
+  dr_printf(f->fix, sizeof f->fix,
+            "Each batch waits %.0f ms for data, yet the loading process%s used only %.2f cores meanwhile and "
+            "the disks show little wait: the time goes to latency (object storage, a network file system, a "
+            "remote service), not to work. Keep more requests in flight and move data closer: more workers "
+            "(cheap here, they mostly wait: about %d), deeper prefetch, a local cache (local SSD or RAM), and "
+            "larger shards (WebDataset / TFRecord) instead of one small object per sample.\n"
+            "PyTorch:\n"
+            "  loader = torch.utils.data.DataLoader(ds, batch_size=%.0f, num_workers=%d,\n"
+            "      prefetch_factor=4, persistent_workers=True)\n"
+            "  # or a thread pool inside __getitem__/a batch sampler for I/O-only fetches\n"
+            "Keras / tf.data:\n"
+            "  ds = files.interleave(tf.data.TFRecordDataset, cycle_length=%d,\n"
+            "      num_parallel_calls=tf.data.AUTOTUNE).cache('/local/cache').prefetch(tf.data.AUTOTUNE)",
+            fin(d->data_mean, 0) * 1e3, w0 > 0 ? "es" : "", fin(lcpu, 0), rec, fin(d->batch_size, 64), rec, rec);
+}
+
+static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share, double dsh) {
+  struct store_finding *f = dr_add(fs, d, "io_bound", share, 1 / (1 - fmin(share, 0.95)));
+  if (!f)
+    return;
+  double iowait_cores = d->iowait.n && d->ncpu ? d->iowait.mean / 100 * d->ncpu : NAN;
+  dr_printf(f->title, sizeof f->title, "Storage-bound: the job's loading processes wait on I/O %.0f%% of the time",
+            fin(dsh, 0) * 100);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_num(&j, "dstate_share", dsh);
+  dr_json_num(&j, "dstate_procs_mean", d->tree_dstate.mean);
+  dr_json_num(&j, "iowait_pct", d->iowait.mean);
+  dr_json_num(&j, "iowait_cores", iowait_cores);
+  dr_json_num(&j, "psi_io_some_pct", d->psi_io.mean);
+  dr_json_num(&j, "job_read_bytes_s", d->tree_read.mean);
+  dr_json_num(&j, "data_wait_share", d->data_share);
+  dr_json_num(&j, "step_s", d->step_mean);
+  dr_json_str(&j, "model", "speed-up if the storage wait went away: 1 / (1 - lost share)");
+  char rate[128];
+  if (isfinite(d->psi_io.mean))
+    dr_printf(rate, sizeof rate, "%.0f MB/s (PSI: some task stalled on I/O %.0f%% of the time)",
+              fin(d->tree_read.mean, 0) / 1e6, d->psi_io.mean);
+  else
+    dr_printf(rate, sizeof rate, "%.0f MB/s", fin(d->tree_read.mean, 0) / 1e6);
+  dr_printf(f->fix, sizeof f->fix,
+            "The job's processes sat in uninterruptible I/O wait (D state) %.0f%% of the time while reading "
+            "%s: storage, not the CPU, limits the input. Put the data set on local NVMe or in RAM "
+            "(/dev/shm) before training, cache it near compute, and read larger sequential shards instead of "
+            "many small random reads; more workers help only while the device is not saturated.\n"
+            "PyTorch:\n"
+            "  shutil.copytree('/mnt/data/train', '/local_nvme/train')  # once per node\n"
+            "  loader = torch.utils.data.DataLoader(Dataset('/local_nvme/train'), num_workers=%d,\n"
+            "      prefetch_factor=4, persistent_workers=True)\n"
+            "Keras / tf.data:\n"
+            "  ds = tf.data.TFRecordDataset(shards, num_parallel_reads=tf.data.AUTOTUNE)\n"
+            "  ds = ds.cache('/local_nvme/cache').prefetch(tf.data.AUTOTUNE)",
+            fin(dsh, 0) * 100, rate, current_workers(d) + 2);
+}
+
+void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
+  int w0 = current_workers(d);
+  double dsh = dstate_share(d);
+  int io = (isfinite(dsh) && dsh >= DR_IO_DSTATE) ||
+           (isfinite(dsh) && dsh >= DR_IO_DSTATE / 2 && d->psi_io.n && d->psi_io.mean >= DR_IO_PSI);
+  if (!(d->data_share >= DR_INPUT_SHARE)) {
+    /* Without step timings: a saturated CPU next to an idle GPU, or processes stuck in I/O. */
+    if (!isfinite(d->data_share) && d->ngpus && d->gpus[0].util.n && d->gpus[0].util.mean < 50 && saturated(d) && !io)
+      add_input_bound(d, fs, NAN, 1);
+    else if (!isfinite(d->data_share) && io)
+      add_io_bound(d, fs, dsh * (d->ngpus && d->gpus[0].util.n ? 1 - d->gpus[0].util.mean / 100 : 1), dsh);
+    return;
+  }
+  double lcpu = loader_cpu(d);
+  if (io) {
+    add_io_bound(d, fs, d->data_share, dsh);
+    return;
+  }
+  if (isfinite(lcpu) && lcpu < DR_LOADER_CPU_IDLE && !saturated(d)) {
+    add_input_latency(d, fs, w0, lcpu);
+    return;
+  }
+  add_input_bound(d, fs, lcpu, 0);
+  /* Per-batch loading time: all of the data wait without workers; with w0 workers that keep the step
+   * waiting, each batch takes w0 steps to make. */
+  double load_s = w0 > 0 ? w0 * d->step_mean : d->data_mean;
+  if (isfinite(load_s))
+    add_loader_workers(d, fs, w0, load_s, lcpu);
+}
+
+/* ---- host code ---- */
+
+static double stall_share(const struct dr_findings *fs) {
+  for (size_t i = 0; i < fs->n; i++)
+    if (!strcmp(fs->v[i].rule, "periodic_stall"))
+      return fs->v[i].share;
+  return 0;
+}
+
+void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
+  if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
+    return;
+  double ds = fin(d->data_share, 0), stall = stall_share(fs), m = main_cpu(d);
+  if (d->ngpus) {
+    double util = 0;
+    int n = 0;
+    for (int i = 0; i < d->ngpus; i++)
+      if (d->gpus[i].used && d->gpus[i].util.n)
+        util += d->gpus[i].util.mean, n++;
+    if (!n || saturated(d))
+      return;
+    util /= n;
+    if (util >= DR_HOSTCODE_GPU_UTIL)
+      return;
+    double share = fmax(0, 1 - util / 100 - ds - stall);
+    double speedup = fmax(1, 90 / fmax(util, 1));
+    if (share < 0.10)
+      return;
+    struct store_finding *f = dr_add(fs, d, "host_code_bound", share, speedup);
+    if (!f)
+      return;
+    int launch = isfinite(m) && m >= 0.85;
+    dr_printf(f->title, sizeof f->title,
+              "Host code: the GPU is busy %.0f%% of the time, yet neither data nor CPU "
+              "is short (%s)",
+              util, launch ? "the Python thread is saturated: launch overhead" : "sync points");
+    struct dr_json j;
+    dr_json_begin(&j, f->evidence, sizeof f->evidence);
+    dr_json_num(&j, "gpu_util_pct", util);
+    dr_json_num(&j, "data_wait_share", d->data_share);
+    dr_json_num(&j, "main_process_cpu_cores", m);
+    dr_json_num(&j, "job_cpu_cores", d->job_cores);
+    dr_json_num(&j, "usable_cores", usable_cores(d));
+    dr_json_num(&j, "periodic_stall_share", stall);
+    dr_json_str(&j, "model", "with host overhead removed the GPU reaches ~90% busy: speed-up = 90 / util");
+    dr_printf(f->fix, sizeof f->fix,
+              "%s Profile one step and remove what makes the GPU wait: host syncs (loss.item(), .cpu(), "
+              "printing tensors, torch.cuda.synchronize()), many tiny kernels, Python work between steps.\n"
+              "PyTorch:\n"
+              "  from torch.profiler import profile, ProfilerActivity\n"
+              "  with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:\n"
+              "      train_step(x, y)\n"
+              "  print(p.key_averages().table(sort_by='self_cpu_time_total', row_limit=15))\n"
+              "  if step %% 100 == 0: print(loss.item())   # sync only when logging\n"
+              "  model = torch.compile(model)             # fuses small kernels (or CUDA graphs)\n"
+              "Keras:\n"
+              "  model.compile(optimizer, loss, jit_compile=True, steps_per_execution=32)",
+              launch ? "The training process keeps a core busy (launch overhead: the GPU finishes each small "
+                       "kernel before Python issues the next)."
+                     : "The training process is mostly idle too: the loop waits on synchronisation or blocking "
+                       "calls.");
+    return;
+  }
+  /* CPU-only: the CPU is the accelerator; a job that neither waits for data nor keeps a core busy is
+   * waiting on something else. */
+  if (d->nsteps < 3 || !isfinite(d->job_cores) || d->job_cores >= DR_HOSTCODE_CPU_CORES)
+    return;
+  double share = fmax(0, fmin(1 - d->job_cores, 1 - ds) - stall);
+  if (share < 0.10)
+    return;
+  struct store_finding *f = dr_add(fs, d, "host_code_bound", share, 1 / (1 - fmin(share, 0.95)));
+  if (!f)
+    return;
+  dr_printf(f->title, sizeof f->title,
+            "Host code: the job keeps only %.2f cores busy and does not wait for data: the loop blocks", d->job_cores);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_num(&j, "job_cpu_cores", d->job_cores);
+  dr_json_num(&j, "main_process_cpu_cores", m);
+  dr_json_num(&j, "data_wait_share", d->data_share);
+  dr_json_num(&j, "step_s", d->step_mean);
+  dr_json_num(&j, "periodic_stall_share", stall);
+  dr_json_str(&j, "model", "on a CPU-only run: lost share = 1 - job CPU cores (at most 1 - data wait share)");
+  dr_printf(f->fix, sizeof f->fix,
+            "No GPU, no data wait, and the job uses %.2f cores: each step spends about %.0f%% of its time "
+            "blocked (sleep, locks, network round trips, synchronous logging or checkpoint I/O). Find the wait "
+            "and take it off the step's path.\n"
+            "PyTorch:\n"
+            "  py-spy dump --pid PID        # where the loop waits, right now\n"
+            "  with torch.profiler.profile() as p: train_step(x, y)\n"
+            "  print(p.key_averages().table(sort_by='cpu_time_total', row_limit=15))\n"
+            "  # move logging/metrics upload to a background thread; batch remote calls\n"
+            "Keras:\n"
+            "  tf.profiler.experimental.start('logs'); model.fit(...); tf.profiler.experimental.stop()",
+            d->job_cores, share * 100);
+}
+
+/* ---- periodic stalls ---- */
+
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+struct stall {
+  double t, excess; /* start (s since run start), seconds lost */
+  double data;      /* data wait inside it, s (NAN unknown) */
+};
+
+/* Gaps between steps far longer than usual. Returns the count found (at most cap). */
+static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap, double *typical) {
+  size_t n = d->nsteps, k = 0;
+  if (n < 10)
+    return 0;
+  double *gaps = malloc((n - 1) * sizeof *gaps);
+  if (!gaps)
+    return 0;
+  for (size_t i = 1; i < n; i++)
+    gaps[i - 1] = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
+  qsort(gaps, n - 1, sizeof *gaps, cmp_dbl);
+  double med = gaps[(n - 1) / 2];
+  free(gaps);
+  *typical = med;
+  for (size_t i = 1; i < n && k < cap; i++) {
+    double g = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
+    if (g - med >= DR_STALL_MIN_S && g >= DR_STALL_FACTOR * med)
+      out[k++] = (struct stall){(double)d->steps[i - 1].t / 1e9, g - med, d->steps[i].data};
+  }
+  return k;
+}
+
+/* Stretches of a GPU's utilisation below the idle line between busy ones. */
+static size_t gpu_stalls(struct dr_run *d, struct stall *out, size_t cap, double *typical) {
+  const struct dr_gpu *g = NULL;
+  for (int i = 0; i < d->ngpus && !g; i++)
+    if (d->gpus[i].used && d->gpus[i].util_series >= 0)
+      g = &d->gpus[i];
+  if (!g)
+    return 0;
+  int64_t *t;
+  double *v;
+  size_t n, k = 0;
+  if (dr_samples(d, g->util_series, &t, &v, &n))
+    return 0;
+  *typical = NAN;
+  for (size_t i = 0; i < n && k < cap;) {
+    if (v[i] >= DR_IDLE_GPU_UTIL) {
+      i++;
+      continue;
+    }
+    size_t j = i;
+    while (j < n && v[j] < DR_IDLE_GPU_UTIL)
+      j++;
+    /* Idle from sample i until the first busy sample j; only gaps between busy stretches count. */
+    if (i > 0 && j < n) {
+      double len = (double)(t[j] - t[i]) / 1e9;
+      if (len >= DR_STALL_MIN_S)
+        out[k++] = (struct stall){(double)t[i] / 1e9, len, NAN};
+    }
+    i = j;
+  }
+  free(t), free(v);
+  return k;
+}
+
+void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
+  struct stall st[512];
+  double typical = NAN;
+  size_t n = step_stalls(d, st, 512, &typical);
+  const char *source = "step gaps";
+  if (n < DR_STALL_MIN_COUNT) {
+    n = gpu_stalls(d, st, 512, &typical);
+    source = "GPU idle gaps";
+  }
+  if (n < DR_STALL_MIN_COUNT || !(d->window_s > 0))
+    return;
+  double lost = 0, dsum = 0, data_in = 0, mean_gap = 0;
+  int data_known = 1;
+  for (size_t i = 0; i < n; i++) {
+    lost += st[i].excess;
+    if (isfinite(st[i].data))
+      data_in += st[i].data;
+    else
+      data_known = 0;
+  }
+  /* Regular spacing: the coefficient of variation of the time between stall starts. */
+  for (size_t i = 1; i < n; i++)
+    dsum += st[i].t - st[i - 1].t;
+  mean_gap = dsum / (double)(n - 1);
+  double var = 0;
+  for (size_t i = 1; i < n; i++)
+    var += pow(st[i].t - st[i - 1].t - mean_gap, 2);
+  double cv = mean_gap > 0 ? sqrt(var / (double)(n - 1)) / mean_gap : INFINITY;
+  double share = lost / d->window_s;
+  if (cv > DR_STALL_REGULARITY || share < 0.05)
+    return;
+  /* What the job said it was doing then: marks within a second before or during a stall. */
+  char marks[128] = "";
+  size_t mlen = 0;
+  for (size_t e = 0; e < d->nevents; e++) {
+    const struct store_event *ev = &d->events[e];
+    if (strcmp(ev->kind, "mark") || !ev->name[0])
+      continue;
+    double t = (double)ev->t / 1e9;
+    int near = 0;
+    for (size_t i = 0; i < n && !near; i++)
+      near = t >= st[i].t - 1.0 && t <= st[i].t + st[i].excess + typical * 2 + 1.0;
+    if (near && !strstr(marks, ev->name) && mlen + strlen(ev->name) + 3 < sizeof marks)
+      mlen += (size_t)snprintf(marks + mlen, sizeof marks - mlen, "%s%s", mlen ? ", " : "", ev->name);
+  }
+  int loader = data_known && data_in >= 0.5 * lost;
+  struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, 0.95)));
+  if (!f)
+    return;
+  dr_printf(f->title, sizeof f->title, "Periodic stalls: every %.1f s the training stops for %.1f s (%zu times%s%s)",
+            mean_gap, lost / (double)n, n, marks[0] ? ", at " : "", marks);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_str(&j, "source", source);
+  dr_json_int(&j, "stalls", (long long)n);
+  dr_json_num(&j, "period_s", mean_gap);
+  dr_json_num(&j, "mean_stall_s", lost / (double)n);
+  dr_json_num(&j, "spacing_cv", cv);
+  dr_json_num(&j, "lost_s", lost);
+  dr_json_num(&j, "typical_step_gap_s", typical);
+  dr_json_num(&j, "data_wait_in_stalls_s", data_known ? data_in : NAN);
+  dr_json_str(&j, "marks", marks);
+  dr_json_str(&j, "model", "speed-up if the stalls went away: 1 / (1 - stall share)");
+  dr_printf(f->fix, sizeof f->fix,
+            "%s Every %.1f s the loop stops for about %.1f s — %.0f%% of the run. %s\n"
+            "PyTorch:\n"
+            "  # checkpoint without stopping: copy to CPU, write from a thread (or\n"
+            "  # torch.distributed.checkpoint.async_save in PyTorch >= 2.3)\n"
+            "  state = {k: v.detach().cpu() for k, v in model.state_dict().items()}\n"
+            "  threading.Thread(target=torch.save, args=(state, path)).start()\n"
+            "  if step %% eval_every == 0: evaluate(model, val_subset)   # evaluate less often, on a subset\n"
+            "  DataLoader(..., persistent_workers=True)   # no worker restart at each epoch\n"
+            "Keras:\n"
+            "  model.fit(..., validation_freq=5, callbacks=[keras.callbacks.ModelCheckpoint(path, save_freq=5000)])",
+            loader     ? "The stalls are data waits at epoch boundaries: the loader's workers restart and refill."
+            : marks[0] ? "The stalls line up with the job's own marks (evaluation, checkpointing)."
+                       : "Something regular stops the loop (evaluation, checkpointing, logging).",
+            mean_gap, lost / (double)n, share * 100,
+            loader ? "Keep workers alive (persistent_workers=True) and prefetch across the boundary."
+                   : "Make checkpoints asynchronous, evaluate less often or on a subset, and overlap both with "
+                     "training.");
+}

@@ -1,0 +1,263 @@
+/* report/compare: `gpuscope compare RUN RUN...` — the runs side by side: throughput, median step,
+ * data-wait share, GPU util and SM activity, memory peak, energy per sample, idle GPU-hours; each
+ * run's speed-up over the first; the params that differ; the findings that appeared or disappeared
+ * against the first run. Text and HTML here; the JSON form is in json.c. */
+#include <math.h>
+#include <string.h>
+
+#include "report/report_int.h"
+
+#define COL 26 /* characters per run column in the text table */
+
+double rp_speedup(const struct report_run *base, const struct report_run *r) {
+  double a = base->steps.samples_per_s, b = r->steps.samples_per_s;
+  if (a > 0 && b > 0)
+    return b / a;
+  a = base->steps.median_step_s, b = r->steps.median_step_s;
+  return a > 0 && b > 0 ? a / b : NAN;
+}
+
+int rp_has_rule(const struct report_run *r, const char *rule) {
+  for (size_t i = 0; i < r->nfindings; i++)
+    if (!strcmp(r->findings[i].rule, rule))
+      return 1;
+  return 0;
+}
+
+void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *, const char *), void *user) {
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < runs[i].nparams; k++) {
+      const char *key = runs[i].params[k].key ? runs[i].params[k].key : "";
+      int seen_before = 0;
+      for (size_t j = 0; j < i && !seen_before; j++)
+        seen_before = rp_param(&runs[j], key) != NULL;
+      if (seen_before || !strncmp(key, "gpu.", 4) || !strncmp(key, "nvml.", 5))
+        continue;
+      int differs = 0;
+      const char *v0 = rp_param(&runs[0], key);
+      for (size_t j = 1; j < n && !differs; j++) {
+        const char *v = rp_param(&runs[j], key);
+        differs = (!v0) != (!v) || (v0 && v && strcmp(v0, v));
+      }
+      if (differs)
+        fn(user, key);
+    }
+}
+
+/* ---- the rows, shared by text and HTML ---- */
+
+enum { ROW_THROUGHPUT, ROW_SPEEDUP, ROW_STEP, ROW_DATA, ROW_UTIL, ROW_SM, ROW_MEM, ROW_ENERGY, ROW_IDLE, ROWS };
+
+static const char *ROW_NAMES[ROWS] = {
+    "throughput (samples/s)", "speed-up vs first", "median step",   "data wait", "GPU util", "SM active",
+    "GPU memory peak",        "energy per sample", "GPU-hours idle"};
+
+static const char *cell(char *buf, size_t n, int row, const struct report_run *runs, size_t i) {
+  const struct report_run *r = &runs[i];
+  switch (row) {
+  case ROW_THROUGHPUT:
+    return rp_num(buf, n, r->steps.samples_per_s, 1, "");
+  case ROW_SPEEDUP: {
+    double s = rp_speedup(&runs[0], r);
+    if (!isfinite(s))
+      return rp_num(buf, n, s, 2, "");
+    snprintf(buf, n, "%.2fx", s);
+    return buf;
+  }
+  case ROW_STEP:
+    return rp_num(buf, n, r->steps.median_step_s * 1e3, 1, "ms");
+  case ROW_DATA:
+    return rp_pct(buf, n, r->steps.data_share);
+  case ROW_UTIL:
+    return rp_num(buf, n, r->gpu_util, 0, "%");
+  case ROW_SM:
+    return rp_num(buf, n, r->sm_active, 0, "%");
+  case ROW_MEM:
+    return rp_bytes(buf, n, r->gpu_mem_peak);
+  case ROW_ENERGY:
+    return rp_num(buf, n, r->energy_per_sample, 3, "J");
+  default:
+    return rp_num(buf, n, r->gpu_idle_hours, 4, "h");
+  }
+}
+
+/* Rules of r that the first run lacks (appeared) or the first run's that r lacks (disappeared). */
+static void rule_list(char *buf, size_t n, const struct report_run *r, const struct report_run *other) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (size_t k = 0; k < r->nfindings && o + 2 < n; k++) {
+    char id[32];
+    if (other && rp_has_rule(other, r->findings[k].rule))
+      continue;
+    o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? ", " : "", rp_ident(id, sizeof id, r->findings[k].rule));
+  }
+  if (o >= n)
+    o = n - 1;
+  if (!o)
+    snprintf(buf, n, "—");
+}
+
+/* ---- text ---- */
+
+static void text_cell(FILE *out, const char *s) {
+  /* Pad by characters, not bytes ("—" is three bytes). */
+  size_t chars = 0;
+  for (const char *p = s; *p; p++)
+    chars += ((unsigned char)*p & 0xc0) != 0x80;
+  rp_text(out, s, 0);
+  for (size_t i = chars; i < COL; i++)
+    fputc(' ', out);
+}
+
+struct text_diff {
+  FILE *out;
+  const struct report_run *runs;
+  size_t n;
+  int any;
+};
+
+static void text_param(void *user, const char *key) {
+  struct text_diff *t = user;
+  if (!t->any)
+    fputs("\nparams that differ\n", t->out);
+  t->any = 1;
+  char k[64];
+  snprintf(k, sizeof k, "  %s", key);
+  text_cell(t->out, k);
+  for (size_t j = 0; j < t->n; j++) {
+    const char *v = rp_param(&t->runs[j], key);
+    char val[COL];
+    snprintf(val, sizeof val, "%s", v ? v : "—");
+    text_cell(t->out, val);
+  }
+  fputc('\n', t->out);
+}
+
+int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int color) {
+  const char *bold = color ? "\033[1m" : "", *reset = color ? "\033[0m" : "";
+  fprintf(out, "%sgpuscope compare%s: %zu runs, each against the first\n\n", bold, reset, n);
+  text_cell(out, "");
+  for (size_t i = 0; i < n; i++) {
+    char head[COL];
+    snprintf(head, sizeof head, "%.12s%s%.10s", runs[i].run.id, runs[i].run.name[0] ? " " : "", runs[i].run.name);
+    text_cell(out, head);
+  }
+  fputc('\n', out);
+  for (int row = 0; row < ROWS; row++) {
+    text_cell(out, ROW_NAMES[row]);
+    for (size_t i = 0; i < n; i++) {
+      char b[COL];
+      text_cell(out, cell(b, sizeof b, row, runs, i));
+    }
+    fputc('\n', out);
+  }
+  struct text_diff td = {out, runs, n, 0};
+  rp_differing_params(runs, n, text_param, &td);
+  fprintf(out, "\n%sfindings%s\n", bold, reset);
+  for (size_t i = 0; i < n; i++) {
+    char all[512], app[512], gone[512];
+    rule_list(all, sizeof all, &runs[i], NULL);
+    fprintf(out, "  %.12s: ", runs[i].run.id);
+    rp_text(out, all, 0);
+    if (i) {
+      rule_list(app, sizeof app, &runs[i], &runs[0]);
+      rule_list(gone, sizeof gone, &runs[0], &runs[i]);
+      fputs("\n      appeared: ", out);
+      rp_text(out, app, 0);
+      fputs("; disappeared: ", out);
+      rp_text(out, gone, 0);
+    }
+    fputc('\n', out);
+  }
+  return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;
+}
+
+/* ---- HTML ---- */
+
+struct html_diff {
+  FILE *out;
+  const struct report_run *runs;
+  size_t n;
+};
+
+static void html_param(void *user, const char *key) {
+  struct html_diff *h = user;
+  fputs("<tr><th>", h->out);
+  rp_html(h->out, key);
+  fputs("</th>", h->out);
+  for (size_t j = 0; j < h->n; j++) {
+    const char *v = rp_param(&h->runs[j], key);
+    fputs("<td>", h->out);
+    rp_html(h->out, v ? v : "—");
+    fputs("</td>", h->out);
+  }
+  fputs("</tr>\n", h->out);
+}
+
+int report_compare_html(FILE *out, const struct report_run *runs, size_t n) {
+  rp_html_begin(out, "gpuscope compare");
+  fprintf(out, "<h1>gpuscope compare: %zu runs</h1>\n<table class='cmp'>\n<tr><th></th>", n);
+  for (size_t i = 0; i < n; i++) {
+    fputs("<th>", out);
+    rp_html(out, runs[i].run.id);
+    if (runs[i].run.name[0]) {
+      fputs("<br>", out);
+      rp_html(out, runs[i].run.name);
+    }
+    fputs("</th>", out);
+  }
+  fputs("</tr>\n", out);
+  for (int row = 0; row < ROWS; row++) {
+    fprintf(out, "<tr><th>%s</th>", ROW_NAMES[row]);
+    for (size_t i = 0; i < n; i++) {
+      char b[64];
+      fputs("<td>", out);
+      rp_html(out, cell(b, sizeof b, row, runs, i));
+      fputs("</td>", out);
+    }
+    fputs("</tr>\n", out);
+  }
+  fputs("<tr><th>findings</th>", out);
+  for (size_t i = 0; i < n; i++) {
+    char b[512];
+    rule_list(b, sizeof b, &runs[i], NULL);
+    fputs("<td>", out);
+    rp_html(out, b);
+    if (i) {
+      rule_list(b, sizeof b, &runs[i], &runs[0]);
+      fputs("<br><span class='app'>appeared: ", out);
+      rp_html(out, b);
+      rule_list(b, sizeof b, &runs[0], &runs[i]);
+      fputs("</span><br><span class='gone'>disappeared: ", out);
+      rp_html(out, b);
+      fputs("</span>", out);
+    }
+    fputs("</td>", out);
+  }
+  fputs("</tr>\n</table>\n<h2>Params that differ</h2>\n<table class='cmp'>\n", out);
+  struct html_diff hd = {out, runs, n};
+  rp_differing_params(runs, n, html_param, &hd);
+  fputs("</table>\n", out);
+  /* Throughput as bars, so the speed-up reads at a glance. */
+  double max = 0;
+  for (size_t i = 0; i < n; i++)
+    if (runs[i].steps.samples_per_s > max)
+      max = runs[i].steps.samples_per_s;
+  if (max > 0) {
+    fprintf(out, "<h2>Throughput</h2>\n<svg class='chart' width='760' height='%zu' viewBox='0 0 760 %zu'>\n",
+            30 * n + 10, 30 * n + 10);
+    for (size_t i = 0; i < n; i++) {
+      double v = runs[i].steps.samples_per_s;
+      double w = v > 0 ? 500 * v / max : 0;
+      fprintf(out, "<text x='4' y='%zu' class='lab'>", 30 * i + 24);
+      rp_html(out, runs[i].run.name[0] ? runs[i].run.name : runs[i].run.id);
+      fprintf(out, "</text><rect x='200' y='%zu' width='%.1f' height='20' fill='#4a7fd4'/>", 30 * i + 8, w);
+      char b[32];
+      fprintf(out, "<text x='%.1f' y='%zu' class='lab'>%s</text>\n", 206 + w, 30 * i + 24,
+              rp_num(b, sizeof b, v, 1, "/s"));
+    }
+    fputs("</svg>\n", out);
+  }
+  rp_html_end(out);
+  return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;
+}

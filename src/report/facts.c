@@ -1,0 +1,149 @@
+/* report/facts: loads one run for a report or a comparison — the run's record, series, events,
+ * params, notes and findings (running the doctor first when the run has none), and the headline
+ * figures: throughput, step split, GPU use, energy, idle GPU-hours. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor.h"
+#include "report/report_int.h"
+
+static int gpu_index(const char *labels) {
+  if (strncmp(labels, "gpu=", 4))
+    return -1;
+  char *end;
+  long g = strtol(labels + 4, &end, 10);
+  return end != labels + 4 && !*end && g >= 0 && g < 1024 ? (int)g : -1;
+}
+
+static double stat_mean(struct store *st, const struct report_run *r, const char *source, const char *name,
+                        const char *labels, double *max, double *min) {
+  struct series_stats s;
+  if (report_stats(st, r->run.id, r->series, r->nseries, source, name, labels, &s) || !s.n) {
+    if (max)
+      *max = NAN;
+    if (min)
+      *min = NAN;
+    return NAN;
+  }
+  if (max)
+    *max = s.max;
+  if (min)
+    *min = s.min;
+  return s.mean;
+}
+
+static int load_gpus(struct store *st, struct report_run *r) {
+  int max = -1;
+  for (size_t i = 0; i < r->nseries; i++) {
+    int g = !strcmp(r->series[i].source, "nvml") ? gpu_index(r->series[i].labels) : -1;
+    if (g > max && r->series[i].count > 0)
+      max = g;
+  }
+  if (max < 0)
+    return GS_OK;
+  r->gpus = calloc((size_t)max + 1, sizeof *r->gpus);
+  if (!r->gpus)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (int g = 0; g <= max; g++) {
+    char lab[16], key[48];
+    snprintf(lab, sizeof lab, "gpu=%d", g);
+    if (store_series_find(r->series, r->nseries, "nvml", "gpu.util_pct", lab) < 0 &&
+        store_series_find(r->series, r->nseries, "nvml", "gpu.mem_used_bytes", lab) < 0)
+      continue;
+    struct report_gpu *x = &r->gpus[r->ngpus++];
+    x->index = g;
+    snprintf(key, sizeof key, "gpu.%d.name", g);
+    const char *name = rp_param(r, key);
+    snprintf(x->name, sizeof x->name, "%s", name ? name : "");
+    double dummy;
+    x->util = stat_mean(st, r, "nvml", "gpu.util_pct", lab, &dummy, &x->util_min);
+    x->sm_active = stat_mean(st, r, "nvml", "gpu.sm_active_pct", lab, NULL, NULL);
+    x->tensor = stat_mean(st, r, "nvml", "gpu.tensor_active_pct", lab, NULL, NULL);
+    stat_mean(st, r, "nvml", "gpu.mem_used_bytes", lab, &x->mem_peak, NULL);
+    stat_mean(st, r, "nvml", "gpu.mem_total_bytes", lab, &x->mem_total, NULL);
+    x->power = stat_mean(st, r, "nvml", "gpu.power_w", lab, NULL, NULL);
+    stat_mean(st, r, "nvml", "gpu.power_limit_w", lab, &x->power_limit, NULL);
+    stat_mean(st, r, "nvml", "gpu.temp_c", lab, &x->temp_max, NULL);
+    struct series_stats e;
+    x->energy_j = NAN;
+    if (!report_stats(st, r->run.id, r->series, r->nseries, "nvml", "gpu.energy_j", lab, &e) && e.n >= 2 &&
+        e.last >= e.first)
+      x->energy_j = e.last - e.first;
+  }
+  return GS_OK;
+}
+
+static void figures(struct store *st, struct report_run *r) {
+  r->gpu_util = r->sm_active = r->gpu_mem_peak = r->energy_j = r->energy_per_sample = NAN;
+  r->gpu_hours = r->gpu_idle_hours = NAN;
+  double util = 0, sm = 0, energy = 0, idle = 0;
+  int nu = 0, ns = 0, ne = 0;
+  for (int i = 0; i < r->ngpus; i++) {
+    const struct report_gpu *g = &r->gpus[i];
+    if (isfinite(g->util)) {
+      util += g->util, nu++;
+      idle += (1 - fmin(fmax(g->util, 0), 100) / 100) * r->duration_s / 3600;
+    }
+    if (isfinite(g->sm_active))
+      sm += g->sm_active, ns++;
+    if (isfinite(g->energy_j))
+      energy += g->energy_j, ne++;
+    if (isfinite(g->mem_peak) && !(g->mem_peak <= r->gpu_mem_peak))
+      r->gpu_mem_peak = g->mem_peak;
+  }
+  if (nu) {
+    r->gpu_util = util / nu;
+    r->gpu_idle_hours = isfinite(r->duration_s) ? idle : NAN;
+  }
+  if (ns)
+    r->sm_active = sm / ns;
+  if (ne) {
+    r->energy_j = energy;
+    if (r->steps.samples > 0)
+      r->energy_per_sample = energy / r->steps.samples;
+  }
+  if (r->ngpus && isfinite(r->duration_s))
+    r->gpu_hours = r->ngpus * r->duration_s / 3600;
+  r->host_cpu = stat_mean(st, r, "host", "host.cpu.busy_pct", "cpu=total", NULL, NULL);
+  r->job_cpu = stat_mean(st, r, "proctree", "tree.cpu_pct", "", NULL, NULL);
+  stat_mean(st, r, "proctree", "tree.rss_bytes", "", &r->job_rss_peak, NULL);
+}
+
+int report_run_load(struct store *st, const char *ref, struct report_run *r) {
+  memset(r, 0, sizeof *r);
+  int rc;
+  if ((rc = st->run_get(st, ref, &r->run)) || (rc = st->series_list(st, r->run.id, &r->series, &r->nseries)) ||
+      (rc = st->events_read(st, r->run.id, &r->events, &r->nevents)) ||
+      (rc = st->params_read(st, r->run.id, &r->params, &r->nparams)) ||
+      (rc = st->notes_read(st, r->run.id, &r->notes, &r->nnotes)) ||
+      (rc = st->findings_read(st, r->run.id, &r->findings, &r->nfindings)))
+    return rc;
+  if (!r->nfindings) {
+    free(r->findings);
+    r->findings = NULL;
+    /* A store we may not write to still gets a report: the findings come back either way. */
+    doctor_run(st, r->run.id, &r->findings, &r->nfindings);
+    r->diagnosed = 1;
+  }
+  int64_t last = 0;
+  for (size_t i = 0; i < r->nseries; i++)
+    if (r->series[i].count > 0 && r->series[i].t_last > last)
+      last = r->series[i].t_last;
+  int64_t dur = r->run.end_wall_ns > r->run.start_wall_ns ? r->run.end_wall_ns - r->run.start_wall_ns : last;
+  r->duration_s = dur > 0 ? (double)dur / 1e9 : NAN;
+  if ((rc = report_step_stats(st, r->run.id, r->series, r->nseries, &r->steps)) || (rc = load_gpus(st, r)))
+    return rc;
+  figures(st, r);
+  return GS_OK;
+}
+
+void report_run_free(struct report_run *r) {
+  free(r->series);
+  free(r->events);
+  store_kv_free(r->params, r->nparams);
+  store_notes_free(r->notes, r->nnotes);
+  free(r->findings);
+  free(r->gpus);
+  memset(r, 0, sizeof *r);
+}

@@ -1,0 +1,334 @@
+/* report/fmt: writing what the store holds — which is untrusted: any bytes in names, titles, params
+ * and evidence — safely into JSON, HTML and a terminal, and formatting numbers that may be absent.
+ * A small JSON checker decides whether a finding's evidence may be embedded as an object. */
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+#include "report/report_int.h"
+
+size_t rp_utf8_next(const char *s, uint32_t *cp) {
+  const unsigned char *p = (const unsigned char *)s;
+  if (!p[0])
+    return 0;
+  if (p[0] < 0x80) {
+    *cp = p[0];
+    return 1;
+  }
+  size_t len = p[0] >= 0xf0 && p[0] <= 0xf4   ? 4
+               : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xc2 && p[0] < 0xe0  ? 2
+                                              : 0;
+  uint32_t c = len == 4 ? p[0] & 0x07u : len == 3 ? p[0] & 0x0fu : p[0] & 0x1fu;
+  for (size_t i = 1; i < len; i++) {
+    if ((p[i] & 0xc0) != 0x80) {
+      len = 0;
+      break;
+    }
+    c = c << 6 | (p[i] & 0x3fu);
+  }
+  /* Overlong forms, surrogates and values past U+10FFFF are invalid. */
+  if (!len || (len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c < 0xe000)) {
+    *cp = 0xfffd;
+    return 1;
+  }
+  *cp = c;
+  return len;
+}
+
+static void put_utf8(FILE *out, uint32_t c) {
+  if (c < 0x80)
+    fputc((int)c, out);
+  else if (c < 0x800)
+    fputc((int)(0xc0 | c >> 6), out), fputc((int)(0x80 | (c & 0x3f)), out);
+  else if (c < 0x10000)
+    fputc((int)(0xe0 | c >> 12), out), fputc((int)(0x80 | (c >> 6 & 0x3f)), out), fputc((int)(0x80 | (c & 0x3f)), out);
+  else
+    fputc((int)(0xf0 | c >> 18), out), fputc((int)(0x80 | (c >> 12 & 0x3f)), out),
+        fputc((int)(0x80 | (c >> 6 & 0x3f)), out), fputc((int)(0x80 | (c & 0x3f)), out);
+}
+
+void rp_json_str(FILE *out, const char *s) {
+  fputc('"', out);
+  uint32_t c;
+  size_t k;
+  for (const char *p = s ? s : ""; (k = rp_utf8_next(p, &c)); p += k) {
+    if (c == '"' || c == '\\')
+      fputc('\\', out), fputc((int)c, out);
+    else if (c == '\n')
+      fputs("\\n", out);
+    else if (c == '\t')
+      fputs("\\t", out);
+    else if (c < 0x20 || c == 0x7f)
+      fprintf(out, "\\u%04x", (unsigned)c);
+    else
+      put_utf8(out, c);
+  }
+  fputc('"', out);
+}
+
+void rp_json_num(FILE *out, double v) {
+  if (isfinite(v))
+    fprintf(out, "%.10g", v);
+  else
+    fputs("null", out);
+}
+
+/* ---- a JSON checker (RFC 8259 grammar; no allocation) ---- */
+
+static const char *ws(const char *p) {
+  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+    p++;
+  return p;
+}
+
+static const char *j_value(const char *p, int depth);
+
+static const char *j_string(const char *p) {
+  if (*p != '"')
+    return NULL;
+  for (p++; *p; p++) {
+    unsigned char ch = (unsigned char)*p;
+    if (ch == '"')
+      return p + 1;
+    if (ch < 0x20)
+      return NULL;
+    if (ch == '\\') {
+      p++;
+      if (*p == 'u') {
+        for (int i = 1; i <= 4; i++)
+          if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f') || (p[i] >= 'A' && p[i] <= 'F')))
+            return NULL;
+        p += 4;
+      } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+        return NULL;
+      }
+    } else if (ch >= 0x80) {
+      uint32_t c;
+      size_t k = rp_utf8_next(p, &c);
+      if (c == 0xfffd && k == 1)
+        return NULL;
+      p += k - 1;
+    }
+  }
+  return NULL;
+}
+
+static const char *j_number(const char *p) {
+  if (*p == '-')
+    p++;
+  if (*p == '0')
+    p++;
+  else if (*p >= '1' && *p <= '9')
+    while (*p >= '0' && *p <= '9')
+      p++;
+  else
+    return NULL;
+  if (*p == '.') {
+    p++;
+    if (!(*p >= '0' && *p <= '9'))
+      return NULL;
+    while (*p >= '0' && *p <= '9')
+      p++;
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-')
+      p++;
+    if (!(*p >= '0' && *p <= '9'))
+      return NULL;
+    while (*p >= '0' && *p <= '9')
+      p++;
+  }
+  return p;
+}
+
+static const char *j_container(const char *p, int depth, char close) {
+  if (depth > 32)
+    return NULL;
+  p = ws(p + 1);
+  if (*p == close)
+    return p + 1;
+  for (;;) {
+    if (close == '}') {
+      if (!(p = j_string(p)))
+        return NULL;
+      p = ws(p);
+      if (*p != ':')
+        return NULL;
+      p = ws(p + 1);
+    }
+    if (!(p = j_value(p, depth + 1)))
+      return NULL;
+    p = ws(p);
+    if (*p == close)
+      return p + 1;
+    if (*p != ',')
+      return NULL;
+    p = ws(p + 1);
+  }
+}
+
+static const char *j_value(const char *p, int depth) {
+  p = ws(p);
+  switch (*p) {
+  case '{':
+    return j_container(p, depth, '}');
+  case '[':
+    return j_container(p, depth, ']');
+  case '"':
+    return j_string(p);
+  case 't':
+    return strncmp(p, "true", 4) ? NULL : p + 4;
+  case 'f':
+    return strncmp(p, "false", 5) ? NULL : p + 5;
+  case 'n':
+    return strncmp(p, "null", 4) ? NULL : p + 4;
+  default:
+    return j_number(p);
+  }
+}
+
+int rp_json_object_valid(const char *s) {
+  if (!s)
+    return 0;
+  const char *p = ws(s);
+  if (*p != '{')
+    return 0;
+  p = j_value(p, 0);
+  return p && !*ws(p);
+}
+
+void rp_json_members(const char *obj, void (*fn)(void *, const char *, size_t, const char *, size_t), void *user) {
+  if (!rp_json_object_valid(obj))
+    return;
+  const char *p = ws(ws(obj) + 1);
+  while (*p == '"') {
+    const char *kend = j_string(p);
+    const char *v = ws(ws(kend) + 1);
+    const char *vend = j_value(v, 1);
+    fn(user, p + 1, (size_t)(kend - p - 2), v, (size_t)(vend - v));
+    p = ws(vend);
+    if (*p != ',')
+      break;
+    p = ws(p + 1);
+  }
+}
+
+/* ---- HTML and terminal text ---- */
+
+void rp_html(FILE *out, const char *s) {
+  uint32_t c;
+  size_t k;
+  for (const char *p = s ? s : ""; (k = rp_utf8_next(p, &c)); p += k) {
+    switch (c) {
+    case '&':
+      fputs("&amp;", out);
+      break;
+    case '<':
+      fputs("&lt;", out);
+      break;
+    case '>':
+      fputs("&gt;", out);
+      break;
+    case '"':
+      fputs("&quot;", out);
+      break;
+    case '\'':
+      fputs("&#39;", out);
+      break;
+    default:
+      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
+        fputc(' ', out);
+      else
+        put_utf8(out, c);
+    }
+  }
+}
+
+void rp_text(FILE *out, const char *s, int newlines) {
+  uint32_t c;
+  size_t k;
+  for (const char *p = s ? s : ""; (k = rp_utf8_next(p, &c)); p += k) {
+    if (c == '\n' && newlines)
+      fputc('\n', out);
+    else if (c == '\t' || c == '\n')
+      fputc(' ', out);
+    else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
+      continue; /* no escape sequences from the store reach the terminal */
+    else
+      put_utf8(out, c);
+  }
+}
+
+const char *rp_ident(char *dst, size_t n, const char *s) {
+  size_t o = 0;
+  for (const char *p = s ? s : ""; *p && o + 1 < n; p++)
+    if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' ||
+        *p == '-')
+      dst[o++] = *p;
+  if (!o && n > 1)
+    dst[o++] = '?';
+  if (n)
+    dst[o] = 0;
+  return dst;
+}
+
+/* ---- numbers ---- */
+
+const char *rp_num(char *buf, size_t n, double v, int decimals, const char *unit) {
+  if (!isfinite(v))
+    snprintf(buf, n, "—");
+  else
+    snprintf(buf, n, "%.*f%s%s", decimals, v, unit && *unit && *unit != '%' ? " " : "", unit ? unit : "");
+  return buf;
+}
+
+const char *rp_pct(char *buf, size_t n, double share) {
+  if (!isfinite(share))
+    snprintf(buf, n, "—");
+  else
+    snprintf(buf, n, "%.0f%%", share * 100);
+  return buf;
+}
+
+const char *rp_bytes(char *buf, size_t n, double v) {
+  if (!isfinite(v)) {
+    snprintf(buf, n, "—");
+    return buf;
+  }
+  return gs_fmt_bytes(v, buf, n);
+}
+
+const char *rp_param(const struct report_run *r, const char *key) {
+  for (size_t i = 0; i < r->nparams; i++)
+    if (r->params[i].key && !strcmp(r->params[i].key, key))
+      return r->params[i].value ? r->params[i].value : "";
+  return NULL;
+}
+
+const char *rp_gpus(const struct report_run *r, char *buf, size_t n) {
+  if (!r->ngpus) {
+    snprintf(buf, n, "none");
+    return buf;
+  }
+  int same = 1;
+  for (int i = 1; i < r->ngpus; i++)
+    same &= !strcmp(r->gpus[i].name, r->gpus[0].name);
+  if (same)
+    snprintf(buf, n, "%d x %s", r->ngpus, r->gpus[0].name[0] ? r->gpus[0].name : "GPU");
+  else {
+    size_t o = (size_t)snprintf(buf, n, "%d GPUs:", r->ngpus);
+    for (int i = 0; i < r->ngpus && o < n; i++)
+      o += (size_t)snprintf(buf + o, n - o, "%s %s", i ? "," : "", r->gpus[i].name);
+  }
+  return buf;
+}
+
+const char *rp_when(int64_t wall_ns, char *buf, size_t n) {
+  time_t t = (time_t)(wall_ns / 1000000000LL);
+  struct tm tm;
+  if (wall_ns <= 0 || !localtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm))
+    snprintf(buf, n, "—");
+  return buf;
+}

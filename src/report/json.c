@@ -1,0 +1,240 @@
+/* report/json: `gpuscope report RUN --json` and `compare --json` — the run's facts, params, headline
+ * figures, GPUs and findings (evidence as an object when it is valid JSON, else as the raw text
+ * under "evidence_text") as one JSON document for tools and tests. */
+#include <math.h>
+#include <string.h>
+
+#include "report/report_int.h"
+
+static void key(FILE *out, const char *k, int *first) {
+  if (!*first)
+    fputc(',', out);
+  *first = 0;
+  fprintf(out, "\n  ");
+  rp_json_str(out, k);
+  fputs(": ", out);
+}
+
+static void kv_num(FILE *out, const char *k, double v, int *first) {
+  if (!*first)
+    fputc(',', out);
+  *first = 0;
+  rp_json_str(out, k);
+  fputc(':', out);
+  rp_json_num(out, v);
+}
+
+static void kv_str(FILE *out, const char *k, const char *v, int *first) {
+  if (!*first)
+    fputc(',', out);
+  *first = 0;
+  rp_json_str(out, k);
+  fputc(':', out);
+  rp_json_str(out, v);
+}
+
+static void run_object(FILE *out, const struct report_run *r) {
+  int f = 1;
+  fputc('{', out);
+  kv_str(out, "id", r->run.id, &f);
+  kv_str(out, "name", r->run.name, &f);
+  kv_str(out, "group", r->run.group, &f);
+  kv_str(out, "status", r->run.status, &f);
+  kv_str(out, "command", r->run.command, &f);
+  kv_str(out, "cwd", r->run.cwd, &f);
+  kv_str(out, "host", r->run.host, &f);
+  kv_str(out, "user", r->run.user, &f);
+  kv_str(out, "tags", r->run.tags, &f);
+  kv_num(out, "start_wall_ns", (double)r->run.start_wall_ns, &f);
+  kv_num(out, "end_wall_ns", r->run.end_wall_ns ? (double)r->run.end_wall_ns : NAN, &f);
+  kv_num(out, "duration_s", r->duration_s, &f);
+  kv_num(out, "exit_code", r->run.exit_code, &f);
+  fputc('}', out);
+}
+
+static void params_object(FILE *out, const struct report_run *r) {
+  int f = 1;
+  fputc('{', out);
+  for (size_t i = 0; i < r->nparams; i++)
+    kv_str(out, r->params[i].key ? r->params[i].key : "", r->params[i].value, &f);
+  fputc('}', out);
+}
+
+static void figures_object(FILE *out, const struct report_run *r) {
+  int f = 1;
+  fputc('{', out);
+  kv_num(out, "steps", (double)r->steps.steps, &f);
+  kv_num(out, "samples", r->steps.steps ? r->steps.samples : NAN, &f);
+  kv_num(out, "samples_per_s", r->steps.samples_per_s, &f);
+  kv_num(out, "median_step_s", r->steps.median_step_s, &f);
+  kv_num(out, "data_share", r->steps.data_share, &f);
+  kv_num(out, "h2d_share", r->steps.h2d_share, &f);
+  kv_num(out, "compute_share", r->steps.compute_share, &f);
+  kv_num(out, "gpus", r->ngpus, &f);
+  kv_num(out, "gpu_util_pct", r->gpu_util, &f);
+  kv_num(out, "sm_active_pct", r->sm_active, &f);
+  kv_num(out, "gpu_mem_peak_bytes", r->gpu_mem_peak, &f);
+  kv_num(out, "energy_j", r->energy_j, &f);
+  kv_num(out, "energy_per_sample_j", r->energy_per_sample, &f);
+  kv_num(out, "gpu_hours", r->gpu_hours, &f);
+  kv_num(out, "gpu_idle_hours", r->gpu_idle_hours, &f);
+  kv_num(out, "host_cpu_pct", r->host_cpu, &f);
+  kv_num(out, "job_cpu_pct", r->job_cpu, &f);
+  kv_num(out, "job_rss_peak_bytes", r->job_rss_peak, &f);
+  fputc('}', out);
+}
+
+static void gpus_array(FILE *out, const struct report_run *r) {
+  fputc('[', out);
+  for (int i = 0; i < r->ngpus; i++) {
+    const struct report_gpu *g = &r->gpus[i];
+    int f = 1;
+    fputs(i ? ",{" : "{", out);
+    kv_num(out, "index", g->index, &f);
+    kv_str(out, "name", g->name, &f);
+    kv_num(out, "util_pct", g->util, &f);
+    kv_num(out, "util_min_pct", g->util_min, &f);
+    kv_num(out, "sm_active_pct", g->sm_active, &f);
+    kv_num(out, "tensor_active_pct", g->tensor, &f);
+    kv_num(out, "mem_peak_bytes", g->mem_peak, &f);
+    kv_num(out, "mem_total_bytes", g->mem_total, &f);
+    kv_num(out, "power_w", g->power, &f);
+    kv_num(out, "power_limit_w", g->power_limit, &f);
+    kv_num(out, "temp_max_c", g->temp_max, &f);
+    kv_num(out, "energy_j", g->energy_j, &f);
+    fputc('}', out);
+  }
+  fputc(']', out);
+}
+
+/* One finding; shared with compare. */
+static void finding_object(FILE *out, const struct store_finding *x) {
+  int f = 1;
+  fputc('{', out);
+  kv_str(out, "rule", x->rule, &f);
+  kv_str(out, "severity", x->severity, &f);
+  kv_num(out, "share", x->share, &f);
+  kv_num(out, "lost_s", x->lost_s, &f);
+  kv_num(out, "speedup", x->speedup, &f);
+  kv_str(out, "title", x->title, &f);
+  if (rp_json_object_valid(x->evidence)) {
+    fputs(",\"evidence\":", out);
+    fputs(x->evidence, out);
+  } else {
+    fputs(",\"evidence\":{}", out);
+    kv_str(out, "evidence_text", x->evidence, &f);
+  }
+  kv_str(out, "fix", x->fix, &f);
+  fputc('}', out);
+}
+
+static void findings_array(FILE *out, const struct report_run *r) {
+  fputc('[', out);
+  for (size_t i = 0; i < r->nfindings; i++) {
+    fputs(i ? ",\n    " : "\n    ", out);
+    finding_object(out, &r->findings[i]);
+  }
+  fputc(']', out);
+}
+
+int report_json(FILE *out, const struct report_run *r) {
+  int first = 1;
+  fputc('{', out);
+  key(out, "run", &first);
+  run_object(out, r);
+  key(out, "params", &first);
+  params_object(out, r);
+  key(out, "figures", &first);
+  figures_object(out, r);
+  key(out, "gpus", &first);
+  gpus_array(out, r);
+  key(out, "diagnosed_now", &first);
+  fputs(r->diagnosed ? "true" : "false", out);
+  key(out, "findings", &first);
+  findings_array(out, r);
+  key(out, "notes", &first);
+  fputc('[', out);
+  for (size_t i = 0; i < r->nnotes; i++) {
+    if (i)
+      fputc(',', out);
+    rp_json_str(out, r->notes[i]);
+  }
+  fputs("]\n}\n", out);
+  return ferror(out) ? gs_fail(GS_EIO, "cannot write the report") : GS_OK;
+}
+
+/* ---- compare ---- */
+
+static void rules_array(FILE *out, const struct report_run *r, const struct report_run *other, int missing_in_other) {
+  int f = 1;
+  fputc('[', out);
+  for (size_t k = 0; k < r->nfindings; k++)
+    if (!other || (missing_in_other && !rp_has_rule(other, r->findings[k].rule))) {
+      fputs(f ? "" : ",", out), f = 0;
+      rp_json_str(out, r->findings[k].rule);
+    }
+  fputc(']', out);
+}
+
+struct param_diff {
+  FILE *out;
+  const struct report_run *runs;
+  size_t n;
+  int first;
+};
+
+static void param_diff(void *user, const char *key) {
+  struct param_diff *p = user;
+  fputs(p->first ? "\n  " : ",\n  ", p->out);
+  p->first = 0;
+  rp_json_str(p->out, key);
+  fputs(": [", p->out);
+  for (size_t j = 0; j < p->n; j++) {
+    const char *v = rp_param(&p->runs[j], key);
+    if (j)
+      fputc(',', p->out);
+    if (v)
+      rp_json_str(p->out, v);
+    else
+      fputs("null", p->out);
+  }
+  fputc(']', p->out);
+}
+
+int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
+  fputs("{\"runs\": [", out);
+  for (size_t i = 0; i < n; i++) {
+    const struct report_run *r = &runs[i];
+    fputs(i ? ",\n  {" : "\n  {", out);
+    fputs("\"run\":", out);
+    run_object(out, r);
+    fputs(",\"figures\":", out);
+    figures_object(out, r);
+    fputs(",\"speedup_vs_first\":", out);
+    rp_json_num(out, rp_speedup(&runs[0], r));
+    fputs(",\"rules\":", out);
+    rules_array(out, r, NULL, 0);
+    fputs(",\"appeared\":", out);
+    if (i)
+      rules_array(out, r, &runs[0], 1);
+    else
+      fputs("[]", out);
+    fputs(",\"disappeared\":", out);
+    if (i)
+      rules_array(out, &runs[0], r, 1);
+    else
+      fputs("[]", out);
+    fputs(",\"findings\":[", out);
+    for (size_t k = 0; k < r->nfindings; k++) {
+      if (k)
+        fputc(',', out);
+      finding_object(out, &r->findings[k]);
+    }
+    fputs("]}", out);
+  }
+  fputs("\n],\n\"params_differing\": {", out);
+  struct param_diff pd = {out, runs, n, 1};
+  rp_differing_params(runs, n, param_diff, &pd);
+  fputs("}\n}\n", out);
+  return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;
+}

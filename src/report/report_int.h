@@ -1,0 +1,104 @@
+/* report/report_int: what the report's files share — writing untrusted store text safely into JSON,
+ * HTML and a terminal, checking and walking the findings' evidence JSON, and formatting numbers
+ * that may be absent. Implemented in fmt.c. */
+#ifndef GS_REPORT_INT_H
+#define GS_REPORT_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "report/report.h"
+
+/* Decodes one UTF-8 code point at p (NUL-terminated); invalid or overlong bytes give U+FFFD and
+ * consume one byte. Returns the bytes consumed (0 at the end). */
+size_t rp_utf8_next(const char *p, uint32_t *cp);
+
+/* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
+void rp_json_str(FILE *out, const char *s);
+/* A number, or null when not finite. */
+void rp_json_num(FILE *out, double v);
+/* 1 when s is exactly one valid JSON object (depth at most 32), else 0. */
+int rp_json_object_valid(const char *s);
+/* Calls fn for each top-level member of a valid JSON object: key without quotes (escapes left as
+ * they are) and the value's raw text. Does nothing when obj is not valid. */
+void rp_json_members(const char *obj,
+                     void (*fn)(void *user, const char *key, size_t klen, const char *val, size_t vlen), void *user);
+
+/* Text escaped for HTML (&, <, >, ", '), invalid UTF-8 replaced. */
+void rp_html(FILE *out, const char *s);
+/* Text for a terminal: control characters (escape sequences included) dropped, newlines kept when
+ * newlines is set, invalid UTF-8 replaced. */
+void rp_text(FILE *out, const char *s, int newlines);
+
+/* Copies an identifier (a rule id) keeping only A-Z a-z 0-9 _ . - ("?" when nothing is left). */
+const char *rp_ident(char *dst, size_t n, const char *s);
+
+/* "12.3" style with a unit, or "—" when v is not finite. */
+const char *rp_num(char *buf, size_t n, double v, int decimals, const char *unit);
+/* A share 0..1 as a percentage ("42%"), or "—". */
+const char *rp_pct(char *buf, size_t n, double share);
+/* Bytes ("3.4 GiB") or "—". */
+const char *rp_bytes(char *buf, size_t n, double v);
+
+/* A run's param, or NULL. */
+const char *rp_param(const struct report_run *r, const char *key);
+/* "8 x NVIDIA H200" (or "2 GPUs: A, B"; "none"). */
+const char *rp_gpus(const struct report_run *r, char *buf, size_t n);
+/* The run's wall-clock start as "YYYY-MM-DD HH:MM:SS" (local time). */
+const char *rp_when(int64_t wall_ns, char *buf, size_t n);
+
+/* ---- compare (compare.c) ---- */
+
+/* Throughput of r relative to base (samples/s, else inverse median step); NAN when neither has both. */
+double rp_speedup(const struct report_run *base, const struct report_run *r);
+/* Does r have a finding with this rule? */
+int rp_has_rule(const struct report_run *r, const char *rule);
+/* Calls fn once for each param key whose value differs between the runs (absent counts as a value),
+ * in first-seen order. */
+void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *key), void *user);
+
+/* ---- charts (svg.c) ---- */
+
+/* A series ready to draw: raw samples for short series, min/max/mean rollups for long ones (so a short
+ * dip still shows as the band's lower edge). Times in seconds since the run's start. */
+struct rp_points {
+  size_t n;
+  double *t, *mn, *mx, *mean;
+  double step_s; /* typical spacing: a longer pause between points is drawn as a gap */
+};
+/* Loads series_id for a run of duration_s. Returns 0 or a GS_E code; rp_points_free() releases. */
+int rp_points_load(struct store *st, const struct store_series *s, double duration_s, struct rp_points *p);
+void rp_points_free(struct rp_points *p);
+
+struct rp_chart {
+  FILE *out;
+  int w, h, ml, mr, mt, mb;
+  double x0, x1, y0, y1;
+  int legend;
+};
+/* Opens an inline SVG chart with axes over x0..x1 seconds and y0..y1 (yunit for the y labels; NULL:
+ * no y labels, for rows of a heat map or a timeline). */
+void rp_chart_begin(struct rp_chart *c, FILE *out, const char *title, double x0, double x1, double y0, double y1,
+                    const char *yunit, int height);
+/* The min..max band and the mean line of p; gaps where points are missing. */
+void rp_chart_series(struct rp_chart *c, const struct rp_points *p, const char *color, const char *label);
+/* A shaded stretch of time (throttling, idle) and a vertical marker (an event). */
+void rp_chart_span(struct rp_chart *c, double t0, double t1, const char *color, const char *title);
+void rp_chart_mark(struct rp_chart *c, double t, const char *color, const char *title);
+/* A horizontal reference line (a limit). */
+void rp_chart_hline(struct rp_chart *c, double y, const char *color, const char *title);
+void rp_chart_end(struct rp_chart *c);
+/* A colour of the palette for series i. */
+const char *rp_color(int i);
+/* x and y of a data point in the chart's pixels. */
+double rp_chart_x(const struct rp_chart *c, double t);
+double rp_chart_y(const struct rp_chart *c, double v);
+
+/* ---- HTML pieces (html.c) ---- */
+
+/* The page's head (title, inline CSS) and its end. */
+void rp_html_begin(FILE *out, const char *title);
+void rp_html_end(FILE *out);
+
+#endif

@@ -1,0 +1,188 @@
+/* report/text: `gpuscope report RUN` on a terminal — the run's facts, the training loop's split,
+ * each GPU's use, then the findings ranked by time lost, each with its cost, estimated speed-up,
+ * evidence numbers and fix. Colour only when the caller says (a TTY without NO_COLOR). */
+#include <math.h>
+#include <string.h>
+
+#include "report/report_int.h"
+
+struct style {
+  const char *bold, *dim, *reset, *red, *yellow, *cyan, *green;
+};
+
+static struct style style_of(int color) {
+  if (!color)
+    return (struct style){"", "", "", "", "", "", ""};
+  return (struct style){"\033[1m", "\033[2m", "\033[0m", "\033[31m", "\033[33m", "\033[36m", "\033[32m"};
+}
+
+static const char *severity_color(const struct style *s, const char *sev, const char *rule) {
+  if (!strcmp(rule, "healthy"))
+    return s->green;
+  return !strcmp(sev, "high") ? s->red : !strcmp(sev, "medium") ? s->yellow : s->cyan;
+}
+
+struct ev_print {
+  FILE *out;
+  size_t col;
+};
+
+/* One evidence member as key=value, wrapping lines at about 100 columns. */
+static void ev_member(void *user, const char *key, size_t klen, const char *val, size_t vlen) {
+  struct ev_print *p = user;
+  char k[64], v[160];
+  snprintf(k, sizeof k, "%.*s", (int)(klen < 63 ? klen : 63), key);
+  snprintf(v, sizeof v, "%.*s", (int)(vlen < 159 ? vlen : 159), val);
+  size_t w = strlen(k) + strlen(v) + 2;
+  if (p->col + w > 100) {
+    fputs("\n              ", p->out);
+    p->col = 14;
+  }
+  rp_text(p->out, k, 0);
+  fputc('=', p->out);
+  rp_text(p->out, v, 0);
+  fputc(' ', p->out);
+  p->col += w;
+}
+
+/* One line of a fix: prose is wrapped at about 100 columns, code (indented) is kept as it is. */
+static void fix_line(FILE *out, const char *line) {
+  if (line[0] == ' ' || strlen(line) <= 94) {
+    fputs("      ", out);
+    rp_text(out, line, 0);
+    fputc('\n', out);
+    return;
+  }
+  const char *p = line;
+  while (*p) {
+    size_t len = strlen(p);
+    if (len > 94) {
+      len = 94;
+      while (len > 40 && p[len] != ' ')
+        len--;
+    }
+    char part[128];
+    snprintf(part, sizeof part, "%.*s", (int)len, p);
+    fputs("      ", out);
+    rp_text(out, part, 0);
+    fputc('\n', out);
+    p += len;
+    while (*p == ' ')
+      p++;
+  }
+}
+
+static void print_finding(FILE *out, const struct style *s, size_t i, const struct store_finding *f) {
+  char rule[32], sev[16];
+  rp_ident(rule, sizeof rule, f->rule);
+  rp_ident(sev, sizeof sev, f->severity);
+  for (char *c = sev; *c; c++)
+    *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
+  fprintf(out, "\n %zu. %s%s%-6s%s %s%s%s — ", i + 1, s->bold, severity_color(s, f->severity, rule), sev, s->reset,
+          s->bold, rule, s->reset);
+  rp_text(out, f->title, 0);
+  fputc('\n', out);
+  if (strcmp(rule, "healthy")) {
+    fprintf(out, "    cost:     %.0f%% of the training time", (isfinite(f->share) ? f->share : 0) * 100);
+    if (isfinite(f->lost_s) && f->lost_s > 0)
+      fprintf(out, " (%.1f s)", f->lost_s);
+    if (isfinite(f->speedup) && f->speedup >= 1.005)
+      fprintf(out, "; estimated %.2fx faster if fixed", f->speedup);
+    fputc('\n', out);
+  }
+  if (rp_json_object_valid(f->evidence)) {
+    fputs("    evidence: ", out);
+    struct ev_print p = {out, 14};
+    rp_json_members(f->evidence, ev_member, &p);
+    fputc('\n', out);
+  } else if (f->evidence[0]) {
+    fputs("    evidence (not valid JSON): ", out);
+    rp_text(out, f->evidence, 0);
+    fputc('\n', out);
+  }
+  if (f->fix[0])
+    fputs("    fix:\n", out);
+  for (const char *p = f->fix; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    char line[1024];
+    snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+    fix_line(out, line);
+    p += len + (nl ? 1 : 0);
+  }
+}
+
+int report_text(FILE *out, const struct report_run *r, int color) {
+  struct style s = style_of(color);
+  char b1[64], b2[64], b3[64], b4[64], dur[32], when[32], gpus[256];
+  fprintf(out, "%sgpuscope report%s %s", s.bold, s.reset, r->run.id);
+  if (r->run.name[0]) {
+    fputs(" (", out);
+    rp_text(out, r->run.name, 0);
+    fputc(')', out);
+  }
+  gs_fmt_duration(isfinite(r->duration_s) ? (int64_t)(r->duration_s * 1e9) : 0, dur, sizeof dur);
+  fprintf(out, " — ");
+  rp_text(out, r->run.status, 0);
+  fprintf(out, ", %s, exit %d\n", dur, r->run.exit_code);
+  fputs("  command:  ", out);
+  rp_text(out, r->run.command, 0);
+  fputs("\n  host:     ", out);
+  rp_text(out, r->run.host, 0);
+  fprintf(out, ", started %s; GPUs: ", rp_when(r->run.start_wall_ns, when, sizeof when));
+  rp_text(out, rp_gpus(r, gpus, sizeof gpus), 0);
+  fputc('\n', out);
+  int shown = 0;
+  for (size_t i = 0; i < r->nparams; i++) {
+    const char *k = r->params[i].key ? r->params[i].key : "";
+    if (!strncmp(k, "gpu.", 4) || !strncmp(k, "nvml.", 5) || !strncmp(k, "ingest.", 7))
+      continue;
+    fputs(shown++ ? " " : "  params:   ", out);
+    rp_text(out, k, 0);
+    fputc('=', out);
+    rp_text(out, r->params[i].value, 0);
+  }
+  if (shown)
+    fputc('\n', out);
+
+  fprintf(out, "\n%straining loop%s\n", s.bold, s.reset);
+  if (r->steps.steps) {
+    fprintf(out, "  %zu steps, %s samples/s, median step %s\n", r->steps.steps,
+            rp_num(b1, sizeof b1, r->steps.samples_per_s, 1, ""),
+            rp_num(b2, sizeof b2, r->steps.median_step_s * 1e3, 1, "ms"));
+    fprintf(out, "  step time: data wait %s, host-to-device %s, compute %s\n",
+            rp_pct(b1, sizeof b1, r->steps.data_share), rp_pct(b2, sizeof b2, r->steps.h2d_share),
+            rp_pct(b3, sizeof b3, r->steps.compute_share));
+  } else {
+    fputs("  no step timings (the job did not use the gpuscope client: see docs/protocol.md)\n", out);
+  }
+  fprintf(out, "  host CPU mean %s; the job: CPU %s of one core, RSS peak %s\n",
+          rp_num(b1, sizeof b1, r->host_cpu, 0, "%"), rp_num(b2, sizeof b2, r->job_cpu, 0, "%"),
+          rp_bytes(b3, sizeof b3, r->job_rss_peak));
+  for (int i = 0; i < r->ngpus; i++) {
+    const struct report_gpu *g = &r->gpus[i];
+    fprintf(out, "  GPU %d: util %s (min %s), SM active %s, tensor %s, memory peak %s of %s, power %s, temp max %s\n",
+            g->index, rp_num(b1, sizeof b1, g->util, 0, "%"), rp_num(b2, sizeof b2, g->util_min, 0, "%"),
+            rp_num(b3, sizeof b3, g->sm_active, 0, "%"), rp_num(b4, sizeof b4, g->tensor, 0, "%"),
+            rp_bytes((char[32]){0}, 32, g->mem_peak), rp_bytes((char[32]){0}, 32, g->mem_total),
+            rp_num((char[32]){0}, 32, g->power, 0, "W"), rp_num((char[32]){0}, 32, g->temp_max, 0, "C"));
+  }
+  if (r->ngpus)
+    fprintf(out, "  GPU energy %s (%s per sample); idle GPU-hours %s of %s\n",
+            rp_num(b1, sizeof b1, r->energy_j / 3.6e6, 4, "kWh"), rp_num(b2, sizeof b2, r->energy_per_sample, 3, "J"),
+            rp_num(b3, sizeof b3, r->gpu_idle_hours, 3, ""), rp_num(b4, sizeof b4, r->gpu_hours, 3, ""));
+
+  fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s.bold, s.reset,
+          r->diagnosed ? " (diagnosed now: the run had none stored)" : "");
+  if (!r->nfindings)
+    fputs("  none: the diagnosis could not run on this run\n", out);
+  for (size_t i = 0; i < r->nfindings; i++)
+    print_finding(out, &s, i, &r->findings[i]);
+  for (size_t i = 0; i < r->nnotes; i++) {
+    fputs(i ? "\n  " : "\nnotes\n  ", out);
+    rp_text(out, r->notes[i], 0);
+    if (i + 1 == r->nnotes)
+      fputc('\n', out);
+  }
+  return ferror(out) ? gs_fail(GS_EIO, "cannot write the report") : GS_OK;
+}

@@ -1,0 +1,153 @@
+#!/usr/bin/python3
+"""The doctor's proof: every case is a real workload run under `gpuscope run` on this machine — CPU
+PyTorch training (Debian's python3-torch) or a CPU load generator — plus, where the rule is about
+GPU signals, the simulated NVML library playing a scenario from tests/scenarios/gpusim/. Each case
+names the rule ids the doctor must report, and nothing else; three or more must come out `healthy`.
+
+At the end it prints, per rule, precision (of the cases where the doctor reported the rule, how
+many expected it) and recall (of the cases that expected it, how many got it). A case that misses
+is run once more (the machine is shared; a neighbour's burst can skew a 10 s run); both attempts are
+printed, and the table counts the last. Exit 0 when every case matches, 77 (skip) without torch."""
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scenlib import SKIP, Sandbox, have_torch, log, WORKLOADS  # noqa: E402
+
+SECONDS = os.environ.get("GS_SCENARIO_SECONDS", "10")
+T = ["--seconds", SECONDS]
+# The CPU training loop every case starts from: a small CNN, batch 32, one thread; ~9 ms per step.
+BASE = ["--width", "8", "--batch", "32"]
+# What a GPU job's loader usually says (pin_memory on); only the pageable case turns it off.
+GPU = BASE + ["--pin-memory", "True"]
+
+CASES = [
+    # --- the training loop, CPU only -------------------------------------------------------------
+    dict(name="input_workers", workload="train.py", args=T + BASE + ["--work", "20", "--workers", "0"],
+         expect={"input_bound", "loader_workers"},
+         why="a costly per-sample transform in the main process: ~80% data wait, a core idle"),
+    dict(name="input_saturated", workload="train.py", args=T + BASE + ["--work", "40", "--workers", "2"],
+         expect={"input_bound"},
+         why="the same transform, heavier, in 2 workers on 2 cores: the CPU is full, more workers cannot help"),
+    dict(name="input_latency", workload="train.py", args=T + BASE + ["--latency-ms", "2"],
+         expect={"input_latency"},
+         why="each sample waits 2 ms without using the CPU (a remote store): data wait with an idle loader"),
+    dict(name="io_bound", workload="train.py", args=T + BASE + ["--batch", "16", "--io-kib", "1024"],
+         io_file=True, expect={"io_bound"},
+         why="each sample reads 1 MiB with O_DIRECT from a file on disk: the loader sits in D state"),
+    dict(name="host_code_cpu", workload="train.py", args=T + BASE + ["--sync-ms", "40"],
+         expect={"host_code_bound"},
+         why="the loop blocks 40 ms per step (a sync point) with no data wait and the CPU idle"),
+    dict(name="periodic_eval", workload="train.py", args=["--seconds", "12"] + BASE + ["--eval-every", "2",
+                                                                                          "--eval-s", "0.8"],
+         expect={"periodic_stall"},
+         why="every 2 s an 0.8 s evaluation pass stops the training (marked 'eval')"),
+    # --- healthy runs --------------------------------------------------------------------------
+    dict(name="healthy_cpu_train", workload="train.py", args=T + ["--width", "24", "--batch", "32"],
+         expect={"healthy"}, why="compute-bound CPU training, no data wait"),
+    dict(name="healthy_burn", workload="burn.py", args=["--seconds", "8", "--procs", "1"],
+         expect={"healthy"}, why="a CPU load generator (no client, no GPU): nothing to fix"),
+    dict(name="healthy_gpu", workload="train.py", args=T + GPU + ["--precision", "bf16"],
+         gpusim="healthy_h100.scn", expect={"healthy"},
+         why="a busy H100 (util 97%, SM 80%, tensor 55%, memory 85%) fed without data wait"),
+    # --- GPU rules: simulated GPU + the real CPU training loop --------------------------------
+    dict(name="host_code_gpu", workload="train.py", args=T + GPU + ["--sync-ms", "15", "--precision", "bf16"],
+         gpusim="host_code.scn", expect={"host_code_bound"},
+         why="the GPU is busy 34% while the loop neither waits for data nor saturates the CPU"),
+    dict(name="batch_small", workload="train.py", args=T + GPU + ["--precision", "bf16"],
+         gpusim="batch_small.scn", expect={"batch_too_small"},
+         why="12 of 80 GiB in use and 30% SM activity at util 96%"),
+    dict(name="mixed_precision_fp32", workload="train.py", args=T + GPU + ["--precision", "fp32"],
+         gpusim="fp32_a100.scn", expect={"mixed_precision"},
+         why="an A100 (CC 8.0) and the job says fp32"),
+    dict(name="mixed_precision_gpm", workload="train.py", args=T + GPU,
+         gpusim="fp32_h100_gpm.scn", expect={"mixed_precision"},
+         why="an H100 busy with its tensor pipes idle (GPM), precision not stated"),
+    dict(name="pageable", workload="train.py", args=T + BASE + ["--precision", "bf16", "--pin-memory", "False"],
+         gpusim="pageable.scn", expect={"pageable_copies"},
+         why="3 GB/s host-to-device with pin_memory off"),
+    dict(name="throttled", workload="train.py", args=T + GPU + ["--precision", "bf16"],
+         gpusim="thermal.scn", expect={"throttled"},
+         why="thermal slowdown 40% of the time, SM clock 1200 of 1980 MHz"),
+    dict(name="straggler", workload="train.py", args=T + GPU + ["--precision", "bf16"],
+         gpusim="straggler4.scn", expect={"straggler"},
+         why="four GPUs, GPU 2 at 45% SM activity vs 82%"),
+    dict(name="underused", workload="train.py", args=T + GPU + ["--precision", "bf16"],
+         gpusim="idle3of4.scn", expect={"underused_gpus"},
+         why="four GPUs, the job trains on GPU 0 only"),
+    dict(name="periodic_gpu", workload="burn.py", args=["--seconds", "12", "--procs", "1"],
+         gpusim="dips_eval.scn", expect={"periodic_stall"},
+         why="no client: the GPU idles 0.9 s in every 3 s"),
+]
+
+RULES = ["input_bound", "loader_workers", "input_latency", "io_bound", "host_code_bound", "batch_too_small",
+         "mixed_precision", "pageable_copies", "throttled", "periodic_stall", "straggler", "underused_gpus",
+         "healthy"]
+
+
+def run_case(sb, case, attempt):
+    args = list(case["args"])
+    if case.get("io_file"):
+        path = os.path.join(os.environ.get("GS_BUILD_DIR", sb.dir), "scenario_io.bin")
+        import subprocess
+        subprocess.run([os.environ.get("GS_PYTHON", "/usr/bin/python3"), os.path.join(WORKLOADS, "make_io_file.py"),
+                        path, "512"], check=True)
+        args += ["--io-file", path]
+    name = f"{case['name']}-{attempt}"
+    t0 = time.monotonic()
+    sb.run(name, case["workload"], args, gpusim=case.get("gpusim"))
+    rep = sb.report(name)
+    got = {f["rule"] for f in rep["findings"]}
+    return got, rep, time.monotonic() - t0
+
+
+def main():
+    if not have_torch():
+        log("scenarios: skipped (the Debian python3-torch is not installed)")
+        return SKIP
+    only = {s for s in os.environ.get("GS_SCENARIOS", "").split(",") if s}
+    cases = [c for c in CASES if not only or c["name"] in only]
+    sb = Sandbox()
+    results = []
+    try:
+        for case in cases:
+            for attempt in (1, 2):
+                got, rep, secs = run_case(sb, case, attempt)
+                ok = got == case["expect"]
+                brief = "; ".join(f"{f['rule']} {f['share'] * 100:.0f}% x{f['speedup']:.2f}" for f in rep["findings"])
+                log(f"{'ok  ' if ok else 'MISS'} {case['name']:<22} expected {sorted(case['expect'])} "
+                    f"got [{brief}] ({secs:.0f} s, attempt {attempt})")
+                if not ok:
+                    for f in rep["findings"]:
+                        log(f"       {f['rule']}: {json.dumps(f['evidence'])[:600]}")
+                if ok or attempt == 2:
+                    break
+            results.append((case, got, ok, attempt))
+    finally:
+        sb.close()
+
+    log("\nper rule (cases run: %d)" % len(results))
+    log(f"{'rule':<18} {'cases':>5} {'TP':>3} {'FP':>3} {'FN':>3} {'precision':>10} {'recall':>8}")
+    for rule in RULES:
+        tp = sum(1 for c, g, _, _ in results if rule in c["expect"] and rule in g)
+        fp = sum(1 for c, g, _, _ in results if rule not in c["expect"] and rule in g)
+        fn = sum(1 for c, g, _, _ in results if rule in c["expect"] and rule not in g)
+        n = sum(1 for c, _, _, _ in results if rule in c["expect"])
+        prec = f"{tp / (tp + fp):.2f}" if tp + fp else "—"
+        rec = f"{tp / (tp + fn):.2f}" if tp + fn else "—"
+        log(f"{rule:<18} {n:>5} {tp:>3} {fp:>3} {fn:>3} {prec:>10} {rec:>8}")
+    failed = [c["name"] for c, _, ok, _ in results if not ok]
+    retried = [c["name"] for c, _, ok, a in results if ok and a > 1]
+    if retried:
+        log(f"\npassed on the second attempt: {', '.join(retried)}")
+    if failed:
+        log(f"\nFAILED: {', '.join(failed)}")
+        return 1
+    log("\nall cases match")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

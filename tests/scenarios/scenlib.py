@@ -1,0 +1,90 @@
+"""Shared helpers for the doctor's scenario tests: run a real workload under `gpuscope run` in a
+throw-away store (optionally with the simulated GPU library playing a scenario), then read the run
+back with `gpuscope report --json`.
+
+Environment (set by ctest through GS_TEST_ENV): GPUSCOPE_BIN, GS_SOURCE_DIR, GS_BUILD_DIR, GS_PYTHON.
+GS_KEEP=1 keeps the stores; GS_SCENARIOS=a,b runs only those cases."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(HERE, "../..")))
+BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
+BIN = os.environ.get("GPUSCOPE_BIN", os.path.join(BUILD, "gpuscope"))
+PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
+WORKLOADS = os.path.join(HERE, "workloads")
+GPUSIM_LIB = os.path.join(BUILD, "tests", "gpusim", "libnvidia-ml.so.1")
+CLIENT = os.path.join(SRC, "clients", "python")
+SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
+
+
+def have_torch():
+    r = subprocess.run([PYTHON, "-c", "import torch"], capture_output=True)
+    return r.returncode == 0
+
+
+class Sandbox:
+    """A temporary directory with its own store; removed by close() unless GS_KEEP is set."""
+
+    def __init__(self, prefix="gsscen-"):
+        self.dir = tempfile.mkdtemp(prefix=prefix)
+        self.store = "sqlite://" + os.path.join(self.dir, "gs.db")
+
+    def env(self, gpusim=None):
+        e = dict(os.environ)
+        e["GPUSCOPE_STORE"] = self.store
+        e["XDG_DATA_HOME"] = os.path.join(self.dir, "xdg")
+        path = [WORKLOADS]
+        if os.path.isdir(os.path.join(CLIENT, "gpuscope")):
+            path.append(CLIENT)  # the real client, when it has landed
+        e["PYTHONPATH"] = os.pathsep.join(path)
+        e["OMP_NUM_THREADS"] = "1"
+        if gpusim:
+            e["GPUSCOPE_NVML_LIB"] = GPUSIM_LIB
+            e["GPUSIM_SCENARIO"] = os.path.join(HERE, "gpusim", gpusim)
+        else:
+            # CPU-only cases stay CPU-only on a machine with a real GPU.
+            e["GPUSCOPE_NVML_LIB"] = "/nonexistent/libnvidia-ml.so.1"
+            e.pop("GPUSIM_SCENARIO", None)
+        return e
+
+    def gs(self, *args, env=None, timeout=180):
+        p = subprocess.run([BIN, *args], capture_output=True, text=True, env=env or self.env(), timeout=timeout)
+        return p.returncode, p.stdout, p.stderr
+
+    def run(self, name, workload, args, gpusim=None, timeout=180):
+        """Runs workload (a file in workloads/) with args under gpuscope; returns (stdout, stderr)."""
+        cmd = ["run", "--name", name, "--", PYTHON, os.path.join(WORKLOADS, workload), *args]
+        rc, out, err = self.gs(*cmd, env=self.env(gpusim), timeout=timeout)
+        if rc != 0:
+            raise AssertionError(f"gpuscope {' '.join(cmd)} exited {rc}\n{out}\n{err}")
+        return out, err
+
+    def report(self, ref):
+        rc, out, err = self.gs("report", ref, "--json")
+        if rc != 0:
+            raise AssertionError(f"gpuscope report {ref} --json exited {rc}\n{err}")
+        return json.loads(out)
+
+    def close(self):
+        if os.environ.get("GS_KEEP"):
+            print(f"  (kept {self.dir})")
+        else:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def throughput(stdout):
+    """The workload's own last line: `throughput SAMPLES_PER_S`."""
+    for line in reversed(stdout.splitlines()):
+        if line.startswith("throughput "):
+            return float(line.split()[1])
+    return None
+
+
+def log(*a):
+    print(*a, flush=True)
+    sys.stdout.flush()

@@ -1,0 +1,496 @@
+/* Unit tests of the doctor on synthetic runs written straight into a SQLite store: each rule fires on
+ * the signals it is written for and stays quiet on a healthy run; the workers model gives the figures
+ * docs/diagnosis.md states; evidence is always valid JSON, even when it would overflow its field; a
+ * run with no signals at all, or with odd labels, is diagnosed without a crash. The scenario suite
+ * (run_scenarios.py) proves the same rules on real workloads; these run in a second, also under ASan. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "doctor/doctor.h"
+#include "doctor/doctor_int.h"
+#include "report/report_int.h"
+#include "store/store.h"
+
+#define S 1000000000LL
+#define T0 (5 * S) /* the fake run's monotonic start */
+
+static char dir[256];
+static int dbn;
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/gs-test-doctor-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A run being written: a fresh store per test, one sink. */
+struct fake {
+  struct store *st;
+  struct store_run run;
+  struct gs_sink *sink;
+  double dur; /* seconds */
+};
+
+static void fake_begin(struct fake *f, double dur) {
+  char url[400];
+  snprintf(url, sizeof url, "sqlite://%s/d%d.db", dir, dbn++);
+  f->st = store_open(url);
+  assert_non_null(f->st);
+  memset(&f->run, 0, sizeof f->run);
+  snprintf(f->run.name, sizeof f->run.name, "fake");
+  snprintf(f->run.command, sizeof f->run.command, "python train.py");
+  f->run.agent_pid = getpid();
+  f->run.exit_code = -1;
+  f->run.start_wall_ns = gs_wall_ns();
+  f->run.mono_start_ns = T0;
+  f->run.interval_ns = S / 10;
+  assert_int_equal(f->st->run_begin(f->st, &f->run), 0);
+  f->sink = gs_sink_new();
+  f->dur = dur;
+}
+
+/* A constant series sampled at 10 Hz over the whole run. */
+static void constant(struct fake *f, const char *source, const char *name, const char *labels, double v) {
+  int id = gs_sink_series(f->sink, source, name, labels, "", GS_GAUGE);
+  for (int64_t t = 0; t <= (int64_t)(f->dur * 10); t++)
+    gs_sink_put(f->sink, id, T0 + t * S / 10, v);
+}
+
+/* A series that is v_hi for the first `share` of every period and v_lo for the rest. */
+static void periodic(struct fake *f, const char *source, const char *name, const char *labels, double period,
+                     double share, double v_hi, double v_lo) {
+  int id = gs_sink_series(f->sink, source, name, labels, "", GS_GAUGE);
+  for (int64_t t = 0; t <= (int64_t)(f->dur * 10); t++) {
+    double s = t / 10.0, ph = fmod(s, period) / period;
+    gs_sink_put(f->sink, id, T0 + t * S / 10, ph < share ? v_hi : v_lo);
+  }
+}
+
+/* Steps of data + compute seconds back to back over the run (a pause of gap_s every gap_every steps). */
+static void steps(struct fake *f, double data, double compute, int gap_every, double gap_s) {
+  int ids[4] = {gs_sink_series(f->sink, "client", "step.total_s", "", "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.data_s", "", "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.compute_s", "", "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.samples", "", "count", GS_GAUGE)};
+  double t = 0.5;
+  for (int n = 0; t + data + compute < f->dur; n++) {
+    t += data + compute;
+    if (gap_every && n % gap_every == gap_every - 1)
+      t += gap_s;
+    int64_t at = T0 + (int64_t)(t * S);
+    gs_sink_put(f->sink, ids[0], at, data + compute);
+    gs_sink_put(f->sink, ids[1], at, data);
+    gs_sink_put(f->sink, ids[2], at, compute);
+    gs_sink_put(f->sink, ids[3], at, 32);
+  }
+}
+
+/* The host: ncpu cores, busy_pct overall; the job: one main process using main_cores, with dstate
+ * processes in D state on average. */
+static void host_job(struct fake *f, int ncpu, double busy_pct, double main_cores, double dstate) {
+  for (int c = 0; c < ncpu; c++) {
+    char lab[16];
+    snprintf(lab, sizeof lab, "cpu=%d", c);
+    constant(f, "host", "host.cpu.busy_pct", lab, busy_pct);
+  }
+  constant(f, "host", "host.cpu.busy_pct", "cpu=total", busy_pct);
+  constant(f, "host", "host.mem.available_bytes", "", 20e9);
+  constant(f, "proctree", "tree.cpu_pct", "", main_cores * 100);
+  constant(f, "proctree", "tree.dstate", "", dstate);
+  constant(f, "proctree", "proc.cpu_pct", "pid=100", main_cores * 100);
+  constant(f, "proctree", "proc.rss_bytes", "pid=100", 300e6);
+  gs_sink_event(f->sink, T0 + S / 100, "proc_start", "python3", 100, "", "");
+}
+
+static void host_and_job(struct fake *f, int ncpu, double busy_pct, double main_cores) {
+  host_job(f, ncpu, busy_pct, main_cores, 0);
+}
+
+/* One GPU with constant signals; util NAN leaves util out, and clocked 0 leaves the SM clock and the
+ * throttle reasons out (for the test to write them itself). */
+static void gpu_with(struct fake *f, int g, double util, double sm, double tensor, double mem_used, int clocked) {
+  char lab[16], key[32];
+  snprintf(lab, sizeof lab, "gpu=%d", g);
+  if (isfinite(util))
+    constant(f, "nvml", "gpu.util_pct", lab, util);
+  constant(f, "nvml", "gpu.sm_active_pct", lab, sm);
+  constant(f, "nvml", "gpu.tensor_active_pct", lab, tensor);
+  constant(f, "nvml", "gpu.mem_used_bytes", lab, mem_used);
+  constant(f, "nvml", "gpu.mem_total_bytes", lab, 80e9);
+  constant(f, "nvml", "gpu.sm_clock_max_mhz", lab, 1980);
+  if (clocked) {
+    constant(f, "nvml", "gpu.sm_clock_mhz", lab, 1980);
+    constant(f, "nvml", "gpu.throttle_reasons", lab, 0);
+  }
+  snprintf(key, sizeof key, "gpu.%d.cc", g);
+  gs_sink_param(f->sink, key, "9.0");
+}
+
+static void gpu(struct fake *f, int g, double util, double sm, double tensor, double mem_used) {
+  gpu_with(f, g, util, sm, tensor, mem_used, 1);
+}
+
+/* Ends the run and diagnoses it; returns the findings (caller frees). */
+static struct store_finding *fake_end(struct fake *f, size_t *n) {
+  struct gs_batch *b = gs_sink_take(f->sink);
+  assert_int_equal(f->st->run_append(f->st, &f->run, b), 0);
+  gs_batch_free(b);
+  snprintf(f->run.status, sizeof f->run.status, "finished");
+  f->run.exit_code = 0;
+  f->run.end_wall_ns = f->run.start_wall_ns + (int64_t)(f->dur * S);
+  assert_int_equal(f->st->run_end(f->st, &f->run), 0);
+  struct store_finding *out = NULL;
+  assert_int_equal(doctor_run(f->st, f->run.id, &out, n), 0);
+  for (size_t i = 0; i < *n; i++)
+    assert_true(rp_json_object_valid(out[i].evidence));
+  return out;
+}
+
+static void fake_free(struct fake *f, struct store_finding *fs) {
+  free(fs);
+  gs_sink_free(f->sink);
+  f->st->close(f->st);
+}
+
+/* "a,b" == the set of rules found (order free). */
+static void expect_rules(const struct store_finding *fs, size_t n, const char *want) {
+  char got[512] = "";
+  size_t o = 0;
+  for (size_t i = 0; i < n; i++)
+    o += (size_t)snprintf(got + o, sizeof got - o, "%s%s", i ? "," : "", fs[i].rule);
+  size_t nwant = 1;
+  for (const char *p = want; *p; p++)
+    nwant += *p == ',';
+  if (nwant != n)
+    fail_msg("expected {%s}, got {%s}", want, got);
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", want);
+  for (char *save, *r = strtok_r(buf, ",", &save); r; r = strtok_r(NULL, ",", &save)) {
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+      found |= !strcmp(fs[i].rule, r);
+    if (!found)
+      fail_msg("expected {%s}, got {%s}", want, got);
+  }
+}
+
+static const struct store_finding *find(const struct store_finding *fs, size_t n, const char *rule) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(fs[i].rule, rule))
+      return &fs[i];
+  static const struct store_finding none;
+  fail_msg("no %s finding", rule);
+  return &none;
+}
+
+/* ---- the training loop ---- */
+
+static void test_input_bound_with_idle_core_advises_two_workers(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 50, 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "input_bound,loader_workers");
+  const struct store_finding *lw = find(fs, n, "loader_workers");
+  /* step 50 ms; load 40 ms; 2 workers: max(10, 20, 1 core x 50 ms / 2 cores) = 25 ms -> 2.0x */
+  assert_non_null(strstr(lw->evidence, "\"recommended_workers\":2"));
+  assert_non_null(strstr(lw->evidence, "\"2\":2"));
+  assert_true(fabs(lw->speedup - 2.0) < 0.02);
+  assert_true(fabs(find(fs, n, "input_bound")->share - 0.8) < 0.01);
+  fake_free(&f, fs);
+}
+
+static void test_input_bound_on_saturated_cpu_gives_no_worker_advice(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 100, 2.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "2");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "input_bound");
+  fake_free(&f, fs);
+}
+
+static void test_data_wait_with_idle_loader_is_latency(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 15, 0.2); /* the main process computes 20% of the time and idles while loading */
+  steps(&f, 0.040, 0.010, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "input_latency");
+  fake_free(&f, fs);
+}
+
+static void test_data_wait_in_d_state_is_storage(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_job(&f, 2, 20, 0.3, 0.8);
+  steps(&f, 0.040, 0.010, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "io_bound");
+  fake_free(&f, fs);
+}
+
+static void test_compute_bound_cpu_run_is_healthy(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 50, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  assert_string_equal(fs[0].severity, "info");
+  fake_free(&f, fs);
+}
+
+static void test_blocked_cpu_loop_is_host_code(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 10, 0.2);
+  steps(&f, 0.001, 0.050, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "host_code_bound");
+  fake_free(&f, fs);
+}
+
+static void test_regular_gaps_between_steps_are_periodic_stalls(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 30);
+  host_and_job(&f, 2, 50, 1.0);
+  steps(&f, 0.001, 0.020, 100, 0.8); /* 0.8 s pause every ~2.1 s */
+  gs_sink_event(f.sink, T0 + 3 * S, "mark", "eval", 1, "", "");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "periodic_stall");
+  assert_non_null(strstr(find(fs, n, "periodic_stall")->title, "eval"));
+  fake_free(&f, fs);
+}
+
+static void test_run_without_signals_is_healthy(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 5);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  fake_free(&f, fs);
+}
+
+/* ---- GPUs ---- */
+
+static void test_busy_gpu_is_healthy(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu(&f, 0, 97, 80, 55, 68e9);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  fake_free(&f, fs);
+}
+
+static void test_gpu_rules(void **state) {
+  (void)state;
+  static const struct {
+    const char *want;
+    double util, sm, tensor, mem;
+    const char *precision, *pin;
+    double rx;
+  } cases[] = {
+      {"batch_too_small", 96, 30, 20, 12e9, "bf16", "True", 0},
+      {"mixed_precision", 97, 80, 1, 68e9, NULL, "True", 0},
+      {"mixed_precision", 97, 80, 40, 68e9, "fp32", "True", 0},
+      {"pageable_copies", 90, 75, 50, 68e9, "bf16", "False", 3e9},
+      {"host_code_bound", 34, 24, 18, 66e9, "bf16", "True", 0},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 0.5);
+    steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, cases[k].util, cases[k].sm, cases[k].tensor, cases[k].mem);
+    if (cases[k].rx)
+      constant(&f, "nvml", "gpu.pcie_rx_bytes_s", "gpu=0", cases[k].rx);
+    if (cases[k].precision)
+      gs_sink_param(f.sink, "precision", cases[k].precision);
+    gs_sink_param(f.sink, "pin_memory", cases[k].pin);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    expect_rules(fs, n, cases[k].want);
+    fake_free(&f, fs);
+  }
+}
+
+static void test_thermal_reasons_are_throttling(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu_with(&f, 0, 97, 80, 55, 68e9, 0);
+  periodic(&f, "nvml", "gpu.throttle_reasons", "gpu=0", 4, 0.6, 0, 0x20 | 0x40);
+  periodic(&f, "nvml", "gpu.sm_clock_mhz", "gpu=0", 4, 0.6, 1980, 1200);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "throttled");
+  const struct store_finding *t = find(fs, n, "throttled");
+  assert_non_null(strstr(t->title, "SwThermalSlowdown"));
+  /* 40% of the time at 1200/1980 of the clock, 97% busy: about 15% lost */
+  assert_true(t->share > 0.12 && t->share < 0.18);
+  fake_free(&f, fs);
+}
+
+static void test_multi_gpu_idle_and_straggler(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu(&f, 0, 97, 82, 55, 68e9);
+  gpu(&f, 1, 97, 82, 55, 68e9);
+  gpu(&f, 2, 62, 45, 30, 68e9);
+  gpu(&f, 3, 0, 0, 0, 1e9);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "straggler,underused_gpus");
+  assert_non_null(strstr(find(fs, n, "straggler")->evidence, "\"gpu\":2"));
+  assert_non_null(strstr(find(fs, n, "underused_gpus")->evidence, "\"idle_gpus\":\"3\""));
+  fake_free(&f, fs);
+}
+
+static void test_gpu_idle_gaps_are_periodic_stalls(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 30);
+  host_and_job(&f, 8, 20, 1.0);
+  gpu_with(&f, 0, NAN, 80, 55, 68e9, 1);
+  periodic(&f, "nvml", "gpu.util_pct", "gpu=0", 3, 0.7, 97, 0); /* 0.9 s idle every 3 s, no steps */
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "periodic_stall");
+  assert_non_null(strstr(find(fs, n, "periodic_stall")->evidence, "GPU idle gaps"));
+  fake_free(&f, fs);
+}
+
+/* ---- robustness ---- */
+
+static void test_odd_labels_and_params_do_not_crash(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 10);
+  constant(&f, "nvml", "gpu.util_pct", "gpu=abc", 50);
+  constant(&f, "nvml", "gpu.util_pct", "gpu=99999", 50);
+  constant(&f, "nvml", "gpu.util_pct", "gpu=-1", 50);
+  constant(&f, "proctree", "proc.cpu_pct", "pid=", 50);
+  constant(&f, "proctree", "proc.cpu_pct", "pid=-5", 50);
+  constant(&f, "host", "host.cpu.busy_pct", "cpu=", 50);
+  constant(&f, "nvml", "gpu.throttle_reasons", "gpu=0", 1e300);
+  gs_sink_param(f.sink, "num_workers", "lots");
+  gs_sink_param(f.sink, "batch_size", "1e400");
+  gs_sink_param(f.sink, "gpu.0.cc", "nine");
+  gs_sink_event(f.sink, T0, "proc_start", "", NAN, "", "");
+  steps(&f, 1e5, 1e5, 0, 0); /* absurd steps: none fit the run */
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  assert_true(n >= 1);
+  fake_free(&f, fs);
+}
+
+static void test_unknown_run_is_enoent(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 1);
+  struct store_finding *out = (void *)1;
+  size_t n = 7;
+  assert_int_equal(doctor_diagnose(f.st, "no-such-run", &out, &n), GS_ENOENT);
+  assert_null(out);
+  assert_int_equal(n, 0);
+  size_t m;
+  free(fake_end(&f, &m));
+  gs_sink_free(f.sink);
+  f.st->close(f.st);
+}
+
+static void test_evidence_builder_stays_valid_when_full(void **state) {
+  (void)state;
+  char buf[64];
+  struct dr_json j;
+  dr_json_begin(&j, buf, sizeof buf);
+  for (int i = 0; i < 20; i++) {
+    char key[16];
+    snprintf(key, sizeof key, "k%d", i);
+    dr_json_num(&j, key, i * 1.5);
+    dr_json_str(&j, "s", "quote \" backslash \\ newline \n");
+  }
+  dr_json_num(&j, "nan", NAN);
+  assert_true(strlen(buf) < sizeof buf);
+  assert_true(rp_json_object_valid(buf));
+  char tiny[2];
+  dr_json_begin(&j, tiny, sizeof tiny);
+  dr_json_num(&j, "x", 1);
+  assert_true(strlen(tiny) < sizeof tiny);
+}
+
+static void test_rule_ids_are_listed(void **state) {
+  (void)state;
+  size_t n = 0;
+  while (doctor_rule_ids[n])
+    n++;
+  assert_int_equal(n, 13);
+  assert_string_equal(doctor_rule_ids[n - 1], "healthy");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
+      cmocka_unit_test(test_input_bound_on_saturated_cpu_gives_no_worker_advice),
+      cmocka_unit_test(test_data_wait_with_idle_loader_is_latency),
+      cmocka_unit_test(test_data_wait_in_d_state_is_storage),
+      cmocka_unit_test(test_compute_bound_cpu_run_is_healthy),
+      cmocka_unit_test(test_blocked_cpu_loop_is_host_code),
+      cmocka_unit_test(test_regular_gaps_between_steps_are_periodic_stalls),
+      cmocka_unit_test(test_run_without_signals_is_healthy),
+      cmocka_unit_test(test_busy_gpu_is_healthy),
+      cmocka_unit_test(test_gpu_rules),
+      cmocka_unit_test(test_thermal_reasons_are_throttling),
+      cmocka_unit_test(test_multi_gpu_idle_and_straggler),
+      cmocka_unit_test(test_gpu_idle_gaps_are_periodic_stalls),
+      cmocka_unit_test(test_odd_labels_and_params_do_not_crash),
+      cmocka_unit_test(test_unknown_run_is_enoent),
+      cmocka_unit_test(test_evidence_builder_stays_valid_when_full),
+      cmocka_unit_test(test_rule_ids_are_listed),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,75 @@
+#!/usr/bin/python3
+"""The doctor's estimate against a measured fix: one PyTorch training run with a costly per-sample
+transform loaded in the main process (num_workers=0), then the same run with num_workers=2, as its
+loader_workers finding advises on this 2-core machine. `gpuscope compare` must show the measured
+speed-up, and the doctor's estimate for 2 workers (from the first run's evidence) must lie within
+±30 % of it.
+
+The step's compute is part PyTorch on the CPU (~9 ms) and part a 40 ms wait standing in for an
+accelerator (the loop sleeps, as it would block on a GPU), so the pair measures the loader fix and
+not only how two processes share two cores. The run pair is tried twice at most (the machine is
+shared; a neighbour's burst can skew a 10 s run); every figure is printed. Exit 77 without torch."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from scenlib import SKIP, Sandbox, have_torch, log, throughput  # noqa: E402
+
+ARGS = ["--seconds", os.environ.get("GS_SCENARIO_SECONDS", "10"), "--width", "8", "--batch", "32", "--work", "20",
+        "--sync-ms", "40"]
+TOLERANCE = 0.30
+
+
+def one_round(sb, k):
+    before, after = f"before-{k}", f"after-{k}"
+    out_b, _ = sb.run(before, "train.py", ARGS + ["--workers", "0"])
+    out_a, _ = sb.run(after, "train.py", ARGS + ["--workers", "2"])
+    rep = sb.report(before)
+    lw = [f for f in rep["findings"] if f["rule"] == "loader_workers"]
+    if not lw:
+        raise AssertionError(f"no loader_workers finding on the before run: {[f['rule'] for f in rep['findings']]}")
+    ev = lw[0]["evidence"]
+    estimate = ev["speedup_by_workers"].get("2")
+    if estimate is None:
+        raise AssertionError(f"no estimate for 2 workers in {ev}")
+    rc, out, err = sb.gs("compare", before, after, "--json")
+    if rc != 0:
+        raise AssertionError(f"compare exited {rc}: {err}")
+    import json
+    cmp = json.loads(out)
+    measured = cmp["runs"][1]["speedup_vs_first"]
+    tb, ta = (r["figures"]["samples_per_s"] for r in cmp["runs"])
+    if abs(measured - ta / tb) > 1e-6:
+        raise AssertionError(f"compare's speed-up {measured} is not its throughputs' ratio {ta / tb}")
+    rc, text, _ = sb.gs("compare", before, after)
+    if "num_workers" not in text or "loader_workers" not in text:
+        raise AssertionError(f"compare's table lacks the differing param or the finding:\n{text}")
+    own = throughput(out_a) / throughput(out_b)
+    err = measured / estimate - 1
+    log(f"round {k}: before {tb:.1f} samples/s, after {ta:.1f} samples/s: measured {measured:.2f}x "
+        f"(the workload's own count: {own:.2f}x); doctor's estimate for 2 workers {estimate:.2f}x "
+        f"(recommended {ev['recommended_workers']}, model step {ev['predicted_step_s'] * 1e3:.1f} ms "
+        f"vs {ev['step_s'] * 1e3:.1f} ms); estimate off by {err * 100:+.1f}%")
+    log(f"         before-run evidence: usable_cores={ev['usable_cores']:.2f} other_work_cores="
+        f"{ev['other_work_cores']:.2f} compute_s={ev['compute_s'] * 1e3:.1f} ms load_s={ev['load_s_per_batch'] * 1e3:.1f} ms")
+    return abs(err) <= TOLERANCE
+
+
+def main():
+    if not have_torch():
+        log("pair: skipped (the Debian python3-torch is not installed)")
+        return SKIP
+    sb = Sandbox(prefix="gspair-")
+    try:
+        for k in (1, 2):
+            if one_round(sb, k):
+                log(f"ok: the doctor's estimate is within ±{TOLERANCE * 100:.0f}% of the measured speed-up")
+                return 0
+        log(f"FAIL: the estimate missed the measured speed-up by more than ±{TOLERANCE * 100:.0f}% twice")
+        return 1
+    finally:
+        sb.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
