@@ -15,20 +15,17 @@
 
 struct report_opts {
   const char *store, *html;
-  int json, color;
+  int json, color, rediagnose;
   char **refs;
   size_t nrefs;
 };
 
 /* Parses the options report and compare share; returns -1 to go on, else an exit code. */
 static int report_parse_opts(int argc, char **argv, struct report_opts *o, const char *usage) {
-  static const struct option longopts[] = {{"store", required_argument, 0, 's'},
-                                           {"json", no_argument, 0, 'j'},
-                                           {"html", required_argument, 0, 'H'},
-                                           {"color", no_argument, 0, 'c'},
-                                           {"no-color", no_argument, 0, 'n'},
-                                           {"help", no_argument, 0, 'h'},
-                                           {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"store", required_argument, 0, 's'}, {"json", no_argument, 0, 'j'},
+                                           {"html", required_argument, 0, 'H'},  {"color", no_argument, 0, 'c'},
+                                           {"no-color", no_argument, 0, 'n'},    {"diagnose", no_argument, 0, 'd'},
+                                           {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   const char *nc = getenv("NO_COLOR");
   o->color = isatty(STDOUT_FILENO) && !(nc && *nc);
@@ -52,6 +49,9 @@ static int report_parse_opts(int argc, char **argv, struct report_opts *o, const
     case 'n':
       o->color = 0;
       break;
+    case 'd':
+      o->rediagnose = 1;
+      break;
     case 'h':
       printf("%s", usage);
       return GS_EXIT_OK;
@@ -69,8 +69,8 @@ static int report_parse_opts(int argc, char **argv, struct report_opts *o, const
 }
 
 /* Loads a run for a report; on failure prints why and returns the exit code (else 0). */
-static int report_load_or_exit(struct store *st, const char *ref, struct report_run *r) {
-  int rc = report_run_load(st, ref, r);
+static int report_load_or_exit(struct store *st, const char *ref, int rediagnose, struct report_run *r) {
+  int rc = report_run_load(st, ref, rediagnose, r);
   if (rc == GS_OK)
     return 0;
   return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG || rc == GS_EINVAL ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s",
@@ -122,11 +122,12 @@ static int write_html(FILE *out, void *user) {
 
 int cmd_report(int argc, char **argv) {
   static const char usage[] =
-      "usage: gpuscope report RUN [--json] [--html FILE] [--store URL] [--color|--no-color]\n\n"
+      "usage: gpuscope report RUN [--json] [--html FILE] [--diagnose] [--store URL] [--color|--no-color]\n\n"
       "Diagnoses a run: its facts, then the findings ranked by the time they cost, each with the\n"
       "evidence numbers, the estimated speed-up and the fix. A run without findings yet is\n"
-      "diagnosed first. --json prints everything as JSON; --html FILE writes one self-contained\n"
-      "page with charts (FILE '-' is stdout). RUN is an id, a unique id prefix, a name, or 'last'.\n";
+      "diagnosed first; --diagnose diagnoses it again (after a gpuscope upgrade). --json prints\n"
+      "everything as JSON; --html FILE writes one self-contained page with charts (FILE '-' is\n"
+      "stdout). RUN is an id, a unique id prefix, a name, or 'last'.\n";
   struct report_opts o;
   int rc = report_parse_opts(argc, argv, &o, usage);
   if (rc >= 0)
@@ -139,7 +140,7 @@ int cmd_report(int argc, char **argv) {
   if (!st)
     return GS_EXIT_STORE;
   struct report_run r;
-  rc = report_load_or_exit(st, o.refs[0], &r);
+  rc = report_load_or_exit(st, o.refs[0], o.rediagnose, &r);
   if (!rc && o.html) {
     struct html_job j = {st, &r};
     rc = report_write_file(o.html, write_html, &j);
@@ -168,7 +169,8 @@ static int write_compare_html(FILE *out, void *user) {
 
 int cmd_compare(int argc, char **argv) {
   static const char usage[] =
-      "usage: gpuscope compare RUN RUN... [--json] [--html FILE] [--store URL] [--color|--no-color]\n\n"
+      "usage: gpuscope compare RUN RUN... [--json] [--html FILE] [--diagnose] [--store URL]\n"
+      "                        [--color|--no-color]\n\n"
       "Puts runs side by side: throughput (samples/s), median step, data-wait share, GPU util, SM\n"
       "activity, memory peak, energy per sample, idle GPU-hours; each run's speed-up over the first;\n"
       "the params that differ; the findings that appeared or disappeared against the first run.\n"
@@ -188,7 +190,7 @@ int cmd_compare(int argc, char **argv) {
   if (!runs)
     rc = cli_error(GS_EXIT_FAIL, "out of memory");
   for (; !rc && loaded < o.nrefs; loaded++)
-    if ((rc = report_load_or_exit(st, o.refs[loaded], &runs[loaded])))
+    if ((rc = report_load_or_exit(st, o.refs[loaded], o.rediagnose, &runs[loaded])))
       report_run_free(&runs[loaded]);
   if (!rc && o.html) {
     struct compare_job j = {runs, o.nrefs};

@@ -62,7 +62,8 @@ struct dr_gpu {
   double throttle_share;    /* share of the window with thermal/power clock reasons (NAN: no data) */
   unsigned throttle_mask;   /* union of those reasons seen */
   double throttle_clock;    /* mean SM clock while throttled (NAN unknown) */
-  double clock_unthrottled; /* mean SM clock otherwise (NAN unknown) */
+  double clock_unthrottled; /* mean SM clock while busy, unthrottled (NAN unknown) */
+  double throttle_util;     /* mean util while throttled (NAN unknown) */
   int64_t util_series;      /* store series id of gpu.util_pct, -1 none */
 };
 

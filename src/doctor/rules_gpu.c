@@ -117,8 +117,9 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
       g = &d->gpus[i];
   if (!g)
     return;
-  int tensor_idle = g->tensor.n && g->tensor.mean < DR_MP_TENSOR_IDLE &&
-                    ((g->sm_active.n && g->sm_active.mean >= 20) || (g->util.n && g->util.mean >= 50));
+  /* Tensor pipes idle mean something only while the SMs work: by GPM where it exists, else util. */
+  int busy = g->sm_active.n ? g->sm_active.mean >= 20 : g->util.n && g->util.mean >= 50;
+  int tensor_idle = g->tensor.n && g->tensor.mean < DR_MP_TENSOR_IDLE && busy;
   if (!fp32 && !tensor_idle)
     return;
   double u = fmin(fin(mean_used_util(d), 50) / 100, 1);
@@ -225,7 +226,8 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
     double ref = isfinite(g->clock_unthrottled) ? g->clock_unthrottled : g->sm_clock_max.max;
     double ratio = isfinite(g->throttle_clock) && ref > 0 ? fmin(g->throttle_clock / ref, 1) : NAN;
     /* Work rate follows the SM clock while the GPU is busy. */
-    double lost = g->throttle_share * (1 - fin(ratio, 0.8)) * fin(g->util.mean, 100) / 100;
+    double busy = isfinite(g->throttle_util) ? g->throttle_util : fin(g->util.mean, 100);
+    double lost = g->throttle_share * (1 - fin(ratio, 0.8)) * busy / 100;
     if (lost > worst_lost)
       worst = g, worst_lost = lost, worst_ratio = ratio;
   }
@@ -257,7 +259,10 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "temp_max_c", worst->temp.max);
   dr_json_num(&j, "power_mean_w", worst->power.mean);
   dr_json_num(&j, "power_limit_w", worst->power_limit.max);
-  dr_json_str(&j, "model", "lost = throttled share * (1 - clock ratio) * util (work follows the SM clock)");
+  dr_json_num(&j, "util_throttled_pct", worst->throttle_util);
+  dr_json_str(&j, "model",
+              "lost = throttled share * (1 - clock ratio) * util while throttled (work follows the "
+              "SM clock)");
   dr_printf(f->fix, sizeof f->fix,
             "GPU %d ran with its clocks cut by %s for %.0f%% of the run (SM clock %.0f MHz while throttled vs "
             "%.0f MHz otherwise; peak temperature %.0f C, power %.0f of %.0f W). No code change fixes this. %s "

@@ -339,52 +339,73 @@ static int load_procs(struct dr_run *d) {
 
 /* ---- GPUs ---- */
 
-/* NVML clock-event reasons that cut clocks for heat or power (see docs/diagnosis.md). */
+/* NVML clock-event reasons that cut clocks for heat or power (see docs/diagnosis.md), and the one
+ * that only says the GPU is idle. */
 #define THROTTLE_BITS (0x4u | 0x8u | 0x20u | 0x40u | 0x80u)
+#define GPU_IDLE_BIT 0x1u
 
-static void gpu_throttle(struct dr_run *d, struct dr_gpu *g, char *lab) {
-  g->throttle_share = g->throttle_clock = g->clock_unthrottled = NAN;
-  long ti = store_series_find(d->series, d->nseries, "nvml", "gpu.throttle_reasons", lab);
-  if (ti < 0)
-    return;
-  int64_t *t = NULL, *ct = NULL;
-  double *v = NULL, *cv = NULL;
-  size_t n = 0, cn = 0;
-  if (dr_samples(d, d->series[ti].id, &t, &v, &n) || n < 2)
-    goto out;
-  long ci = store_series_find(d->series, d->nseries, "nvml", "gpu.sm_clock_mhz", lab);
-  if (ci >= 0 && dr_samples(d, d->series[ci].id, &ct, &cv, &cn))
-    cn = 0;
-  double hot = 0, all = 0, clk_hot = 0, clk_cool = 0;
-  size_t n_hot = 0, n_cool = 0, j = 0;
+enum { TH_BUSY, TH_HOT, TH_IDLE };
+
+/* Means of a series' samples (st, sv) falling in each state's stretches, where throttle sample i
+ * (times t, states state) holds from t[i] until t[i + 1]. */
+static void means_by_state(const int64_t *t, const int *state, size_t n, int64_t last_end, const int64_t *st,
+                           const double *sv, size_t sn, double mean[3]) {
+  double sum[3] = {0};
+  size_t cnt[3] = {0}, j = 0;
   for (size_t i = 0; i < n; i++) {
-    /* Sample i holds until the next one (the last one for one typical interval). */
-    int64_t end = i + 1 < n ? t[i + 1] : t[i] + (n > 1 ? (t[n - 1] - t[0]) / (int64_t)(n - 1) : 0);
-    double dt = (double)(end - t[i]);
+    int64_t end = i + 1 < n ? t[i + 1] : last_end;
+    for (; j < sn && st[j] < end; j++)
+      if (st[j] >= t[i])
+        sum[state[i]] += sv[j], cnt[state[i]]++;
+  }
+  for (int k = 0; k < 3; k++)
+    mean[k] = cnt[k] ? sum[k] / (double)cnt[k] : NAN;
+}
+
+/* Loads a series of this GPU within the window (NULL, 0 when absent). */
+static void gpu_series(struct dr_run *d, const char *name, const char *lab, int64_t **t, double **v, size_t *n) {
+  long i = store_series_find(d->series, d->nseries, "nvml", name, lab);
+  *t = NULL, *v = NULL, *n = 0;
+  if (i >= 0 && dr_samples(d, d->series[i].id, t, v, n))
+    *n = 0;
+}
+
+/* Time share of heat/power clock reasons, and the SM clock and util while throttled vs while busy
+ * and unthrottled (idle stretches, GpuIdle in the mask, are neither). */
+static void gpu_throttle(struct dr_run *d, struct dr_gpu *g, const char *lab) {
+  g->throttle_share = g->throttle_clock = g->clock_unthrottled = g->throttle_util = NAN;
+  int64_t *t, *ct, *ut;
+  double *v, *cv, *uv;
+  size_t n, cn, un;
+  int *state = NULL;
+  gpu_series(d, "gpu.throttle_reasons", lab, &t, &v, &n);
+  gpu_series(d, "gpu.sm_clock_mhz", lab, &ct, &cv, &cn);
+  gpu_series(d, "gpu.util_pct", lab, &ut, &uv, &un);
+  if (n < 2 || !(state = malloc(n * sizeof *state)))
+    goto out;
+  /* The last sample holds for one typical interval. */
+  int64_t last_end = t[n - 1] + (t[n - 1] - t[0]) / (int64_t)(n - 1);
+  double hot = 0, all = 0;
+  for (size_t i = 0; i < n; i++) {
     unsigned mask = v[i] >= 0 && v[i] < 4294967296.0 ? (unsigned)(unsigned long long)v[i] : 0;
-    int throttled = (mask & THROTTLE_BITS) != 0;
+    state[i] = mask & THROTTLE_BITS ? TH_HOT : mask & GPU_IDLE_BIT ? TH_IDLE : TH_BUSY;
+    double dt = (double)((i + 1 < n ? t[i + 1] : last_end) - t[i]);
     if (dt > 0) {
       all += dt;
-      if (throttled)
+      if (state[i] == TH_HOT)
         hot += dt, g->throttle_mask |= mask & THROTTLE_BITS;
-    }
-    for (; j < cn && ct[j] < end; j++) {
-      if (ct[j] < t[i])
-        continue;
-      if (throttled)
-        clk_hot += cv[j], n_hot++;
-      else
-        clk_cool += cv[j], n_cool++;
     }
   }
   if (all > 0)
     g->throttle_share = hot / all;
-  if (n_hot)
-    g->throttle_clock = clk_hot / (double)n_hot;
-  if (n_cool)
-    g->clock_unthrottled = clk_cool / (double)n_cool;
+  double m[3];
+  means_by_state(t, state, n, last_end, ct, cv, cn, m);
+  g->throttle_clock = m[TH_HOT], g->clock_unthrottled = m[TH_BUSY];
+  means_by_state(t, state, n, last_end, ut, uv, un, m);
+  g->throttle_util = m[TH_HOT];
 out:
-  free(t), free(v), free(ct), free(cv);
+  free(state);
+  free(t), free(v), free(ct), free(cv), free(ut), free(uv);
 }
 
 static int load_gpus(struct dr_run *d) {

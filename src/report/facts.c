@@ -110,7 +110,7 @@ static void figures(struct store *st, struct report_run *r) {
   stat_mean(st, r, "proctree", "tree.rss_bytes", "", &r->job_rss_peak, NULL);
 }
 
-int report_run_load(struct store *st, const char *ref, struct report_run *r) {
+int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r) {
   memset(r, 0, sizeof *r);
   int rc;
   if ((rc = st->run_get(st, ref, &r->run)) || (rc = st->series_list(st, r->run.id, &r->series, &r->nseries)) ||
@@ -119,10 +119,11 @@ int report_run_load(struct store *st, const char *ref, struct report_run *r) {
       (rc = st->notes_read(st, r->run.id, &r->notes, &r->nnotes)) ||
       (rc = st->findings_read(st, r->run.id, &r->findings, &r->nfindings)))
     return rc;
-  if (!r->nfindings) {
+  if (!r->nfindings || rediagnose) {
     free(r->findings);
     r->findings = NULL;
     /* A store we may not write to still gets a report: the findings come back either way. */
+    r->nfindings = 0;
     doctor_run(st, r->run.id, &r->findings, &r->nfindings);
     r->diagnosed = 1;
   }

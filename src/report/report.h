@@ -64,10 +64,11 @@ struct report_run {
   double host_cpu, job_cpu, job_rss_peak;
 };
 
-/* Loads run ref (id, prefix, name or "last") with its findings; when it has none yet, runs the doctor
- * first (storing the findings when the store allows). Returns 0, GS_ENOENT / GS_EAMBIG for a bad
- * reference, or another GS_E code. report_run_free() releases it (also after a failure). */
-int report_run_load(struct store *st, const char *ref, struct report_run *r);
+/* Loads run ref (id, prefix, name or "last") with its findings; when it has none yet, or when
+ * rediagnose is set, runs the doctor first (storing the findings when the store allows). Returns 0,
+ * GS_ENOENT / GS_EAMBIG for a bad reference, or another GS_E code. report_run_free() releases it
+ * (also after a failure). */
+int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r);
 void report_run_free(struct report_run *r);
 
 /* The reports of one run. color: use ANSI colours (the CLI decides: a TTY and no NO_COLOR). Each

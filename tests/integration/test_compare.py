@@ -1,0 +1,103 @@
+"""`gpuscope compare` on real runs: the side-by-side table, each run's speed-up over the first (the
+ratio of measured throughputs), the params that differ, the findings that appeared or disappeared,
+JSON and self-contained HTML forms, and exit codes."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gstest import PYTHON, Sandbox, check, run_tests
+
+# Steps of `data` seconds waiting (sleep) and `compute` seconds spinning, reported over gs1.
+JOB = r'''
+import os, socket, sys, time
+data, comp, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+path = os.environ.get("GPUSCOPE_SOCKET")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def send(line):
+    if path:
+        s.sendto(line.encode(), path)
+for kv in sys.argv[4:]:
+    k, v = kv.split("=", 1)
+    send(f"gs1 param {k} {v}")
+for i in range(n):
+    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
+    while time.monotonic() - t1 < comp:
+        pass
+    t2 = time.monotonic()
+    send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
+'''
+
+SB = None
+
+
+def sandbox():
+    global SB
+    if SB is None:
+        SB = Sandbox()
+        job = os.path.join(SB.dir, "job.py")
+        with open(job, "w") as f:
+            f.write(JOB)
+        # "slow" waits 30 ms for each batch; "fast" is the same loop with the wait gone.
+        SB.ok("run", "--quiet", "--name", "slow", "--", PYTHON, job, "0.03", "0.01", "60", "num_workers=0",
+              "batch_size=32")
+        SB.ok("run", "--quiet", "--name", "fast", "--", PYTHON, job, "0.0", "0.01", "150", "num_workers=4",
+              "batch_size=32")
+    return SB
+
+
+def test_table_shows_speedup_params_and_findings():
+    out = sandbox().ok("compare", "slow", "fast")
+    for row in ("throughput (samples/s)", "speed-up vs first", "median step", "data wait", "GPU util",
+                "energy per sample", "GPU-hours idle"):
+        check(row in out, f"no row {row!r}:\n{out}")
+    check("num_workers" in out and "batch_size" not in out.split("params that differ")[1].split("findings")[0],
+          f"only differing params:\n{out}")
+    check("disappeared: input_latency" in out, out)
+    check("\033[" not in out, "no colour off a terminal")
+
+
+def test_json_speedup_is_the_throughput_ratio():
+    cmp = sandbox().json("compare", "slow", "fast", "--json")
+    a, b = cmp["runs"]
+    check(a["speedup_vs_first"] == 1, str(a["speedup_vs_first"]))
+    ratio = b["figures"]["samples_per_s"] / a["figures"]["samples_per_s"]
+    check(abs(b["speedup_vs_first"] - ratio) < 1e-6 and 2.5 < ratio < 5, f"{b['speedup_vs_first']} vs {ratio}")
+    check(cmp["params_differing"]["num_workers"] == ["0", "4"], str(cmp["params_differing"]))
+    check("input_latency" in b["disappeared"] and "input_latency" in a["rules"], str(b))
+    check(a["appeared"] == [] and a["disappeared"] == [], "the first run is the baseline")
+
+
+def test_html_is_self_contained():
+    sb = sandbox()
+    path = os.path.join(sb.dir, "cmp.html")
+    out = sb.ok("compare", "slow", "fast", "--html", path)
+    check(path in out, out)
+    html = open(path, encoding="utf-8").read()
+    for bad in ("http://", "https://", "<script", "<link", "src="):
+        check(bad not in html, f"{bad} in a self-contained page")
+    check("<svg" in html and "num_workers" in html and "speed-up vs first" in html, "table, params and bars")
+
+
+def test_three_runs_each_against_the_first():
+    cmp = sandbox().json("compare", "slow", "fast", "slow", "--json")
+    check(len(cmp["runs"]) == 3 and abs(cmp["runs"][2]["speedup_vs_first"] - 1) < 1e-9, str(cmp["runs"][2]))
+
+
+def test_exit_codes():
+    sb = sandbox()
+    for args in (["compare"], ["compare", "slow"], ["compare", "slow", "nope"], ["compare", "slow", "fast", "-x"]):
+        rc, _, err = sb.gs(*args)
+        check(rc == 2 and err.startswith("gpuscope: "), f"{args}: {rc} {err!r}")
+    junk = os.path.join(sb.dir, "junk.db")
+    with open(junk, "w") as f:
+        f.write("not a store\n" * 100)
+    rc, _, _ = sb.gs("compare", "slow", "fast", "--store", "sqlite://" + junk)
+    check(rc == 3, f"not a store: {rc}")
+
+
+if __name__ == "__main__":
+    try:
+        run_tests(globals())
+    finally:
+        if SB:
+            SB.close()

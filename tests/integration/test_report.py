@@ -1,0 +1,192 @@
+"""`gpuscope report` on real runs: terminal text (no colour off a TTY), JSON with findings and their
+evidence, one self-contained HTML file with charts, the doctor run on demand, exit codes, and a
+store with garbage in it that must still report without a crash."""
+import json
+import os
+import re
+import sqlite3
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from gstest import BUILD, PYTHON, SRC, Sandbox, check, run_tests
+
+# A job that speaks the gs1 protocol itself (stdlib only): each step waits `data` seconds (sleeping)
+# and computes `compute` seconds (spinning), then reports both.
+JOB = r'''
+import os, socket, sys, time
+data, comp, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+path = os.environ.get("GPUSCOPE_SOCKET")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def send(line):
+    if path:
+        s.sendto(line.encode(), path)
+for kv in sys.argv[4:]:
+    k, v = kv.split("=", 1)
+    send(f"gs1 param {k} {v}")
+for i in range(n):
+    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
+    while time.monotonic() - t1 < comp:
+        pass
+    t2 = time.monotonic()
+    send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
+    if i == n // 2:
+        send(f"gs1 mark epoch 1 t={t2:.6f}")
+'''
+
+SB = None
+
+
+def sandbox():
+    global SB
+    if SB is None:
+        SB = Sandbox()
+        SB.jobfile = os.path.join(SB.dir, "job.py")
+        with open(SB.jobfile, "w") as f:
+            f.write(JOB)
+        SB.ok("run", "--quiet", "--name", "waits", "--", PYTHON, SB.jobfile, "0.03", "0.01", "60", "num_workers=0",
+              "batch_size=32")
+    return SB
+
+
+def test_text_report_names_findings_evidence_and_fix():
+    out = sandbox().ok("report", "waits")
+    check("findings" in out and "fix:" in out and "evidence:" in out, out)
+    check("\033[" not in out, "no colour when stdout is not a terminal")
+    check(re.search(r"\d+ steps, [\d.]+ samples/s", out), out)
+
+
+def test_json_report_has_run_figures_and_findings():
+    rep = sandbox().json("report", "waits", "--json")
+    check(rep["run"]["name"] == "waits" and rep["run"]["status"] == "finished", str(rep["run"]))
+    check(rep["params"]["num_workers"] == "0", str(rep["params"]))
+    fig = rep["figures"]
+    check(fig["steps"] >= 50 and fig["samples_per_s"] > 0 and 0.5 < fig["data_share"] < 0.95, str(fig))
+    check(fig["gpus"] == 0 and fig["gpu_util_pct"] is None, "no GPU: absent, not zero")
+    check(rep["findings"], "at least one finding (or healthy)")
+    for f in rep["findings"]:
+        check(set(f) >= {"rule", "severity", "share", "lost_s", "speedup", "title", "evidence", "fix"}, str(f))
+        check(isinstance(f["evidence"], dict) and f["fix"], str(f))
+    top = rep["findings"][0]
+    check(top["rule"] == "input_latency" and top["share"] > 0.5, f"a sleeping loader: {top['rule']}")
+
+
+def test_html_report_is_one_self_contained_file():
+    sb = sandbox()
+    path = os.path.join(sb.dir, "r.html")
+    out = sb.ok("report", "waits", "--html", path)
+    check(path in out, out)
+    html = open(path, encoding="utf-8").read()
+    check(html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>"), html[:80])
+    for bad in ("http://", "https://", "<script", "<link", "src=", "url(", "@import"):
+        check(bad not in html, f"{bad} in a self-contained report")
+    check(html.count("<svg") >= 3, "charts: CPU heat map, job CPU, steps, idle gaps")
+    check("Step time" in html and "CPU busy per core" in html and "epoch" in html, "step chart with the mark")
+    check(oct(os.stat(path).st_mode & 0o777) != "0o600", "a report is created like any file")
+
+
+def test_html_to_stdout_with_dash():
+    rc, out, _ = sandbox().gs("report", "waits", "--html", "-")
+    check(rc == 0 and out.startswith("<!DOCTYPE html>"), out[:80])
+
+
+def test_gpu_report_charts_gpus_and_throttling():
+    lib = os.path.join(BUILD, "tests", "gpusim", "libnvidia-ml.so.1")
+    if not os.path.exists(lib):
+        print("  (skipped: no gpusim)")
+        return
+    sb = sandbox()
+    env = {"GPUSCOPE_NVML_LIB": lib, "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios",
+                                                                      "throttled.scn")}
+    sb.ok("run", "--quiet", "--name", "hot", "--", PYTHON, sb.jobfile, "0.001", "0.02", "300", env=env)
+    path = os.path.join(sb.dir, "hot.html")
+    sb.ok("report", "hot", "--html", path)
+    html = open(path, encoding="utf-8").read()
+    for chart in ("GPU utilisation", "SM activity", "GPU memory used", "Power", "Temperature"):
+        check(chart in html, f"no {chart} chart")
+    check("SwThermalSlowdown" in html, "throttle spans are marked")
+    rep = sb.json("report", "hot", "--json")
+    check(rep["figures"]["gpus"] == 1 and rep["gpus"][0]["name"] == "NVIDIA H200", str(rep["gpus"]))
+    check("throttled" in [f["rule"] for f in rep["findings"]], str([f["rule"] for f in rep["findings"]]))
+
+
+def test_exit_codes():
+    sb = sandbox()
+    for args, code in ((["report"], 2), (["report", "nope"], 2), (["report", "waits", "--bogus"], 2),
+                       (["report", "waits", "--html"], 2), (["report", "a", "b"], 2)):
+        rc, _, err = sb.gs(*args)
+        check(rc == code and err.startswith("gpuscope: "), f"{args}: {rc} {err!r}")
+    junk = os.path.join(sb.dir, "junk.db")
+    with open(junk, "w") as f:
+        f.write("not a store\n" * 100)
+    rc, _, err = sb.gs("report", "last", "--store", "sqlite://" + junk)
+    check(rc == 3, f"not a store: {rc} {err!r}")
+    rc, _, _ = sb.gs("report", "waits", "--html", "/nonexistent/dir/r.html")
+    check(rc == 2, f"unwritable --html: {rc}")
+    rc, out, _ = sb.gs("report", "--help")
+    check(rc == 0 and "usage: gpuscope report" in out, out)
+
+
+def test_report_diagnoses_a_run_without_findings():
+    sb = sandbox()
+    rid = sb.json("report", "waits", "--json")["run"]["id"]
+    db = sqlite3.connect(sb.db)
+    db.execute("DELETE FROM findings WHERE run_id = ?", (rid,))
+    db.commit()
+    rep = sb.json("report", "waits", "--json")
+    check(rep["diagnosed_now"] is True and rep["findings"], "the doctor ran")
+    n = db.execute("SELECT count(*) FROM findings WHERE run_id = ?", (rid,)).fetchone()[0]
+    check(n == len(rep["findings"]), "and its findings were stored")
+    check(sb.json("report", "waits", "--json")["diagnosed_now"] is False, "the next report reads them")
+    db.close()
+
+
+def test_garbage_in_the_store_does_not_break_the_report():
+    sb = Sandbox()
+    try:
+        job = os.path.join(sb.dir, "job.py")
+        with open(job, "w") as f:
+            f.write(JOB)
+        sb.ok("run", "--quiet", "--name", "g", "--", PYTHON, job, "0.001", "0.01", "30")
+        rid = sb.json("report", "g", "--json")["run"]["id"]
+        db = sqlite3.connect(sb.db)
+        evil = b"\x1b[31mred\x1b[0m \xff\xfe bad utf-8 \xc0\xaf <script>alert(1)</script> \"quote\\"
+        db.execute("UPDATE findings SET evidence = ?, title = ?, fix = ?, rule = ?, severity = ? WHERE run_id = ?",
+                   (b'{"unterminated": [1, 2', evil, evil, evil[:20], evil[:10], rid))
+        db.execute("INSERT INTO findings VALUES(?, 99, 'x', 'high', 1e308, -5, 'nan', ?, '{\"a\":{\"b\":[1,{}]}}', '')",
+                   (rid, evil))
+        db.execute("INSERT OR REPLACE INTO params VALUES(?, ?, ?)", (rid, evil, evil))
+        db.execute("UPDATE runs SET name = ?, command = ? WHERE id = ?", (evil, evil, rid))
+        db.commit()
+        db.close()
+        out = sb.ok("report", rid)
+        check("\x1b" not in out, "no escape sequence from the store reaches the terminal")
+        rc, raw, err = sb.gs("report", rid, "--json")
+        check(rc == 0, err)
+        rep = json.loads(raw)
+        check(any("evidence_text" in f for f in rep["findings"]), "invalid evidence comes back as text")
+        path = os.path.join(sb.dir, "g.html")
+        sb.ok("report", rid, "--html", path)
+        html = open(path, encoding="utf-8").read()
+        check("<script>" not in html and "&lt;script&gt;" in html, "store text is escaped in HTML")
+        sb.ok("compare", rid, rid)
+    finally:
+        sb.close()
+
+
+def test_run_summary_ends_with_the_diagnosis():
+    sb = sandbox()
+    rc, _, err = sb.gs("run", "--name", "sum", "--", PYTHON, sb.jobfile, "0.03", "0.01", "40")
+    check(rc == 0, err)
+    lines = err.splitlines()
+    steps = [i for i, l in enumerate(lines) if l.strip().startswith("steps:")]
+    diag = [i for i, l in enumerate(lines) if l.strip().startswith("diagnosis")]
+    check(steps and diag and diag[0] > steps[0], err)
+    check(any(re.match(r"\s+1\. \w+ ", l) for l in lines[diag[0]:]), err)
+
+
+if __name__ == "__main__":
+    try:
+        run_tests(globals())
+    finally:
+        if SB:
+            SB.close()
