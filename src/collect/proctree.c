@@ -4,7 +4,9 @@
  * processes are running, sleeping or in uninterruptible (D) sleep. Descendants are found through
  * /proc/PID/task/TID/children; gpuscope is a child subreaper, so orphaned grandchildren become its
  * own children and stay in the tree. Processes that exit between listing and reading are skipped.
- * Each process's files stay open (pread per tick) while it lives. */
+ * Each process's files — stat, io and its main thread's children list — stay open (pread per tick)
+ * while it lives, as does the agent's own children list: opening a procfs file costs more than
+ * reading it. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +22,7 @@ enum { BUF = 8192, MAX_PROCS = 4096, FULL_SCAN_EVERY = 10 };
 struct proc {
   pid_t pid;
   uint64_t start; /* starttime: tells a reused pid from the process we knew */
-  int fd_stat, fd_io;
+  int fd_stat, fd_io, fd_children; /* fd_children: /proc/PID/task/PID/children */
   uint64_t cpu_prev, rb_prev, wb_prev;
   int primed;
   unsigned tick;
@@ -42,6 +44,8 @@ struct proctree {
   int seen_total, peak_procs;
   double peak_rss;
   int with_self;
+  pid_t self_pid;       /* the agent (with_self), 0 otherwise */
+  int fd_self_children; /* its main thread's children list, kept open; -1 when none */
 };
 
 static const struct gs_metric_desc proctree_metrics[] = {
@@ -79,17 +83,11 @@ static int add_found(struct proctree *t, pid_t pid) {
   return 1;
 }
 
-static void add_children_file(struct proctree *t, const char *rel) {
-  char p[512];
-  int fd = open(collect_path(&t->opts, rel, p, sizeof p), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return;
+/* Adds the pids of a children list read from an open file (from offset 0). */
+static void add_children_fd(struct proctree *t, int fd) {
   char buf[4096];
-  ssize_t r = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (r <= 0)
+  if (reread(fd, buf, sizeof buf) <= 0)
     return;
-  buf[r] = 0;
   for (const char *s = buf; *s;) {
     while (*s == ' ' || *s == '\n')
       s++;
@@ -103,11 +101,32 @@ static void add_children_file(struct proctree *t, const char *rel) {
   }
 }
 
+static int open_children(struct proctree *t, const char *rel) {
+  char p[512];
+  return open(collect_path(&t->opts, rel, p, sizeof p), O_RDONLY | O_CLOEXEC);
+}
+
+static void add_children_file(struct proctree *t, const char *rel) {
+  int fd = open_children(t, rel);
+  if (fd < 0)
+    return;
+  add_children_fd(t, fd);
+  close(fd);
+}
+
+static struct proc *find_proc(struct proctree *t, pid_t pid);
+
 /* Adds the children of pid: those its main thread started every tick, those of all its threads on
  * a full scan (a child forked from another thread is listed under that thread). */
 static void add_children(struct proctree *t, pid_t pid, int full) {
   char rel[320];
   if (!full) {
+    struct proc *p = t->self_pid && pid == t->self_pid ? NULL : find_proc(t, pid);
+    int fd = t->self_pid && pid == t->self_pid ? t->fd_self_children : p ? p->fd_children : -1;
+    if (fd >= 0) {
+      add_children_fd(t, fd);
+      return;
+    }
     snprintf(rel, sizeof rel, "/proc/%d/task/%d/children", pid, pid);
     add_children_file(t, rel);
     return;
@@ -139,7 +158,9 @@ static void proc_drop(struct proc *p) {
     close(p->fd_stat);
   if (p->fd_io >= 0)
     close(p->fd_io);
-  p->fd_stat = p->fd_io = -1;
+  if (p->fd_children >= 0)
+    close(p->fd_children);
+  p->fd_stat = p->fd_io = p->fd_children = -1;
 }
 
 struct stat_fields {
@@ -208,6 +229,8 @@ static struct proc *proc_new(struct proctree *t, struct gs_sink *s, pid_t pid, i
   p->fd_stat = fd;
   snprintf(rel, sizeof rel, "/proc/%d/io", pid);
   p->fd_io = open(collect_path(&t->opts, rel, path, sizeof path), O_RDONLY | O_CLOEXEC);
+  snprintf(rel, sizeof rel, "/proc/%d/task/%d/children", pid, pid);
+  p->fd_children = open_children(t, rel);
   p->start = f.start;
   snprintf(p->comm, sizeof p->comm, "%s", f.comm);
   char lab[32];
@@ -314,6 +337,8 @@ static void proctree_close(void *ctx) {
     proc_drop(&t->procs[i]);
   free(t->procs);
   free(t->found);
+  if (t->fd_self_children >= 0)
+    close(t->fd_self_children);
   free(t);
 }
 
@@ -332,6 +357,13 @@ static void *proctree_open(const struct collector_opts *o, struct gs_sink *s, ch
   t->page = (double)sysconf(_SC_PAGESIZE);
   /* As a subreaper, orphans of the job become our children: watch them too (live system only). */
   t->with_self = o->subreaper;
+  t->fd_self_children = -1;
+  if (t->with_self) {
+    char rel[64];
+    t->self_pid = getpid();
+    snprintf(rel, sizeof rel, "/proc/%d/task/%d/children", t->self_pid, t->self_pid);
+    t->fd_self_children = open_children(t, rel);
+  }
   static const char *names[9] = {"tree.cpu_pct", "tree.rss_bytes", "tree.procs", "tree.threads", "tree.running",
                                  "tree.sleeping", "tree.dstate", "tree.read_bytes_s", "tree.write_bytes_s"};
   static const char *units[9] = {"%", "B", "count", "count", "count", "count", "count", "B/s", "B/s"};
