@@ -41,6 +41,8 @@ struct host {
   int ncpu;
   struct dev_prev disk[MAX_DEVS], net[MAX_DEVS];
   int ndisk, nnet;
+  char not_disk[MAX_DEVS][32]; /* diskstats names that are not whole disks (partitions, loops) */
+  int nnot_disk;
   uint64_t psi_prev[3][2];
   int sid_psi[3][2];
   int sid_load[3];
@@ -199,12 +201,25 @@ static struct dev_prev *dev_slot(struct dev_prev *devs, int *n, const char *name
   return d;
 }
 
-static int whole_disk(struct host *h, const char *name) {
-  if (!strncmp(name, "loop", 4) || !strncmp(name, "ram", 3))
-    return 0;
+static int same_name(const char *known, const char *name, size_t len) {
+  return strlen(known) == len && !memcmp(known, name, len);
+}
+
+/* Whether a diskstats name is a whole disk (it has /sys/block/NAME). A name found not to be is
+ * remembered, so partitions cost no system call on later ticks. */
+static int whole_disk(struct host *h, const char *name, size_t len) {
+  for (int i = 0; i < h->nnot_disk; i++)
+    if (same_name(h->not_disk[i], name, len))
+      return 0;
   char p[256], q[512];
-  snprintf(p, sizeof p, "/sys/block/%s", name);
-  return access(collect_path(&h->opts, p, q, sizeof q), F_OK) == 0;
+  snprintf(p, sizeof p, "/sys/block/%.*s", (int)len, name);
+  if (strncmp(name, "loop", 4) && strncmp(name, "ram", 3) && access(collect_path(&h->opts, p, q, sizeof q), F_OK) == 0)
+    return 1;
+  if (h->nnot_disk < MAX_DEVS && len < sizeof h->not_disk[0]) {
+    memcpy(h->not_disk[h->nnot_disk], name, len);
+    h->not_disk[h->nnot_disk++][len] = 0;
+  }
+  return 0;
 }
 
 static void read_diskstats(struct host *h, struct gs_sink *s, int64_t now, double dt) {
@@ -223,13 +238,11 @@ static void read_diskstats(struct host *h, struct gs_sink *s, int64_t now, doubl
       p++;
     size_t len = (size_t)(p - name);
     int fresh = 0;
-    char nm[32];
-    snprintf(nm, sizeof nm, "%.*s", (int)(len < 31 ? len : 31), name);
     struct dev_prev *d = NULL;
-    for (int i = 0; i < h->ndisk; i++)
-      if (!strcmp(h->disk[i].name, nm))
+    for (int i = 0; i < h->ndisk && !d; i++)
+      if (same_name(h->disk[i].name, name, len))
         d = &h->disk[i];
-    if (!d && whole_disk(h, nm))
+    if (!d && len && whole_disk(h, name, len))
       d = dev_slot(h->disk, &h->ndisk, name, len, &fresh);
     if (d) {
       uint64_t reads = next_u64(&p);
