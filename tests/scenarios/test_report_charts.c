@@ -1,0 +1,178 @@
+/* Unit tests of the report's charts and pages on synthetic runs written straight into a store: a long
+ * run is drawn from min/max rollups in which a dip shorter than a bucket still shows; a gap in the
+ * samples is a gap in the line; the HTML page of a long multi-GPU run is written in one piece; the
+ * JSON checker accepts what JSON allows and nothing else. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "report/report_int.h"
+#include "store/store.h"
+
+#define S 1000000000LL
+#define T0 (3 * S)
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/gs-test-charts-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A two-hour run at 10 Hz: GPU 0 and 1 busy at 97 % except one 0.3 s dip to 0 at 3600 s on GPU 0, and
+ * no samples at all from 5000 s to 5100 s on GPU 1 (the driver did not answer). */
+static struct store *long_run(struct store_run *run) {
+  char url[400];
+  snprintf(url, sizeof url, "sqlite://%s/long.db", dir);
+  struct store *st = store_open(url);
+  assert_non_null(st);
+  memset(run, 0, sizeof *run);
+  snprintf(run->name, sizeof run->name, "long");
+  run->agent_pid = getpid();
+  run->exit_code = -1;
+  run->start_wall_ns = gs_wall_ns();
+  run->mono_start_ns = T0;
+  run->interval_ns = S / 10;
+  assert_int_equal(st->run_begin(st, run), 0);
+  struct gs_sink *sink = gs_sink_new();
+  int u0 = gs_sink_series(sink, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  int u1 = gs_sink_series(sink, "nvml", "gpu.util_pct", "gpu=1", "%", GS_GAUGE);
+  int m0 = gs_sink_series(sink, "nvml", "gpu.mem_used_bytes", "gpu=0", "B", GS_GAUGE);
+  int c0 = gs_sink_series(sink, "host", "host.cpu.busy_pct", "cpu=0", "%", GS_GAUGE);
+  for (int64_t k = 0; k <= 7200 * 10; k++) {
+    int64_t t = T0 + k * S / 10;
+    double s = k / 10.0;
+    gs_sink_put(sink, u0, t, s >= 3600 && s < 3600.3 ? 0 : 97);
+    if (s < 5000 || s >= 5100)
+      gs_sink_put(sink, u1, t, 97);
+    gs_sink_put(sink, m0, t, 60e9);
+    gs_sink_put(sink, c0, t, 40);
+    if (k % 10000 == 0) {
+      struct gs_batch *b = gs_sink_take(sink);
+      assert_int_equal(st->run_append(st, run, b), 0);
+      gs_batch_free(b);
+    }
+  }
+  struct gs_batch *b = gs_sink_take(sink);
+  assert_int_equal(st->run_append(st, run, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(sink);
+  snprintf(run->status, sizeof run->status, "finished");
+  run->exit_code = 0;
+  run->end_wall_ns = run->start_wall_ns + 7200 * S;
+  assert_int_equal(st->run_end(st, run), 0);
+  return st;
+}
+
+static const struct store_series *series_of(const struct store_series *s, size_t n, const char *name,
+                                            const char *labels) {
+  long i = store_series_find(s, n, "nvml", name, labels);
+  assert_true(i >= 0);
+  return &s[i];
+}
+
+static void test_long_run_keeps_a_short_dip_and_a_gap(void **state) {
+  (void)state;
+  struct store_run run;
+  struct store *st = long_run(&run);
+  struct store_series *ser;
+  size_t n;
+  assert_int_equal(st->series_list(st, run.id, &ser, &n), 0);
+  struct rp_points p;
+  assert_int_equal(rp_points_load(st, series_of(ser, n, "gpu.util_pct", "gpu=0"), 7200, &p), 0);
+  /* 72,001 raw points become the stored 10 s rollups: 721 buckets, light enough for a chart. */
+  if (!(p.n > 700 && p.n < 750))
+    fail_msg("%zu points", p.n);
+  double lowest = INFINITY, lowest_mean = INFINITY;
+  for (size_t i = 0; i < p.n; i++) {
+    lowest = fmin(lowest, p.mn[i]);
+    lowest_mean = fmin(lowest_mean, p.mean[i]);
+  }
+  assert_true(lowest == 0);       /* the 0.3 s dip is the bucket's minimum ... */
+  assert_true(lowest_mean > 60);  /* ... though its mean hides it */
+  rp_points_free(&p);
+  assert_int_equal(rp_points_load(st, series_of(ser, n, "gpu.util_pct", "gpu=1"), 7200, &p), 0);
+  int gap = 0;
+  for (size_t i = 1; i < p.n; i++)
+    gap |= p.t[i] - p.t[i - 1] > 3 * p.step_s;
+  assert_true(gap); /* the silent 100 s are a gap, never zeros */
+  for (size_t i = 0; i < p.n; i++)
+    assert_true(p.mn[i] == 97);
+  rp_points_free(&p);
+
+  struct report_run r;
+  assert_int_equal(report_run_load(st, run.id, 0, &r), 0);
+  char *page = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&page, &len);
+  assert_int_equal(report_html(out, st, &r), 0);
+  fclose(out);
+  assert_non_null(strstr(page, "GPU utilisation"));
+  assert_non_null(strstr(page, "</html>"));
+  /* The idle-gap timeline marks the dip on GPU 0. */
+  assert_non_null(strstr(page, "idle 3600"));
+  free(page);
+  report_run_free(&r);
+  free(ser);
+  st->close(st);
+}
+
+static void test_json_checker(void **state) {
+  (void)state;
+  const char *good[] = {"{}", " { \"a\" : 1 } ", "{\"a\":[1,2.5e-3,-0,true,false,null,\"x\\u00e9\\n\"],\"b\":{}}",
+                        "{\"\xc3\xa9\":\"\xe2\x82\xac\"}"};
+  const char *bad[] = {"",          "[]",          "{",           "{\"a\":}",        "{\"a\":1,}",
+                       "{\"a\":01}", "{\"a\":1} x", "{'a':1}",     "{\"a\":\"\x01\"}", "{\"a\":\"\xff\"}",
+                       "{\"a\":nan}", "{\"a\":.5}", "{\"a\":\"\\x\"}", "{\"a\":tru}"};
+  for (size_t i = 0; i < sizeof good / sizeof *good; i++)
+    assert_true(rp_json_object_valid(good[i]));
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    if (rp_json_object_valid(bad[i]))
+      fail_msg("accepted %s", bad[i]);
+  char deep[512] = "";
+  for (int i = 0; i < 40; i++)
+    strcat(deep, "{\"a\":");
+  strcat(deep, "1");
+  for (int i = 0; i < 40; i++)
+    strcat(deep, "}");
+  assert_false(rp_json_object_valid(deep)); /* nesting is bounded */
+}
+
+static void test_utf8_is_repaired(void **state) {
+  (void)state;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  rp_json_str(out, "ok \xc3\xa9 \xff \xed\xa0\x80 \x1b[0m \"");
+  fputc('\n', out);
+  rp_text(out, "a\x1b[31mb\x07\xc2\x9b c\n", 0);
+  fclose(out);
+  assert_string_equal(buf, "\"ok \xc3\xa9 \xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \\u001b[0m \\\"\"\n"
+                           "a[31mb c ");
+  free(buf);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_long_run_keeps_a_short_dip_and_a_gap),
+      cmocka_unit_test(test_json_checker),
+      cmocka_unit_test(test_utf8_is_repaired),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
