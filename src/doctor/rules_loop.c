@@ -17,11 +17,13 @@ static double fin(double v, double dflt) {
   return isfinite(v) ? v : dflt;
 }
 
-/* Cores the job could use: its quota or the CPUs, less what other work on the host took. */
+/* Cores the job could use: the CPUs less what other work on the host took, and never more than its
+ * cgroup quota (other work outside the job's cgroup does not spend the quota). */
 static double usable_cores(const struct dr_run *d) {
   if (!isfinite(d->cores))
     return NAN;
-  return fmax(0.5, d->cores - fin(d->others_cores, 0));
+  double free_cpus = d->ncpu ? d->ncpu - fin(d->others_cores, 0) : d->cores;
+  return fmax(0.5, fmin(d->cores, free_cpus));
 }
 
 static int saturated(const struct dr_run *d) {
@@ -163,7 +165,7 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
   int pf = d->persistent_workers == 1 ? 1 : 0;
   dr_printf(f->fix, sizeof f->fix,
             "Loading is CPU-bound (%.2f cores per loading process) and the host has room: %.1f usable cores, "
-            "memory for %s more workers. Load in %d worker processes (processes, not threads: Python "
+            "memory for %s more workers. Load in %d worker process%s (processes, not threads: Python "
             "transforms hold the GIL)%s. Model: step = max(compute %.0f ms, load %.0f ms / workers, the job's "
             "CPU per step / usable cores) = %.0f ms, down from %.0f ms.\n"
             "PyTorch:\n"
@@ -172,7 +174,7 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
             "Keras / tf.data:\n"
             "  ds = ds.map(augment, num_parallel_calls=%d).prefetch(tf.data.AUTOTUNE)\n"
             "  # or a keras.utils.PyDataset / Sequence: model.fit(seq, workers=%d, use_multiprocessing=True)",
-            lcpu, usable_cores(d), mem_cap >= DR_MAX_WORKERS ? "many" : "enough", rec,
+            lcpu, usable_cores(d), mem_cap >= DR_MAX_WORKERS ? "many" : "enough", rec, rec == 1 ? "" : "es",
             pf ? "" : ", kept alive between epochs", compute_h2d_s(d) * 1e3, load_s * 1e3, s_new * 1e3,
             d->step_mean * 1e3, fin(d->batch_size, 64), rec, rec, rec);
 }
@@ -217,7 +219,8 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
             "  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()  # cache before random aug\n"
             "  ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
             fin(d->data_mean, 0) * 1e3, fin(d->step_mean, 0) * 1e3,
-            saturated(d) ? " (here they are not: the job already uses the cores it can)" : " (see loader_workers)");
+            dr_has(fs, "loader_workers") ? " (see loader_workers)"
+                                         : " (here they are not: the job already uses the cores it can)");
 }
 
 static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu) {
@@ -325,12 +328,13 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
     add_input_latency(d, fs, w0, lcpu);
     return;
   }
-  add_input_bound(d, fs, lcpu, 0);
   /* Per-batch loading time: all of the data wait without workers; with w0 workers that keep the step
-   * waiting, each batch takes w0 steps to make. */
+   * waiting, each batch takes w0 steps to make. The cheap win first, so the general finding can point
+   * to it. */
   double load_s = w0 > 0 ? w0 * d->step_mean : d->data_mean;
   if (isfinite(load_s))
     add_loader_workers(d, fs, w0, load_s, lcpu);
+  add_input_bound(d, fs, lcpu, 0);
 }
 
 /* ---- host code ---- */

@@ -27,7 +27,7 @@ static void print_findings(FILE *out, struct store *st, const struct store_run *
   fprintf(out, "  diagnosis (evidence and fixes: gpuscope report %s):\n", run->id);
   for (size_t i = 0; i < nf && i < SUMMARY_FINDINGS; i++) {
     char cost[32], gain[32], rule[32];
-    snprintf(cost, sizeof cost, "%.0f%% of run", f[i].share * 100);
+    snprintf(cost, sizeof cost, "%.0f%% lost", f[i].share * 100);
     if (f[i].speedup >= 1.01)
       snprintf(gain, sizeof gain, "~%.1fx if fixed", f[i].speedup);
     else

@@ -173,7 +173,7 @@ int report_text(FILE *out, const struct report_run *r, int color) {
             rp_num(b3, sizeof b3, r->gpu_idle_hours, 3, ""), rp_num(b4, sizeof b4, r->gpu_hours, 3, ""));
 
   fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s.bold, s.reset,
-          r->diagnosed ? " (diagnosed now: the run had none stored)" : "");
+          r->diagnosed ? " (diagnosed now)" : "");
   if (!r->nfindings)
     fputs("  none: the diagnosis could not run on this run\n", out);
   for (size_t i = 0; i < r->nfindings; i++)
