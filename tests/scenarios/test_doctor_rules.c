@@ -233,6 +233,21 @@ static void test_input_bound_on_saturated_cpu_gives_no_worker_advice(void **stat
   fake_free(&f, fs);
 }
 
+static void test_cgroup_quota_bounds_the_worker_advice(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 13, 1.0); /* eight idle CPUs, but the job's cgroup may use one core */
+  constant(&f, "host", "host.cgroup.cpu_limit_cores", "", 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "input_bound");
+  assert_non_null(strstr(find(fs, n, "input_bound")->fix, "already uses the cores it can"));
+  fake_free(&f, fs);
+}
+
 static void test_data_wait_with_idle_loader_is_latency(void **state) {
   (void)state;
   struct fake f;
@@ -476,6 +491,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
       cmocka_unit_test(test_input_bound_on_saturated_cpu_gives_no_worker_advice),
+      cmocka_unit_test(test_cgroup_quota_bounds_the_worker_advice),
       cmocka_unit_test(test_data_wait_with_idle_loader_is_latency),
       cmocka_unit_test(test_data_wait_in_d_state_is_storage),
       cmocka_unit_test(test_compute_bound_cpu_run_is_healthy),
