@@ -107,13 +107,13 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
   double cores = d->cores;
   if (!isfinite(cores) || !isfinite(d->step_mean))
     return;
-  int wmax = (int)floor(cores);
-  if (wmax > DR_MAX_WORKERS)
-    wmax = DR_MAX_WORKERS;
+  int wmax = cores >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)floor(cores);
   double per = bytes_per_worker(d), room = memory_room(d);
   int mem_cap = DR_MAX_WORKERS;
-  if (isfinite(per) && per > 0 && isfinite(room))
-    mem_cap = w0 + (int)floor(DR_WORKER_MEM_SAFETY * fmax(room, 0) / per);
+  if (isfinite(per) && per > 0 && isfinite(room)) {
+    double extra = floor(DR_WORKER_MEM_SAFETY * fmax(room, 0) / per);
+    mem_cap = extra >= DR_MAX_WORKERS ? DR_MAX_WORKERS : w0 + (int)extra;
+  }
   if (mem_cap < wmax)
     wmax = mem_cap;
   if (wmax <= w0)
@@ -225,7 +225,8 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
 
 static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu) {
   double ch = compute_h2d_s(d);
-  int rec = (int)ceil(fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
+  double need = ceil(fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
+  int rec = need >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)need;
   if (rec < w0 + 2)
     rec = w0 + 2;
   if (rec > DR_MAX_WORKERS)

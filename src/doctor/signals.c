@@ -384,7 +384,8 @@ static void gpu_throttle(struct dr_run *d, struct dr_gpu *g, const char *lab) {
   if (n < 2 || !(state = malloc(n * sizeof *state)))
     goto out;
   /* The last sample holds for one typical interval. */
-  int64_t last_end = t[n - 1] + (t[n - 1] - t[0]) / (int64_t)(n - 1);
+  int64_t typical = (t[n - 1] - t[0]) / (int64_t)(n - 1); /* both within the window: no overflow */
+  int64_t last_end = t[n - 1] > INT64_MAX - typical ? INT64_MAX : t[n - 1] + typical;
   double hot = 0, all = 0;
   for (size_t i = 0; i < n; i++) {
     unsigned mask = v[i] >= 0 && v[i] < 4294967296.0 ? (unsigned)(unsigned long long)v[i] : 0;
@@ -521,7 +522,9 @@ int dr_run_load(struct store *st, const char *run_id, struct dr_run *d) {
   for (size_t i = 0; i < d->nseries; i++)
     if (d->series[i].count > 0 && d->series[i].t_last > last)
       last = d->series[i].t_last;
-  int64_t dur = d->run.end_wall_ns > d->run.start_wall_ns ? d->run.end_wall_ns - d->run.start_wall_ns : last;
+  /* In double: the store's times are untrusted and their difference may not fit an int64. */
+  double span = (double)d->run.end_wall_ns - (double)d->run.start_wall_ns;
+  int64_t dur = span > 0 && span < 9e18 ? (int64_t)span : last;
   d->duration_s = dur > 0 ? (double)dur / NS : NAN;
   if ((rc = load_steps(d)))
     return rc;

@@ -131,7 +131,9 @@ int report_run_load(struct store *st, const char *ref, int rediagnose, struct re
   for (size_t i = 0; i < r->nseries; i++)
     if (r->series[i].count > 0 && r->series[i].t_last > last)
       last = r->series[i].t_last;
-  int64_t dur = r->run.end_wall_ns > r->run.start_wall_ns ? r->run.end_wall_ns - r->run.start_wall_ns : last;
+  /* In double: the store's times are untrusted and their difference may not fit an int64. */
+  double span = (double)r->run.end_wall_ns - (double)r->run.start_wall_ns;
+  int64_t dur = span > 0 && span < 9e18 ? (int64_t)span : last;
   r->duration_s = dur > 0 ? (double)dur / 1e9 : NAN;
   if ((rc = report_step_stats(st, r->run.id, r->series, r->nseries, &r->steps)) || (rc = load_gpus(st, r)))
     return rc;

@@ -54,7 +54,7 @@ static void facts(FILE *out, const struct report_run *r) {
   char b[256], dur[32];
   fputs("<table>\n", out);
   row(out, "status", r->run.status);
-  gs_fmt_duration(isfinite(r->duration_s) ? (int64_t)(r->duration_s * 1e9) : 0, dur, sizeof dur);
+  gs_fmt_duration(r->duration_s < 9e9 ? (int64_t)(r->duration_s * 1e9) : 0, dur, sizeof dur);
   snprintf(b, sizeof b, "%s, exit %d", dur, r->run.exit_code);
   row(out, "duration", b);
   row(out, "command", r->run.command);
@@ -241,14 +241,16 @@ static void bucket_means(const struct rp_points *p, double span, double *out, in
   for (int k = 0; k < ncol; k++)
     out[k] = 0;
   for (size_t i = 0; i < p->n; i++) {
-    int b = (int)(p->t[i] / span * ncol);
-    if (b < 0 || b >= ncol)
+    double x = p->t[i] / span * ncol;
+    if (!(x >= 0 && x < ncol))
       continue;
+    int b = (int)x;
     out[b] += p->mean[i];
     cnt[b]++;
   }
   double width = span / ncol;
-  int hold = p->step_s > 0 ? (int)ceil(3 * p->step_s / width) : 0, since = hold + 1;
+  double h = p->step_s > 0 ? ceil(3 * p->step_s / width) : 0;
+  int hold = h < ncol ? (int)h : ncol, since = hold + 1;
   for (int k = 0; k < ncol; k++) {
     if (cnt[k]) {
       out[k] /= cnt[k];
@@ -511,7 +513,7 @@ static void idle_timeline(FILE *out, struct store *st, const struct report_run *
       double *gaps = malloc((n - 1) * sizeof *gaps);
       if (gaps) {
         for (size_t k = 1; k < n; k++)
-          gaps[k - 1] = (double)(t[k] - t[k - 1]) / 1e9;
+          gaps[k - 1] = ((double)t[k] - (double)t[k - 1]) / 1e9;
         double med = 0;
         double *sorted = malloc((n - 1) * sizeof *sorted);
         if (sorted) {

@@ -137,7 +137,7 @@ int report_step_stats(struct store *st, const char *run_id, const struct store_s
   out->samples = samples;
   /* Throughput over wall time from the first kept step's start to the last step: time the loop spent
    * outside its steps (evaluation, checkpoints) counts against it. */
-  double wall = (double)(t[n - 1] - t[from]) / 1e9 + (isfinite(v[from]) ? v[from] : 0);
+  double wall = ((double)t[n - 1] - (double)t[from]) / 1e9 + (isfinite(v[from]) ? v[from] : 0);
   if (ns && wall > 0)
     out->samples_per_s = samples / wall;
 out:

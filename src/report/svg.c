@@ -94,10 +94,11 @@ double rp_chart_y(const struct rp_chart *c, double v) {
 
 /* A "nice" tick step for a span: 1, 2 or 5 times a power of ten, about `want` ticks. */
 static double nice_step(double span, int want) {
-  if (!(span > 0))
-    return 1;
+  if (!(span > 0) || !isfinite(span))
+    return NAN;
   double raw = span / want, p = pow(10, floor(log10(raw))), f = raw / p;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+  double step = (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * p;
+  return step > 0 && span / step <= 4 * want ? step : NAN; /* NAN: no ticks (a degenerate range) */
 }
 
 static void fmt_tick(char *buf, size_t n, double v, const char *unit) {
@@ -137,7 +138,9 @@ void rp_chart_begin(struct rp_chart *c, FILE *out, const char *title, double x0,
   int x_l = c->ml, x_r = c->w - c->mr, y_t = c->mt, y_b = c->h - c->mb;
   fprintf(out, "<rect x='%d' y='%d' width='%d' height='%d' class='plot'/>\n", x_l, y_t, x_r - x_l, y_b - y_t);
   double ys = nice_step(c->y1 - c->y0, 4);
-  for (double v = ceil(c->y0 / ys) * ys; yunit && v <= c->y1 + ys * 1e-9; v += ys) {
+  /* At most a few dozen ticks, whatever the range (v += step may not move a huge v at all). */
+  int k = 0;
+  for (double v = ceil(c->y0 / ys) * ys; yunit && isfinite(ys) && v <= c->y1 + ys * 1e-9 && k < 40; v += ys, k++) {
     char b[32];
     fmt_tick(b, sizeof b, v, yunit);
     double y = rp_chart_y(c, v);
@@ -147,7 +150,8 @@ void rp_chart_begin(struct rp_chart *c, FILE *out, const char *title, double x0,
     fputs("</text>\n", out);
   }
   double xs = nice_step(c->x1 - c->x0, 8);
-  for (double v = ceil(c->x0 / xs) * xs; v <= c->x1 + xs * 1e-9; v += xs) {
+  k = 0;
+  for (double v = ceil(c->x0 / xs) * xs; isfinite(xs) && v <= c->x1 + xs * 1e-9 && k < 40; v += xs, k++) {
     double x = rp_chart_x(c, v);
     fprintf(out,
             "<line x1='%.1f' x2='%.1f' y1='%d' y2='%d' class='grid'/><text x='%.1f' y='%d' class='xl'>%gs</text>\n", x,

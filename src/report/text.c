@@ -121,7 +121,7 @@ int report_text(FILE *out, const struct report_run *r, int color) {
     rp_text(out, r->run.name, 0);
     fputc(')', out);
   }
-  gs_fmt_duration(isfinite(r->duration_s) ? (int64_t)(r->duration_s * 1e9) : 0, dur, sizeof dur);
+  gs_fmt_duration(r->duration_s < 9e9 ? (int64_t)(r->duration_s * 1e9) : 0, dur, sizeof dur);
   fprintf(out, " — ");
   rp_text(out, r->run.status, 0);
   fprintf(out, ", %s, exit %d\n", dur, r->run.exit_code);
@@ -172,8 +172,7 @@ int report_text(FILE *out, const struct report_run *r, int color) {
             rp_num(b1, sizeof b1, r->energy_j / 3.6e6, 4, "kWh"), rp_num(b2, sizeof b2, r->energy_per_sample, 3, "J"),
             rp_num(b3, sizeof b3, r->gpu_idle_hours, 3, ""), rp_num(b4, sizeof b4, r->gpu_hours, 3, ""));
 
-  fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s.bold, s.reset,
-          r->diagnosed ? " (diagnosed now)" : "");
+  fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s.bold, s.reset, r->diagnosed ? " (diagnosed now)" : "");
   if (!r->nfindings)
     fputs("  none: the diagnosis could not run on this run\n", out);
   for (size_t i = 0; i < r->nfindings; i++)

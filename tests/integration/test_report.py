@@ -155,7 +155,8 @@ def test_garbage_in_the_store_does_not_break_the_report():
         db.execute("INSERT INTO findings VALUES(?, 99, 'x', 'high', 1e308, -5, 'nan', ?, '{\"a\":{\"b\":[1,{}]}}', '')",
                    (rid, evil))
         db.execute("INSERT OR REPLACE INTO params VALUES(?, ?, ?)", (rid, evil, evil))
-        db.execute("UPDATE runs SET name = ?, command = ? WHERE id = ?", (evil, evil, rid))
+        db.execute("UPDATE runs SET name = ?, command = ?, start_wall_ns = ?, end_wall_ns = ? WHERE id = ?",
+                   (evil, evil, -(2 ** 63) + 1, 2 ** 63 - 1, rid))
         db.commit()
         db.close()
         out = sb.ok("report", rid)
