@@ -3,14 +3,15 @@
  * open chunk of every series is rewritten at each flush, so a run killed at any moment keeps
  * everything up to its last flush. The schema is created and migrated here (meta.schema_version).
  *
- * Why the chunks table is a rowid table (in append order, with a unique index on (series_id, t0))
- * rather than clustered by series: each flush rewrites the open chunk of every series, and SQLite
- * writes every page a transaction touched to the WAL. Clustered by series, the open chunks of a
- * long run sit on one page per series (60 host series: ~60 pages, 240 KB per second); in append
- * order they were all started at about the same time and share the table's last few pages, and an
- * in-place UPDATE of a chunk leaves the index alone. Stores created before keep the clustered
- * table and are written the old way: both layouts have the same columns, so any version reads and
- * writes either. */
+ * Why the chunks table is a rowid table with a unique index on (series_id, t0), rather than
+ * clustered by series: each flush rewrites the open chunk of every series, and SQLite writes every
+ * page a transaction touched to the WAL. Clustered by series, the open chunks of a long run sit on
+ * one page per series (60 host series: ~60 pages, 240 KB per second). Here the open chunk of
+ * series N lives in its own row at rowid -N: all open chunks share the table's first few pages,
+ * an in-place UPDATE leaves the index alone, and a full chunk moves to the end of the table (a new
+ * rowid), where full chunks are appended one after another and pages fill up. Stores created
+ * before keep the clustered table and are written the old way: both layouts have the same
+ * columns, so any version reads and writes either. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -24,13 +25,17 @@
 
 #include "store/store.h"
 
-enum { CHUNK_MAX_POINTS = 1024 };
+/* A chunk closes at 1,024 points, after 120 s, or when it nears CHUNK_MAX_BYTES, which keeps every
+ * row within one 4 KiB page (SQLite's default page size): a larger row spills into an overflow
+ * page that is rewritten at each flush and half empty for good. */
+enum { CHUNK_MAX_POINTS = 1024, CHUNK_MAX_BYTES = 4000, CHUNK_MAX_POINT_BYTES = 19 };
 #define CHUNK_MAX_SPAN_NS (120LL * 1000000000LL)
 #define STALE_HEARTBEAT_NS (120LL * 1000000000LL)
 
 struct wseries { /* writer state of one sink series */
   int64_t db_id;
-  int64_t rowid; /* of the open chunk's row once written (rowid layout), else 0 */
+  int open_row;   /* rowid layout: the open chunk is in the series' row at rowid -db_id */
+  int slot_empty; /* rowid layout: that row is known not to exist */
   struct chunk_enc enc;
   int dirty;
 };
@@ -41,7 +46,8 @@ struct sqlite_store {
   char path[1024];
   struct wseries *ws; /* indexed by sink series id */
   size_t n_ws;
-  sqlite3_stmt *ins_chunk, *upd_chunk;      /* upd_chunk: NULL for a store with the clustered layout */
+  sqlite3_stmt *ins_chunk;
+  sqlite3_stmt *upd_open, *ins_open, *move_open; /* rowid layout only (NULL for a clustered store) */
   sqlite3_stmt *begin, *commit, *heartbeat; /* the writer's per-flush statements, prepared once */
 };
 
@@ -179,7 +185,7 @@ static void sq_close(struct store *base) {
   for (size_t i = 0; i < s->n_ws; i++)
     chunk_enc_done(&s->ws[i].enc);
   free(s->ws);
-  sqlite3_stmt *stmts[] = {s->ins_chunk, s->upd_chunk, s->begin, s->commit, s->heartbeat};
+  sqlite3_stmt *stmts[] = {s->ins_chunk, s->upd_open, s->ins_open, s->move_open, s->begin, s->commit, s->heartbeat};
   for (size_t i = 0; i < sizeof stmts / sizeof *stmts; i++)
     sqlite3_finalize(stmts[i]);
   sqlite3_close(s->db);
@@ -249,18 +255,38 @@ static int step_done(struct sqlite_store *s, sqlite3_stmt *st, const char *what)
   return sqlite3_step(st) == SQLITE_DONE ? GS_OK : db_fail(s, GS_EIO, what);
 }
 
-/* Writes the open chunk of a series: in place when its row is known (rowid layout; the row must
- * still be this series' chunk starting at t0), else as a row keyed by series and first timestamp
- * (INSERT OR REPLACE), whose rowid is then remembered. */
+/* Writes the chunk as a row keyed by (series_id, t0), INSERT OR REPLACE: how a clustered store
+ * keeps every chunk, and how the rowid layout puts a full chunk at the end of the table (the
+ * replaced row being the chunk's own open row, if it had one). */
+static int insert_chunk(struct sqlite_store *s, struct wseries *w) {
+  sqlite3_stmt *st = s->ins_chunk;
+  sqlite3_reset(st);
+  sqlite3_bind_int64(st, 1, w->db_id);
+  sqlite3_bind_int64(st, 2, w->enc.t0);
+  sqlite3_bind_int64(st, 3, w->enc.t_prev);
+  sqlite3_bind_int64(st, 4, w->enc.n);
+  sqlite3_bind_blob(st, 5, w->enc.buf, (int)chunk_enc_bytes(&w->enc), SQLITE_STATIC);
+  if (sqlite3_step(st) != SQLITE_DONE)
+    return db_fail(s, GS_EIO, "cannot write samples");
+  w->dirty = 0;
+  return GS_OK;
+}
+
+/* Writes the open chunk of a series. Rowid layout: into the series' row at rowid -db_id — in
+ * place while it holds this chunk; otherwise whatever the row holds (an older chunk, say after a
+ * flush was rolled back) is first moved to the end of the table, kept, never overwritten. */
 static int write_chunk(struct sqlite_store *s, struct wseries *w) {
+  if (!s->upd_open)
+    return insert_chunk(s, w);
   int bytes = (int)chunk_enc_bytes(&w->enc);
-  if (w->rowid && s->upd_chunk) {
-    sqlite3_stmt *st = s->upd_chunk;
+  sqlite3_stmt *st;
+  if (w->open_row) {
+    st = s->upd_open;
     sqlite3_reset(st);
     sqlite3_bind_int64(st, 1, w->enc.t_prev);
     sqlite3_bind_int64(st, 2, w->enc.n);
     sqlite3_bind_blob(st, 3, w->enc.buf, bytes, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, w->rowid);
+    sqlite3_bind_int64(st, 4, -w->db_id);
     sqlite3_bind_int64(st, 5, w->db_id);
     sqlite3_bind_int64(st, 6, w->enc.t0);
     if (sqlite3_step(st) != SQLITE_DONE)
@@ -269,21 +295,42 @@ static int write_chunk(struct sqlite_store *s, struct wseries *w) {
       w->dirty = 0;
       return GS_OK;
     }
-    w->rowid = 0; /* the row is gone (a rolled-back flush): write it anew */
+    w->open_row = 0;
   }
-  sqlite3_stmt *st = s->ins_chunk;
+  if (!w->slot_empty) {
+    sqlite3_reset(s->move_open);
+    sqlite3_bind_int64(s->move_open, 1, -w->db_id);
+    if (sqlite3_step(s->move_open) != SQLITE_DONE)
+      return db_fail(s, GS_EIO, "cannot write samples");
+  }
+  st = s->ins_open;
   sqlite3_reset(st);
-  sqlite3_bind_int64(st, 1, w->db_id);
-  sqlite3_bind_int64(st, 2, w->enc.t0);
-  sqlite3_bind_int64(st, 3, w->enc.t_prev);
-  sqlite3_bind_int64(st, 4, w->enc.n);
-  sqlite3_bind_blob(st, 5, w->enc.buf, bytes, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 1, -w->db_id);
+  sqlite3_bind_int64(st, 2, w->db_id);
+  sqlite3_bind_int64(st, 3, w->enc.t0);
+  sqlite3_bind_int64(st, 4, w->enc.t_prev);
+  sqlite3_bind_int64(st, 5, w->enc.n);
+  sqlite3_bind_blob(st, 6, w->enc.buf, bytes, SQLITE_STATIC);
   if (sqlite3_step(st) != SQLITE_DONE)
     return db_fail(s, GS_EIO, "cannot write samples");
-  if (s->upd_chunk)
-    w->rowid = sqlite3_last_insert_rowid(s->db);
+  w->open_row = 1;
+  w->slot_empty = 0;
   w->dirty = 0;
   return GS_OK;
+}
+
+/* A chunk is full: writes its last points and, in the rowid layout, moves it out of the series'
+ * open row to the end of the table, where full chunks are appended and pages fill up. */
+static int seal_chunk(struct sqlite_store *s, struct wseries *w) {
+  if (!s->upd_open)
+    return w->dirty ? insert_chunk(s, w) : GS_OK;
+  if (!w->dirty && !w->open_row)
+    return GS_OK;
+  int rc = insert_chunk(s, w); /* replaces the open row: same (series_id, t0) */
+  if (!rc && w->open_row)
+    w->slot_empty = 1;
+  w->open_row = 0;
+  return rc;
 }
 
 static int add_series(struct sqlite_store *s, const struct store_run *r, const struct gs_series_def *d) {
@@ -294,7 +341,7 @@ static int add_series(struct sqlite_store *s, const struct store_run *r, const s
       return gs_fail(GS_ENOMEM, "out of memory");
     for (size_t i = s->n_ws; i < n; i++) {
       ws[i].db_id = -1;
-      ws[i].rowid = 0;
+      ws[i].open_row = ws[i].slot_empty = 0;
       ws[i].dirty = 0;
       chunk_enc_init(&ws[i].enc);
     }
@@ -339,11 +386,12 @@ static int sq_run_append(struct store *base, const struct store_run *r, const st
     int64_t t = p->t_ns - r->mono_start_ns;
     if (w->enc.n && t <= w->enc.t_prev)
       continue; /* out of order or duplicate: a series only moves forward */
-    if (w->enc.n >= CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > CHUNK_MAX_SPAN_NS)) {
-      if (w->dirty && (rc = write_chunk(s, w)))
+    if (w->enc.n >= CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > CHUNK_MAX_SPAN_NS) ||
+        chunk_enc_bytes(&w->enc) + CHUNK_MAX_POINT_BYTES > CHUNK_MAX_BYTES) {
+      /* the chunk is full: its last points, then off to the end of the table */
+      if ((rc = seal_chunk(s, w)))
         goto fail;
       chunk_enc_done(&w->enc);
-      w->rowid = 0;
     }
     if (chunk_enc_put(&w->enc, t, p->v)) {
       rc = gs_fail(GS_ENOMEM, "out of memory");
@@ -420,7 +468,7 @@ fail:
   for (size_t i = 0; i < s->n_ws; i++) {
     if (s->ws[i].dirty)
       chunk_enc_done(&s->ws[i].enc), s->ws[i].dirty = 0;
-    s->ws[i].rowid = 0; /* rows inserted by this flush are gone */
+    s->ws[i].open_row = s->ws[i].slot_empty = 0; /* the rows may be as they were before this flush */
   }
   return rc;
 }
@@ -1057,10 +1105,16 @@ struct store *store_sqlite_open(const char *path) {
     goto fail;
   }
   if (chunks_in_append_order(s) &&
-      sqlite3_prepare_v2(s->db,
-                         "UPDATE chunks SET t1 = ?1, n = ?2, data = ?3 WHERE rowid = ?4 AND series_id = ?5"
-                         " AND t0 = ?6",
-                         -1, &s->upd_chunk, NULL) != SQLITE_OK) {
+      (sqlite3_prepare_v2(s->db,
+                          "UPDATE chunks SET t1 = ?1, n = ?2, data = ?3 WHERE rowid = ?4 AND series_id = ?5"
+                          " AND t0 = ?6",
+                          -1, &s->upd_open, NULL) != SQLITE_OK ||
+       sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO chunks(rowid, series_id, t0, t1, n, data) VALUES(?,?,?,?,?,?)",
+                          -1, &s->ins_open, NULL) != SQLITE_OK ||
+       sqlite3_prepare_v2(s->db,
+                          "INSERT OR REPLACE INTO chunks(series_id, t0, t1, n, data)"
+                          " SELECT series_id, t0, t1, n, data FROM chunks WHERE rowid = ?",
+                          -1, &s->move_open, NULL) != SQLITE_OK)) {
     db_fail(s, GS_EIO, "cannot prepare");
     goto fail;
   }
