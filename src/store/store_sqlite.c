@@ -476,6 +476,11 @@ fail:
 /* ---- rollups ---- */
 
 static const int64_t ROLLUP_RES[] = {1000000000LL, 10000000000LL, 60000000000LL};
+enum { N_ROLLUP_RES = sizeof ROLLUP_RES / sizeof *ROLLUP_RES };
+/* A resolution is stored only when its buckets summarise this many points on average: a rollup row
+ * costs ~40 bytes, more than the ten 10 Hz points of a 1 s bucket, and a level that is not stored
+ * is computed from the chunks when read (sq_rollups_read), with the same values. */
+enum { ROLLUP_MIN_POINTS = 20 };
 
 struct rollup_acc {
   int64_t res, bucket;
@@ -586,6 +591,20 @@ static int compute_rollup(struct sqlite_store *s, int64_t series_id, struct roll
 
 static void rollup_free(struct rollup_acc *a) { free(a->t), free(a->mn), free(a->mx), free(a->mean); }
 
+struct rollup_all { /* every resolution in one pass over the chunks */
+  struct rollup_acc a[N_ROLLUP_RES];
+  int64_t points;
+};
+
+static int rollup_all_one(void *u, int64_t t, double v) {
+  struct rollup_all *all = u;
+  int stop = 0;
+  for (int r = 0; r < N_ROLLUP_RES; r++)
+    stop |= rollup_one(&all->a[r], t, v);
+  all->points++;
+  return stop;
+}
+
 static int write_rollups(struct sqlite_store *s, const char *run_id) {
   sqlite3_stmt *q = NULL, *ins = NULL;
   int rc = GS_OK;
@@ -597,22 +616,28 @@ static int write_rollups(struct sqlite_store *s, const char *run_id) {
   sqlite3_bind_text(q, 1, run_id, -1, SQLITE_STATIC);
   while (!rc && sqlite3_step(q) == SQLITE_ROW) {
     int64_t sid = sqlite3_column_int64(q, 0);
-    for (size_t r = 0; !rc && r < sizeof ROLLUP_RES / sizeof *ROLLUP_RES; r++) {
-      struct rollup_acc a = {.res = ROLLUP_RES[r]};
-      rc = compute_rollup(s, sid, &a);
-      for (size_t i = 0; !rc && i < a.len; i++) {
+    struct rollup_all all = {.points = 0};
+    for (int r = 0; r < N_ROLLUP_RES; r++)
+      all.a[r].res = ROLLUP_RES[r];
+    rc = sq_samples_read(&s->base, sid, INT64_MIN, INT64_MAX, rollup_all_one, &all);
+    for (int r = 0; r < N_ROLLUP_RES; r++) {
+      struct rollup_acc *a = &all.a[r];
+      rollup_emit(a);
+      if (!rc && a->oom)
+        rc = gs_fail(GS_ENOMEM, "out of memory");
+      for (size_t i = 0; !rc && all.points >= (int64_t)a->len * ROLLUP_MIN_POINTS && i < a->len; i++) {
         sqlite3_reset(ins);
         sqlite3_bind_int64(ins, 1, sid);
-        sqlite3_bind_int64(ins, 2, a.res);
-        sqlite3_bind_int64(ins, 3, a.t[i]);
+        sqlite3_bind_int64(ins, 2, a->res);
+        sqlite3_bind_int64(ins, 3, a->t[i]);
         sqlite3_bind_int64(ins, 4, 0);
-        sqlite3_bind_double(ins, 5, a.mn[i]);
-        sqlite3_bind_double(ins, 6, a.mx[i]);
-        sqlite3_bind_double(ins, 7, a.mean[i]);
+        sqlite3_bind_double(ins, 5, a->mn[i]);
+        sqlite3_bind_double(ins, 6, a->mx[i]);
+        sqlite3_bind_double(ins, 7, a->mean[i]);
         if (sqlite3_step(ins) != SQLITE_DONE)
           rc = db_fail(s, GS_EIO, "cannot write rollups");
       }
-      rollup_free(&a);
+      rollup_free(a);
     }
   }
 out:
