@@ -41,15 +41,19 @@
 #define DR_STRAGGLER_CLOCK 0.10    /* SM clock this much below the other GPUs' median */
 #define DR_IDLE_GPU_UTIL 10.0      /* a GPU below this mean util is idle */
 #define DR_BUSY_GPU_UTIL 30.0      /* ... while another is above this */
-#define DR_MIN_SHARE 0.03          /* a finding must cost at least this share of the run */
-#define DR_MIN_SPEEDUP 1.03        /* ... or promise at least this speed-up */
+#define DR_QUICK_POINTS 200000     /* a longer series is read from its 10 s rollups */
+#define DR_QUICK_RES_NS 10000000000LL
+#define DR_SLOW_POINTS 2000000 /* ... and from its 1 min rollups past two days at 10 Hz */
+#define DR_SLOW_RES_NS 60000000000LL
+#define DR_MIN_SHARE 0.03   /* a finding must cost at least this share of the run */
+#define DR_MIN_SPEEDUP 1.03 /* ... or promise at least this speed-up */
 
 enum { DR_MAX_GPUS = 64 };
 
 /* Windowed statistics of one series (or several pooled); n == 0 and every number NAN when absent. */
 struct dr_stats {
-  size_t n;
-  double mean, min, max, p50, p95, first, last;
+  size_t n; /* samples, or 10 s buckets for a long series */
+  double mean, min, max;
 };
 
 struct dr_gpu {
@@ -58,7 +62,7 @@ struct dr_gpu {
   char name[128];
   double cc; /* compute capability, NAN unknown */
   struct dr_stats util, sm_active, tensor, mem_used, mem_total, power, power_limit, temp, sm_clock, sm_clock_max,
-      pcie_rx, energy;
+      pcie_rx;
   double throttle_share;    /* share of the window with thermal/power clock reasons (NAN: no data) */
   unsigned throttle_mask;   /* union of those reasons seen */
   double throttle_clock;    /* mean SM clock while throttled (NAN unknown) */

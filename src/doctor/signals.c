@@ -31,7 +31,7 @@ static double quantile_sorted(const double *v, size_t n, double q) {
 
 static void stats_empty(struct dr_stats *s) {
   s->n = 0;
-  s->mean = s->min = s->max = s->p50 = s->p95 = s->first = s->last = NAN;
+  s->mean = s->min = s->max = NAN;
 }
 
 struct collect {
@@ -79,37 +79,65 @@ int dr_samples(struct dr_run *d, int64_t series_id, int64_t **t, double **v, siz
   return GS_OK;
 }
 
+struct acc {
+  size_t n;
+  double sum, min, max;
+};
+
+static void acc_put(struct acc *a, double v) {
+  if (!isfinite(v))
+    return;
+  a->min = a->n && a->min < v ? a->min : v;
+  a->max = a->n && a->max > v ? a->max : v;
+  a->sum += v;
+  a->n++;
+}
+
+static int acc_one(void *user, int64_t t, double v) {
+  (void)t;
+  acc_put(user, v);
+  return 0;
+}
+
+/* A long series from its stored 10 s (or 1 min) rollups (bucket means for the mean, bucket extremes for min and
+ * max), within the window. Returns 0, or a GS_E code to fall back on the raw samples. */
+static int acc_rollups(struct dr_run *d, const struct store_series *s, struct acc *a) {
+  int64_t *t;
+  double *mn, *mx, *mean;
+  size_t n;
+  int64_t res = s->count > DR_SLOW_POINTS ? DR_SLOW_RES_NS : DR_QUICK_RES_NS;
+  int rc = d->st->rollups_read(d->st, s->id, res, &t, &mn, &mx, &mean, &n);
+  if (rc)
+    return rc;
+  for (size_t i = 0; i < n; i++) {
+    if (t[i] < d->from || t[i] > d->to || !isfinite(mean[i]) || !isfinite(mn[i]) || !isfinite(mx[i]))
+      continue;
+    a->min = a->n && a->min < mn[i] ? a->min : mn[i];
+    a->max = a->n && a->max > mx[i] ? a->max : mx[i];
+    a->sum += mean[i];
+    a->n++;
+  }
+  free(t), free(mn), free(mx), free(mean);
+  return GS_OK;
+}
+
 void dr_stats_of(struct dr_run *d, const char *source, const char *name, const char *labels, struct dr_stats *out) {
   stats_empty(out);
-  struct collect c = {0};
-  double first = NAN, last = NAN;
+  struct acc a = {0};
   for (size_t i = 0; i < d->nseries; i++) {
     const struct store_series *s = &d->series[i];
     if ((source && strcmp(s->source, source)) || strcmp(s->name, name) || (labels && strcmp(s->labels, labels)))
       continue;
-    size_t before = c.n;
-    if (d->st->samples_read(d->st, s->id, d->from, d->to, collect_one, &c) < 0 || c.oom)
-      break;
-    if (c.n > before) {
-      if (!before)
-        first = c.v[0];
-      last = c.v[c.n - 1];
-    }
+    if (s->count > DR_QUICK_POINTS && !acc_rollups(d, s, &a))
+      continue;
+    d->st->samples_read(d->st, s->id, d->from, d->to, acc_one, &a); /* a read error: what was read */
   }
-  if (!c.oom && c.n) {
-    double sum = 0;
-    out->first = first, out->last = last;
-    for (size_t i = 0; i < c.n; i++)
-      sum += c.v[i];
-    qsort(c.v, c.n, sizeof *c.v, cmp_double);
-    out->n = c.n;
-    out->mean = sum / (double)c.n;
-    out->min = c.v[0];
-    out->max = c.v[c.n - 1];
-    out->p50 = quantile_sorted(c.v, c.n, 0.5);
-    out->p95 = quantile_sorted(c.v, c.n, 0.95);
+  if (a.n) {
+    out->n = a.n;
+    out->mean = a.sum / (double)a.n;
+    out->min = a.min;
+    out->max = a.max;
   }
-  free(c.v);
 }
 
 const char *dr_param(const struct dr_run *d, const char *key) {
@@ -296,7 +324,9 @@ static int load_procs(struct dr_run *d) {
     if (!count)
       continue;
     p->rss = mean_in_window(d, "proc.rss_bytes", s->labels, NULL);
-    p->coverage = d->window_s > 0 ? (double)count * interval / (d->window_s * NS) : NAN;
+    /* The share of the window the process was seen in: its first to last sample, plus one interval. */
+    double seen = fmin((double)s->t_last + interval, (double)d->to) - fmax((double)s->t_first, (double)d->from);
+    p->coverage = d->window_s > 0 ? fmax(0, seen) / (d->window_s * NS) : NAN;
     p->dstate = NAN;
     start[d->nprocs] = s->t_first;
     for (size_t e = 0; e < d->nevents; e++)
@@ -370,10 +400,107 @@ static void gpu_series(struct dr_run *d, const char *name, const char *lab, int6
     *n = 0;
 }
 
+/* The clock-event reason named in a throttle event as its bit (0 when not a heat/power one). */
+static unsigned reason_bit(const char *name) {
+  static const struct {
+    const char *name;
+    unsigned bit;
+  } r[] = {{"SwPowerCap", 0x4},
+           {"HwSlowdown", 0x8},
+           {"SwThermalSlowdown", 0x20},
+           {"HwThermalSlowdown", 0x40},
+           {"HwPowerBrakeSlowdown", 0x80}};
+  for (size_t i = 0; i < sizeof r / sizeof *r; i++)
+    if (!strcmp(name, r[i].name))
+      return r[i].bit;
+  return 0;
+}
+
+/* Is time t inside a stretch of the events' throttling (from a throttle_start to the stop that
+ * clears the last reason)? Intervals are [start, stop) pairs in ivs. */
+static int in_intervals(const int64_t *ivs, size_t n, int64_t t) {
+  for (size_t i = 0; i + 1 < n * 2; i += 2)
+    if (t >= ivs[i] && t < ivs[i + 1])
+      return 1;
+  return 0;
+}
+
+/* Bucket means of a long series in and out of throttling (NAN when none), from its rollups. */
+static void rollup_means(struct dr_run *d, const char *name, const char *lab, const int64_t *ivs, size_t niv,
+                         double *hot, double *cool) {
+  *hot = *cool = NAN;
+  long i = store_series_find(d->series, d->nseries, "nvml", name, lab);
+  int64_t *t;
+  double *mn, *mx, *mean;
+  size_t n;
+  if (i < 0 || d->st->rollups_read(d->st, d->series[i].id, DR_QUICK_RES_NS, &t, &mn, &mx, &mean, &n))
+    return;
+  double sum[2] = {0};
+  size_t cnt[2] = {0};
+  for (size_t k = 0; k < n; k++)
+    if (t[k] >= d->from && t[k] <= d->to && isfinite(mean[k])) {
+      int h = in_intervals(ivs, niv, t[k]);
+      sum[h] += mean[k], cnt[h]++;
+    }
+  if (cnt[1])
+    *hot = sum[1] / (double)cnt[1];
+  if (cnt[0])
+    *cool = sum[0] / (double)cnt[0];
+  free(t), free(mn), free(mx), free(mean);
+}
+
+/* gpu_throttle for a long run: the stretches come from the collector's throttle_start/stop events
+ * (transitions, so a handful) rather than millions of samples, the clocks and util from rollups. */
+static void gpu_throttle_long(struct dr_run *d, struct dr_gpu *g, const char *lab) {
+  size_t niv = 0, cap = 0;
+  int64_t *ivs = NULL;
+  unsigned active = 0;
+  int64_t since = 0;
+  double hot = 0;
+  for (size_t e = 0; e <= d->nevents; e++) {
+    const struct store_event *ev = e < d->nevents ? &d->events[e] : NULL;
+    unsigned bit = ev && !strcmp(ev->labels, lab) ? reason_bit(ev->name) : 0;
+    unsigned before = active;
+    if (ev && bit && !strcmp(ev->kind, "throttle_start"))
+      active |= bit, g->throttle_mask |= bit;
+    else if (ev && bit && !strcmp(ev->kind, "throttle_stop"))
+      active &= ~bit;
+    else if (ev)
+      continue;
+    int64_t t = ev ? ev->t : d->to; /* past the last event: a stretch still open ends with the window */
+    if (!before && active)
+      since = t;
+    if (before && (!active || !ev)) {
+      int64_t a = since > d->from ? since : d->from, b = t < d->to ? t : d->to;
+      if (b > a)
+        hot += (double)(b - a);
+      if (niv == cap) {
+        cap = cap ? cap * 2 : 16;
+        int64_t *grown = realloc(ivs, cap * 2 * sizeof *ivs);
+        if (!grown)
+          break;
+        ivs = grown;
+      }
+      ivs[niv * 2] = since, ivs[niv * 2 + 1] = t, niv++;
+    }
+  }
+  if (d->window_s > 0)
+    g->throttle_share = fmin(1, hot / (d->window_s * NS));
+  rollup_means(d, "gpu.sm_clock_mhz", lab, ivs, niv, &g->throttle_clock, &g->clock_unthrottled);
+  double cool;
+  rollup_means(d, "gpu.util_pct", lab, ivs, niv, &g->throttle_util, &cool);
+  free(ivs);
+}
+
 /* Time share of heat/power clock reasons, and the SM clock and util while throttled vs while busy
  * and unthrottled (idle stretches, GpuIdle in the mask, are neither). */
 static void gpu_throttle(struct dr_run *d, struct dr_gpu *g, const char *lab) {
   g->throttle_share = g->throttle_clock = g->clock_unthrottled = g->throttle_util = NAN;
+  long ti = store_series_find(d->series, d->nseries, "nvml", "gpu.throttle_reasons", lab);
+  if (ti >= 0 && d->series[ti].count > DR_QUICK_POINTS) {
+    gpu_throttle_long(d, g, lab);
+    return;
+  }
   int64_t *t, *ct, *ut;
   double *v, *cv, *uv;
   size_t n, cn, un;
@@ -448,8 +575,7 @@ static int load_gpus(struct dr_run *d) {
              {"gpu.temp_c", &g->temp},
              {"gpu.sm_clock_mhz", &g->sm_clock},
              {"gpu.sm_clock_max_mhz", &g->sm_clock_max},
-             {"gpu.pcie_rx_bytes_s", &g->pcie_rx},
-             {"gpu.energy_j", &g->energy}};
+             {"gpu.pcie_rx_bytes_s", &g->pcie_rx}};
     for (size_t k = 0; k < sizeof m / sizeof *m; k++)
       dr_stats_of(d, "nvml", m[k].name, lab, m[k].out);
     long ui = store_series_find(d->series, d->nseries, "nvml", "gpu.util_pct", lab);

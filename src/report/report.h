@@ -18,7 +18,10 @@ struct series_stats {
 };
 
 /* Computes stats over every series of run matching source (NULL any), name, labels (NULL any).
- * Non-finite samples are skipped. Returns 0 (st->n may be 0) or a GS_E code. */
+ * Non-finite samples are skipped. A series of more than 200,000 points (a long run) is summarised from
+ * its stored 10 s rollups (1 min past 2,000,000 points), so a week-long run reports in a moment: min and max stay
+ * exact, the mean and percentiles are those of the bucket means, first and last are the first bucket's minimum and the
+ * last one's maximum (exact for a counter), and n counts buckets. Returns 0 (st->n may be 0) or a GS_E code. */
 int report_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
                  const char *source, const char *name, const char *labels, struct series_stats *out);
 

@@ -7,6 +7,11 @@
 
 #include "report/report.h"
 
+#define QUICK_POINTS 200000 /* a longer series is summarised from its 10 s rollups ... */
+#define QUICK_RES_NS 10000000000LL
+#define SLOW_POINTS 2000000 /* ... or its 1 min ones past two days at 10 Hz */
+#define SLOW_RES_NS 60000000000LL
+
 static int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
@@ -21,6 +26,49 @@ static double quantile(double *sorted, size_t n, double q) {
   return i + 1 < n ? sorted[i] * (1 - frac) + sorted[i + 1] * frac : sorted[i];
 }
 
+/* Appends a series' values to *all (raw samples, or the 10 s rollups' bucket means for a long series)
+ * and folds them into out's sum, min, max and count. */
+static int gather(struct store *st, const struct store_series *s, double **all, size_t *nall,
+                  struct series_stats *out) {
+  int64_t *t = NULL;
+  double *v = NULL, *mn = NULL, *mx = NULL;
+  size_t n;
+  int quick = s->count > QUICK_POINTS;
+  int64_t res = s->count > SLOW_POINTS ? SLOW_RES_NS : QUICK_RES_NS;
+  int rc = quick ? st->rollups_read(st, s->id, res, &t, &mn, &mx, &v, &n) : store_samples_load(st, s->id, &t, &v, &n);
+  if (rc)
+    return rc;
+  double *grown = n ? realloc(*all, (*nall + n) * sizeof **all) : *all;
+  if (n && !grown) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto out;
+  }
+  *all = grown;
+  for (size_t k = 0; k < n; k++) {
+    double lo = quick ? mn[k] : v[k], hi = quick ? mx[k] : v[k];
+    if (!isfinite(v[k]) || !isfinite(lo) || !isfinite(hi))
+      continue;
+    (*all)[(*nall)++] = v[k];
+    out->sum += v[k];
+    out->min = out->n && out->min < lo ? out->min : lo;
+    out->max = out->n && out->max > hi ? out->max : hi;
+    if (!out->n || t[k] < out->t_first)
+      out->t_first = t[k], out->first = v[k];
+    if (!out->n || t[k] >= out->t_last)
+      out->t_last = t[k], out->last = v[k];
+    out->n++;
+  }
+  /* A bucket's mean is not the series' first or last value: the first bucket's minimum and the last
+   * one's maximum are (for a counter, the only series whose ends reports use). */
+  if (quick && n && out->t_first == t[0] && isfinite(mn[0]))
+    out->first = mn[0];
+  if (quick && n && out->t_last == t[n - 1] && isfinite(mx[n - 1]))
+    out->last = mx[n - 1];
+out:
+  free(t), free(v), free(mn), free(mx);
+  return rc;
+}
+
 int report_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
                  const char *source, const char *name, const char *labels, struct series_stats *out) {
   (void)run_id;
@@ -29,38 +77,11 @@ int report_stats(struct store *st, const char *run_id, const struct store_series
   double *all = NULL;
   size_t nall = 0;
   int rc = GS_OK;
-  for (size_t i = 0; i < nseries; i++) {
+  for (size_t i = 0; i < nseries && !rc; i++) {
     const struct store_series *s = &series[i];
     if ((source && strcmp(s->source, source)) || strcmp(s->name, name) || (labels && strcmp(s->labels, labels)))
       continue;
-    int64_t *t;
-    double *v;
-    size_t n;
-    if ((rc = store_samples_load(st, s->id, &t, &v, &n)))
-      break;
-    double *grown = n ? realloc(all, (nall + n) * sizeof *all) : all;
-    if (n && !grown) {
-      free(t), free(v);
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-      break;
-    }
-    all = grown;
-    size_t kept = 0;
-    for (size_t k = 0; k < n; k++) {
-      if (!isfinite(v[k]))
-        continue;
-      all[nall + kept++] = v[k];
-      out->sum += v[k];
-      if (!out->n || t[k] < out->t_first)
-        out->t_first = t[k], out->first = v[k];
-      if (!out->n || t[k] >= out->t_last)
-        out->t_last = t[k], out->last = v[k];
-      out->min = out->n && out->min < v[k] ? out->min : v[k];
-      out->max = out->n && out->max > v[k] ? out->max : v[k];
-      out->n++;
-    }
-    nall += kept;
-    free(t), free(v);
+    rc = gather(st, s, &all, &nall, out);
   }
   if (!rc && nall) {
     qsort(all, nall, sizeof *all, cmp_double);

@@ -1,7 +1,8 @@
 /* Unit tests of the report's charts and pages on synthetic runs written straight into a store: a long
  * run is drawn from min/max rollups in which a dip shorter than a bucket still shows; a gap in the
- * samples is a gap in the line; the HTML page of a long multi-GPU run is written in one piece; the
- * JSON checker accepts what JSON allows and nothing else. */
+ * samples is a gap in the line; the HTML page of a long multi-GPU run is written in one piece; a run
+ * too long to read raw is diagnosed and summarised from rollups and throttle events; the JSON
+ * checker accepts what JSON allows and nothing else. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 #include "store/store.h"
 
@@ -104,8 +106,8 @@ static void test_long_run_keeps_a_short_dip_and_a_gap(void **state) {
     lowest = fmin(lowest, p.mn[i]);
     lowest_mean = fmin(lowest_mean, p.mean[i]);
   }
-  assert_true(lowest == 0);       /* the 0.3 s dip is the bucket's minimum ... */
-  assert_true(lowest_mean > 60);  /* ... though its mean hides it */
+  assert_true(lowest == 0);      /* the 0.3 s dip is the bucket's minimum ... */
+  assert_true(lowest_mean > 60); /* ... though its mean hides it */
   rp_points_free(&p);
   assert_int_equal(rp_points_load(st, series_of(ser, n, "gpu.util_pct", "gpu=1"), 7200, &p), 0);
   int gap = 0;
@@ -133,13 +135,92 @@ static void test_long_run_keeps_a_short_dip_and_a_gap(void **state) {
   st->close(st);
 }
 
+/* Six hours at 10 Hz (216,001 points a series: past the raw-read limit) with thermal throttling from
+ * the first to the second hour, as samples and as the collector's start/stop events. */
+static void test_long_run_is_summarised_from_rollups_and_events(void **state) {
+  (void)state;
+  char url[400];
+  snprintf(url, sizeof url, "sqlite://%s/six.db", dir);
+  struct store *st = store_open(url);
+  assert_non_null(st);
+  struct store_run run;
+  memset(&run, 0, sizeof run);
+  snprintf(run.name, sizeof run.name, "six");
+  run.agent_pid = getpid();
+  run.exit_code = -1;
+  run.start_wall_ns = gs_wall_ns();
+  run.mono_start_ns = T0;
+  run.interval_ns = S / 10;
+  assert_int_equal(st->run_begin(st, &run), 0);
+  struct gs_sink *sink = gs_sink_new();
+  int util = gs_sink_series(sink, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  int clk = gs_sink_series(sink, "nvml", "gpu.sm_clock_mhz", "gpu=0", "MHz", GS_GAUGE);
+  int thr = gs_sink_series(sink, "nvml", "gpu.throttle_reasons", "gpu=0", "", GS_GAUGE);
+  int mem = gs_sink_series(sink, "nvml", "gpu.mem_used_bytes", "gpu=0", "B", GS_GAUGE);
+  int tot = gs_sink_series(sink, "nvml", "gpu.mem_total_bytes", "gpu=0", "B", GS_GAUGE);
+  gs_sink_param(sink, "precision", "bf16");
+  gs_sink_event(sink, T0 + 3600 * S, "throttle_start", "SwThermalSlowdown", NAN, "gpu=0", "");
+  gs_sink_event(sink, T0 + 7200 * S, "throttle_stop", "SwThermalSlowdown", NAN, "gpu=0", "");
+  for (int64_t k = 0; k <= 6 * 36000; k++) {
+    int64_t t = T0 + k * S / 10;
+    int hot = k >= 36000 && k < 72000;
+    gs_sink_put(sink, util, t, 97);
+    gs_sink_put(sink, clk, t, hot ? 1200 : 1980);
+    gs_sink_put(sink, thr, t, hot ? 0x20 : 0);
+    gs_sink_put(sink, mem, t, 70e9);
+    gs_sink_put(sink, tot, t, 80e9);
+    if (k % 20000 == 0) {
+      struct gs_batch *b = gs_sink_take(sink);
+      assert_int_equal(st->run_append(st, &run, b), 0);
+      gs_batch_free(b);
+    }
+  }
+  struct gs_batch *b = gs_sink_take(sink);
+  assert_int_equal(st->run_append(st, &run, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(sink);
+  snprintf(run.status, sizeof run.status, "finished");
+  run.exit_code = 0;
+  run.end_wall_ns = run.start_wall_ns + 6 * 3600 * S;
+  assert_int_equal(st->run_end(st, &run), 0);
+
+  struct store_finding *f;
+  size_t n;
+  assert_int_equal(doctor_diagnose(st, run.id, &f, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(f[0].rule, "throttled");
+  /* a sixth of the run at 1200 of 1980 MHz, 97 % busy: about 6 % lost */
+  if (!(f[0].share > 0.05 && f[0].share < 0.075))
+    fail_msg("share %g: %s", f[0].share, f[0].evidence);
+  free(f);
+
+  struct report_run r;
+  assert_int_equal(report_run_load(st, run.id, 0, &r), 0);
+  assert_int_equal(r.ngpus, 1);
+  assert_true(fabs(r.gpus[0].util - 97) < 1e-9 && r.gpus[0].util_min == 97);
+  assert_true(r.gpus[0].mem_peak == 70e9 && fabs(r.gpu_idle_hours - 6 * 0.03) < 1e-6);
+  report_run_free(&r);
+  st->close(st);
+}
+
 static void test_json_checker(void **state) {
   (void)state;
   const char *good[] = {"{}", " { \"a\" : 1 } ", "{\"a\":[1,2.5e-3,-0,true,false,null,\"x\\u00e9\\n\"],\"b\":{}}",
                         "{\"\xc3\xa9\":\"\xe2\x82\xac\"}"};
-  const char *bad[] = {"",          "[]",          "{",           "{\"a\":}",        "{\"a\":1,}",
-                       "{\"a\":01}", "{\"a\":1} x", "{'a':1}",     "{\"a\":\"\x01\"}", "{\"a\":\"\xff\"}",
-                       "{\"a\":nan}", "{\"a\":.5}", "{\"a\":\"\\x\"}", "{\"a\":tru}"};
+  const char *bad[] = {"",
+                       "[]",
+                       "{",
+                       "{\"a\":}",
+                       "{\"a\":1,}",
+                       "{\"a\":01}",
+                       "{\"a\":1} x",
+                       "{'a':1}",
+                       "{\"a\":\"\x01\"}",
+                       "{\"a\":\"\xff\"}",
+                       "{\"a\":nan}",
+                       "{\"a\":.5}",
+                       "{\"a\":\"\\x\"}",
+                       "{\"a\":tru}"};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++)
     assert_true(rp_json_object_valid(good[i]));
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
@@ -171,6 +252,7 @@ static void test_utf8_is_repaired(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_long_run_keeps_a_short_dip_and_a_gap),
+      cmocka_unit_test(test_long_run_is_summarised_from_rollups_and_events),
       cmocka_unit_test(test_json_checker),
       cmocka_unit_test(test_utf8_is_repaired),
   };
