@@ -33,13 +33,8 @@ static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
   struct store_finding *f = dr_add(fs, d, "healthy", 0, 1);
   if (!f)
     return;
-  double util = NAN;
-  int n = 0;
-  for (int i = 0; i < d->ngpus; i++)
-    if (d->gpus[i].used && d->gpus[i].util.n)
-      util = (n ? util : 0) + d->gpus[i].util.mean, n++;
-  if (n)
-    util /= n;
+  double util = d->used_util;
+  int n = isfinite(util);
   char what[200];
   if (n && isfinite(d->data_share))
     dr_printf(what, sizeof what, "GPU busy %.0f%%, data wait %.0f%% of the step", util, d->data_share * 100);

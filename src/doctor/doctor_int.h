@@ -129,6 +129,7 @@ struct dr_run {
   /* GPUs */
   struct dr_gpu *gpus;
   int ngpus, nused;
+  double used_util; /* mean util of the used GPUs with util data, NAN none */
 };
 
 /* Loads every signal of run_id. Returns 0 or a GS_E code; dr_run_done frees. */
@@ -171,6 +172,10 @@ void dr_json_raw(struct dr_json *j, const char *key, const char *json); /* json 
  * Returns it for title, evidence and fix to be filled, or NULL when out of memory. */
 struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, const char *rule, double share,
                              double speedup);
+/* v, or dflt when v is not finite. */
+double dr_fin(double v, double dflt);
+/* qsort comparator for doubles, ascending. */
+int dr_cmp_double(const void *a, const void *b);
 /* printf into a fixed field (truncated safely). */
 void dr_printf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Is there already a finding with this rule? */

@@ -9,6 +9,15 @@
 
 #include "doctor/doctor_int.h"
 
+double dr_fin(double v, double dflt) {
+  return isfinite(v) ? v : dflt;
+}
+
+int dr_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 void dr_printf(char *dst, size_t cap, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -10,19 +10,6 @@
 
 #include "doctor/doctor_int.h"
 
-static double fin(double v, double dflt) {
-  return isfinite(v) ? v : dflt;
-}
-
-static double mean_used_util(const struct dr_run *d) {
-  double s = 0;
-  int n = 0;
-  for (int i = 0; i < d->ngpus; i++)
-    if (d->gpus[i].used && d->gpus[i].util.n)
-      s += d->gpus[i].util.mean, n++;
-  return n ? s / n : NAN;
-}
-
 static double mem_total(const struct dr_gpu *g) {
   return g->mem_total.n && g->mem_total.max > 0 ? g->mem_total.max : NAN;
 }
@@ -94,7 +81,7 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
             "Keras:\n"
             "  model.compile(optimizer=keras.optimizers.SGD(learning_rate=base_lr * %d), loss=...)\n"
             "  model.fit(ds.batch(new_bs), ...)",
-            worst->index, used, tot, act, nb, k, fin(d->batch_size, 64) * k, fin(d->batch_size, 64), k);
+            worst->index, used, tot, act, nb, k, dr_fin(d->batch_size, 64) * k, dr_fin(d->batch_size, 64), k);
 }
 
 /* ---- mixed_precision ---- */
@@ -122,7 +109,7 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   int tensor_idle = g->tensor.n && g->tensor.mean < DR_MP_TENSOR_IDLE && busy;
   if (!fp32 && !tensor_idle)
     return;
-  double u = fmin(fin(mean_used_util(d), 50) / 100, 1);
+  double u = fmin(dr_fin(d->used_util, 50) / 100, 1);
   double share = DR_MP_GAIN * u;
   struct store_finding *f = dr_add(fs, d, "mixed_precision", share, 1 / (1 - share));
   if (!f)
@@ -136,7 +123,7 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   dr_json_str(&j, "precision", d->precision);
   dr_json_num(&j, "tensor_active_pct", g->tensor.mean);
   dr_json_num(&j, "sm_active_pct", g->sm_active.mean);
-  dr_json_num(&j, "gpu_util_pct", mean_used_util(d));
+  dr_json_num(&j, "gpu_util_pct", d->used_util);
   dr_json_num(&j, "gain_of_busy_time", DR_MP_GAIN);
   dr_json_str(&j, "model",
               "AMP removes 40% of GPU-busy time (2x on tensor-core math, less on memory-bound "
@@ -173,7 +160,7 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
   int heavy = (isfinite(rx) && rx >= DR_PCIE_RX_HEAVY) || d->h2d_share >= 0.10;
   if (!heavy)
     return;
-  double copy = isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(fin(rx, 0) / DR_PAGEABLE_BW, 0.9);
+  double copy = isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(dr_fin(rx, 0) / DR_PAGEABLE_BW, 0.9);
   double share = copy * 0.5;
   if (share < DR_MIN_SHARE)
     return;
@@ -181,7 +168,7 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
   if (!f)
     return;
   dr_printf(f->title, sizeof f->title, "Pageable copies: %.1f GB/s host-to-device with pin_memory off",
-            fin(rx, 0) / 1e9);
+            dr_fin(rx, 0) / 1e9);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
   dr_json_num(&j, "pcie_rx_bytes_s", rx);
@@ -202,7 +189,7 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
             "Keras / tf.data:\n"
             "  ds = ds.prefetch(tf.data.AUTOTUNE)  # tf.data copies from its own host buffers\n"
             "  ds = ds.apply(tf.data.experimental.prefetch_to_device('/gpu:0'))",
-            fin(rx, 0) / 1e9);
+            dr_fin(rx, 0) / 1e9);
 }
 
 /* ---- throttled ---- */
@@ -226,8 +213,8 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
     double ref = isfinite(g->clock_unthrottled) ? g->clock_unthrottled : g->sm_clock_max.max;
     double ratio = isfinite(g->throttle_clock) && ref > 0 ? fmin(g->throttle_clock / ref, 1) : NAN;
     /* Work rate follows the SM clock while the GPU is busy. */
-    double busy = isfinite(g->throttle_util) ? g->throttle_util : fin(g->util.mean, 100);
-    double lost = g->throttle_share * (1 - fin(ratio, 0.8)) * busy / 100;
+    double busy = isfinite(g->throttle_util) ? g->throttle_util : dr_fin(g->util.mean, 100);
+    double lost = g->throttle_share * (1 - dr_fin(ratio, 0.8)) * busy / 100;
     if (lost > worst_lost)
       worst = g, worst_lost = lost, worst_ratio = ratio;
   }
@@ -268,8 +255,8 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
             "%.0f MHz otherwise; peak temperature %.0f C, power %.0f of %.0f W). No code change fixes this. %s "
             "Check with: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER. In a multi-GPU job every rank waits "
             "for this GPU.",
-            worst->index, reasons, worst->throttle_share * 100, fin(worst->throttle_clock, NAN),
-            fin(worst->clock_unthrottled, worst->sm_clock_max.max), worst->temp.max, worst->power.mean,
+            worst->index, reasons, worst->throttle_share * 100, dr_fin(worst->throttle_clock, NAN),
+            dr_fin(worst->clock_unthrottled, worst->sm_clock_max.max), worst->temp.max, worst->power.mean,
             worst->power_limit.max,
             thermal ? "Thermal: improve airflow and fan curves, check inlet temperature, dust, blocked slots and "
                       "hot neighbours; ask the operator to look at the chassis."
@@ -280,11 +267,6 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
 
 /* ---- straggler ---- */
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Median of the used GPUs' values except GPU `skip` (NAN when none). */
 static double median_others(const struct dr_run *d, int skip, double (*get)(const struct dr_gpu *)) {
   double v[DR_MAX_GPUS];
@@ -294,7 +276,7 @@ static double median_others(const struct dr_run *d, int skip, double (*get)(cons
       v[n++] = get(&d->gpus[i]);
   if (!n)
     return NAN;
-  qsort(v, n, sizeof *v, cmp_dbl);
+  qsort(v, n, sizeof *v, dr_cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
@@ -411,7 +393,7 @@ void dr_rule_underused(struct dr_run *d, struct dr_findings *fs) {
   dr_json_int(&j, "idle", idle);
   dr_json_int(&j, "busy", busy);
   dr_json_str(&j, "idle_gpus", list);
-  dr_json_num(&j, "idle_gpu_hours", share * known * fin(d->window_s, 0) / 3600);
+  dr_json_num(&j, "idle_gpu_hours", share * known * dr_fin(d->window_s, 0) / 3600);
   dr_json_str(&j, "model",
               "the idle GPUs joining by data parallel at 90% scaling efficiency: speed-up = 0.9 * "
               "GPUs / busy GPUs");

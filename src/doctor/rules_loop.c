@@ -13,16 +13,12 @@
 
 /* ---- shared figures ---- */
 
-static double fin(double v, double dflt) {
-  return isfinite(v) ? v : dflt;
-}
-
 /* Cores the job could use: the CPUs less what other work on the host took, and never more than its
  * cgroup quota (other work outside the job's cgroup does not spend the quota). */
 static double usable_cores(const struct dr_run *d) {
   if (!isfinite(d->cores))
     return NAN;
-  double free_cpus = d->ncpu ? d->ncpu - fin(d->others_cores, 0) : d->cores;
+  double free_cpus = d->ncpu ? d->ncpu - dr_fin(d->others_cores, 0) : d->cores;
   return fmax(0.5, fmin(d->cores, free_cpus));
 }
 
@@ -64,8 +60,8 @@ static double dstate_share(const struct dr_run *d) {
 }
 
 static double compute_h2d_s(const struct dr_run *d) {
-  double h = fin(d->h2d_mean, 0);
-  double c = isfinite(d->compute_mean) ? d->compute_mean : d->step_mean - fin(d->data_mean, 0) - h;
+  double h = dr_fin(d->h2d_mean, 0);
+  double c = isfinite(d->compute_mean) ? d->compute_mean : d->step_mean - dr_fin(d->data_mean, 0) - h;
   return fmax(0, c) + h;
 }
 
@@ -176,7 +172,7 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
             "  # or a keras.utils.PyDataset / Sequence: model.fit(seq, workers=%d, use_multiprocessing=True)",
             lcpu, usable_cores(d), mem_cap >= DR_MAX_WORKERS ? "many" : "enough", rec, rec == 1 ? "" : "es",
             pf ? "" : ", kept alive between epochs", compute_h2d_s(d) * 1e3, load_s * 1e3, s_new * 1e3,
-            d->step_mean * 1e3, fin(d->batch_size, 64), rec, rec, rec);
+            d->step_mean * 1e3, dr_fin(d->batch_size, 64), rec, rec, rec);
 }
 
 static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu, int inferred) {
@@ -218,14 +214,14 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
             "Keras / tf.data:\n"
             "  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()  # cache before random aug\n"
             "  ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
-            fin(d->data_mean, 0) * 1e3, fin(d->step_mean, 0) * 1e3,
+            dr_fin(d->data_mean, 0) * 1e3, dr_fin(d->step_mean, 0) * 1e3,
             dr_has(fs, "loader_workers") ? " (see loader_workers)"
                                          : " (here they are not: the job already uses the cores it can)");
 }
 
 static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu) {
   double ch = compute_h2d_s(d);
-  double need = ceil(fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
+  double need = ceil(dr_fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
   int rec = need >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)need;
   if (rec < w0 + 2)
     rec = w0 + 2;
@@ -265,7 +261,8 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
             "Keras / tf.data:\n"
             "  ds = files.interleave(tf.data.TFRecordDataset, cycle_length=%d,\n"
             "      num_parallel_calls=tf.data.AUTOTUNE).cache('/local/cache').prefetch(tf.data.AUTOTUNE)",
-            fin(d->data_mean, 0) * 1e3, w0 > 0 ? "es" : "", fin(lcpu, 0), rec, fin(d->batch_size, 64), rec, rec);
+            dr_fin(d->data_mean, 0) * 1e3, w0 > 0 ? "es" : "", dr_fin(lcpu, 0), rec, dr_fin(d->batch_size, 64), rec,
+            rec);
 }
 
 static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share, double dsh) {
@@ -274,7 +271,7 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
     return;
   double iowait_cores = d->iowait.n && d->ncpu ? d->iowait.mean / 100 * d->ncpu : NAN;
   dr_printf(f->title, sizeof f->title, "Storage-bound: the job's loading processes wait on I/O %.0f%% of the time",
-            fin(dsh, 0) * 100);
+            dr_fin(dsh, 0) * 100);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
   dr_json_num(&j, "dstate_share", dsh);
@@ -289,9 +286,9 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
   char rate[128];
   if (isfinite(d->psi_io.mean))
     dr_printf(rate, sizeof rate, "%.0f MB/s (PSI: some task stalled on I/O %.0f%% of the time)",
-              fin(d->tree_read.mean, 0) / 1e6, d->psi_io.mean);
+              dr_fin(d->tree_read.mean, 0) / 1e6, d->psi_io.mean);
   else
-    dr_printf(rate, sizeof rate, "%.0f MB/s", fin(d->tree_read.mean, 0) / 1e6);
+    dr_printf(rate, sizeof rate, "%.0f MB/s", dr_fin(d->tree_read.mean, 0) / 1e6);
   dr_printf(f->fix, sizeof f->fix,
             "The job's processes sat in uninterruptible I/O wait (D state) %.0f%% of the time while reading "
             "%s: storage, not the CPU, limits the input. Put the data set on local NVMe or in RAM "
@@ -304,7 +301,7 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
             "Keras / tf.data:\n"
             "  ds = tf.data.TFRecordDataset(shards, num_parallel_reads=tf.data.AUTOTUNE)\n"
             "  ds = ds.cache('/local_nvme/cache').prefetch(tf.data.AUTOTUNE)",
-            fin(dsh, 0) * 100, rate, current_workers(d) + 2);
+            dr_fin(dsh, 0) * 100, rate, current_workers(d) + 2);
 }
 
 void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
@@ -350,17 +347,10 @@ static double stall_share(const struct dr_findings *fs) {
 void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
   if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
     return;
-  double ds = fin(d->data_share, 0), stall = stall_share(fs), m = main_cpu(d);
+  double ds = dr_fin(d->data_share, 0), stall = stall_share(fs), m = main_cpu(d);
   if (d->ngpus) {
-    double util = 0;
-    int n = 0;
-    for (int i = 0; i < d->ngpus; i++)
-      if (d->gpus[i].used && d->gpus[i].util.n)
-        util += d->gpus[i].util.mean, n++;
-    if (!n || saturated(d))
-      return;
-    util /= n;
-    if (util >= DR_HOSTCODE_GPU_UTIL)
+    double util = d->used_util;
+    if (!isfinite(util) || saturated(d) || util >= DR_HOSTCODE_GPU_UTIL)
       return;
     double share = fmax(0, 1 - util / 100 - ds - stall);
     double speedup = fmax(1, 90 / fmax(util, 1));
@@ -437,11 +427,6 @@ void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
 
 /* ---- periodic stalls ---- */
 
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 struct stall {
   double t, excess; /* start (s since run start), seconds lost */
   double data;      /* data wait inside it, s (NAN unknown) */
@@ -457,7 +442,7 @@ static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap,
     return 0;
   for (size_t i = 1; i < n; i++)
     gaps[i - 1] = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
-  qsort(gaps, n - 1, sizeof *gaps, cmp_dbl);
+  qsort(gaps, n - 1, sizeof *gaps, dr_cmp_double);
   double med = gaps[(n - 1) / 2];
   free(gaps);
   *typical = med;

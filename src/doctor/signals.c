@@ -15,11 +15,6 @@
 
 #define NS 1e9
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static double quantile_sorted(const double *v, size_t n, double q) {
   if (!n)
     return NAN;
@@ -254,7 +249,7 @@ static void step_figures(struct dr_run *d) {
     if (isfinite(s->samples))
       samples += s->samples, ns++;
   }
-  qsort(tot, d->nsteps, sizeof *tot, cmp_double);
+  qsort(tot, d->nsteps, sizeof *tot, dr_cmp_double);
   double n = (double)d->nsteps;
   d->step_median = quantile_sorted(tot, d->nsteps, 0.5);
   free(tot);
@@ -590,6 +585,12 @@ static int load_gpus(struct dr_run *d) {
     if (g->used)
       d->nused++;
   }
+  double util = 0;
+  int n = 0;
+  for (int i = 0; i < d->ngpus; i++)
+    if (d->gpus[i].used && d->gpus[i].util.n)
+      util += d->gpus[i].util.mean, n++;
+  d->used_util = n ? util / n : NAN;
   return GS_OK;
 }
 
@@ -639,6 +640,7 @@ int dr_run_load(struct store *st, const char *run_id, struct dr_run *d) {
   memset(d, 0, sizeof *d);
   d->st = st;
   d->main_idx = -1;
+  d->used_util = NAN;
   int rc;
   if ((rc = st->run_get(st, run_id, &d->run)) || (rc = st->series_list(st, d->run.id, &d->series, &d->nseries)) ||
       (rc = st->events_read(st, d->run.id, &d->events, &d->nevents)) ||

@@ -8,14 +8,6 @@
 #include "doctor/doctor.h"
 #include "report/report_int.h"
 
-static int gpu_index(const char *labels) {
-  if (strncmp(labels, "gpu=", 4))
-    return -1;
-  char *end;
-  long g = strtol(labels + 4, &end, 10);
-  return end != labels + 4 && !*end && g >= 0 && g < 1024 ? (int)g : -1;
-}
-
 static double stat_mean(struct store *st, const struct report_run *r, const char *source, const char *name,
                         const char *labels, double *max, double *min) {
   struct series_stats s;
@@ -36,7 +28,7 @@ static double stat_mean(struct store *st, const struct report_run *r, const char
 static int load_gpus(struct store *st, struct report_run *r) {
   int max = -1;
   for (size_t i = 0; i < r->nseries; i++) {
-    int g = !strcmp(r->series[i].source, "nvml") ? gpu_index(r->series[i].labels) : -1;
+    int g = !strcmp(r->series[i].source, "nvml") ? rp_gpu_label(r->series[i].labels) : -1;
     if (g > max && r->series[i].count > 0)
       max = g;
   }

@@ -2,6 +2,7 @@
  * and evidence — safely into JSON, HTML and a terminal, and formatting numbers that may be absent.
  * A small JSON checker decides whether a finding's evidence may be embedded as an object. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -298,6 +299,19 @@ const char *rp_bytes(char *buf, size_t n, double v) {
     return buf;
   }
   return gs_fmt_bytes(v, buf, n);
+}
+
+int rp_gpu_label(const char *labels) {
+  if (strncmp(labels, "gpu=", 4))
+    return -1;
+  char *end;
+  long g = strtol(labels + 4, &end, 10);
+  return end != labels + 4 && !*end && g >= 0 && g < 1024 ? (int)g : -1;
+}
+
+int rp_cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
 }
 
 const char *rp_param(const struct report_run *r, const char *key) {

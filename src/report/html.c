@@ -155,14 +155,6 @@ static double run_span(const struct report_run *r) {
   return 1;
 }
 
-static int gpu_of(const char *labels) {
-  if (strncmp(labels, "gpu=", 4))
-    return -1;
-  char *end;
-  long g = strtol(labels + 4, &end, 10);
-  return end != labels + 4 && !*end && g >= 0 && g < 1024 ? (int)g : -1;
-}
-
 /* Throttling as spans: from each throttle_start to its throttle_stop (same GPU and reason), or to the
  * end of the run when it never stopped. */
 static void throttle_spans(struct rp_chart *c, const struct report_run *r, double end) {
@@ -195,7 +187,7 @@ static void gpu_chart(FILE *out, struct store *st, const struct report_run *r, c
   double ymax = ymax_fixed, limit = NAN;
   for (size_t i = 0; i < r->nseries && n < 64; i++) {
     const struct store_series *s = &r->series[i];
-    int g = gpu_of(s->labels);
+    int g = rp_gpu_label(s->labels);
     if (g < 0 || strcmp(s->source, "nvml") || strcmp(s->name, metric) || s->count <= 0)
       continue;
     if (rp_points_load(st, s, run_span(r), &pts[n]))
@@ -208,7 +200,7 @@ static void gpu_chart(FILE *out, struct store *st, const struct report_run *r, c
   }
   if (limit_metric)
     for (size_t i = 0; i < r->nseries; i++)
-      if (!strcmp(r->series[i].name, limit_metric) && gpu_of(r->series[i].labels) >= 0) {
+      if (!strcmp(r->series[i].name, limit_metric) && rp_gpu_label(r->series[i].labels) >= 0) {
         struct series_stats ls;
         if (!report_stats(st, r->run.id, r->series, r->nseries, "nvml", limit_metric, r->series[i].labels, &ls) &&
             ls.n && !(ls.max <= limit))
@@ -324,11 +316,6 @@ struct busy {
 static int by_busy(const void *a, const void *b) {
   const struct busy *x = a, *y = b;
   return x->mean < y->mean ? 1 : x->mean > y->mean ? -1 : 0;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 static void job_cpu(FILE *out, struct store *st, const struct report_run *r) {
@@ -464,7 +451,7 @@ static void step_chart(FILE *out, struct store *st, const struct report_run *r) 
 static void idle_timeline(FILE *out, struct store *st, const struct report_run *r) {
   int gpus = 0;
   for (size_t i = 0; i < r->nseries; i++)
-    gpus += !strcmp(r->series[i].name, "gpu.util_pct") && gpu_of(r->series[i].labels) >= 0;
+    gpus += !strcmp(r->series[i].name, "gpu.util_pct") && rp_gpu_label(r->series[i].labels) >= 0;
   long si = store_series_find(r->series, r->nseries, "client", "step.total_s", "");
   int rows = gpus + (si >= 0);
   if (!rows)
@@ -477,7 +464,7 @@ static void idle_timeline(FILE *out, struct store *st, const struct report_run *
   int row_i = 0;
   for (size_t i = 0; i < r->nseries; i++) {
     const struct store_series *s = &r->series[i];
-    int g = gpu_of(s->labels);
+    int g = rp_gpu_label(s->labels);
     if (g < 0 || strcmp(s->name, "gpu.util_pct"))
       continue;
     struct rp_points p;
@@ -518,7 +505,7 @@ static void idle_timeline(FILE *out, struct store *st, const struct report_run *
         double *sorted = malloc((n - 1) * sizeof *sorted);
         if (sorted) {
           memcpy(sorted, gaps, (n - 1) * sizeof *sorted);
-          qsort(sorted, n - 1, sizeof *sorted, cmp_double);
+          qsort(sorted, n - 1, sizeof *sorted, rp_cmp_double);
           med = sorted[(n - 1) / 2];
           free(sorted);
         }

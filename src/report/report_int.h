@@ -41,6 +41,11 @@ const char *rp_pct(char *buf, size_t n, double share);
 /* Bytes ("3.4 GiB") or "—". */
 const char *rp_bytes(char *buf, size_t n, double v);
 
+/* N for labels exactly "gpu=N" (0 <= N < 1024), else -1. */
+int rp_gpu_label(const char *labels);
+/* qsort comparator for doubles, ascending. */
+int rp_cmp_double(const void *a, const void *b);
+
 /* A run's param, or NULL. */
 const char *rp_param(const struct report_run *r, const char *key);
 /* "8 x NVIDIA H200" (or "2 GPUs: A, B"; "none"). */

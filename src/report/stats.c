@@ -5,17 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report.h"
+#include "report/report_int.h"
 
 #define QUICK_POINTS 200000 /* a longer series is summarised from its 10 s rollups ... */
 #define QUICK_RES_NS 10000000000LL
 #define SLOW_POINTS 2000000 /* ... or its 1 min ones past two days at 10 Hz */
 #define SLOW_RES_NS 60000000000LL
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
 
 static double quantile(double *sorted, size_t n, double q) {
   if (!n)
@@ -84,7 +79,7 @@ int report_stats(struct store *st, const char *run_id, const struct store_series
     rc = gather(st, s, &all, &nall, out);
   }
   if (!rc && nall) {
-    qsort(all, nall, sizeof *all, cmp_double);
+    qsort(all, nall, sizeof *all, rp_cmp_double);
     out->mean = out->sum / (double)nall;
     out->p50 = quantile(all, nall, 0.5);
     out->p95 = quantile(all, nall, 0.95);
@@ -143,7 +138,7 @@ int report_step_stats(struct store *st, const char *run_id, const struct store_s
       sorted[k++] = v[i], total += v[i];
   if (!k || total <= 0)
     goto out;
-  qsort(sorted, k, sizeof *sorted, cmp_double);
+  qsort(sorted, k, sizeof *sorted, rp_cmp_double);
   out->steps = k;
   out->median_step_s = quantile(sorted, k, 0.5);
   double data, h2d, samples;

@@ -22,11 +22,6 @@ void rp_points_free(struct rp_points *p) {
   memset(p, 0, sizeof *p);
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 int rp_points_load(struct store *st, const struct store_series *s, double duration_s, struct rp_points *p) {
   memset(p, 0, sizeof *p);
   int64_t *t = NULL;
@@ -68,7 +63,7 @@ int rp_points_load(struct store *st, const struct store_series *s, double durati
     if (gaps) {
       for (size_t i = 1; i < p->n; i++)
         gaps[i - 1] = p->t[i] - p->t[i - 1];
-      qsort(gaps, p->n - 1, sizeof *gaps, cmp_double);
+      qsort(gaps, p->n - 1, sizeof *gaps, rp_cmp_double);
       p->step_s = gaps[(p->n - 1) / 2];
       free(gaps);
     }
