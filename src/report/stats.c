@@ -1,6 +1,7 @@
-/* report/stats: the numbers every report needs from raw samples — mean, extremes, percentiles of a
- * series, and the training-loop view (steps, throughput, data-wait share) from the client's steps.
- * Samples that are not finite numbers (a damaged store) are skipped, never counted as zero. */
+/* report/stats: the numbers every report needs — mean, extremes, percentiles of a series (from its
+ * raw samples, or from its rollups when it is long), and the training-loop view (steps, throughput,
+ * data-wait share) from the client's steps. Samples that are not finite numbers (a damaged store) are
+ * skipped, never counted as zero. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -51,8 +51,15 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
   }
   char dur[32], b1[32], b2[32];
   gs_fmt_duration(run.end_wall_ns - run.start_wall_ns, dur, sizeof dur);
-  fprintf(out, "gpuscope: run %s%s%s%s — %s, %s (exit %d)\n", run.id, run.name[0] ? " (" : "", run.name,
-          run.name[0] ? ")" : "", run.status, dur, run.exit_code);
+  fprintf(out, "gpuscope: run %s", run.id);
+  if (run.name[0]) {
+    fputs(" (", out);
+    rp_text(out, run.name, 0);
+    fputc(')', out);
+  }
+  fputs(" — ", out);
+  rp_text(out, run.status, 0);
+  fprintf(out, ", %s (exit %d)\n", dur, run.exit_code);
   struct series_stats cpu, cg, tree, rss, mem;
   report_stats(st, run_id, series, n, "host", "host.cpu.busy_pct", "cpu=total", &cpu);
   report_stats(st, run_id, series, n, "host", "host.cgroup.cpu_used_pct_of_limit", "", &cg);
