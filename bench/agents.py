@@ -10,7 +10,10 @@ cgroup so its CPU is counted exactly (threads, exited threads and children inclu
   collectd         cpu, memory, disk, interface plugins, written to CSV
   node-exporter    prometheus-node-exporter with Debian's default collectors ...
   + scraper        ... scraped by a curl loop at the same rate (counted separately)
+  node-exp-same    node-exporter with only gpuscope's host families (cpu, meminfo, diskstats,
+                   netdev, loadavg, pressure), with its own scraper
   glances          glances --quiet --export csv (default plugins)
+  glances-same     glances with only cpu, percpu, mem, memswap, load, diskio, network (+ system, now)
 
 Reported per agent: CPU-seconds per hour of monitoring over the window (start-up excluded), the
 ratio to the floor, peak RSS, and which metric families it lacks that gpuscope has (per-process
@@ -49,9 +52,15 @@ LACKS = {
     "sadc": "job tree, cgroup, GPU",
     "collectd": "job tree, PSI, cgroup v2, GPU",
     "node-exporter": "job tree, cgroup, GPU",
+    "node-exp-same": "job tree, cgroup, GPU",
     "scraper": "",
     "glances": "PSI, cgroup, GPU (without pynvml)",
+    "glances-same": "job tree, PSI, cgroup, GPU",
 }
+NODE_SAME = ["--collector.disable-defaults", "--collector.cpu", "--collector.meminfo", "--collector.diskstats",
+             "--collector.netdev", "--collector.loadavg", "--collector.pressure"]
+GLANCES_OFF = ("alert,amps,cloud,connections,docker,folders,fs,gpu,help,ip,irq,ports,processcount,processlist,"
+               "psutilversion,quicklook,raid,sensors,smart,uptime,wifi")
 
 
 def free_port():
@@ -137,22 +146,26 @@ def main():
                                  os.path.join(tmp, "sa.data")])
         if have("collectd-core"):
             start("collectd", "1s", [shutil.which("collectd"), "-f", "-C", collectd_conf(tmp, 1)])
-        url = None
+        urls = {}
         if have("prometheus-node-exporter"):
-            port = free_port()
-            start("node-exporter", "1s", ["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{port}"])
-            url = f"http://127.0.0.1:{port}/metrics"
-            if wait_http(url) is None:
-                print("agents: node-exporter did not answer; its row is skipped")
-                url = None
-            elif have("curl"):
-                start("scraper", "1s", ["/bin/sh", "-c", f"while :; do curl -s -o /dev/null {url}; sleep 1; done"])
+            for name, extra in (("node-exporter", []), ("node-exp-same", NODE_SAME)):
+                port = free_port()
+                start(name, "1s", ["prometheus-node-exporter", f"--web.listen-address=127.0.0.1:{port}"] + extra)
+                url = f"http://127.0.0.1:{port}/metrics"
+                if wait_http(url) is None:
+                    print(f"agents: {name} did not answer")
+                    continue
+                urls[name] = url
+                if have("curl"):
+                    start("scraper", name, ["/bin/sh", "-c",
+                                            f"while :; do curl -s -o /dev/null {url}; sleep 1; done"])
         if have("glances"):
-            start("glances", "1s", ["glances", "--quiet", "--export", "csv", "--export-csv-file",
-                                    os.path.join(tmp, "glances.csv"), "-t", "1"])
+            for name, extra in (("glances", []), ("glances-same", ["--disable-plugin", GLANCES_OFF])):
+                start(name, "1s", ["glances", "--quiet", "--export", "csv", "--export-csv-file",
+                                   os.path.join(tmp, name + ".csv"), "-t", "1"] + extra)
         time.sleep(a.warmup)
         c1 = {id(m): m.cpu_s() for _, _, m in rows}
-        scr1 = scrapes(url)
+        scr1 = {n: scrapes(u) for n, u in urls.items()}
         t1 = time.monotonic()
         done = 0
         while done < window:
@@ -161,7 +174,7 @@ def main():
             print(f"  ... {done / 60:.1f} of {window / 60:.1f} min", file=sys.stderr, flush=True)
         c2 = {id(m): m.cpu_s() for _, _, m in rows}
         wall = time.monotonic() - t1
-        scr2 = scrapes(url)
+        scr2 = {n: scrapes(u) for n, u in urls.items()}
         hwm = {id(m): m.hwm_kib() for _, _, m in rows}
         for label, _, m in rows:
             if label not in ("gpuscope", "floor"):
@@ -203,17 +216,21 @@ def report(rows, c1, c2, hwm, wall, scr1, scr2, missing):
         v = per[(label, iv)]
         rss = f"{hwm[id(m)] / 1024:.1f} MiB" if hwm[id(m)] else "-"
         note = LACKS.get(label, "")
+        shown_iv = iv
         if label == "scraper":
-            rate = (scr2 - scr1) / wall if scr1 is not None and scr2 is not None else float("nan")
-            note = f"(curl loop for node-exporter: {rate:.2f} scrapes/s)"
-        print(f"{label:<16}{iv:>9}{v:>10.2f}{v / f:>8.1f}x{rss:>11}  {note}")
+            a, b = scr1.get(iv), scr2.get(iv)
+            rate = (b - a) / wall if a is not None and b is not None else float("nan")
+            note = f"(curl loop for {iv}: {rate:.2f} scrapes/s)"
+            shown_iv = "1s"
+        print(f"{label:<16}{shown_iv:>9}{v:>10.2f}{v / f:>8.1f}x{rss:>11}  {note}")
     for pkg in missing:
         print(f"{pkg:<16} not measured (not installed)")
     g = per.get(("gpuscope", "1s"))
     f = per.get(("floor", "1s"))
     print("targets at 1 s:")
     print(f"  gpuscope within 1.5x of the floor: {g / f:.2f}x -> {'met' if g / f <= 1.5 else 'MISSED'}")
-    for peer, want in (("sadc", 2.5), ("collectd", 5.0), ("node-exporter", 1.0), ("glances", 1.0)):
+    for peer, want in (("sadc", 2.5), ("collectd", 5.0), ("node-exporter", 1.0), ("node-exp-same", 1.0),
+                       ("glances", 1.0), ("glances-same", 1.0)):
         p = per.get((peer, "1s"))
         if p is None:
             continue
