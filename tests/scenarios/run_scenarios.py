@@ -110,15 +110,17 @@ def main():
     only = {s for s in os.environ.get("GS_SCENARIOS", "").split(",") if s}
     cases = [c for c in CASES if not only or c["name"] in only]
     sb = Sandbox()
-    results = []
+    results, lines = [], []
     try:
         for case in cases:
             for attempt in (1, 2):
                 got, rep, secs = run_case(sb, case, attempt)
                 ok = got == case["expect"]
                 brief = "; ".join(f"{f['rule']} {f['share'] * 100:.0f}% x{f['speedup']:.2f}" for f in rep["findings"])
-                log(f"{'ok  ' if ok else 'MISS'} {case['name']:<22} expected {sorted(case['expect'])} "
-                    f"got [{brief}] ({secs:.0f} s, attempt {attempt})")
+                line = (f"{'ok  ' if ok else 'MISS'} {case['name']:<22} expected {sorted(case['expect'])} "
+                        f"got [{brief}] ({secs:.0f} s, attempt {attempt})")
+                lines.append(line)
+                log(line)
                 if not ok:
                     for f in rep["findings"]:
                         log(f"       {f['rule']}: {json.dumps(f['evidence'])[:600]}")
@@ -128,8 +130,8 @@ def main():
     finally:
         sb.close()
 
-    log("\nper rule (cases run: %d)" % len(results))
-    log(f"{'rule':<18} {'cases':>5} {'TP':>3} {'FP':>3} {'FN':>3} {'precision':>10} {'recall':>8}")
+    table = ["per rule (cases run: %d)" % len(results),
+             f"{'rule':<18} {'cases':>5} {'TP':>3} {'FP':>3} {'FN':>3} {'precision':>10} {'recall':>8}"]
     for rule in RULES:
         tp = sum(1 for c, g, _, _ in results if rule in c["expect"] and rule in g)
         fp = sum(1 for c, g, _, _ in results if rule not in c["expect"] and rule in g)
@@ -137,7 +139,16 @@ def main():
         n = sum(1 for c, _, _, _ in results if rule in c["expect"])
         prec = f"{tp / (tp + fp):.2f}" if tp + fp else "—"
         rec = f"{tp / (tp + fn):.2f}" if tp + fn else "—"
-        log(f"{rule:<18} {n:>5} {tp:>3} {fp:>3} {fn:>3} {prec:>10} {rec:>8}")
+        table.append(f"{rule:<18} {n:>5} {tp:>3} {fp:>3} {fn:>3} {prec:>10} {rec:>8}")
+    log("\n" + "\n".join(table))
+    # ctest shows a passing test's output only with -V: the table is also kept in the build tree.
+    out = os.path.join(os.environ.get("GS_BUILD_DIR", "."), "scenario_results.txt")
+    try:
+        with open(out, "w") as f:
+            f.write("\n".join(lines + [""] + table) + "\n")
+        log(f"(also in {out})")
+    except OSError:
+        pass
     failed = [c["name"] for c, _, ok, _ in results if not ok]
     retried = [c["name"] for c, _, ok, a in results if ok and a > 1]
     if retried:
