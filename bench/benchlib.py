@@ -208,6 +208,20 @@ def vm_kib(pid, key):
     return 0
 
 
+def task_cpu_ns(pid):
+    """CPU time of pid's live threads in ns (schedstat), 0 when gone."""
+    total = 0
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                total += int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+            except (OSError, ValueError, IndexError):
+                pass
+    except OSError:
+        pass
+    return total
+
+
 def children(pid):
     """Direct children of pid (all threads)."""
     out = []

@@ -2,7 +2,9 @@
 """bench/job_train: the training job of the job-cost benchmark (bench/job_cost.py) — a real PyTorch
 CPU training loop with a fixed seed and a fixed number of steps: an MLP on synthetic MNIST-sized
 data, SGD with momentum, every core in use (so an agent's CPU is taken from the job). It times every step and prints one JSON line:
-{"steps": N, "median_ms": ..., "mean_ms": ..., "p90_ms": ..., "total_s": ..., "client": bool}.
+{"steps": N, "median_ms": ..., "mean_ms": ..., "p90_ms": ..., "total_s": ..., "cpu_s": ...,
+"client": bool} (cpu_s: the job's own CPU time, all threads), after a {"event": "start"} line printed
+as the training loop begins.
 
 With --client and the gpuscope Python client importable (PYTHONPATH=clients/python), the batches
 go through gpuscope.watch() and the loss is logged each step, as a real job using the client would.
@@ -10,6 +12,7 @@ Run by Debian's /usr/bin/python3 (python3-torch)."""
 import argparse
 import json
 import os
+import resource
 import statistics
 import time
 
@@ -44,6 +47,7 @@ def main():
     if gs:
         batches = gs.watch(batches)
     times = []
+    print(json.dumps({"event": "start"}), flush=True)  # job_cost.py measures the agent from here
     t_start = time.perf_counter()
     last = t_start
     for step, (x, y) in enumerate(batches):
@@ -58,10 +62,11 @@ def main():
             times.append(now - last)
         last = now
     total = time.perf_counter() - t_start
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     times.sort()
     print(json.dumps({"steps": len(times), "median_ms": statistics.median(times) * 1e3,
                       "mean_ms": statistics.fmean(times) * 1e3, "p90_ms": times[int(len(times) * 0.9)] * 1e3,
-                      "total_s": total, "client": gs is not None}))
+                      "total_s": total, "cpu_s": ru.ru_utime + ru.ru_stime, "client": gs is not None}))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Eight simulated H200s (tests/gpusim/scenarios/dips.scn) go idle for 200 ms every
     (nvmlDeviceGetSamples, 6 samples/s in the simulator), so every driver sample is stored;
   - bench/resolution_probe: polls nvmlDeviceGetUtilizationRates every 10 ms for the ground truth,
     and evaluates trackers polling the instant value every 1 s and 10 s (the defaults of most
-    experiment trackers and exporters) at 10 spread phases.
+    experiment trackers and exporters) at 100 phases spread over the polling interval.
 For gpuscope, a dip is shown when a stored gpu.util_pct sample below 50 % lies inside the dip's
 window (scenario time mapped to the run's time through the driver samples' 1/6 s grid).
 
@@ -119,7 +119,7 @@ def main():
             f = line.replace(",", "").split()
             iv = int(f[2])
             label = f"tracker polling instant util every {iv // 1000} s"
-            print(f"{label:<48}{f[10]:>7} of {f[5]:<4}{f[13].strip('('):>8} %  mean over 10 phases "
+            print(f"{label:<48}{f[10]:>7} of {f[5]:<4}{f[13].strip('('):>8} %  mean over {f[-2]} phases "
                   f"(min {f[8]}, max {f[12]})")
     finally:
         for f in os.listdir(tmp):

@@ -4,8 +4,8 @@
  * is a dip — and evaluates trackers polling every INTERVAL_MS at PHASES evenly spread start
  * offsets (a tracker's phase against the job's rhythm is arbitrary). A tracker "shows" a dip when
  * one of its polls falls inside it. Prints one line per interval:
- *   probe: interval 1000 ms: dips 30, shown min 0 mean 6.0 max 30 of 30 (20.0 %) over 10 phases
- * usage: resolution_probe LIB SECONDS INTERVAL_MS [INTERVAL_MS...]   (PHASES = 10) */
+ *   probe: interval 1000 ms: dips 30, shown min 0 mean 6.0 max 30 (20.0 %) over 100 phases
+ * usage: resolution_probe LIB SECONDS INTERVAL_MS [INTERVAL_MS...]   (PHASES = 100) */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ typedef struct {
 } util_t;
 typedef int (*util_fn)(void *, util_t *);
 
-enum { STEP_MS = 10, PHASES = 10, MAX_DIPS = 100000 };
+enum { STEP_MS = 10, PHASES = 100, MAX_DIPS = 100000 };
 
 static void sleep_until(struct timespec *t) {
   clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL);
