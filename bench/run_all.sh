@@ -35,10 +35,10 @@ cmake --build "$BUILD_DIR" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
 OUT="$BUILD_DIR/bench-results.txt"
 
 if [ "$QUICK" = 1 ]; then
-  OVERHEAD="--seconds 30"; AGENTS="--minutes 1 --warmup 10"; JOB="--reps 2 --steps 100"
+  OVERHEAD="--seconds 30"; AGENTS="--minutes 1 --warmup 10"; JOB="--reps 2 --steps 80"
   STORE="--hours 12 --plain-hours 0.5"; RES="--seconds 20"
 else
-  OVERHEAD="--seconds 60"; AGENTS="--minutes 5"; JOB="--reps 4 --steps 200"
+  OVERHEAD="--seconds 60"; AGENTS="--minutes 5"; JOB="--reps 6 --steps 100"
   STORE="--days 7 --plain-hours 1"; RES="--seconds 60"
 fi
 
