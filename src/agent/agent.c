@@ -395,15 +395,15 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   if (doctor_run(st, run.id, NULL, &nfind))
     fprintf(stderr, "gpuscope: diagnosis failed: %s\n", gs_last_error());
   if (!o->quiet) {
-    report_summary(stderr, st, run.id);
+    /* Collector and client lines first, so the summary ends with the diagnosis. */
     if (col_summary)
       fputs(col_summary, stderr);
-    if (in) {
+    if (in)
       ingest_summary(in, stderr);
-    }
     if (left > 0)
       fprintf(stderr, "  %d process%s of the job still running after it exited (use --wait-tree to wait)\n", left,
               left == 1 ? "" : "es");
+    report_summary(stderr, st, run.id);
   }
   free(col_summary);
 out:
