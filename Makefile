@@ -37,7 +37,7 @@ check-asan:
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS) -LE slow
 
 bench: build
-	bench/run_all.sh
+	bench/run_all.sh --build $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
