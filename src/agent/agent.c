@@ -25,13 +25,16 @@
 #include "report/report.h"
 #include "store/store.h"
 
-#define FLUSH_NS 1000000000LL
+#define LIVE_NS 1000000000LL
+/* The writer commits early when this many points wait, whatever --flush says (bounds memory). */
+#define FLUSH_EARLY_POINTS 65536
 
 struct writer {
   pthread_t thread;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int stop;
+  int stop, kicked;
+  int64_t flush_ns;
   struct store *st;
   struct store_run *run;
   struct gs_sink *sink;
@@ -55,10 +58,15 @@ static void *writer_main(void *arg) {
   while (!w->stop) {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += 1;
-    pthread_cond_timedwait(&w->cv, &w->mu, &until);
+    until.tv_sec += w->flush_ns / 1000000000LL;
+    until.tv_nsec += w->flush_ns % 1000000000LL;
+    if (until.tv_nsec >= 1000000000L)
+      until.tv_sec++, until.tv_nsec -= 1000000000L;
+    while (!w->stop && !w->kicked && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0)
+      ; /* woken without cause: wait on */
     if (w->stop)
       break;
+    w->kicked = 0;
     pthread_mutex_unlock(&w->mu);
     writer_flush(w);
     pthread_mutex_lock(&w->mu);
@@ -76,6 +84,16 @@ static int writer_start(struct writer *w) {
   pthread_condattr_destroy(&ca);
   pthread_mutex_init(&w->mu, NULL);
   return pthread_create(&w->thread, NULL, writer_main, w) ? gs_fail(GS_EIO, "cannot start the writer thread") : 0;
+}
+
+/* Called by the sampling loop each tick: asks for an early commit when the sink holds many points. */
+static void writer_kick(struct writer *w) {
+  if (gs_sink_pending(w->sink) < FLUSH_EARLY_POINTS)
+    return;
+  pthread_mutex_lock(&w->mu);
+  w->kicked = 1;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
 }
 
 static void writer_stop(struct writer *w) {
@@ -223,6 +241,11 @@ static void tags_to_params(struct gs_sink *s, const char *tags) {
   }
 }
 
+int64_t agent_flush_default(int64_t interval_ns) {
+  int64_t f = 10 * interval_ns;
+  return f < 1000000000LL ? 1000000000LL : f > 10000000000LL ? 10000000000LL : f;
+}
+
 int agent_run(const struct agent_opts *o, int *job_status) {
   int rc = GS_OK, sfd = -1, exec_errno = 0;
   struct store *st = NULL;
@@ -261,7 +284,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   sigprocmask(SIG_BLOCK, &mask, &orig);
   sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
 
-  w = (struct writer){.st = st, .run = &run, .sink = sink};
+  w = (struct writer){.st = st, .run = &run, .sink = sink, .flush_ns = o->flush_ns ? o->flush_ns : agent_flush_default(o->interval_ns)};
   if ((rc = writer_start(&w)))
     goto out;
   writer_on = 1;
@@ -313,7 +336,8 @@ int agent_run(const struct agent_opts *o, int *job_status) {
           cols[i].c->close(cols[i].ctx);
           cols[i].ctx = NULL;
         }
-      if (live.on && now - last_live >= FLUSH_NS) {
+      writer_kick(&w);
+      if (live.on && now - last_live >= LIVE_NS) {
         live_print(&live, sink, now);
         last_live = now;
       }

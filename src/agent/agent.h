@@ -1,6 +1,6 @@
 /* agent: the run loop behind `gpuscope run`. It launches the job, opens every collector, wakes once
  * per tick to sample them all, drains the client socket, hands batches to a writer thread that
- * appends them to the store about once a second, forwards signals to the job, and closes the run
+ * appends them to the store every flush period (see agent_flush_default), forwards signals to the job, and closes the run
  * with the job's status. The job never waits on the agent: it is a separate process, and the agent
  * only reads procfs, the driver and a non-blocking socket. */
 #ifndef GS_AGENT_H
@@ -14,6 +14,7 @@ struct agent_opts {
   const char *name;      /* run name ("" = none) */
   const char *tags;      /* "k=v,k2=v2" */
   int64_t interval_ns;   /* sampling interval */
+  int64_t flush_ns;      /* how often the writer commits; 0 = agent_flush_default(interval_ns) */
   const char *store_url; /* where the run is kept */
   const char *root;      /* procfs root ("/") */
   int quiet;             /* no live line, no summary */
@@ -24,6 +25,11 @@ struct agent_opts {
  * job's exit code, 128+N when killed by signal N, 127 when not found, 126 when not executable.
  * Returns a negative GS_E code (message in gs_last_error()) when the run could not start — the job
  * is then not launched; GS_ECORRUPT/GS_EIO mean the store is unusable. */
+/* The default commit period: 10 ticks, at least 1 s and at most 10 s. A SIGKILLed agent loses at most
+ * one period of samples (SIGTERM, SIGINT, SIGHUP and the job's exit flush everything); a commit costs
+ * about as much as a tick of every collector, so committing each tick would double the agent's cost. */
+int64_t agent_flush_default(int64_t interval_ns);
+
 int agent_run(const struct agent_opts *o, int *job_status);
 
 #endif

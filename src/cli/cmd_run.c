@@ -13,6 +13,8 @@ static void run_usage(FILE *out) {
                "  --name NAME        name the run (read-back commands accept it)\n"
                "  --tag K=V          tag the run (repeatable)\n"
                "  --interval T       sampling interval: 50ms, 0.5s, 2s (default 100ms, at least 10ms)\n"
+               "  --flush T          commit samples to the store every T (default 10 ticks, 1s..10s;\n"
+               "                     a SIGKILLed agent loses at most T of samples; 100ms..60s)\n"
                "  --store URL        sqlite:///path/to/file.db (default $GPUSCOPE_STORE or the XDG path)\n"
                "  --wait-tree        after CMD exits, wait for the processes it left running\n"
                "  --quiet            no live line, no summary\n");
@@ -22,6 +24,7 @@ int cmd_run(int argc, char **argv) {
   static const struct option longopts[] = {
       {"name", required_argument, 0, 'n'},  {"tag", required_argument, 0, 't'},
       {"interval", required_argument, 0, 'i'}, {"store", required_argument, 0, 's'},
+      {"flush", required_argument, 0, 'f'},
       {"quiet", no_argument, 0, 'q'},        {"wait-tree", no_argument, 0, 'w'},
       {"root", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
@@ -49,6 +52,12 @@ int cmd_run(int argc, char **argv) {
         return cli_error(GS_EXIT_USAGE, "--interval: %s", gs_last_error());
       if (o.interval_ns < 10000000LL)
         return cli_error(GS_EXIT_USAGE, "--interval %s is below the 10ms minimum", optarg);
+      break;
+    case 'f':
+      if (gs_parse_duration(optarg, &o.flush_ns))
+        return cli_error(GS_EXIT_USAGE, "--flush: %s", gs_last_error());
+      if (o.flush_ns < 100000000LL || o.flush_ns > 60000000000LL)
+        return cli_error(GS_EXIT_USAGE, "--flush %s is outside 100ms..60s", optarg);
       break;
     case 's':
       o.store_url = optarg;

@@ -2,7 +2,7 @@
  * every producer (collectors, the client ingest) writes into and the store writer drains.
  *
  * Flow: producers call gs_sink_series() once per series and gs_sink_put() per value; the run loop's
- * writer thread calls gs_sink_take() about once a second and hands the batch to the store. The sink
+ * writer thread calls gs_sink_take() once per flush period (1-10 s) and hands the batch to the store. The sink
  * is thread-safe, so a collector may sample from its own thread (NVML does, so a slow driver cannot
  * stall the others). */
 #ifndef GS_CORE_H

@@ -1,6 +1,6 @@
 /* core/sink: the thread-safe in-memory buffer between producers (collectors, client ingest) and the
- * store writer. Producers register series once and put values; the writer takes a whole batch about
- * once a second, so at most ~1 s of samples ever sits in memory. */
+ * store writer. Producers register series once and put values; the writer takes a whole batch once
+ * per flush period (1-10 s, see agent.h), so at most that much ever sits in memory. */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>

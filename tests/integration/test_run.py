@@ -65,6 +65,9 @@ def test_run_rejects_bad_input_with_one_line():
         (["run", "--interval", "abc", "--", "true"], "not a duration"),
         (["run", "--interval", "5ms", "--", "true"], "10ms"),
         (["run", "--interval", "-1s", "--", "true"], "not a duration"),
+        (["run", "--flush", "50ms", "--", "true"], "100ms..60s"),
+        (["run", "--flush", "2m", "--", "true"], "100ms..60s"),
+        (["run", "--flush", "soon", "--", "true"], "not a duration"),
         (["run", "--tag", "novalue", "--", "true"], "KEY=VALUE"),
         (["run", "--interval"], "needs a value"),
         (["frobnicate"], "unknown command"),
@@ -193,6 +196,29 @@ def test_killed_agent_keeps_data_and_shows_crashed():
     check(runs[0]["name"] == "doomed" and runs[0]["status"] == "crashed", str(runs))
     rows = sb.csv("show", "doomed", "--metric", "host.mem.used_bytes", "--csv")
     check(len(rows) >= 15, f"only {len(rows)} samples survived")
+    sb.close()
+
+
+def test_killed_agent_loses_at_most_one_flush_period():
+    # --flush 2s at 100ms: killed at 5.5 s, the commits at 2 s and 4 s hold >= 40 samples; nothing
+    # after the last commit survives, so fewer than the 55 ticks taken.
+    sb = Sandbox()
+    p = subprocess.Popen([BIN, "run", "--quiet", "--flush", "2s", "--name", "doomed2", "--", "sleep", "30"],
+                         env=sb.env, start_new_session=True)
+    time.sleep(5.5)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    rows = sb.csv("show", "doomed2", "--metric", "host.mem.used_bytes", "--csv")
+    check(35 <= len(rows) <= 52, f"{len(rows)} samples survived, expected the 2 s commits' 40")
+    sb.close()
+
+
+def test_slow_interval_keeps_every_sample_at_exit():
+    # at 1 s the writer commits every 10 s; a 3 s job's samples all arrive with the final flush
+    sb = Sandbox()
+    sb.ok("run", "--quiet", "--interval", "1s", "--", "sleep", "3")
+    rows = sb.csv("show", "last", "--metric", "host.load1", "--csv")
+    check(3 <= len(rows) <= 5, f"{len(rows)} samples")
     sb.close()
 
 
