@@ -14,7 +14,9 @@
 
 #include "core/core.h"
 
-enum { GS_STORE_SCHEMA_VERSION = 1 };
+/* 2: chunks may be decimal chunks (chunk.c), which a version-1 gpuscope would misread: it refuses
+ * a version-2 store instead. The tables are unchanged. */
+enum { GS_STORE_SCHEMA_VERSION = 2 };
 
 struct store_run {
   char id[32];
@@ -119,9 +121,14 @@ int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double 
 long store_series_find(const struct store_series *s, size_t n, const char *source, const char *name,
                        const char *labels);
 
-/* ---- chunk codec (Gorilla: delta-of-delta timestamps, XOR-compressed doubles) ---- */
+/* ---- chunk codec (Gorilla: delta-of-delta timestamps, XOR-compressed doubles, or delta-coded
+ * integers for exact decimals; see chunk.c) ---- */
+
+enum { CHUNK_MODE_NONE = -1, CHUNK_MODE_DEC_MAX = 3, CHUNK_MODE_XOR = 4 };
 
 struct chunk_enc {
+  int mode; /* CHUNK_MODE_NONE before the first point; 0..3: decimal i / 10^mode; CHUNK_MODE_XOR */
+  int64_t i_prev; /* last integer of a decimal chunk */
   uint8_t *buf;
   size_t cap, bits;
   uint32_t n;
@@ -133,7 +140,8 @@ struct chunk_enc {
 /* Starts an empty encoder; chunk_enc_done frees it. */
 void chunk_enc_init(struct chunk_enc *e);
 void chunk_enc_done(struct chunk_enc *e);
-/* Appends a point (t must not go backwards). Returns 0 or GS_ENOMEM. */
+/* Appends a point (t must not go backwards). Returns 0 or GS_ENOMEM. A value that does not fit the
+ * chunk's decimal scale re-encodes the chunk, so chunk_enc_bytes() may grow by more than a point. */
 int chunk_enc_put(struct chunk_enc *e, int64_t t, double v);
 /* The encoded bytes so far: (e->bits + 7) / 8 bytes of e->buf; a valid chunk at any moment. */
 size_t chunk_enc_bytes(const struct chunk_enc *e);

@@ -171,7 +171,14 @@ static int migrate(struct sqlite_store *s) {
     if ((rc = exec(s, sql)))
       goto fail;
   }
-  /* Future migrations: if (v < 2) { ALTER ...; } then bump schema_version. */
+  /* Version 2 adds decimal chunks and no table: only the number moves. Future migrations: if (v < 3)
+   * { ALTER ...; } then the number. */
+  if (v > 0 && v < GS_STORE_SCHEMA_VERSION) {
+    char sql[128];
+    snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'", GS_STORE_SCHEMA_VERSION);
+    if ((rc = exec(s, sql)))
+      goto fail;
+  }
   return exec(s, "COMMIT");
 fail:
   exec(s, "ROLLBACK");

@@ -103,6 +103,61 @@ static void test_chunk_garbage_never_reads_past_end(void **state) {
   free(g);
 }
 
+static void test_chunk_decimals_roundtrip_through_every_scale(void **state) {
+  (void)state;
+  /* integers, then a tenth, then milliwatts, then a value that is no short decimal: the chunk
+   * re-encodes itself three times and must still give back every point bit for bit */
+  int64_t t[400];
+  double v[400];
+  for (int i = 0; i < 400; i++) {
+    t[i] = 100000000LL * i;
+    v[i] = i < 100 ? (double)(i % 17) : i < 200 ? (i % 31) / 10.0 : i < 300 ? 300 + (i * 7919 % 5000) / 1000.0
+                                                                            : i / 3.0;
+  }
+  for (int n = 1; n <= 400; n += 57)
+    roundtrip(t, v, (size_t)n);
+  roundtrip(t, v, 400);
+  double odd[] = {-0.0, 0.0, -1e15, 9007199254740993.0, 1e300, -2.5, 0.001, -0.001, 4503599627370496.5, 1e-3};
+  int64_t tt[10];
+  for (int i = 0; i < 10; i++)
+    tt[i] = 1000LL * i;
+  roundtrip(tt, odd, 10);
+  double misfit[] = {-1.5e14, -9.988, 3}; /* milli-scale would overflow the first: floats instead */
+  roundtrip(tt, misfit, 3);
+}
+
+static void test_chunk_milliwatt_power_costs_under_three_bytes(void **state) {
+  (void)state;
+  /* power read in mW and moving a few watts every 100 ms: XOR floats cost ~7 bytes a point */
+  struct chunk_enc e;
+  chunk_enc_init(&e);
+  srand(11);
+  int mw = 450000;
+  for (int i = 0; i < 1000; i++) {
+    mw += rand() % 6001 - 3000;
+    assert_int_equal(chunk_enc_put(&e, 100000000LL * i, mw / 1000.0), 0);
+  }
+  assert_int_equal(e.mode, 3);
+  assert_true(chunk_enc_bytes(&e) < 3 * 1000);
+  chunk_enc_done(&e);
+}
+
+static void test_chunk_decimal_garbage_never_reads_past_end(void **state) {
+  (void)state;
+  uint8_t buf[64];
+  struct got *g = calloc(1, sizeof *g);
+  srand(5);
+  for (int round = 0; round < 4000; round++) {
+    for (size_t i = 0; i < sizeof buf; i++)
+      buf[i] = (uint8_t)rand();
+    buf[0] = (uint8_t)(0xD0 | (round & 3));
+    g->n = 0;
+    int rc = chunk_decode(buf, 1 + (size_t)rand() % sizeof buf, 1 + (uint32_t)rand() % 4000, collect, g);
+    assert_true(rc == 0 || rc == GS_ECORRUPT);
+  }
+  free(g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_chunk_roundtrips_regular_gauge),
@@ -110,6 +165,9 @@ int main(void) {
       cmocka_unit_test(test_chunk_constant_series_costs_about_two_bits_a_point),
       cmocka_unit_test(test_chunk_truncated_is_corrupt),
       cmocka_unit_test(test_chunk_garbage_never_reads_past_end),
+      cmocka_unit_test(test_chunk_decimals_roundtrip_through_every_scale),
+      cmocka_unit_test(test_chunk_milliwatt_power_costs_under_three_bytes),
+      cmocka_unit_test(test_chunk_decimal_garbage_never_reads_past_end),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,6 +180,73 @@ static void test_store_refuses_newer_schema(void **state) {
   assert_non_null(strstr(gs_last_error(), "newer"));
 }
 
+static int meta_version(const char *name) {
+  char path[400];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  sqlite3 *db;
+  sqlite3_stmt *q;
+  int v = -1;
+  sqlite3_open(path, &db);
+  if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &q, NULL) == SQLITE_OK &&
+      sqlite3_step(q) == SQLITE_ROW)
+    v = sqlite3_column_int(q, 0);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  return v;
+}
+
+static void test_store_migrates_version_1_and_mixes_chunk_kinds(void **state) {
+  (void)state;
+  /* a version-1 store holds XOR chunks only (values that are no short decimal); opened by this
+   * version it becomes version 2, keeps them readable and adds decimal chunks beside them */
+  struct store *st = open_db("v1.db");
+  struct store_run r;
+  begin(st, &r, "old");
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "host", "v", "", "", GS_GAUGE);
+  for (int i = 0; i < 10; i++)
+    gs_sink_put(s, id, 1000 + i * 1000LL, i / 3.0);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  st->close(st);
+  char path[400];
+  snprintf(path, sizeof path, "%s/v1.db", dir);
+  sqlite3 *db;
+  sqlite3_open(path, &db);
+  sqlite3_exec(db, "UPDATE meta SET value = '1' WHERE key = 'schema_version'", NULL, NULL, NULL);
+  sqlite3_close(db);
+  assert_int_equal(meta_version("v1.db"), 1);
+
+  st = open_db("v1.db");
+  assert_non_null(st);
+  assert_int_equal(meta_version("v1.db"), GS_STORE_SCHEMA_VERSION);
+  struct store_run r2;
+  begin(st, &r2, "new");
+  int id2 = gs_sink_series(s, "nvml", "gpu.power_w", "gpu=0", "W", GS_GAUGE);
+  for (int i = 0; i < 10; i++)
+    gs_sink_put(s, id2, 1000 + i * 1000LL, 300 + i * 0.125);
+  b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r2, b), 0);
+  gs_batch_free(b);
+  struct store_series *ser;
+  size_t n, np;
+  int64_t *t;
+  double *v;
+  assert_int_equal(st->series_list(st, r.id, &ser, &n), 0);
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), 0);
+  assert_int_equal(np, 10);
+  assert_true(v[9] == 9 / 3.0);
+  free(t), free(v), free(ser);
+  assert_int_equal(st->series_list(st, r2.id, &ser, &n), 0);
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), 0);
+  assert_int_equal(np, 10);
+  assert_true(v[9] == 300 + 9 * 0.125);
+  free(t), free(v), free(ser);
+  gs_sink_free(s);
+  st->close(st);
+}
+
 static void test_store_corrupt_chunk_is_an_error_not_a_crash(void **state) {
   (void)state;
   struct store *st = open_db("d.db");
@@ -220,6 +287,7 @@ int main(void) {
       cmocka_unit_test(test_store_refuses_foreign_file_and_keeps_it),
       cmocka_unit_test(test_store_refuses_other_sqlite_database),
       cmocka_unit_test(test_store_refuses_newer_schema),
+      cmocka_unit_test(test_store_migrates_version_1_and_mixes_chunk_kinds),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_not_a_crash),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
