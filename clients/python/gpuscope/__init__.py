@@ -263,18 +263,22 @@ def _count(batch, samples):
 
 
 def _emit_step(data, span, phases, samples, t_end):
-    """Sends one step: data wait, then the step's other phases; compute is span minus the phases."""
+    """Sends one step: data wait, then the step's other phases; compute is span minus the phases.
+    A step without a timed h2d phase carries no h2d= field: not measured is not zero."""
     global _step_n
     n = _step_n
     _step_n += 1
     try:
-        h2d = phases.pop("h2d", 0.0)
+        h2d = phases.pop("h2d", None)
         data += phases.pop("data", 0.0)
         phases.pop("compute", None)  # compute is the rest of the step anyway
-        compute = span - h2d - sum(phases.values())
+        compute = span - (h2d or 0.0) - sum(phases.values())
         if compute < 0:
             compute = 0.0
-        line = f"gs1 step {n} data={data:.9f} h2d={h2d:.9f} compute={compute:.9f}"
+        line = f"gs1 step {n} data={data:.9f}"
+        if h2d is not None:
+            line += f" h2d={h2d:.9f}"
+        line += f" compute={compute:.9f}"
         if samples is not None and samples >= 0:
             line += f" samples={samples}"
         for k, v in phases.items():
