@@ -51,6 +51,35 @@ static void begin(struct store *st, struct store_run *r, const char *name) {
   assert_int_equal(st->run_begin(st, r), 0);
 }
 
+struct window {
+  int64_t first, last;
+  size_t n;
+};
+
+static int window_one(void *u, int64_t t, double v) {
+  struct window *w = u;
+  (void)v;
+  if (!w->n++)
+    w->first = t;
+  w->last = t;
+  return 0;
+}
+
+/* Reads [from, to] and checks it holds exactly the 100 ms ticks inside it (points 0..2999). */
+static void check_window(struct store *st, int64_t sid, int64_t from, int64_t to) {
+  struct window w = {0};
+  assert_int_equal(st->samples_read(st, sid, from, to, window_one, &w), 0);
+  const int64_t tick = 100000000LL;
+  int64_t lo = from < 0 ? 0 : (from + tick - 1) / tick, hi = to / tick > 2999 ? 2999 : to / tick;
+  if (hi < lo) {
+    assert_int_equal(w.n, 0);
+    return;
+  }
+  assert_int_equal(w.n, hi - lo + 1);
+  assert_int_equal(w.first, lo * tick);
+  assert_int_equal(w.last, hi * tick);
+}
+
 static void test_store_samples_roundtrip_across_flushes(void **state) {
   (void)state;
   struct store *st = open_db("a.db");
@@ -93,6 +122,14 @@ static void test_store_samples_roundtrip_across_flushes(void **state) {
   assert_int_equal(nr, 30);
   assert_true(mn[0] == 0 && mx[0] == 99);
   free(rt), free(mn), free(mx), free(mean);
+  /* windows: inside one chunk, across chunk boundaries (1,024 points each), at the ends, outside */
+  int64_t sec = 1000000000LL;
+  check_window(st, ser[0].id, 150 * sec, 160 * sec);
+  check_window(st, ser[0].id, 100 * sec + 50000000LL, 205 * sec + 1);
+  check_window(st, ser[0].id, -5 * sec, 3 * sec);
+  check_window(st, ser[0].id, 299 * sec, 400 * sec);
+  check_window(st, ser[0].id, 301 * sec, 400 * sec);
+  check_window(st, ser[0].id, INT64_MIN, INT64_MAX);
   free(t), free(v), free(ser);
   gs_sink_free(s);
   st->close(st);
