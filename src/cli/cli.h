@@ -22,6 +22,16 @@ int cmd_compare(int argc, char **argv);
 /* Prints "gpuscope: <msg>" on stderr and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+struct option;
+
+/* Parses the options of a sub-command's argv (argv[0] its name) with getopt_long: long options from
+ * longopts, and -h. Each option goes to on_opt(val, its value or NULL, user), which returns -1 to go
+ * on or an exit code to stop with. --help/-h prints usage and stops with 0; a missing value or an
+ * unknown option is reported and stops with GS_EXIT_USAGE. Returns -1 when every option was taken
+ * (optind then indexes the first operand), else the exit code to stop with. */
+int cli_parse_opts(int argc, char **argv, const struct option *longopts, const char *usage,
+                   int (*on_opt)(int opt, const char *arg, void *user), void *user);
+
 /* Opens the store named by url (NULL: the default); on failure prints the reason and returns NULL. */
 struct store *cli_open_store(const char *url);
 

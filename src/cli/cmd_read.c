@@ -17,6 +17,43 @@ struct read_opts {
   int64_t from, to;
 };
 
+static int read_opt(int c, const char *arg, void *user) {
+  struct read_opts *o = user;
+  switch (c) {
+  case 's':
+    o->store = arg;
+    break;
+  case 'j':
+    o->json = 1;
+    break;
+  case 'c':
+    o->csv = 1;
+    break;
+  case 'm':
+    o->metric = arg;
+    break;
+  case 'f':
+  case 't':
+    if (gs_parse_duration(arg, c == 'f' ? &o->from : &o->to))
+      return cli_error(GS_EXIT_USAGE, "--%s: %s (a time since the run's start)", c == 'f' ? "from" : "to",
+                       gs_last_error());
+    break;
+  case 'e':
+    o->events = 1;
+    break;
+  case 'N':
+    o->notes = 1;
+    break;
+  case 'p':
+    o->params = 1;
+    break;
+  case 'C':
+    o->catalog = 1;
+    break;
+  }
+  return -1;
+}
+
 /* Parses the options every read-back command shares; returns -1 to go on, else an exit code. */
 static int parse_read_opts(int argc, char **argv, struct read_opts *o, const char *usage, int want_run) {
   static const struct option longopts[] = {
@@ -28,54 +65,12 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
   memset(o, 0, sizeof *o);
   o->from = INT64_MIN;
   o->to = INT64_MAX;
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    switch (c) {
-    case 's':
-      o->store = optarg;
-      break;
-    case 'j':
-      o->json = 1;
-      break;
-    case 'c':
-      o->csv = 1;
-      break;
-    case 'm':
-      o->metric = optarg;
-      break;
-    case 'f':
-    case 't':
-      if (gs_parse_duration(optarg, c == 'f' ? &o->from : &o->to))
-        return cli_error(GS_EXIT_USAGE, "--%s: %s (a time since the run's start)", c == 'f' ? "from" : "to",
-                         gs_last_error());
-      break;
-    case 'e':
-      o->events = 1;
-      break;
-    case 'N':
-      o->notes = 1;
-      break;
-    case 'p':
-      o->params = 1;
-      break;
-    case 'C':
-      o->catalog = 1;
-      want_run = 0;
-      break;
-    case 'h':
-      printf("%s", usage);
-      return GS_EXIT_OK;
-    case ':':
-      return cli_error(GS_EXIT_USAGE, "%s: option '%s' needs a value", argv[0], argv[optind - 1]);
-    default:
-      return cli_error(GS_EXIT_USAGE, "%s: unknown option '%s'", argv[0], argv[optind - 1]);
-    }
-  }
+  int rc = cli_parse_opts(argc, argv, longopts, usage, read_opt, o);
+  if (rc >= 0)
+    return rc;
   if (o->json && o->csv)
     return cli_error(GS_EXIT_USAGE, "%s: --json and --csv exclude each other", argv[0]);
-  if (want_run) {
+  if (want_run && !o->catalog) { /* --catalog lists what gpuscope collects, in no run */
     if (optind >= argc)
       return cli_error(GS_EXIT_USAGE, "%s: which run? (an id, a unique id prefix, a name, or 'last')", argv[0]);
     o->run = argv[optind++];
@@ -90,6 +85,22 @@ static int close_fail(struct store *st) {
   int rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
   st->close(st);
   return rc;
+}
+
+/* Prints `, "key": ` and value as a JSON string: one field of an object already opened. */
+static void json_field(const char *key, const char *value) {
+  printf(", \"%s\": ", key);
+  gs_json_str(stdout, value);
+}
+
+/* Opens a series' JSON object in a list (first: no comma before it) with its source, name, labels
+ * and unit; the caller adds the rest and closes it. */
+static void json_series_open(const struct store_series *s, int first) {
+  printf("%s\n {\"source\": ", first ? "" : ",");
+  gs_json_str(stdout, s->source);
+  json_field("name", s->name);
+  json_field("labels", s->labels);
+  json_field("unit", s->unit);
 }
 
 static void fmt_time(int64_t wall_ns, char *buf, size_t n) {
@@ -118,10 +129,8 @@ int cmd_runs(int argc, char **argv) {
       struct store_run *r = &runs[i];
       printf("%s\n {\"id\": ", i ? "," : "");
       gs_json_str(stdout, r->id);
-      printf(", \"name\": ");
-      gs_json_str(stdout, r->name);
-      printf(", \"status\": ");
-      gs_json_str(stdout, r->status);
+      json_field("name", r->name);
+      json_field("status", r->status);
       printf(", \"start_wall_ns\": %lld, \"duration_s\": ", (long long)r->start_wall_ns);
       gs_json_num(stdout, r->end_wall_ns ? (double)(r->end_wall_ns - r->start_wall_ns) / 1e9 : NAN);
       printf(", \"exit_code\": ");
@@ -129,12 +138,9 @@ int cmd_runs(int argc, char **argv) {
         printf("%d", r->exit_code);
       else
         printf("null");
-      printf(", \"command\": ");
-      gs_json_str(stdout, r->command);
-      printf(", \"host\": ");
-      gs_json_str(stdout, r->host);
-      printf(", \"tags\": ");
-      gs_json_str(stdout, r->tags);
+      json_field("command", r->command);
+      json_field("host", r->host);
+      json_field("tags", r->tags);
       printf("}");
     }
     printf("%s]\n", n ? "\n" : "");
@@ -209,14 +215,11 @@ static int show_events(struct store *st, const struct store_run *run, const stru
     } else if (o->json) {
       printf("%s\n {\"t_s\": %.6f, \"kind\": ", first ? "" : ",", (double)e->t / 1e9);
       gs_json_str(stdout, e->kind);
-      printf(", \"name\": ");
-      gs_json_str(stdout, e->name);
+      json_field("name", e->name);
       printf(", \"value\": ");
       gs_json_num(stdout, e->value);
-      printf(", \"labels\": ");
-      gs_json_str(stdout, e->labels);
-      printf(", \"text\": ");
-      gs_json_str(stdout, e->text);
+      json_field("labels", e->labels);
+      json_field("text", e->text);
       printf("}");
     } else {
       printf("%10.3f  %-16s %-24s %-20s %s\n", (double)e->t / 1e9, e->kind, e->name, e->labels, e->text);
@@ -310,14 +313,7 @@ int cmd_show(int argc, char **argv) {
       continue;
     struct show_ctx c = {.s = &series[i], .json = o.json, .csv = o.csv, .first = 1};
     if (o.json) {
-      printf("%s\n {\"source\": ", shown ? "," : "");
-      gs_json_str(stdout, series[i].source);
-      printf(", \"name\": ");
-      gs_json_str(stdout, series[i].name);
-      printf(", \"labels\": ");
-      gs_json_str(stdout, series[i].labels);
-      printf(", \"unit\": ");
-      gs_json_str(stdout, series[i].unit);
+      json_series_open(&series[i], !shown);
       printf(", \"points\": [");
     }
     if (st->samples_read(st, series[i].id, o.from, o.to, print_sample, &c))
@@ -350,10 +346,8 @@ static int print_catalog(const struct read_opts *o) {
       if (o->json) {
         printf("%s\n {\"source\": ", first ? "" : ",");
         gs_json_str(stdout, c->name);
-        printf(", \"name\": ");
-        gs_json_str(stdout, d->name);
-        printf(", \"unit\": ");
-        gs_json_str(stdout, d->unit);
+        json_field("name", d->name);
+        json_field("unit", d->unit);
         printf(", \"kind\": \"%s\", \"help\": ", gs_kind_name(d->kind));
         gs_json_str(stdout, d->help);
         printf("}");
@@ -397,14 +391,7 @@ int cmd_metrics(int argc, char **argv) {
     if (!series_matches(s, o.metric))
       continue;
     if (o.json) {
-      printf("%s\n {\"source\": ", i ? "," : "");
-      gs_json_str(stdout, s->source);
-      printf(", \"name\": ");
-      gs_json_str(stdout, s->name);
-      printf(", \"labels\": ");
-      gs_json_str(stdout, s->labels);
-      printf(", \"unit\": ");
-      gs_json_str(stdout, s->unit);
+      json_series_open(s, !i);
       printf(", \"kind\": \"%s\", \"count\": %lld}", gs_kind_name(s->kind), (long long)s->count);
     } else {
       printf("%-10s %-36s %-28s %-6s %-8s %8lld\n", s->source, s->name, s->labels, s->unit, gs_kind_name(s->kind),

@@ -20,6 +20,31 @@ struct report_opts {
   size_t nrefs;
 };
 
+static int report_opt(int c, const char *arg, void *user) {
+  struct report_opts *o = user;
+  switch (c) {
+  case 's':
+    o->store = arg;
+    break;
+  case 'j':
+    o->json = 1;
+    break;
+  case 'H':
+    o->html = arg;
+    break;
+  case 'c':
+    o->color = 1;
+    break;
+  case 'n':
+    o->color = 0;
+    break;
+  case 'd':
+    o->rediagnose = 1;
+    break;
+  }
+  return -1;
+}
+
 /* Parses the options report and compare share; returns -1 to go on, else an exit code. */
 static int report_parse_opts(int argc, char **argv, struct report_opts *o, const char *usage) {
   static const struct option longopts[] = {{"store", required_argument, 0, 's'}, {"json", no_argument, 0, 'j'},
@@ -29,38 +54,9 @@ static int report_parse_opts(int argc, char **argv, struct report_opts *o, const
   memset(o, 0, sizeof *o);
   const char *nc = getenv("NO_COLOR");
   o->color = isatty(STDOUT_FILENO) && !(nc && *nc);
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-    switch (c) {
-    case 's':
-      o->store = optarg;
-      break;
-    case 'j':
-      o->json = 1;
-      break;
-    case 'H':
-      o->html = optarg;
-      break;
-    case 'c':
-      o->color = 1;
-      break;
-    case 'n':
-      o->color = 0;
-      break;
-    case 'd':
-      o->rediagnose = 1;
-      break;
-    case 'h':
-      printf("%s", usage);
-      return GS_EXIT_OK;
-    case ':':
-      return cli_error(GS_EXIT_USAGE, "%s: option '%s' needs a value", argv[0], argv[optind - 1]);
-    default:
-      return cli_error(GS_EXIT_USAGE, "%s: unknown option '%s'", argv[0], argv[optind - 1]);
-    }
-  }
+  int rc = cli_parse_opts(argc, argv, longopts, usage, report_opt, o);
+  if (rc >= 0)
+    return rc;
   if (o->html && !*o->html)
     return cli_error(GS_EXIT_USAGE, "%s: --html needs a file name", argv[0]);
   o->refs = argv + optind;

@@ -1,4 +1,6 @@
-/* cli/main: gpuscope's entry point — finds the sub-command and hands it the arguments. */
+/* cli/main: gpuscope's entry point — finds the sub-command and hands it the arguments — and the
+ * helpers the sub-commands share (cli.h). */
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +44,30 @@ int cli_error(int code, const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
   return code;
+}
+
+int cli_parse_opts(int argc, char **argv, const struct option *longopts, const char *usage,
+                   int (*on_opt)(int opt, const char *arg, void *user), void *user) {
+  int c;
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+    switch (c) {
+    case 'h':
+      printf("%s", usage);
+      return GS_EXIT_OK;
+    case ':':
+      return cli_error(GS_EXIT_USAGE, "%s: option '%s' needs a value", argv[0], argv[optind - 1]);
+    case '?':
+      return cli_error(GS_EXIT_USAGE, "%s: unknown option '%s'", argv[0], argv[optind - 1]);
+    default: {
+      int rc = on_opt(c, optarg, user);
+      if (rc >= 0)
+        return rc;
+    }
+    }
+  }
+  return -1;
 }
 
 struct store *cli_open_store(const char *url) {
