@@ -386,20 +386,22 @@ int cmd_metrics(int argc, char **argv) {
     printf("[");
   else
     printf("%-10s %-36s %-28s %-6s %-8s %8s\n", "SOURCE", "NAME", "LABELS", "UNIT", "KIND", "SAMPLES");
+  size_t shown = 0;
   for (size_t i = 0; i < n; i++) {
     struct store_series *s = &series[i];
     if (!series_matches(s, o.metric))
       continue;
     if (o.json) {
-      json_series_open(s, !i);
+      json_series_open(s, !shown);
       printf(", \"kind\": \"%s\", \"count\": %lld}", gs_kind_name(s->kind), (long long)s->count);
     } else {
       printf("%-10s %-36s %-28s %-6s %-8s %8lld\n", s->source, s->name, s->labels, s->unit, gs_kind_name(s->kind),
              (long long)s->count);
     }
+    shown++;
   }
   if (o.json)
-    printf("%s]\n", n ? "\n" : "");
+    printf("%s]\n", shown ? "\n" : "");
   free(series);
   st->close(st);
   return GS_EXIT_OK;
