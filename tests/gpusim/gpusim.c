@@ -447,6 +447,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t h, unsigned type, uns
 
 /* ---- per-tick values ---- */
 
+/* A call that answers one unsigned: the scenario's value of key now, times scale, rounded. */
+static nvmlReturn_t unsigned_impl(nvmlDevice_t h, enum sim_call call, enum sim_key key, double scale, unsigned *out) {
+  CHECK(h, call);
+  if (!out)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *out = (unsigned)llround(sim_value(d, key, t) * scale);
+  return NVML_SUCCESS;
+}
+
 static nvmlReturn_t util_impl(nvmlDevice_t h, nvmlUtilization_t *u) {
   CHECK(h, SC_UTIL);
   if (d->mig == 1)
@@ -502,15 +511,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t h, nvmlMemory_v2_t *
 }
 #endif
 
-static nvmlReturn_t power_impl(nvmlDevice_t h, unsigned *mw) {
-  CHECK(h, SC_POWER);
-  if (!mw)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  *mw = (unsigned)llround(sim_value(d, K_POWER, t) * 1000);
-  return NVML_SUCCESS;
-}
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t h, unsigned *mw) {
-  ACCT(power_impl(h, mw));
+  ACCT(unsigned_impl(h, SC_POWER, K_POWER, 1000, mw));
 }
 
 static nvmlReturn_t limit_impl(nvmlDevice_t h, unsigned *mw) {
@@ -537,15 +539,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned
 }
 #endif
 
-static nvmlReturn_t temp_impl(nvmlDevice_t h, unsigned sensor, unsigned *c) {
-  CHECK(h, SC_TEMP);
-  if (!c || sensor != NVML_TEMPERATURE_GPU)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  *c = (unsigned)llround(sim_value(d, K_TEMP, t));
-  return NVML_SUCCESS;
-}
 EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, unsigned sensor, unsigned *c) {
-  ACCT(temp_impl(h, sensor, c));
+  /* Another sensor is an invalid argument, found after the faults as a missing pointer is. */
+  ACCT(unsigned_impl(h, SC_TEMP, K_TEMP, 1, sensor == NVML_TEMPERATURE_GPU ? c : NULL));
 }
 
 static nvmlReturn_t clock_impl(nvmlDevice_t h, unsigned type, unsigned *mhz) {
@@ -591,26 +587,12 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t h, unsigned counter
   ACCT(pcie_impl(h, counter, kbps));
 }
 
-static nvmlReturn_t fan_impl(nvmlDevice_t h, unsigned *pct) {
-  CHECK(h, SC_FAN);
-  if (!pct)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  *pct = (unsigned)llround(sim_value(d, K_FAN, t));
-  return NVML_SUCCESS;
-}
 EXPORT nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t h, unsigned *pct) {
-  ACCT(fan_impl(h, pct));
+  ACCT(unsigned_impl(h, SC_FAN, K_FAN, 1, pct));
 }
 
-static nvmlReturn_t pstate_impl(nvmlDevice_t h, unsigned *ps) {
-  CHECK(h, SC_PSTATE);
-  if (!ps)
-    return NVML_ERROR_INVALID_ARGUMENT;
-  *ps = (unsigned)llround(sim_value(d, K_PSTATE, t));
-  return NVML_SUCCESS;
-}
 EXPORT nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t h, unsigned *ps) {
-  ACCT(pstate_impl(h, ps));
+  ACCT(unsigned_impl(h, SC_PSTATE, K_PSTATE, 1, ps));
 }
 
 /* ---- processes ---- */
