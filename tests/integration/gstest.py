@@ -15,6 +15,36 @@ BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
 PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
 
 
+# A job that speaks the gs1 protocol itself (standard library only):
+#   job.py [--mark] DATA COMPUTE N [KEY=VALUE...]
+# sends each KEY=VALUE as a param, then N steps that each wait DATA seconds (sleeping) and compute
+# COMPUTE seconds (spinning), reporting both; with --mark, an "epoch 1" mark at step N // 2.
+_STEP_JOB = r'''
+import os, socket, sys, time
+args = sys.argv[1:]
+mark = args[:1] == ["--mark"]
+if mark:
+    args = args[1:]
+data, comp, n = float(args[0]), float(args[1]), int(args[2])
+path = os.environ.get("GPUSCOPE_SOCKET")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def send(line):
+    if path:
+        s.sendto(line.encode(), path)
+for kv in args[3:]:
+    k, v = kv.split("=", 1)
+    send(f"gs1 param {k} {v}")
+for i in range(n):
+    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
+    while time.monotonic() - t1 < comp:
+        pass
+    t2 = time.monotonic()
+    send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
+    if mark and i == n // 2:
+        send(f"gs1 mark epoch 1 t={t2:.6f}")
+'''
+
+
 class Sandbox:
     """A temporary directory with its own store; removed at exit unless GS_KEEP is set."""
 
@@ -48,6 +78,16 @@ class Sandbox:
         import csv, io
         return list(csv.DictReader(io.StringIO(self.ok(*args, **kw))))
 
+    def step_job(self, data, compute, steps, *params, mark=False):
+        """The command line of a job that reports `steps` steps of `data` seconds waiting and `compute`
+        seconds computing over gs1 (and params "KEY=VALUE"; mark: an epoch mark halfway), for
+        `gs("run", "--", *sb.step_job(...))`. The job's script is written into the sandbox."""
+        path = os.path.join(self.dir, "step_job.py")
+        if not os.path.exists(path):
+            with open(path, "w") as f:
+                f.write(_STEP_JOB)
+        return [PYTHON, path, *(["--mark"] if mark else []), str(data), str(compute), str(steps), *params]
+
     def close(self):
         if not os.environ.get("GS_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -58,15 +98,38 @@ def check(cond, msg="check failed"):
         raise AssertionError(msg)
 
 
+_shared = []  # the sandboxes shared_sandbox() made, closed by run_tests
+
+
+def shared_sandbox(setup=None):
+    """A function returning one Sandbox for all of a script's tests: made on its first call, then
+    set up by setup(sb) (runs the tests read back), and closed when run_tests ends."""
+    made = []
+
+    def get():
+        if not made:
+            made.append(Sandbox())
+            _shared.append(made[0])
+            if setup:
+                setup(made[0])
+        return made[0]
+    return get
+
+
 def run_tests(globs):
-    """Runs every function named test_* in globs, prints one line each, exits 1 on any failure."""
+    """Runs every function named test_* in globs, prints one line each, closes the shared sandbox,
+    exits 1 on any failure."""
     failed = 0
-    for name, fn in sorted(globs.items()):
-        if name.startswith("test_") and callable(fn):
-            try:
-                fn()
-                print(f"ok   {name}")
-            except Exception as ex:  # report and go on
-                failed += 1
-                print(f"FAIL {name}: {ex}")
+    try:
+        for name, fn in sorted(globs.items()):
+            if name.startswith("test_") and callable(fn):
+                try:
+                    fn()
+                    print(f"ok   {name}")
+                except Exception as ex:  # report and go on
+                    failed += 1
+                    print(f"FAIL {name}: {ex}")
+    finally:
+        for sb in _shared:
+            sb.close()
     sys.exit(1 if failed else 0)

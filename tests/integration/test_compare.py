@@ -5,44 +5,16 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gstest import PYTHON, Sandbox, check, run_tests
-
-# Steps of `data` seconds waiting (sleep) and `compute` seconds spinning, reported over gs1.
-JOB = r'''
-import os, socket, sys, time
-data, comp, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-path = os.environ.get("GPUSCOPE_SOCKET")
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-def send(line):
-    if path:
-        s.sendto(line.encode(), path)
-for kv in sys.argv[4:]:
-    k, v = kv.split("=", 1)
-    send(f"gs1 param {k} {v}")
-for i in range(n):
-    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
-    while time.monotonic() - t1 < comp:
-        pass
-    t2 = time.monotonic()
-    send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
-'''
-
-SB = None
+from gstest import check, run_tests, shared_sandbox
 
 
-def sandbox():
-    global SB
-    if SB is None:
-        SB = Sandbox()
-        job = os.path.join(SB.dir, "job.py")
-        with open(job, "w") as f:
-            f.write(JOB)
-        # "slow" waits 30 ms for each batch; "fast" is the same loop with the wait gone.
-        SB.ok("run", "--quiet", "--name", "slow", "--", PYTHON, job, "0.03", "0.01", "60", "num_workers=0",
-              "batch_size=32")
-        SB.ok("run", "--quiet", "--name", "fast", "--", PYTHON, job, "0.0", "0.01", "150", "num_workers=4",
-              "batch_size=32")
-    return SB
+def two_runs(sb):
+    # "slow" waits 30 ms for each batch; "fast" is the same loop with the wait gone.
+    sb.ok("run", "--quiet", "--name", "slow", "--", *sb.step_job(0.03, 0.01, 60, "num_workers=0", "batch_size=32"))
+    sb.ok("run", "--quiet", "--name", "fast", "--", *sb.step_job(0.0, 0.01, 150, "num_workers=4", "batch_size=32"))
+
+
+sandbox = shared_sandbox(two_runs)
 
 
 def test_table_shows_speedup_params_and_findings():
@@ -96,8 +68,4 @@ def test_exit_codes():
 
 
 if __name__ == "__main__":
-    try:
-        run_tests(globals())
-    finally:
-        if SB:
-            SB.close()
+    run_tests(globals())

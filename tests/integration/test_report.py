@@ -8,44 +8,14 @@ import sqlite3
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gstest import BUILD, PYTHON, SRC, Sandbox, check, run_tests
+from gstest import BUILD, SRC, Sandbox, check, run_tests, shared_sandbox
 
-# A job that speaks the gs1 protocol itself (stdlib only): each step waits `data` seconds (sleeping)
-# and computes `compute` seconds (spinning), then reports both.
-JOB = r'''
-import os, socket, sys, time
-data, comp, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-path = os.environ.get("GPUSCOPE_SOCKET")
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-def send(line):
-    if path:
-        s.sendto(line.encode(), path)
-for kv in sys.argv[4:]:
-    k, v = kv.split("=", 1)
-    send(f"gs1 param {k} {v}")
-for i in range(n):
-    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
-    while time.monotonic() - t1 < comp:
-        pass
-    t2 = time.monotonic()
-    send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
-    if i == n // 2:
-        send(f"gs1 mark epoch 1 t={t2:.6f}")
-'''
-
-SB = None
+def waiting_run(sb):
+    sb.ok("run", "--quiet", "--name", "waits", "--",
+          *sb.step_job(0.03, 0.01, 60, "num_workers=0", "batch_size=32", mark=True))
 
 
-def sandbox():
-    global SB
-    if SB is None:
-        SB = Sandbox()
-        SB.jobfile = os.path.join(SB.dir, "job.py")
-        with open(SB.jobfile, "w") as f:
-            f.write(JOB)
-        SB.ok("run", "--quiet", "--name", "waits", "--", PYTHON, SB.jobfile, "0.03", "0.01", "60", "num_workers=0",
-              "batch_size=32")
-    return SB
+sandbox = shared_sandbox(waiting_run)
 
 
 def test_text_report_names_findings_evidence_and_fix():
@@ -97,7 +67,7 @@ def test_gpu_report_charts_gpus_and_throttling():
     sb = sandbox()
     env = {"GPUSCOPE_NVML_LIB": lib, "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios",
                                                                       "throttled.scn")}
-    sb.ok("run", "--quiet", "--name", "hot", "--", PYTHON, sb.jobfile, "0.001", "0.02", "300", env=env)
+    sb.ok("run", "--quiet", "--name", "hot", "--", *sb.step_job(0.001, 0.02, 300, mark=True), env=env)
     path = os.path.join(sb.dir, "hot.html")
     sb.ok("report", "hot", "--html", path)
     html = open(path, encoding="utf-8").read()
@@ -143,10 +113,7 @@ def test_report_diagnoses_a_run_without_findings():
 def test_garbage_in_the_store_does_not_break_the_report():
     sb = Sandbox()
     try:
-        job = os.path.join(sb.dir, "job.py")
-        with open(job, "w") as f:
-            f.write(JOB)
-        sb.ok("run", "--quiet", "--name", "g", "--", PYTHON, job, "0.001", "0.01", "30")
+        sb.ok("run", "--quiet", "--name", "g", "--", *sb.step_job(0.001, 0.01, 30, mark=True))
         rid = sb.json("report", "g", "--json")["run"]["id"]
         db = sqlite3.connect(sb.db)
         evil = b"\x1b[31mred\x1b[0m \xff\xfe bad utf-8 \xc0\xaf <script>alert(1)</script> \"quote\\"
@@ -176,7 +143,7 @@ def test_garbage_in_the_store_does_not_break_the_report():
 
 def test_run_summary_ends_with_the_diagnosis():
     sb = sandbox()
-    rc, _, err = sb.gs("run", "--name", "sum", "--", PYTHON, sb.jobfile, "0.03", "0.01", "40")
+    rc, _, err = sb.gs("run", "--name", "sum", "--", *sb.step_job(0.03, 0.01, 40, mark=True))
     check(rc == 0, err)
     lines = err.splitlines()
     steps = [i for i, l in enumerate(lines) if l.strip().startswith("steps:")]
@@ -186,8 +153,4 @@ def test_run_summary_ends_with_the_diagnosis():
 
 
 if __name__ == "__main__":
-    try:
-        run_tests(globals())
-    finally:
-        if SB:
-            SB.close()
+    run_tests(globals())
