@@ -5,21 +5,14 @@ well under a tenth of the step.
 
     gpuscope run -- /usr/bin/python3 examples/compute_bound.py [--seconds 5]
 
-Runs standalone too (the gpuscope client is then a no-op). Uses the gpuscope client from
-clients/python when it is not installed."""
+Runs standalone too (the gpuscope client is then a no-op). The loop is examples/watched_loop.py."""
 import argparse
-import os
-import sys
 import time
 
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 
-try:
-    import gpuscope
-except ImportError:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
-    import gpuscope
+from watched_loop import device, done, gpuscope, train_pass
 
 
 def main():
@@ -28,9 +21,7 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--width", type=int, default=1024, help="hidden layer width")
     a = ap.parse_args()
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = device()
     data = TensorDataset(torch.randn(4096, 512), torch.randint(0, 10, (4096,)))
     loader = DataLoader(data, batch_size=a.batch, shuffle=True, num_workers=0, pin_memory=dev == "cuda")
     w = a.width
@@ -42,20 +33,9 @@ def main():
     steps = epoch = 0
     while time.monotonic() < t_end:
         gpuscope.mark("epoch", epoch)
-        for x, y in gpuscope.watch(loader):
-            with gpuscope.phase("h2d"):
-                x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-            loss = torch.nn.functional.cross_entropy(model(x), y)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            steps += 1
-            if steps % 10 == 0:
-                gpuscope.log("loss", loss.item(), steps)
-            if time.monotonic() > t_end:
-                break
+        steps = train_pass(loader, model, opt, dev, t_end, steps)
         epoch += 1
-    print(f"compute_bound: {steps} steps on {dev}, {gpuscope.dropped()} client messages dropped", flush=True)
+    done("compute_bound", steps, dev)
 
 
 if __name__ == "__main__":

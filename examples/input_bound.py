@@ -5,21 +5,14 @@ waiting for data, which gpuscope should report as a data-wait share well over ha
 
     gpuscope run -- /usr/bin/python3 examples/input_bound.py [--seconds 5] [--workers 0]
 
-Runs standalone too (the gpuscope client is then a no-op). Uses the gpuscope client from
-clients/python when it is not installed."""
+Runs standalone too (the gpuscope client is then a no-op). The loop is examples/watched_loop.py."""
 import argparse
-import os
-import sys
 import time
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-try:
-    import gpuscope
-except ImportError:
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
-    import gpuscope
+from watched_loop import device, done, gpuscope, train_pass
 
 
 class CostlyTransform(Dataset):
@@ -45,9 +38,7 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--work", type=int, default=20, help="transform passes per sample")
     a = ap.parse_args()
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = device()
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
                                 torch.nn.Flatten(), torch.nn.Linear(8, 10)).to(dev)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
@@ -55,20 +46,8 @@ def main():
                         pin_memory=dev == "cuda")
     gpuscope.param(model="tinycnn", device=dev, precision="fp32", workload="input_bound")
     t_end = time.monotonic() + a.seconds
-    steps = 0
-    for x, y in gpuscope.watch(loader):
-        with gpuscope.phase("h2d"):
-            x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        steps += 1
-        if steps % 10 == 0:
-            gpuscope.log("loss", loss.item(), steps)
-        if time.monotonic() > t_end:
-            break
-    print(f"input_bound: {steps} steps on {dev}, {gpuscope.dropped()} client messages dropped", flush=True)
+    steps = train_pass(loader, model, opt, dev, t_end)
+    done("input_bound", steps, dev)
 
 
 if __name__ == "__main__":
