@@ -23,6 +23,13 @@ BASE = ["--width", "8", "--batch", "32"]
 # What a GPU job's loader usually says (pin_memory on); only the pageable case turns it off.
 GPU = BASE + ["--pin-memory", "True"]
 
+
+def gpu_case(name, gpusim, expect, why, args=GPU + ["--precision", "bf16"]):
+    """A case of the CPU training loop (T + args; by default a bf16 GPU job's) beside the simulated
+    GPU playing tests/scenarios/gpusim/<gpusim>."""
+    return dict(name=name, workload="train.py", args=T + args, gpusim=gpusim, expect=expect, why=why)
+
+
 CASES = [
     # --- the training loop, CPU only -------------------------------------------------------------
     dict(name="input_workers", workload="train.py", args=T + BASE + ["--work", "20", "--workers", "0"],
@@ -49,34 +56,27 @@ CASES = [
          expect={"healthy"}, why="compute-bound CPU training, no data wait"),
     dict(name="healthy_burn", workload="burn.py", args=["--seconds", "8", "--procs", "1"],
          expect={"healthy"}, why="a CPU load generator (no client, no GPU): nothing to fix"),
-    dict(name="healthy_gpu", workload="train.py", args=T + GPU + ["--precision", "bf16"],
-         gpusim="healthy_h100.scn", expect={"healthy"},
-         why="a busy H100 (util 97%, SM 80%, tensor 55%, memory 85%) fed without data wait"),
+    gpu_case("healthy_gpu", "healthy_h100.scn", {"healthy"},
+             "a busy H100 (util 97%, SM 80%, tensor 55%, memory 85%) fed without data wait"),
     # --- GPU rules: simulated GPU + the real CPU training loop --------------------------------
-    dict(name="host_code_gpu", workload="train.py", args=T + GPU + ["--sync-ms", "15", "--precision", "bf16"],
-         gpusim="host_code.scn", expect={"host_code_bound"},
-         why="the GPU is busy 34% while the loop neither waits for data nor saturates the CPU"),
-    dict(name="batch_small", workload="train.py", args=T + GPU + ["--precision", "bf16"],
-         gpusim="batch_small.scn", expect={"batch_too_small"},
-         why="12 of 80 GiB in use and 30% SM activity at util 96%"),
-    dict(name="mixed_precision_fp32", workload="train.py", args=T + GPU + ["--precision", "fp32"],
-         gpusim="fp32_a100.scn", expect={"mixed_precision"},
-         why="an A100 (CC 8.0) and the job says fp32"),
-    dict(name="mixed_precision_gpm", workload="train.py", args=T + GPU,
-         gpusim="fp32_h100_gpm.scn", expect={"mixed_precision"},
-         why="an H100 busy with its tensor pipes idle (GPM), precision not stated"),
-    dict(name="pageable", workload="train.py", args=T + BASE + ["--precision", "bf16", "--pin-memory", "False"],
-         gpusim="pageable.scn", expect={"pageable_copies"},
-         why="3 GB/s host-to-device with pin_memory off"),
-    dict(name="throttled", workload="train.py", args=T + GPU + ["--precision", "bf16"],
-         gpusim="thermal.scn", expect={"throttled"},
-         why="thermal slowdown 40% of the time, SM clock 1200 of 1980 MHz"),
-    dict(name="straggler", workload="train.py", args=T + GPU + ["--precision", "bf16"],
-         gpusim="straggler4.scn", expect={"straggler"},
-         why="four GPUs, GPU 2 at 45% SM activity vs 82%"),
-    dict(name="underused", workload="train.py", args=T + GPU + ["--precision", "bf16"],
-         gpusim="idle3of4.scn", expect={"underused_gpus"},
-         why="four GPUs, the job trains on GPU 0 only"),
+    gpu_case("host_code_gpu", "host_code.scn", {"host_code_bound"},
+             "the GPU is busy 34% while the loop neither waits for data nor saturates the CPU",
+             args=GPU + ["--sync-ms", "15", "--precision", "bf16"]),
+    gpu_case("batch_small", "batch_small.scn", {"batch_too_small"},
+             "12 of 80 GiB in use and 30% SM activity at util 96%"),
+    gpu_case("mixed_precision_fp32", "fp32_a100.scn", {"mixed_precision"},
+             "an A100 (CC 8.0) and the job says fp32", args=GPU + ["--precision", "fp32"]),
+    gpu_case("mixed_precision_gpm", "fp32_h100_gpm.scn", {"mixed_precision"},
+             "an H100 busy with its tensor pipes idle (GPM), precision not stated", args=GPU),
+    gpu_case("pageable", "pageable.scn", {"pageable_copies"},
+             "3 GB/s host-to-device with pin_memory off",
+             args=BASE + ["--precision", "bf16", "--pin-memory", "False"]),
+    gpu_case("throttled", "thermal.scn", {"throttled"},
+             "thermal slowdown 40% of the time, SM clock 1200 of 1980 MHz"),
+    gpu_case("straggler", "straggler4.scn", {"straggler"},
+             "four GPUs, GPU 2 at 45% SM activity vs 82%"),
+    gpu_case("underused", "idle3of4.scn", {"underused_gpus"},
+             "four GPUs, the job trains on GPU 0 only"),
     dict(name="periodic_gpu", workload="burn.py", args=["--seconds", "12", "--procs", "1"],
          gpusim="dips_eval.scn", expect={"periodic_stall"},
          why="no client: the GPU idles 0.9 s in every 3 s"),
