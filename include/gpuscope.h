@@ -35,9 +35,12 @@ GS_CLIENT_API void gs_log(const char *name, double value, long long step);
  * earlier one. */
 GS_CLIENT_API void gs_param(const char *key, const char *value);
 
-/* Reports one finished training step: seconds spent waiting for data, copying to the device (0 when
- * not measured), and computing; samples in the step (-1 when unknown). The step's time is taken
- * now, on CLOCK_MONOTONIC, so the agent stores it when it ended, not when it arrived. */
+/* Reports one finished training step: seconds spent waiting for data, copying to the device (-1 when
+ * not measured: the field is then left out, so "not measured" is never read as zero), and computing;
+ * samples in the step (-1 when unknown). The step's time is taken now, on CLOCK_MONOTONIC, so the
+ * agent stores it when it ended, not when it arrived. In a distributed job the process's rank (from
+ * RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK) goes with it, so each rank keeps its own
+ * step series. */
 GS_CLIENT_API void gs_step(long long n, double data_s, double h2d_s, double compute_s, long long samples);
 
 /* Records a marker event (epoch, eval, checkpoint), with a value or NAN for none. */

@@ -26,6 +26,21 @@ static int client_fd = -1;
 static struct sockaddr_un client_addr;
 static locale_t client_c_locale;
 static atomic_ullong client_dropped;
+static long client_rank; /* this process's rank in a distributed job; 0 when none */
+
+/* The rank the usual launchers give each process: torchrun/accelerate (RANK), Slurm, Open MPI, MPICH. */
+static long env_rank(void) {
+  static const char *const vars[] = {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"};
+  for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+    const char *v = getenv(vars[i]);
+    char *end;
+    if (!v || !*v)
+      continue;
+    long r = strtol(v, &end, 10);
+    return !*end && r > 0 && r <= 65535 ? r : 0;
+  }
+  return 0;
+}
 
 static void client_init(void) {
   const char *path = getenv("GPUSCOPE_SOCKET");
@@ -33,6 +48,7 @@ static void client_init(void) {
     return;
   client_addr.sun_family = AF_UNIX;
   memcpy(client_addr.sun_path, path, strlen(path) + 1);
+  client_rank = env_rank();
   client_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
   client_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 }
@@ -98,11 +114,15 @@ void gs_param(const char *key, const char *value) {
 void gs_step(long long n, double data_s, double h2d_s, double compute_s, long long samples) {
   if (!client_on())
     return;
-  char buf[512], smp[32] = "";
+  char buf[512], smp[32] = "", h2d[48] = "", rank[32] = "";
   if (samples >= 0)
     snprintf(smp, sizeof smp, " samples=%lld", samples);
-  client_send(buf, client_format(buf, sizeof buf, "gs1 step %lld data=%.9f h2d=%.9f compute=%.9f%s t=%.6f", n, data_s,
-                                 h2d_s, compute_s, smp, client_now_s()));
+  if (h2d_s >= 0 && client_format(h2d, sizeof h2d, " h2d=%.9f", h2d_s) < 0) /* < 0 or NAN: not measured */
+    h2d[0] = 0;
+  if (client_rank > 0)
+    snprintf(rank, sizeof rank, " rank=%ld", client_rank);
+  client_send(buf, client_format(buf, sizeof buf, "gs1 step %lld data=%.9f%s compute=%.9f%s%s t=%.6f", n, data_s, h2d,
+                                 compute_s, smp, rank, client_now_s()));
 }
 
 void gs_mark(const char *name, double value) {

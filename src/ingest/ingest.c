@@ -198,13 +198,13 @@ static void limited(struct ingest *in, struct gs_sink *sink, const char *why, co
 
 /* A series id for (source, name), created on first use within the per-run limit; -1 when over it. */
 static int client_series(struct ingest *in, struct gs_sink *sink, const char *source, const char *name,
-                         const char *unit) {
-  int id = gs_sink_find(sink, source, name, "");
+                         const char *labels, const char *unit) {
+  int id = gs_sink_find(sink, source, name, labels);
   if (id >= 0)
     return id;
   if (in->client_series >= MAX_CLIENT_SERIES)
     return -1;
-  id = gs_sink_series(sink, source, name, "", unit, GS_GAUGE);
+  id = gs_sink_series(sink, source, name, labels, unit, GS_GAUGE);
   if (id >= 0)
     in->client_series++;
   return id;
@@ -239,8 +239,8 @@ static int put_metric(struct ingest *in, struct gs_sink *sink, const struct inge
                       const char *line, size_t n) {
   char name[INGEST_MAX_NAME + 1];
   cstr(name, sizeof name, m->name);
-  int id = client_series(in, sink, "client", name, "");
-  int sid = m->has & INGEST_HAS_STEP ? client_series(in, sink, "client.step", name, "count") : -2;
+  int id = client_series(in, sink, "client", name, "", "");
+  int sid = m->has & INGEST_HAS_STEP ? client_series(in, sink, "client.step", name, "", "count") : -2;
   int64_t *last = id >= 0 ? last_slot(in, id) : NULL;
   if (id < 0 || sid == -1 || !last) {
     limited(in, sink, "more than 1000 distinct client series", line, n);
@@ -263,25 +263,43 @@ static int put_step(struct ingest *in, struct gs_sink *sink, const struct ingest
   static const char *const names[STEP_NSERIES] = {"step.n",         "step.data_s",  "step.h2d_s",
                                                   "step.compute_s", "step.total_s", "step.samples"};
   static const char *const units[STEP_NSERIES] = {"count", "s", "s", "s", "s", "count"};
-  for (int i = 0; i < STEP_NSERIES; i++)
-    if (in->step_ids[i] < 0 && (in->step_ids[i] = gs_sink_series(sink, "client", names[i], "", units[i], GS_GAUGE)) < 0)
-      return 0;
-  int phase_ids[INGEST_MAX_PHASES];
-  for (size_t i = 0; i < m->n_phases; i++) {
-    char name[INGEST_MAX_NAME + 16], pn[INGEST_MAX_NAME + 1];
-    snprintf(name, sizeof name, "step.%s_s", cstr(pn, sizeof pn, m->phases[i].name));
-    if ((phase_ids[i] = client_series(in, sink, "client", name, "s")) < 0) {
+  /* Rank 0 (or no rank) is the job's main loop, unlabelled, which the doctor reads; the other ranks
+   * of a distributed job get the same series labelled rank=R, each moving forward on its own. */
+  char labels[32] = "";
+  if ((m->has & INGEST_HAS_RANK) && m->rank > 0)
+    snprintf(labels, sizeof labels, "rank=%lld", (long long)m->rank);
+  int ids[STEP_NSERIES];
+  for (int i = 0; i < STEP_NSERIES; i++) {
+    if (labels[0])
+      ids[i] = client_series(in, sink, "client", names[i], labels, units[i]);
+    else if (in->step_ids[i] < 0)
+      ids[i] = in->step_ids[i] = gs_sink_series(sink, "client", names[i], "", units[i], GS_GAUGE);
+    else
+      ids[i] = in->step_ids[i];
+    if (ids[i] < 0) {
       limited(in, sink, "more than 1000 distinct client series", line, n);
       return 0;
     }
   }
+  int phase_ids[INGEST_MAX_PHASES];
+  for (size_t i = 0; i < m->n_phases; i++) {
+    char name[INGEST_MAX_NAME + 16], pn[INGEST_MAX_NAME + 1];
+    snprintf(name, sizeof name, "step.%s_s", cstr(pn, sizeof pn, m->phases[i].name));
+    if ((phase_ids[i] = client_series(in, sink, "client", name, labels, "s")) < 0) {
+      limited(in, sink, "more than 1000 distinct client series", line, n);
+      return 0;
+    }
+  }
+  int64_t *last = labels[0] ? last_slot(in, ids[STEP_N]) : &in->last_step_ns;
+  if (!last)
+    return 0;
   int64_t t = msg_time(in, m, now_ns);
-  if (t <= in->last_step_ns)
-    t = in->last_step_ns + 1;
-  in->last_step_ns = t;
+  if (t <= *last)
+    t = *last + 1;
+  *last = t;
   double sum = 0;
   int any = 0;
-  gs_sink_put(sink, in->step_ids[STEP_N], t, (double)m->step);
+  gs_sink_put(sink, ids[STEP_N], t, (double)m->step);
   const struct {
     unsigned bit;
     int series;
@@ -291,7 +309,7 @@ static int put_step(struct ingest *in, struct gs_sink *sink, const struct ingest
                {INGEST_HAS_COMPUTE, STEP_COMPUTE, m->compute_s}};
   for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
     if (m->has & fixed[i].bit) {
-      gs_sink_put(sink, in->step_ids[fixed[i].series], t, fixed[i].v);
+      gs_sink_put(sink, ids[fixed[i].series], t, fixed[i].v);
       sum += fixed[i].v;
       any = 1;
     }
@@ -301,9 +319,9 @@ static int put_step(struct ingest *in, struct gs_sink *sink, const struct ingest
     any = 1;
   }
   if (any)
-    gs_sink_put(sink, in->step_ids[STEP_TOTAL], t, sum);
+    gs_sink_put(sink, ids[STEP_TOTAL], t, sum);
   if (m->has & INGEST_HAS_SAMPLES)
-    gs_sink_put(sink, in->step_ids[STEP_SAMPLES], t, (double)m->samples);
+    gs_sink_put(sink, ids[STEP_SAMPLES], t, (double)m->samples);
   return 1;
 }
 

@@ -10,7 +10,8 @@
  *   param   -> gs_sink_param(key, value)
  *   step    -> series source "client": "step.n", "step.data_s", "step.h2d_s", "step.compute_s",
  *              "step.total_s", "step.samples" (one point each per step, same timestamp);
- *              another named phase P -> "step.P_s"; timestamp = the message's t= when sane
+ *              another named phase P -> "step.P_s"; timestamp = the message's t= when sane;
+ *              rank=R > 0 -> the same series labelled "rank=R" (rank 0 and no rank: no label)
  *   metric with a step -> also series source "client.step", same name, value = the step
  *   mark    -> gs_sink_event(kind "mark", name, value)
  */
@@ -63,7 +64,10 @@ enum {
   INGEST_HAS_H2D = 1 << 4,     /* h2d_s */
   INGEST_HAS_COMPUTE = 1 << 5, /* compute_s */
   INGEST_HAS_SAMPLES = 1 << 6, /* samples */
+  INGEST_HAS_RANK = 1 << 7,    /* rank: which process of a distributed job sent the step */
 };
+
+#define INGEST_MAX_RANK 65535
 
 /* A slice of the parsed line: not NUL-terminated, valid as long as the line is. */
 struct ingest_str {
@@ -88,6 +92,7 @@ struct ingest_msg {
   double t;     /* seconds on CLOCK_MONOTONIC */
   double data_s, h2d_s, compute_s;
   int64_t samples;
+  int64_t rank; /* step: 0..INGEST_MAX_RANK */
   struct ingest_phase phases[INGEST_MAX_PHASES]; /* step: other named phases, in order */
   size_t n_phases;
 };

@@ -274,6 +274,13 @@ static int parse_step(struct cursor *c, struct ingest_msg *m) {
         return GS_EINVAL;
       continue;
     }
+    if (str_is(key, "rank")) {
+      if (set_once(m, INGEST_HAS_RANK))
+        return fail(m, "step field given twice");
+      if (parse_count(val, &m->rank) || m->rank > INGEST_MAX_RANK)
+        return fail(m, "rank is not a count (0-65535)");
+      continue;
+    }
     if (str_is(key, "total") || str_is(key, "n"))
       return fail(m, "step field name is reserved (total, n)");
     double s;

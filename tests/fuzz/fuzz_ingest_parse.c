@@ -66,6 +66,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       }
       if (m.has & INGEST_HAS_SAMPLES)
         REQUIRE(m.samples >= 0);
+      REQUIRE(m.rank >= 0 && m.rank <= INGEST_MAX_RANK && ((m.has & INGEST_HAS_RANK) || m.rank == 0));
+      for (size_t i = 0; i < m.n_phases; i++)
+        REQUIRE(!(m.phases[i].name.n == 4 && !memcmp(m.phases[i].name.p, "rank", 4)));
     }
     if (m.kind == INGEST_METRIC)
       REQUIRE(m.has & INGEST_HAS_VALUE);

@@ -64,6 +64,24 @@ static void test_calls_arrive_as_protocol_messages(void **state) {
   gs_batch_free(b);
 }
 
+static void test_unmeasured_h2d_is_left_out(void **state) {
+  (void)state;
+  gs_step(4, 0.5, -1, 0.25, -1);
+  gs_step(5, 0.5, NAN, 0.25, -1);
+  assert_int_equal(ingest_poll(agent, sink, gs_mono_ns()), 2);
+  struct gs_batch *b = gs_sink_take(sink);
+  size_t n = 0, totals = 0;
+  int h2d = gs_sink_find(sink, "client", "step.h2d_s", ""), total = gs_sink_find(sink, "client", "step.total_s", "");
+  for (size_t k = 0; k < b->n_points; k++) {
+    n += b->points[k].series == h2d;
+    if (b->points[k].series == total)
+      totals++, assert_true(b->points[k].v == 0.75);
+  }
+  assert_int_equal(n, 0); /* not measured is not zero */
+  assert_int_equal(totals, 2);
+  gs_batch_free(b);
+}
+
 static void test_numbers_are_sent_in_the_c_locale(void **state) {
   (void)state;
   const char *comma[] = {"de_DE.UTF-8", "fr_FR.UTF-8", "de_DE", "fr_FR"};
@@ -140,6 +158,7 @@ int main(void) {
   setenv("GPUSCOPE_SOCKET", ingest_socket_path(agent), 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_calls_arrive_as_protocol_messages),
+      cmocka_unit_test(test_unmeasured_h2d_is_left_out),
       cmocka_unit_test(test_numbers_are_sent_in_the_c_locale),
       cmocka_unit_test(test_long_param_value_is_cut_at_a_character),
       cmocka_unit_test(test_full_socket_drops_and_counts),

@@ -60,6 +60,8 @@ static void test_step_fields_and_named_phases_parse(void **state) {
   assert_true(str_eq(m.phases[1].name, "backward") && m.phases[1].s == 0.05);
   assert_int_equal(parse("gs1 step 0", &m), 0);
   assert_int_equal(m.has, INGEST_HAS_STEP);
+  assert_int_equal(parse("gs1 step 3 compute=0.2 rank=65535", &m), 0);
+  assert_true((m.has & INGEST_HAS_RANK) && m.rank == 65535 && m.n_phases == 0);
 }
 
 static void test_param_value_is_the_rest_of_the_line(void **state) {
@@ -145,6 +147,10 @@ static void test_every_rule_rejects_with_a_reason(void **state) {
       {"gs1 step 1 data=0.1 data=0.2", INGEST_STEP},
       {"gs1 step 1 samples=1.5", INGEST_STEP},
       {"gs1 step 1 total=3", INGEST_STEP},
+      {"gs1 step 1 rank=65536", INGEST_STEP},
+      {"gs1 step 1 rank=-1", INGEST_STEP},
+      {"gs1 step 1 rank=1 rank=2", INGEST_STEP},
+      {"gs1 step 1 rank=0.5", INGEST_STEP},
       {"gs1 step 1 fwd=1 fwd=2", INGEST_STEP},
       {"gs1 step 1 f$=1", INGEST_STEP},
       {"gs1 step 1 t=abc", INGEST_STEP},

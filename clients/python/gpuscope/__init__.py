@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 
-__all__ = ["log", "param", "mark", "watch", "phase", "flush", "dropped", "enabled"]
+__all__ = ["log", "param", "mark", "watch", "phase", "flush", "dropped", "enabled", "set_rank"]
 __version__ = "0.1.0"
 PROTOCOL = "gs1"
 
@@ -102,6 +102,31 @@ class _Channel:
 _chan = _Channel(os.environ["GPUSCOPE_SOCKET"]) if os.environ.get("GPUSCOPE_SOCKET") else None
 _current = None  # the phase times of the step in progress (a dict), or None
 _step_n = 0  # steps numbered from 0 across every watched loop and callback of the process
+
+
+def _env_rank():
+    """This process's rank as the usual launchers give it (torchrun and accelerate: RANK; Slurm,
+    Open MPI, MPICH), or 0."""
+    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        v = os.environ.get(var, "")
+        if v:
+            return int(v) if v.isdigit() and 0 < int(v) <= 65535 else 0
+    return 0
+
+
+_rank = _env_rank()  # > 0: steps carry rank=N, so each rank keeps its own step series
+
+
+def set_rank(rank):
+    """Sets this process's rank in a distributed job when no launcher variable says it (for example
+    under torch.multiprocessing.spawn). Rank 0 is the job's main loop; the agent keeps every other
+    rank's steps apart, labelled rank=N. Never raises."""
+    global _rank
+    try:
+        r = int(rank)
+        _rank = r if 0 <= r <= 65535 else 0
+    except Exception:
+        _count_error()
 
 
 def _after_fork_in_child():
@@ -197,7 +222,7 @@ def mark(name, value=None):
 
 
 _PHASE_NAMES = {}
-_RESERVED = {"n", "t", "total", "samples"}
+_RESERVED = {"n", "t", "total", "samples", "rank"}
 
 
 def _phase_name(name):
@@ -283,6 +308,8 @@ def _emit_step(data, span, phases, samples, t_end):
             line += f" samples={samples}"
         for k, v in phases.items():
             line += f" {k}={v:.9f}"
+        if _rank > 0:
+            line += f" rank={_rank}"
         _chan.add(line + f" t={t_end:.6f}")
     except Exception:
         _count_error()
