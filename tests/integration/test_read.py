@@ -73,6 +73,14 @@ def test_metrics_lists_units_and_counts():
     check(by[("tree.cpu_pct", "")]["count"] >= 3)
 
 
+def test_metrics_json_with_a_filter_is_valid_json():
+    # the first series (sorted by source) is filtered out: the list must not start with a comma
+    sb = sandbox()
+    ms = sb.json("metrics", "last", "--metric", "tree.*", "--json")
+    check(ms and all(m["name"].startswith("tree.") for m in ms), str(ms)[:300])
+    check(sb.json("metrics", "last", "--metric", "no.such.*", "--json") == [], "an empty filter is []")
+
+
 def test_metrics_catalog_lists_every_collector():
     sb = sandbox()
     cat = sb.json("metrics", "--catalog", "--json")
