@@ -39,6 +39,8 @@
 #define DR_STALL_REGULARITY 0.35   /* coefficient of variation of the stall spacing */
 #define DR_STRAGGLER_POINTS 15.0   /* util/SM activity points below the other GPUs' median */
 #define DR_STRAGGLER_CLOCK 0.10    /* SM clock this much below the other GPUs' median */
+#define DR_RANK_DATA_SHARE 0.10    /* a rank's extra data wait, share of the step, that makes it a straggler */
+#define DR_RANK_DATA_MIN_S 0.005   /* ... and at least this many seconds a step */
 #define DR_IDLE_GPU_UTIL 10.0      /* a GPU below this mean util is idle */
 #define DR_BUSY_GPU_UTIL 30.0      /* ... while another is above this */
 #define DR_QUICK_POINTS 200000     /* a longer series is read from its 10 s rollups */
@@ -48,7 +50,7 @@
 #define DR_MIN_SHARE 0.03   /* a finding must cost at least this share of the run */
 #define DR_MIN_SPEEDUP 1.03 /* ... or promise at least this speed-up */
 
-enum { DR_MAX_GPUS = 64 };
+enum { DR_MAX_GPUS = 64, DR_MAX_RANKS = 256 };
 
 /* Windowed statistics of one series (or several pooled); n == 0 and every number NAN when absent. */
 struct dr_stats {
@@ -78,6 +80,14 @@ struct dr_proc {
   double rss;      /* mean bytes */
   double coverage; /* share of the window it was seen */
   double dstate;   /* NAN: unknown (per-process state is not collected) */
+};
+
+/* One rank of a distributed job as its own step series tell it (step.* labelled rank=R; rank 0 is
+ * the unlabelled main loop), over the analysis window. */
+struct dr_rank {
+  int rank;
+  size_t nsteps;
+  double data_mean, total_mean; /* seconds per step, NAN absent */
 };
 
 /* One step as the client reported it (times in ns since run start, phases in seconds; NAN absent). */
@@ -124,6 +134,8 @@ struct dr_run {
   double samples_per_step, samples_per_s;
   double batch_size, num_workers, pin_memory; /* params: NAN unknown; pin_memory 1/0 */
   char precision[32];                         /* "" unknown */
+  struct dr_rank *ranks; /* ranks of a distributed job that reported steps, by rank; none: 0 or 1 */
+  size_t nranks;
   int persistent_workers;                     /* -1 unknown */
 
   /* GPUs */

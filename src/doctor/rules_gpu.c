@@ -290,8 +290,76 @@ static double get_clock(const struct dr_gpu *g) {
   return g->sm_clock.n ? g->sm_clock.mean : NAN;
 }
 
+/* The rank of a distributed job whose loop waits for data longer than the others: in synchronous
+ * data parallel every other rank waits for it at the gradient all-reduce (inside its "compute"),
+ * so the whole job loses that rank's extra wait each step. Returns 1 when it found one. */
+static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
+  if (d->nranks < 2)
+    return 0;
+  double total[DR_MAX_RANKS];
+  size_t nd = 0, nt = 0;
+  for (size_t i = 0; i < d->nranks; i++) {
+    nd += d->ranks[i].nsteps >= 3 && isfinite(d->ranks[i].data_mean);
+    if (d->ranks[i].nsteps >= 3 && isfinite(d->ranks[i].total_mean))
+      total[nt++] = d->ranks[i].total_mean;
+  }
+  if (nd < 2 || !nt)
+    return 0;
+  qsort(total, nt, sizeof *total, dr_cmp_double);
+  double step = nt % 2 ? total[nt / 2] : (total[nt / 2 - 1] + total[nt / 2]) / 2;
+  const struct dr_rank *who = NULL;
+  double excess = 0, others = NAN;
+  for (size_t i = 0; i < d->nranks; i++) {
+    const struct dr_rank *r = &d->ranks[i];
+    if (r->nsteps < 3 || !isfinite(r->data_mean))
+      continue;
+    double v[DR_MAX_RANKS];
+    size_t n = 0;
+    for (size_t k = 0; k < d->nranks; k++)
+      if (k != i && d->ranks[k].nsteps >= 3 && isfinite(d->ranks[k].data_mean))
+        v[n++] = d->ranks[k].data_mean;
+    qsort(v, n, sizeof *v, dr_cmp_double);
+    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, x = r->data_mean - med;
+    if (x >= DR_RANK_DATA_MIN_S && step > 0 && x >= DR_RANK_DATA_SHARE * step && x > excess)
+      who = r, excess = x, others = med;
+  }
+  if (!who)
+    return 0;
+  double lost = fmin(excess / step, 0.95);
+  struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - lost));
+  if (!f)
+    return 1;
+  dr_printf(f->title, sizeof f->title,
+            "Straggler: rank %d waits %.0f ms per step for data, the other%s %.0f ms — %s for it", who->rank,
+            who->data_mean * 1e3, d->nranks > 2 ? "s" : "", others * 1e3, d->nranks > 2 ? "they wait" : "it waits");
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "rank", who->rank);
+  dr_json_num(&j, "data_wait_s", who->data_mean);
+  dr_json_num(&j, "others_data_wait_s", others);
+  dr_json_num(&j, "step_s", step);
+  dr_json_int(&j, "ranks", (long long)d->nranks);
+  dr_json_int(&j, "steps", (long long)who->nsteps);
+  dr_json_str(&j, "model",
+              "synchronous data parallel: every rank waits at the all-reduce for the slowest; "
+              "lost = (its data wait - the others' median) / median step");
+  dr_printf(f->fix, sizeof f->fix,
+            "Rank %d spends %.0f ms more per step waiting for its next batch than the median of the others "
+            "(%.0f vs %.0f ms of a %.0f ms step); the other ranks spend that time waiting for it in the gradient "
+            "all-reduce, so the whole job runs at its pace (~%.0f%% of each step). Find what differs on that "
+            "rank: its shard of the data (larger samples, slower files, an uneven split), its node's disk, CPU "
+            "or page cache, or fewer loader workers there. Balance the shards, give its loader more workers, "
+            "or stage its data locally.\n"
+            "PyTorch:\n"
+            "  sampler = torch.utils.data.DistributedSampler(ds, shuffle=True, drop_last=True)  # even shards\n"
+            "  loader = DataLoader(ds, sampler=sampler, num_workers=8, pin_memory=True, persistent_workers=True)\n"
+            "  # compare ranks: gpuscope show RUN --metric step.data_s --csv  (labels rank=N)",
+            who->rank, excess * 1e3, who->data_mean * 1e3, others * 1e3, step * 1e3, lost * 100);
+  return 1;
+}
+
 void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
-  if (d->nused < 2)
+  if (rank_straggler(d, fs) || d->nused < 2)
     return;
   int all_sm = 1;
   for (int i = 0; i < d->ngpus; i++)

@@ -226,6 +226,43 @@ out:
   return rc;
 }
 
+/* "rank=N" exactly: N, "" (the main loop): 0, else -1. */
+static int rank_label(const char *labels) {
+  if (!*labels)
+    return 0;
+  if (strncmp(labels, "rank=", 5))
+    return -1;
+  char *end;
+  long r = strtol(labels + 5, &end, 10);
+  return end != labels + 5 && !*end && r > 0 && r <= 65535 ? (int)r : -1;
+}
+
+/* Every rank with a step.total_s series, its mean data wait and step time in the window. */
+static int load_ranks(struct dr_run *d) {
+  size_t n = 0;
+  for (size_t i = 0; i < d->nseries; i++)
+    n += !strcmp(d->series[i].source, "client") && !strcmp(d->series[i].name, "step.total_s") &&
+         rank_label(d->series[i].labels) >= 0;
+  if (n < 2)
+    return GS_OK;
+  if (n > DR_MAX_RANKS)
+    n = DR_MAX_RANKS;
+  if (!(d->ranks = calloc(n, sizeof *d->ranks)))
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < d->nseries && d->nranks < n; i++) {
+    const struct store_series *s = &d->series[i];
+    int r = rank_label(s->labels);
+    if (strcmp(s->source, "client") || strcmp(s->name, "step.total_s") || r < 0)
+      continue;
+    struct dr_stats total, data;
+    dr_stats_of(d, "client", "step.total_s", s->labels, &total);
+    dr_stats_of(d, "client", "step.data_s", s->labels, &data);
+    d->ranks[d->nranks++] = (struct dr_rank){.rank = r, .nsteps = total.n, .data_mean = data.mean,
+                                             .total_mean = total.mean};
+  }
+  return GS_OK;
+}
+
 static void step_figures(struct dr_run *d) {
   d->step_mean = d->step_median = d->data_mean = d->h2d_mean = d->compute_mean = NAN;
   d->data_share = d->h2d_share = d->samples_per_step = d->samples_per_s = NAN;
@@ -670,7 +707,7 @@ int dr_run_load(struct store *st, const char *run_id, struct dr_run *d) {
   step_figures(d);
   params_signals(d);
   host_signals(d);
-  if ((rc = load_procs(d)) || (rc = load_gpus(d)))
+  if ((rc = load_procs(d)) || (rc = load_gpus(d)) || (rc = load_ranks(d)))
     return rc;
   return GS_OK;
 }
@@ -682,5 +719,6 @@ void dr_run_done(struct dr_run *d) {
   free(d->procs);
   free(d->steps);
   free(d->gpus);
+  free(d->ranks);
   memset(d, 0, sizeof *d);
 }

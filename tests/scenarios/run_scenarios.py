@@ -51,6 +51,10 @@ CASES = [
                                                                                           "--eval-s", "0.8"],
          expect={"periodic_stall"},
          why="every 2 s an 0.8 s evaluation pass stops the training (marked 'eval')"),
+    dict(name="rank_straggler", workload="train.py",
+         args=T + BASE + ["--ddp", "2", "--slow-rank-work", "8"], expect={"straggler"},
+         why="2 ranks of CPU DDP (gloo); rank 1's loader does 8 more augmentation passes per sample, "
+             "rank 0 waits for it in the all-reduce"),
     # --- healthy runs --------------------------------------------------------------------------
     dict(name="healthy_cpu_train", workload="train.py", args=T + ["--width", "24", "--batch", "32"],
          expect={"healthy"}, why="compute-bound CPU training, no data wait"),

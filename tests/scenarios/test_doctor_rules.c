@@ -82,12 +82,13 @@ static void periodic(struct fake *f, const char *source, const char *name, const
   }
 }
 
-/* Steps of data + compute seconds back to back over the run (a pause of gap_s every gap_every steps). */
-static void steps(struct fake *f, double data, double compute, int gap_every, double gap_s) {
-  int ids[4] = {gs_sink_series(f->sink, "client", "step.total_s", "", "s", GS_GAUGE),
-                gs_sink_series(f->sink, "client", "step.data_s", "", "s", GS_GAUGE),
-                gs_sink_series(f->sink, "client", "step.compute_s", "", "s", GS_GAUGE),
-                gs_sink_series(f->sink, "client", "step.samples", "", "count", GS_GAUGE)};
+/* Steps of one rank's loop (labels "" for the main loop, "rank=R" for another rank): data + compute
+ * seconds back to back over the run (a pause of gap_s every gap_every steps). */
+static void rank_steps(struct fake *f, const char *labels, double data, double compute, int gap_every, double gap_s) {
+  int ids[4] = {gs_sink_series(f->sink, "client", "step.total_s", labels, "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.data_s", labels, "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.compute_s", labels, "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.samples", labels, "count", GS_GAUGE)};
   double t = 0.5;
   for (int n = 0; t + data + compute < f->dur; n++) {
     t += data + compute;
@@ -99,6 +100,10 @@ static void steps(struct fake *f, double data, double compute, int gap_every, do
     gs_sink_put(f->sink, ids[2], at, compute);
     gs_sink_put(f->sink, ids[3], at, 32);
   }
+}
+
+static void steps(struct fake *f, double data, double compute, int gap_every, double gap_s) {
+  rank_steps(f, "", data, compute, gap_every, gap_s);
 }
 
 /* The host: ncpu cores, busy_pct overall; the job: one main process using main_cores, with dstate
@@ -405,6 +410,37 @@ static void test_multi_gpu_idle_and_straggler(void **state) {
   fake_free(&f, fs);
 }
 
+static void test_slow_rank_is_a_straggler(void **state) {
+  (void)state;
+  /* 4 ranks of one synchronous job, 30 ms steps: rank 3 waits 15 ms for data, the others 1 ms and
+   * spend the rest waiting for it inside their all-reduce */
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 60, 4.0);
+  rank_steps(&f, "", 0.001, 0.029, 0, 0);
+  rank_steps(&f, "rank=1", 0.001, 0.029, 0, 0);
+  rank_steps(&f, "rank=2", 0.002, 0.028, 0, 0);
+  rank_steps(&f, "rank=3", 0.015, 0.015, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "straggler");
+  const struct store_finding *s = find(fs, n, "straggler");
+  assert_non_null(strstr(s->evidence, "\"rank\":3"));
+  assert_true(fabs(s->share - (0.015 - 0.001) / 0.030) < 0.02);
+  assert_non_null(strstr(s->title, "rank 3"));
+  fake_free(&f, fs);
+
+  /* the same ranks with even inputs: nothing to report */
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 60, 4.0);
+  rank_steps(&f, "", 0.001, 0.029, 0, 0);
+  rank_steps(&f, "rank=1", 0.002, 0.028, 0, 0);
+  rank_steps(&f, "rank=7", 0.003, 0.027, 0, 0);
+  fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  fake_free(&f, fs);
+}
+
 static void test_gpu_idle_gaps_are_periodic_stalls(void **state) {
   (void)state;
   struct fake f;
@@ -502,6 +538,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_rules),
       cmocka_unit_test(test_thermal_reasons_are_throttling),
       cmocka_unit_test(test_multi_gpu_idle_and_straggler),
+      cmocka_unit_test(test_slow_rank_is_a_straggler),
       cmocka_unit_test(test_gpu_idle_gaps_are_periodic_stalls),
       cmocka_unit_test(test_odd_labels_and_params_do_not_crash),
       cmocka_unit_test(test_unknown_run_is_enoent),

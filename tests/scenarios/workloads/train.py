@@ -9,12 +9,18 @@ scenario suite chooses with flags, so each doctor rule meets the situation it is
   --sync-ms X     the loop body blocks X ms per step without using the CPU (a sync point)
   --eval-every S  every S seconds of training, an "eval" pass of --eval-s seconds (a periodic stall)
   --width W       model width: the compute per step
+  --ddp N         N ranks of torch.distributed data parallel (gloo, CPU), launched as torchrun does
+                  (each its own process with RANK and WORLD_SIZE); --slow-rank-work K adds K passes of
+                  the augmentation on the last rank only (one rank's input pipeline is slower)
 
 It reports steps, params and marks through tests/scenarios/workloads/gsclient.py (the real client
 when it is importable) and prints its throughput on the last line as `throughput SAMPLES_PER_S`."""
 import argparse
 import mmap
 import os
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
@@ -71,7 +77,19 @@ def main():
     ap.add_argument("--precision", default="")
     ap.add_argument("--pin-memory", default="")
     ap.add_argument("--persistent", action="store_true")
+    ap.add_argument("--ddp", type=int, default=0)
+    ap.add_argument("--slow-rank-work", type=int, default=0)
     a = ap.parse_args()
+    if a.ddp and "RANK" not in os.environ:
+        return launch(a.ddp)
+    dist = None
+    if a.ddp:
+        import torch.distributed as dist
+        rank = int(os.environ["RANK"])
+        dist.init_process_group("gloo", init_method="file://" + os.environ["GS_DDP_INIT"], rank=rank,
+                                world_size=a.ddp)
+        if rank == a.ddp - 1:
+            a.work += a.slow_rank_work
     torch.manual_seed(0)
     torch.set_num_threads(a.threads)
     w = a.width
@@ -79,6 +97,8 @@ def main():
         torch.nn.Conv2d(3, w, 3, padding=1), torch.nn.ReLU(),
         torch.nn.Conv2d(w, 2 * w, 3, padding=1), torch.nn.ReLU(),
         torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(2 * w, 10))
+    if dist:
+        model = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loader = DataLoader(Synthetic(1 << 20, a), batch_size=a.batch, shuffle=True, num_workers=a.workers,
                         persistent_workers=a.persistent and a.workers > 0)
@@ -112,12 +132,35 @@ def main():
                 while time.monotonic() < t_eval:
                     model(torch.rand(a.batch, 3, 32, 32))
             next_eval = time.monotonic() + a.eval_every
-        if now > t_end:
+        stop = now > t_end
+        if dist:  # every rank stops at the same step, or the others would wait in all-reduce forever
+            flag = torch.tensor([1 if stop else 0])
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            stop = bool(flag.item())
+        if stop:
             break
     dt = time.monotonic() - (first or t_start)
     print(f"steps {steps}")
     print(f"throughput {steps * a.batch / dt:.2f}")
 
 
+def launch(n):
+    """Starts n ranks of this script the way torchrun does (RANK, WORLD_SIZE, LOCAL_RANK per process)
+    and waits for them all; the exit status is the worst of theirs."""
+    d = tempfile.mkdtemp(prefix="gs-ddp-")
+    procs = []
+    for r in range(n):
+        env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(n),
+                   GS_DDP_INIT=os.path.join(d, "init"))
+        procs.append(subprocess.Popen([sys.executable, *sys.argv], env=env))
+    rc = max(p.wait() for p in procs)
+    try:
+        os.remove(os.path.join(d, "init"))
+    except OSError:
+        pass
+    os.rmdir(d)
+    return rc
+
+
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
