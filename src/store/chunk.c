@@ -68,18 +68,25 @@ static uint64_t dbl_bits(double v) {
   return u;
 }
 
+/* Prefix codes: k leading one bits and a zero select widths[k] bits of two's complement value (k = 0:
+ * the value 0, no bits); max ones (no zero after them) select widths[max], which is 64. */
+static const unsigned TIME_BITS[] = {0, 16, 24, 32, 64};        /* delta-of-delta of timestamps */
+static const unsigned DELTA_BITS[] = {0, 6, 13, 20, 32, 64};    /* decimal chunks' value deltas */
+#define TIME_MAX_ONES 4
+#define DELTA_MAX_ONES 5
+
+static int put_prefixed(struct chunk_enc *e, int64_t v, const unsigned *widths, unsigned max_ones) {
+  for (unsigned ones = 0; ones < max_ones; ones++)
+    if (ones == 0 ? v == 0 : fits(v, widths[ones]))
+      return put_bits(e, ((1u << ones) - 1) << 1, ones + 1) ?:
+             (ones ? put_bits(e, (uint64_t)v & ((1ULL << widths[ones]) - 1), widths[ones]) : 0);
+  return put_bits(e, (1u << max_ones) - 1, max_ones) ?: put_bits(e, (uint64_t)v, 64);
+}
+
 static int put_time(struct chunk_enc *e, int64_t t) {
   int64_t d = (int64_t)((uint64_t)t - (uint64_t)e->t_prev), dod = (int64_t)((uint64_t)d - (uint64_t)e->d_prev);
   e->d_prev = d;
-  if (dod == 0)
-    return put_bits(e, 0, 1);
-  if (fits(dod, 16))
-    return put_bits(e, 2, 2) ?: put_bits(e, (uint64_t)dod & 0xffff, 16);
-  if (fits(dod, 24))
-    return put_bits(e, 6, 3) ?: put_bits(e, (uint64_t)dod & 0xffffff, 24);
-  if (fits(dod, 32))
-    return put_bits(e, 14, 4) ?: put_bits(e, (uint64_t)dod & 0xffffffff, 32);
-  return put_bits(e, 15, 4) ?: put_bits(e, (uint64_t)dod, 64);
+  return put_prefixed(e, dod, TIME_BITS, TIME_MAX_ONES);
 }
 
 static int put_xor(struct chunk_enc *e, uint64_t u) {
@@ -100,16 +107,8 @@ static int put_xor(struct chunk_enc *e, uint64_t u) {
                                ?: put_bits(e, x >> trail, (unsigned)len);
 }
 
-/* Value-code widths of a decimal chunk, by the number of leading one bits (0 = unchanged). */
-static const unsigned DELTA_BITS[] = {0, 6, 13, 20, 32, 64};
-
 static int put_delta(struct chunk_enc *e, int64_t i) {
-  int64_t d = (int64_t)((uint64_t)i - (uint64_t)e->i_prev);
-  for (unsigned ones = 0; ones < 5; ones++)
-    if (ones == 0 ? d == 0 : fits(d, DELTA_BITS[ones]))
-      return put_bits(e, ((1u << ones) - 1) << 1, ones + 1) ?:
-             (ones ? put_bits(e, (uint64_t)d & ((1ULL << DELTA_BITS[ones]) - 1), DELTA_BITS[ones]) : 0);
-  return put_bits(e, 31, 5) ?: put_bits(e, (uint64_t)d, 64);
+  return put_prefixed(e, (int64_t)((uint64_t)i - (uint64_t)e->i_prev), DELTA_BITS, DELTA_MAX_ONES);
 }
 
 static const double POW10[] = {1, 10, 100, 1000};
@@ -225,11 +224,10 @@ static int64_t sign_extend(uint64_t v, unsigned bits) {
   return (int64_t)((v ^ m) - m);
 }
 
-static int get_time(struct bit_reader *r, int64_t *t, int64_t *d) {
-  static const unsigned widths[] = {0, 16, 24, 32, 64};
+static int get_prefixed(struct bit_reader *r, const unsigned *widths, unsigned max_ones, int64_t *v) {
   uint64_t a;
   unsigned ones = 0;
-  while (ones < 4) {
+  while (ones < max_ones) {
     if (get_bits(r, 1, &a))
       return GS_ECORRUPT;
     if (!a)
@@ -237,12 +235,19 @@ static int get_time(struct bit_reader *r, int64_t *t, int64_t *d) {
     ones++;
   }
   unsigned width = widths[ones];
-  int64_t dod = 0;
+  *v = 0;
   if (width) {
     if (get_bits(r, width, &a))
       return GS_ECORRUPT;
-    dod = width == 64 ? (int64_t)a : sign_extend(a, width);
+    *v = width == 64 ? (int64_t)a : sign_extend(a, width);
   }
+  return GS_OK;
+}
+
+static int get_time(struct bit_reader *r, int64_t *t, int64_t *d) {
+  int64_t dod;
+  if (get_prefixed(r, TIME_BITS, TIME_MAX_ONES, &dod))
+    return GS_ECORRUPT;
   /* wrapping arithmetic: a damaged chunk gives wrong times, never undefined behaviour */
   *d = (int64_t)((uint64_t)*d + (uint64_t)dod);
   *t = (int64_t)((uint64_t)*t + (uint64_t)*d);
@@ -278,21 +283,9 @@ static int get_xor(struct bit_reader *r, uint64_t *u, int *lead, int *trail) {
 }
 
 static int get_delta(struct bit_reader *r, int64_t *i) {
-  uint64_t a;
-  unsigned ones = 0;
-  while (ones < 5) {
-    if (get_bits(r, 1, &a))
-      return GS_ECORRUPT;
-    if (!a)
-      break;
-    ones++;
-  }
-  unsigned width = DELTA_BITS[ones];
-  if (!width)
-    return GS_OK;
-  if (get_bits(r, width, &a))
+  int64_t d;
+  if (get_prefixed(r, DELTA_BITS, DELTA_MAX_ONES, &d))
     return GS_ECORRUPT;
-  int64_t d = width == 64 ? (int64_t)a : sign_extend(a, width);
   *i = (int64_t)((uint64_t)*i + (uint64_t)d);
   return GS_OK;
 }
