@@ -297,6 +297,23 @@ static int64_t wall_us(void) {
   return gs_wall_ns() / 1000;
 }
 
+/* Reads the monotonic and wall clocks as one instant: the wall read bracketed by two monotonic
+ * reads, the tightest of three tries. Two plain reads can straddle a preemption (a loaded machine,
+ * a sanitizer build), which would shift every driver sample of that poll by as much. */
+static void clock_pair(int64_t *mono, int64_t *wall_us_out) {
+  int64_t best = INT64_MAX;
+  for (int i = 0; i < 3; i++) {
+    int64_t a = gs_mono_ns(), w = gs_wall_ns(), b = gs_mono_ns();
+    if (b - a < best) {
+      best = b - a;
+      *mono = a + (b - a) / 2;
+      *wall_us_out = w / 1000;
+    }
+    if (best < 20000) /* 20 µs: good enough, stop */
+      break;
+  }
+}
+
 /* Converts a driver timestamp (µs on the wall clock) to the sink's monotonic clock. */
 static int64_t drv_to_mono(unsigned long long ts_us, int64_t now_mono, int64_t now_wall_us) {
   int64_t age_us = now_wall_us - (int64_t)ts_us;
@@ -553,7 +570,8 @@ static int samples_tick(struct nvml_ctx *c, struct gpu *g, int which) {
     return -1;
   if (n > g->sbuf_cap)
     n = g->sbuf_cap;
-  int64_t now = gs_mono_ns(), now_wall = wall_us();
+  int64_t now, now_wall;
+  clock_pair(&now, &now_wall);
   unsigned long long newest = g->seen_us[which];
   int got = 0;
   for (unsigned i = 0; i < n; i++) {
@@ -730,7 +748,8 @@ static void procs_tick(struct nvml_ctx *c, struct gpu *g) {
     return;
   if (m > g->ucap)
     m = g->ucap;
-  int64_t now = gs_mono_ns(), now_wall = wall_us();
+  int64_t now, now_wall;
+  clock_pair(&now, &now_wall);
   unsigned long long newest = g->pu_seen_us;
   /* The driver's buffer can hold stale or garbage entries: keep only new ones, in range, of a
    * process that is on this GPU now. */
