@@ -188,6 +188,8 @@ struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, con
 double dr_fin(double v, double dflt);
 /* qsort comparator for doubles, ascending. */
 int dr_cmp_double(const void *a, const void *b);
+/* Median of v[0..n) (sorts v in place); NAN when n == 0. */
+double dr_median(double *v, size_t n);
 /* printf into a fixed field (truncated safely). */
 void dr_printf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Is there already a finding with this rule? */

@@ -18,6 +18,13 @@ int dr_cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+double dr_median(double *v, size_t n) {
+  if (!n)
+    return NAN;
+  qsort(v, n, sizeof *v, dr_cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 void dr_printf(char *dst, size_t cap, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -274,10 +274,7 @@ static double median_others(const struct dr_run *d, int skip, double (*get)(cons
   for (int i = 0; i < d->ngpus; i++)
     if (i != skip && d->gpus[i].used && isfinite(get(&d->gpus[i])))
       v[n++] = get(&d->gpus[i]);
-  if (!n)
-    return NAN;
-  qsort(v, n, sizeof *v, dr_cmp_double);
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  return dr_median(v, n);
 }
 
 static double get_util(const struct dr_gpu *g) {
@@ -293,33 +290,35 @@ static double get_clock(const struct dr_gpu *g) {
 /* The rank of a distributed job whose loop waits for data longer than the others: in synchronous
  * data parallel every other rank waits for it at the gradient all-reduce (inside its "compute"),
  * so the whole job loses that rank's extra wait each step. Returns 1 when it found one. */
+static int rank_has_data(const struct dr_rank *r) {
+  return r->nsteps >= 3 && isfinite(r->data_mean);
+}
+
 static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
   if (d->nranks < 2)
     return 0;
   double total[DR_MAX_RANKS];
   size_t nd = 0, nt = 0;
   for (size_t i = 0; i < d->nranks; i++) {
-    nd += d->ranks[i].nsteps >= 3 && isfinite(d->ranks[i].data_mean);
+    nd += rank_has_data(&d->ranks[i]);
     if (d->ranks[i].nsteps >= 3 && isfinite(d->ranks[i].total_mean))
       total[nt++] = d->ranks[i].total_mean;
   }
   if (nd < 2 || !nt)
     return 0;
-  qsort(total, nt, sizeof *total, dr_cmp_double);
-  double step = nt % 2 ? total[nt / 2] : (total[nt / 2 - 1] + total[nt / 2]) / 2;
+  double step = dr_median(total, nt);
   const struct dr_rank *who = NULL;
   double excess = 0, others = NAN;
   for (size_t i = 0; i < d->nranks; i++) {
     const struct dr_rank *r = &d->ranks[i];
-    if (r->nsteps < 3 || !isfinite(r->data_mean))
+    if (!rank_has_data(r))
       continue;
     double v[DR_MAX_RANKS];
     size_t n = 0;
     for (size_t k = 0; k < d->nranks; k++)
-      if (k != i && d->ranks[k].nsteps >= 3 && isfinite(d->ranks[k].data_mean))
+      if (k != i && rank_has_data(&d->ranks[k]))
         v[n++] = d->ranks[k].data_mean;
-    qsort(v, n, sizeof *v, dr_cmp_double);
-    double med = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2, x = r->data_mean - med;
+    double med = dr_median(v, n), x = r->data_mean - med;
     if (x >= DR_RANK_DATA_MIN_S && step > 0 && x >= DR_RANK_DATA_SHARE * step && x > excess)
       who = r, excess = x, others = med;
   }
