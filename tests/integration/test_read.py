@@ -13,7 +13,10 @@ def sandbox():
     global SB
     if SB is None:
         SB = Sandbox()
-        SB.ok("run", "--quiet", "--name", "base", "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+        # A busy loop that lasts 1.2 s of wall time however fast the machine is, so the 0.3-0.6 s
+        # window below always holds ticks (a fixed iteration count ended before 0.3 s on a fast core).
+        busy = "import time\nt = time.monotonic() + 1.2\nwhile time.monotonic() < t: pass"
+        SB.ok("run", "--quiet", "--name", "base", "--", "sh", "-c", f"exec {os.environ.get('GS_PYTHON', '/usr/bin/python3')} -c '{busy}'")
     return SB
 
 
