@@ -166,21 +166,6 @@ static const char *const call_what[C_COUNT] = {
     [C_GPM] = "GPM",
 };
 
-static const struct {
-  unsigned long long bit;
-  const char *name;
-} reason_names[] = {
-    {NVML_CLOCKS_EVENT_REASON_GPU_IDLE, "GpuIdle"},
-    {NVML_CLOCKS_EVENT_REASON_APPLICATIONS_CLOCKS_SETTING, "ApplicationsClocksSetting"},
-    {NVML_CLOCKS_EVENT_REASON_SW_POWER_CAP, "SwPowerCap"},
-    {NVML_CLOCKS_EVENT_REASON_HW_SLOWDOWN, "HwSlowdown"},
-    {NVML_CLOCKS_EVENT_REASON_SYNC_BOOST, "SyncBoost"},
-    {NVML_CLOCKS_EVENT_REASON_SW_THERMAL_SLOWDOWN, "SwThermalSlowdown"},
-    {NVML_CLOCKS_EVENT_REASON_HW_THERMAL_SLOWDOWN, "HwThermalSlowdown"},
-    {NVML_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN, "HwPowerBrakeSlowdown"},
-    {NVML_CLOCKS_EVENT_REASON_DISPLAY_CLOCK_SETTING, "DisplayClockSetting"},
-};
-
 /* One process seen on a GPU: its series ids and the last timestamp written to each. */
 struct proc_series {
   unsigned pid;
@@ -667,10 +652,11 @@ static void throttle_tick(struct nvml_ctx *c, struct gpu *g) {
       continue;
     changed &= ~bit;
     char name[40];
-    snprintf(name, sizeof name, "Reason0x%llx", bit);
-    for (size_t i = 0; i < sizeof reason_names / sizeof reason_names[0]; i++)
-      if (reason_names[i].bit == bit)
-        snprintf(name, sizeof name, "%s", reason_names[i].name);
+    const struct gs_clock_reason *r = gs_clock_reason_of_bit(bit);
+    if (r)
+      snprintf(name, sizeof name, "%s", r->name);
+    else
+      snprintf(name, sizeof name, "Reason0x%llx", bit);
     event(c, t, (mask & bit) ? "throttle_start" : "throttle_stop", name, "");
   }
   g->throttle_prev = mask;

@@ -47,6 +47,28 @@ void gs_json_str(void *out_file, const char *s);
 /* Writes a number as JSON (null when not finite). */
 void gs_json_num(void *out_file, double v);
 
+/* NVML's clock-event ("throttle") reasons, named as NVML names them: the one table the collector
+ * (event names), the doctor (which bits cut clocks for heat or power) and the reports read. The
+ * bits are NVML's own (nvmlClocksEventReasons), stable across driver versions. */
+enum {
+  GS_REASON_IDLE = 1,     /* only says the GPU is idle */
+  GS_REASON_THROTTLE = 2, /* clocks cut for heat or power (what the doctor's `throttled` counts) */
+  GS_REASON_HEAT = 4,
+  GS_REASON_POWER = 8,
+};
+struct gs_clock_reason {
+  unsigned long long bit;
+  const char *name; /* "SwPowerCap" */
+  unsigned flags;   /* GS_REASON_* */
+};
+extern const struct gs_clock_reason gs_clock_reasons[];
+extern const size_t gs_clock_reasons_n;
+/* The reason of that bit or name, or NULL. */
+const struct gs_clock_reason *gs_clock_reason_of_bit(unsigned long long bit);
+const struct gs_clock_reason *gs_clock_reason_named(const char *name);
+/* The union of the bits whose flags include every flag in flags. */
+unsigned long long gs_clock_reasons_mask(unsigned flags);
+
 /* What kind of quantity a series holds. */
 enum gs_kind { GS_GAUGE = 0, GS_COUNTER = 1, GS_EVENT = 2 };
 const char *gs_kind_name(enum gs_kind k);
