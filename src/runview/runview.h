@@ -1,0 +1,98 @@
+/* runview: one stored run, loaded once, as every reader sees it — the doctor, each report format,
+ * `compare`, and later the web API and `top`. It holds the run's record, series, events, params,
+ * notes and findings, and the client's training steps with their phases joined; it answers windowed
+ * statistics of any series with one rollup policy (raw samples for a short series, the stored 10 s
+ * rollups past RUNVIEW_QUICK_POINTS, 1 min past RUNVIEW_SLOW_POINTS), so a chart, a report line and a
+ * finding computed over the same window agree.
+ *
+ * The store is untrusted input: non-finite samples are skipped, never counted as zero; anything
+ * absent stays NAN or n == 0 (missing is not zero). Everything reads through the store interface, so
+ * a view looks the same whichever back end holds the run. */
+#ifndef GS_RUNVIEW_H
+#define GS_RUNVIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+/* The rollup policy: a series of more points than this is summarised from its 10 s rollups ... */
+#define RUNVIEW_QUICK_POINTS 200000
+#define RUNVIEW_QUICK_RES_NS 10000000000LL
+/* ... and from its 1 min rollups past this many (two days at 10 Hz). */
+#define RUNVIEW_SLOW_POINTS 2000000
+#define RUNVIEW_SLOW_RES_NS 60000000000LL
+
+/* Statistics of one series, or of several pooled, over a window. n counts samples (buckets for a
+ * long series); every number is NAN when n == 0. For a long series min and max stay exact (bucket
+ * extremes), mean and percentiles are those of the bucket means, and first / last are the first
+ * bucket's minimum and the last one's maximum (exact for a counter, the only kind whose ends matter). */
+struct runview_stats {
+  size_t n;
+  double mean, min, max, sum, p50, p95;
+  double first, last;
+  int64_t t_first, t_last; /* ns since run start */
+};
+
+/* One training step as the client reported it: t is the step's end (ns since run start), phases in
+ * seconds, NAN where the client did not measure that phase. */
+struct runview_step {
+  int64_t t;
+  double total, data, h2d, compute, samples;
+};
+
+struct runview {
+  struct store *st; /* borrowed: the caller keeps it open while the view lives */
+  struct store_run run;
+  struct store_series *series;
+  size_t nseries;
+  struct store_event *events;
+  size_t nevents;
+  struct gs_kv *params;
+  size_t nparams;
+  char **notes;
+  size_t nnotes;
+  struct store_finding *findings; /* as stored (the doctor's last word), may be none */
+  size_t nfindings;
+  int64_t duration_ns; /* wall-clock span of a finished run, else its last sample; 0 unknown */
+  double duration_s;   /* NAN unknown */
+  /* The main loop's (rank 0's) steps in time order, with sane totals (0 <= total < 1e6 s), the first
+   * (warm-up: workers starting, lazy init) left out when there are at least five. */
+  struct runview_step *steps;
+  size_t nsteps;
+};
+
+/* Loads run ref (an id, a unique prefix, a name or "last") from st into v. Returns 0, GS_ENOENT or
+ * GS_EAMBIG for a bad reference, or another GS_E code with a message; v is valid for runview_done()
+ * either way. */
+int runview_load(struct store *st, const char *ref, struct runview *v);
+/* Frees what the view holds (not the store). Safe on a zeroed or failed view. */
+void runview_done(struct runview *v);
+
+/* Index of the first series matching source (NULL: any), name and labels (NULL: any), or -1. */
+long runview_find(const struct runview *v, const char *source, const char *name, const char *labels);
+
+/* Statistics of every series matching source / name / labels (NULL: any), pooled, over
+ * [from, to] (ns since run start; INT64_MIN / INT64_MAX for the whole run). Returns 0 (out->n may be
+ * 0) or a GS_E code; out is filled (empty) either way. */
+int runview_stats(const struct runview *v, const char *source, const char *name, const char *labels, int64_t from,
+                  int64_t to, struct runview_stats *out);
+
+/* The finite raw samples of a series within [from, to], in malloc'd arrays (NULL, 0 when none;
+ * caller frees both). Returns 0 or a GS_E code (then *t, *vals NULL and *n 0). */
+int runview_samples(const struct runview *v, int64_t series_id, int64_t from, int64_t to, int64_t **t, double **vals,
+                    size_t *n);
+
+/* A param's value ("" for an empty one), or NULL when absent. */
+const char *runview_param(const struct runview *v, const char *key);
+/* A param as a finite number, else NAN. */
+double runview_param_num(const struct runview *v, const char *key);
+/* A param as a truth value: 1 (true/yes/on/1), 0 (false/no/off/0), -1 absent or anything else. */
+int runview_param_bool(const struct runview *v, const char *key);
+
+/* N for labels exactly "gpu=N" (0 <= N < 1024), else -1. */
+int runview_gpu_label(const char *labels);
+/* N for labels exactly "rank=N" (1 <= N <= 65535), 0 for "" (the main loop), else -1. */
+int runview_rank_label(const char *labels);
+
+#endif

@@ -1,0 +1,196 @@
+/* Unit tests of the run view on a real SQLite store in a temp folder: windowed statistics (raw for a
+ * short series, rollups for a long one, with a one-sample dip kept in the minimum), the client's
+ * steps joined by timestamp with unmeasured phases left NAN, params and labels parsed strictly, and
+ * absent things reported as absent. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "runview/runview.h"
+
+#define SEC 1000000000LL
+
+static char dir[256];
+
+static int setup(void **state) {
+  (void)state;
+  snprintf(dir, sizeof dir, "/tmp/gs-test-runview-XXXXXX");
+  return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* A finished run named name whose sink content fill() produces, in a fresh store file. */
+static struct store *make_run(const char *name, void (*fill)(struct gs_sink *s)) {
+  char url[400];
+  snprintf(url, sizeof url, "sqlite://%s/%s.db", dir, name);
+  struct store *st = store_open(url);
+  assert_non_null(st);
+  struct store_run r = {.exit_code = -1, .agent_pid = getpid(), .mono_start_ns = 0};
+  snprintf(r.name, sizeof r.name, "%s", name);
+  gethostname(r.host, sizeof r.host - 1);
+  r.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &r), 0);
+  struct gs_sink *s = gs_sink_new();
+  fill(s);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.exit_code = 0;
+  r.end_wall_ns = r.start_wall_ns + 100 * SEC;
+  assert_int_equal(st->run_end(st, &r), 0);
+  return st;
+}
+
+static void fill_short(struct gs_sink *s) {
+  int util = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  for (int k = 0; k < 100; k++) /* 0..99 at 1 s */
+    gs_sink_put(s, util, k * SEC, (double)k);
+  /* Ten steps of 1 s ending at 10..19 s; data wait measured on even steps only, h2d never. */
+  int total = gs_sink_series(s, "client", "step.total_s", "", "s", GS_GAUGE);
+  int data = gs_sink_series(s, "client", "step.data_s", "", "s", GS_GAUGE);
+  int samples = gs_sink_series(s, "client", "step.samples", "", "count", GS_GAUGE);
+  for (int k = 0; k < 10; k++) {
+    int64_t t = (10 + k) * SEC;
+    gs_sink_put(s, total, t, 1.0);
+    if (k % 2 == 0)
+      gs_sink_put(s, data, t, 0.25);
+    gs_sink_put(s, samples, t, 32);
+  }
+  gs_sink_param(s, "batch_size", "32");
+  gs_sink_param(s, "pin_memory", "False");
+  gs_sink_param(s, "num_workers", "4 workers");
+}
+
+static void test_runview_short_series_stats_in_a_window(void **state) {
+  (void)state;
+  struct store *st = make_run("short", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "short", &v), 0);
+  struct runview_stats s;
+  assert_int_equal(runview_stats(&v, "nvml", "gpu.util_pct", "gpu=0", INT64_MIN, INT64_MAX, &s), 0);
+  assert_int_equal(s.n, 100);
+  assert_true(s.min == 0 && s.max == 99 && fabs(s.mean - 49.5) < 1e-9 && fabs(s.p50 - 49.5) < 1e-9);
+  assert_true(s.first == 0 && s.last == 99 && s.t_last == 99 * SEC);
+  assert_int_equal(runview_stats(&v, NULL, "gpu.util_pct", NULL, 10 * SEC, 19 * SEC, &s), 0);
+  assert_int_equal(s.n, 10);
+  assert_true(s.min == 10 && s.max == 19 && fabs(s.mean - 14.5) < 1e-9);
+  runview_done(&v);
+  st->close(st);
+}
+
+static void test_runview_absent_series_is_empty_not_zero(void **state) {
+  (void)state;
+  struct store *st = make_run("absent", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "absent", &v), 0);
+  struct runview_stats s;
+  assert_int_equal(runview_stats(&v, "nvml", "gpu.power_w", NULL, INT64_MIN, INT64_MAX, &s), 0);
+  assert_int_equal(s.n, 0);
+  assert_true(isnan(s.mean) && isnan(s.min) && isnan(s.max) && isnan(s.sum) && isnan(s.p95));
+  assert_int_equal(runview_stats(&v, "nvml", "gpu.util_pct", "gpu=0", 200 * SEC, 300 * SEC, &s), 0);
+  assert_int_equal(s.n, 0);
+  assert_true(isnan(s.mean));
+  runview_done(&v);
+  st->close(st);
+}
+
+static void test_runview_steps_join_phases_and_leave_unmeasured_nan(void **state) {
+  (void)state;
+  struct store *st = make_run("steps", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "steps", &v), 0);
+  assert_int_equal(v.nsteps, 9); /* the warm-up step is left out */
+  assert_int_equal(v.steps[0].t, 11 * SEC);
+  for (size_t i = 0; i < v.nsteps; i++) {
+    int k = (int)i + 1;
+    assert_true(v.steps[i].total == 1.0 && v.steps[i].samples == 32);
+    assert_true(k % 2 == 0 ? v.steps[i].data == 0.25 : isnan(v.steps[i].data));
+    assert_true(isnan(v.steps[i].h2d) && isnan(v.steps[i].compute));
+  }
+  runview_done(&v);
+  st->close(st);
+}
+
+static void test_runview_params_and_labels_are_strict(void **state) {
+  (void)state;
+  struct store *st = make_run("params", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "params", &v), 0);
+  assert_true(runview_param_num(&v, "batch_size") == 32);
+  assert_true(isnan(runview_param_num(&v, "num_workers"))); /* "4 workers" is not a number */
+  assert_true(isnan(runview_param_num(&v, "precision")));
+  assert_int_equal(runview_param_bool(&v, "pin_memory"), 0);
+  assert_int_equal(runview_param_bool(&v, "batch_size"), -1);
+  assert_null(runview_param(&v, "nope"));
+  assert_int_equal(runview_gpu_label("gpu=3"), 3);
+  assert_int_equal(runview_gpu_label("gpu=3,pid=9"), -1);
+  assert_int_equal(runview_gpu_label("gpu=-1"), -1);
+  assert_int_equal(runview_gpu_label("gpu="), -1);
+  assert_int_equal(runview_rank_label(""), 0);
+  assert_int_equal(runview_rank_label("rank=2"), 2);
+  assert_int_equal(runview_rank_label("rank=0"), -1);
+  assert_int_equal(runview_rank_label("host=a"), -1);
+  assert_true(fabs(v.duration_s - 100) < 1e-6);
+  runview_done(&v);
+  st->close(st);
+}
+
+enum { LONG_POINTS = RUNVIEW_QUICK_POINTS + 50000 };
+
+static void fill_long(struct gs_sink *s) {
+  int util = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  for (int k = 0; k < LONG_POINTS; k++) /* 100 ms ticks, busy at 90 % but one 100 ms dip to 0 */
+    gs_sink_put(s, util, k * (SEC / 10), k == 123457 ? 0.0 : 90.0);
+}
+
+static void test_runview_long_series_reads_rollups_and_keeps_a_dip(void **state) {
+  (void)state;
+  struct store *st = make_run("long", fill_long);
+  struct runview v;
+  assert_int_equal(runview_load(st, "long", &v), 0);
+  struct runview_stats s;
+  assert_int_equal(runview_stats(&v, "nvml", "gpu.util_pct", "gpu=0", INT64_MIN, INT64_MAX, &s), 0);
+  /* Buckets of 10 s, not raw points: 25,000 s of samples in 2,500 buckets. */
+  assert_int_equal(s.n, LONG_POINTS / 100);
+  assert_true(s.min == 0 && s.max == 90);
+  assert_true(s.mean > 89.99 && s.mean < 90);
+  runview_done(&v);
+  st->close(st);
+}
+
+static void test_runview_unknown_run_is_enoent(void **state) {
+  (void)state;
+  struct store *st = make_run("known", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "unknown-run", &v), GS_ENOENT);
+  runview_done(&v);
+  st->close(st);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_runview_short_series_stats_in_a_window),
+      cmocka_unit_test(test_runview_absent_series_is_empty_not_zero),
+      cmocka_unit_test(test_runview_steps_join_phases_and_leave_unmeasured_nan),
+      cmocka_unit_test(test_runview_params_and_labels_are_strict),
+      cmocka_unit_test(test_runview_long_series_reads_rollups_and_keeps_a_dip),
+      cmocka_unit_test(test_runview_unknown_run_is_enoent),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
