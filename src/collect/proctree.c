@@ -19,14 +19,18 @@
 
 enum { BUF = 8192, MAX_PROCS = 4096, FULL_SCAN_EVERY = 10 };
 
+/* Indexes into proctree_metrics: the per-process series first, then the tree's. */
+enum { P_CPU, P_RSS, P_THREADS, P_READ, P_WRITE, P_N };
+enum { T_CPU, T_RSS, T_PROCS, T_THREADS, T_RUNNING, T_SLEEPING, T_DSTATE, T_READ, T_WRITE, T_N };
+
 struct proc {
   pid_t pid;
-  uint64_t start; /* starttime: tells a reused pid from the process we knew */
+  uint64_t start;                  /* starttime: tells a reused pid from the process we knew */
   int fd_stat, fd_io, fd_children; /* fd_children: /proc/PID/task/PID/children */
   uint64_t cpu_prev, rb_prev, wb_prev;
   int primed;
   unsigned tick;
-  int sid[5];
+  int sid[P_N];
   char comm[32];
 };
 
@@ -40,7 +44,7 @@ struct proctree {
   unsigned tick;
   double hz, page;
   int64_t t_prev;
-  int sid[9];
+  int sid[T_N];
   int seen_total, peak_procs;
   double peak_rss;
   int with_self;
@@ -64,6 +68,16 @@ static const struct gs_metric_desc proctree_metrics[] = {
     {"tree.read_bytes_s", "B/s", GS_GAUGE, "storage reads of the job"},
     {"tree.write_bytes_s", "B/s", GS_GAUGE, "storage writes of the job"},
 };
+
+_Static_assert(P_N + T_N == sizeof proctree_metrics / sizeof proctree_metrics[0], "one metric per series");
+
+/* Registers the series of metrics [first, first + n) of proctree_metrics with labels into sid. */
+static void register_series(struct gs_sink *s, int first, int n, const char *labels, int *sid) {
+  for (int i = 0; i < n; i++) {
+    const struct gs_metric_desc *m = &proctree_metrics[first + i];
+    sid[i] = gs_sink_series(s, "proctree", m->name, labels, m->unit, m->kind);
+  }
+}
 
 static int add_found(struct proctree *t, pid_t pid) {
   for (size_t i = 0; i < t->n_found; i++)
@@ -235,21 +249,14 @@ static struct proc *proc_new(struct proctree *t, struct gs_sink *s, pid_t pid, i
   snprintf(p->comm, sizeof p->comm, "%s", f.comm);
   char lab[32];
   snprintf(lab, sizeof lab, "pid=%d", pid);
-  p->sid[0] = gs_sink_series(s, "proctree", "proc.cpu_pct", lab, "%", GS_GAUGE);
-  p->sid[1] = gs_sink_series(s, "proctree", "proc.rss_bytes", lab, "B", GS_GAUGE);
-  p->sid[2] = gs_sink_series(s, "proctree", "proc.threads", lab, "count", GS_GAUGE);
-  p->sid[3] = gs_sink_series(s, "proctree", "proc.read_bytes_s", lab, "B/s", GS_GAUGE);
-  p->sid[4] = gs_sink_series(s, "proctree", "proc.write_bytes_s", lab, "B/s", GS_GAUGE);
+  register_series(s, 0, P_N, lab, p->sid);
   gs_sink_event(s, now, "proc_start", f.comm, (double)pid, lab, "");
   t->seen_total++;
   return p;
 }
 
-static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
-  struct proctree *t = ctx;
-  double dt = t->t_prev ? (double)(now - t->t_prev) / 1e9 : 0;
-  int full = t->tick % FULL_SCAN_EVERY == 0;
-  t->tick++;
+/* Lists the job's tree into t->found: the job, then every descendant, breadth first. */
+static void find_tree(struct proctree *t, int full) {
   t->n_found = 0;
   if (t->opts.pid > 0)
     add_found(t, t->opts.pid);
@@ -257,52 +264,48 @@ static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
     add_children(t, getpid(), full);
   for (size_t i = 0; i < t->n_found; i++) /* breadth first: found grows as we go */
     add_children(t, t->found[i], full);
+}
 
-  double cpu = 0, rss = 0, rbs = 0, wbs = 0;
-  int procs = 0, threads = 0, running = 0, sleeping = 0, dstate = 0;
-  for (size_t i = 0; i < t->n_found; i++) {
-    pid_t pid = t->found[i];
-    struct proc *p = find_proc(t, pid);
-    if (!p && !(p = proc_new(t, s, pid, now)))
-      continue; /* gone already */
-    struct stat_fields f;
-    if (reread(p->fd_stat, t->buf, BUF) <= 0 || parse_stat(t->buf, &f) || f.start != p->start)
-      continue; /* exited (or pid reused): dropped below */
-    p->tick = t->tick;
-    if (strcmp(f.comm, p->comm)) {
-      char lab[32];
-      snprintf(lab, sizeof lab, "pid=%d", pid);
-      gs_sink_event(s, now, "proc_exec", f.comm, (double)pid, lab, p->comm);
-      snprintf(p->comm, sizeof p->comm, "%s", f.comm);
-    }
-    double pcpu = NAN, prss = (double)f.rss_pages * t->page;
-    if (p->primed && dt > 0)
-      pcpu = 100.0 * (double)(f.cpu - p->cpu_prev) / t->hz / dt;
-    p->cpu_prev = f.cpu;
-    gs_sink_put(s, p->sid[0], now, pcpu);
-    gs_sink_put(s, p->sid[1], now, prss);
-    gs_sink_put(s, p->sid[2], now, (double)f.threads);
-    uint64_t rb, wb;
-    if (read_io(t, p, &rb, &wb) == 0) {
-      if (p->primed && dt > 0) {
-        double r = (double)(rb - p->rb_prev) / dt, w = (double)(wb - p->wb_prev) / dt;
-        gs_sink_put(s, p->sid[3], now, r);
-        gs_sink_put(s, p->sid[4], now, w);
-        rbs += r, wbs += w;
-      }
-      p->rb_prev = rb, p->wb_prev = wb;
-    }
-    p->primed = 1;
-    if (isfinite(pcpu))
-      cpu += pcpu;
-    rss += prss;
-    procs++;
-    threads += (int)f.threads;
-    running += f.state == 'R';
-    sleeping += f.state == 'S';
-    dstate += f.state == 'D';
+/* Samples one live process (its stat already read into f) and adds it into the tree's totals. */
+static void sample_proc(struct proctree *t, struct gs_sink *s, struct proc *p, const struct stat_fields *f, int64_t now,
+                        double dt, double tot[T_N]) {
+  p->tick = t->tick;
+  if (strcmp(f->comm, p->comm)) {
+    char lab[32];
+    snprintf(lab, sizeof lab, "pid=%d", p->pid);
+    gs_sink_event(s, now, "proc_exec", f->comm, (double)p->pid, lab, p->comm);
+    snprintf(p->comm, sizeof p->comm, "%s", f->comm);
   }
-  /* Processes not seen this tick have exited. */
+  double pcpu = NAN, prss = (double)f->rss_pages * t->page;
+  if (p->primed && dt > 0)
+    pcpu = 100.0 * (double)(f->cpu - p->cpu_prev) / t->hz / dt;
+  p->cpu_prev = f->cpu;
+  gs_sink_put(s, p->sid[P_CPU], now, pcpu);
+  gs_sink_put(s, p->sid[P_RSS], now, prss);
+  gs_sink_put(s, p->sid[P_THREADS], now, (double)f->threads);
+  uint64_t rb, wb;
+  if (read_io(t, p, &rb, &wb) == 0) {
+    if (p->primed && dt > 0) {
+      double r = (double)(rb - p->rb_prev) / dt, w = (double)(wb - p->wb_prev) / dt;
+      gs_sink_put(s, p->sid[P_READ], now, r);
+      gs_sink_put(s, p->sid[P_WRITE], now, w);
+      tot[T_READ] += r, tot[T_WRITE] += w;
+    }
+    p->rb_prev = rb, p->wb_prev = wb;
+  }
+  p->primed = 1;
+  if (isfinite(pcpu))
+    tot[T_CPU] += pcpu;
+  tot[T_RSS] += prss;
+  tot[T_PROCS]++;
+  tot[T_THREADS] += (double)f->threads;
+  tot[T_RUNNING] += f->state == 'R';
+  tot[T_SLEEPING] += f->state == 'S';
+  tot[T_DSTATE] += f->state == 'D';
+}
+
+/* Processes not seen this tick have exited: an event each, and their files closed. */
+static void drop_exited(struct proctree *t, struct gs_sink *s, int64_t now) {
   for (size_t i = 0; i < t->n;) {
     struct proc *p = &t->procs[i];
     if (p->tick == t->tick) {
@@ -315,15 +318,33 @@ static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
     proc_drop(p);
     t->procs[i] = t->procs[--t->n];
   }
-  if (procs) {
-    double vals[9] = {cpu, rss, procs, threads, running, sleeping, dstate, rbs, wbs};
-    for (int i = 0; i < 9; i++)
-      if (i < 7 || dt > 0)
-        gs_sink_put(s, t->sid[i], now, vals[i]);
-    if (rss > t->peak_rss)
-      t->peak_rss = rss;
-    if (procs > t->peak_procs)
-      t->peak_procs = procs;
+}
+
+static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
+  struct proctree *t = ctx;
+  double dt = t->t_prev ? (double)(now - t->t_prev) / 1e9 : 0;
+  find_tree(t, t->tick % FULL_SCAN_EVERY == 0);
+  t->tick++;
+  double tot[T_N] = {0};
+  for (size_t i = 0; i < t->n_found; i++) {
+    pid_t pid = t->found[i];
+    struct proc *p = find_proc(t, pid);
+    if (!p && !(p = proc_new(t, s, pid, now)))
+      continue; /* gone already */
+    struct stat_fields f;
+    if (reread(p->fd_stat, t->buf, BUF) <= 0 || parse_stat(t->buf, &f) || f.start != p->start)
+      continue; /* exited (or pid reused): dropped below */
+    sample_proc(t, s, p, &f, now, dt, tot);
+  }
+  drop_exited(t, s, now);
+  if (tot[T_PROCS] > 0) {
+    for (int i = 0; i < T_N; i++) /* the I/O rates need a previous tick */
+      if ((i != T_READ && i != T_WRITE) || dt > 0)
+        gs_sink_put(s, t->sid[i], now, tot[i]);
+    if (tot[T_RSS] > t->peak_rss)
+      t->peak_rss = tot[T_RSS];
+    if (tot[T_PROCS] > t->peak_procs)
+      t->peak_procs = (int)tot[T_PROCS];
   }
   t->t_prev = now;
   return GS_COLLECT_OK;
@@ -364,11 +385,7 @@ static void *proctree_open(const struct collector_opts *o, struct gs_sink *s, ch
     snprintf(rel, sizeof rel, "/proc/%d/task/%d/children", t->self_pid, t->self_pid);
     t->fd_self_children = open_children(t, rel);
   }
-  static const char *names[9] = {"tree.cpu_pct", "tree.rss_bytes", "tree.procs", "tree.threads", "tree.running",
-                                 "tree.sleeping", "tree.dstate", "tree.read_bytes_s", "tree.write_bytes_s"};
-  static const char *units[9] = {"%", "B", "count", "count", "count", "count", "count", "B/s", "B/s"};
-  for (int i = 0; i < 9; i++)
-    t->sid[i] = gs_sink_series(s, "proctree", names[i], "", units[i], GS_GAUGE);
+  register_series(s, P_N, T_N, "", t->sid);
   return t;
 }
 

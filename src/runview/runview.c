@@ -102,9 +102,13 @@ static int label_int(const char *labels, const char *key, long lo, long hi) {
   return !*end && x >= lo && x <= hi ? (int)x : -1;
 }
 
-int runview_gpu_label(const char *labels) { return label_int(labels, "gpu=", 0, 1023); }
+int runview_gpu_label(const char *labels) {
+  return label_int(labels, "gpu=", 0, 1023);
+}
 
-int runview_rank_label(const char *labels) { return *labels ? label_int(labels, "rank=", 1, 65535) : 0; }
+int runview_rank_label(const char *labels) {
+  return *labels ? label_int(labels, "rank=", 1, 65535) : 0;
+}
 
 /* ---- windowed statistics ---- */
 
