@@ -1,0 +1,112 @@
+#!/usr/bin/python3
+"""The case study gpuscope was made for, replayed in about two minutes (`make demo` runs it).
+
+A vision team's GPU sat idle most of the time: decoding and augmenting JPEGs on the CPU starved it.
+They moved the loading into worker processes, decoded the JPEGs once ahead of time, and measured
+what each change bought. Here the same steps run under `gpuscope run`, and the doctor's advice for
+the first run decides the second:
+
+  1. images.py     a few hundred real JPEG files (500x375), made once
+  2. baseline      train.py --step baseline: decode + augment every JPEG per sample, no workers
+  3. processes     the same with as many loader processes as the baseline's `loader_workers`
+                   finding advises (read from `gpuscope report --json`)
+  4. predecoded    predecode.py decodes the JPEGs once into a memory-mapped uint8 file; training
+                   only crops and flips (the fix `input_bound` names)
+  5. `gpuscope compare baseline processes predecoded`, HTML reports and the compare page
+  6. each estimate of the doctor against what the run that applied it measured
+
+    run.py --build BUILD_DIR [--seconds 20]
+
+Everything is written under BUILD_DIR/case_study, runs into the store there (gpuscope.db)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PY = sys.executable
+
+
+def sh(*cmd, capture=False, quiet=False):
+    """Runs cmd and stops the case study if it fails; returns its stdout when capture. quiet: its
+    output is shown only if it fails."""
+    r = subprocess.run(cmd, stdout=subprocess.PIPE if capture or quiet else None,
+                       stderr=subprocess.STDOUT if quiet else None, text=True)
+    if r.returncode:
+        sys.exit(f"case study: {' '.join(cmd)} exited {r.returncode}\n{r.stdout if quiet else ''}")
+    return r.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True, help="the CMake build folder (holds gpuscope)")
+    ap.add_argument("--seconds", type=float, default=20, help="training time of each run")
+    a = ap.parse_args()
+    out = os.path.join(os.path.abspath(a.build), "case_study")
+    os.makedirs(out, exist_ok=True)
+    store = "sqlite://" + os.path.join(out, "gpuscope.db")
+    gs = [os.path.join(os.path.abspath(a.build), "gpuscope")]
+    os.environ["PYTHONPATH"] = os.path.join(HERE, "..", "..", "clients", "python")
+    images, pixels = os.path.join(out, "images"), os.path.join(out, "pixels.u8")
+
+    def train(name, *args):  # one training run under gpuscope, named after its step
+        print(f"\n== {name}: gpuscope run --name {name} -- train.py --step {name} {' '.join(args)}",
+              flush=True)
+        sh(*gs, "run", "--store", store, "--name", name, "--",
+           PY, os.path.join(HERE, "train.py"), "--step", name, "--seconds", str(a.seconds), *args)
+
+    # 1. The images, once.
+    sh(PY, os.path.join(HERE, "images.py"), images)
+
+    # 2. The baseline, and what the doctor says about it.
+    train("baseline", "--images", images)
+    print("\n== the doctor's advice for the baseline: gpuscope report baseline", flush=True)
+    sh(*gs, "report", "--store", store, "baseline")
+    report = json.loads(sh(*gs, "report", "--store", store, "baseline", "--json", capture=True))
+    advice = {f["rule"]: f for f in report["findings"]}
+
+    # 3. As many loader processes as the doctor advised.
+    runs = ["baseline"]
+    workers = advice.get("loader_workers", {}).get("evidence", {}).get("recommended_workers")
+    if workers:
+        train("processes", "--workers", str(workers), "--images", images)
+        runs.append("processes")
+    else:
+        print("\n== processes: skipped, the doctor advised no more loader workers on this machine "
+              f"(its findings: {', '.join(advice) or 'none'})")
+
+    # 4. Decode once, offline; train from the memory-mapped pixels.
+    sh(PY, os.path.join(HERE, "predecode.py"), images, pixels)
+    train("predecoded", "--predecoded", pixels)
+    runs.append("predecoded")
+
+    # 5. What each step bought.
+    print(f"\n== gpuscope compare {' '.join(runs)}", flush=True)
+    sh(*gs, "compare", "--store", store, *runs)
+    compared = json.loads(sh(*gs, "compare", "--store", store, *runs, "--json", capture=True))
+    measured = {r["run"]["name"]: r["speedup_vs_first"] for r in compared["runs"]}
+
+    # 6. The doctor's estimates for the baseline against what the runs that followed them measured.
+    print("\n== the doctor's estimates (for the baseline) against what the next runs measured")
+    procs = f"{workers} loader process{'es' if workers != 1 else ''}"
+    for run, rule, what in [("processes", "loader_workers", "for " + procs),
+                            ("predecoded", "input_bound", "if producing a batch cost nothing")]:
+        if run not in measured:
+            continue
+        est, got = advice.get(rule, {}).get("speedup"), measured[run]
+        print(f"  {run}: the doctor estimated "
+              + (f"{est:.2f}x {what}" if est is not None else f"nothing (no {rule} finding)")
+              + "; measured " + (f"{got:.2f}x" if got is not None else "— (unknown)"))
+
+    print("\n== pages")
+    for run in runs:
+        sh(*gs, "report", "--store", store, run, "--html", os.path.join(out, run + ".html"), quiet=True)
+        print("  " + os.path.join(out, run + ".html"))
+    sh(*gs, "compare", "--store", store, *runs, "--html", os.path.join(out, "compare.html"), quiet=True)
+    print("  " + os.path.join(out, "compare.html"))
+    print(f"\nThe runs are kept in {out}/gpuscope.db: gpuscope runs --store {store}")
+
+
+if __name__ == "__main__":
+    main()
