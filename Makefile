@@ -13,6 +13,8 @@ CONFIGURE    = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # The tests' configuration fails, naming the Debian package, when one of theirs is missing.
 TESTS_ON     = -DBUILD_TESTING=ON -DGS_WERROR=ON
 
+MAKEFLAGS   += --no-print-directory
+
 .PHONY: all build build-tests demo check check-asan deps-demo deps-check bench format clean
 
 all: build

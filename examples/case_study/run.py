@@ -73,8 +73,10 @@ def main():
         train("processes", "--workers", str(workers), "--images", images)
         runs.append("processes")
     else:
+        cores = advice.get("input_bound", {}).get("evidence", {}).get("usable_cores")
         print("\n== processes: skipped, the doctor advised no more loader workers on this machine "
-              f"(its findings: {', '.join(advice) or 'none'})")
+              f"(its findings: {', '.join(advice) or 'none'}; usable cores: "
+              + (f"{cores:.2f}" if cores is not None else "—") + ")")
 
     # 4. Decode once, offline; train from the memory-mapped pixels.
     sh(PY, os.path.join(HERE, "predecode.py"), images, pixels)
