@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""The demo job: a small real PyTorch training loop (a CNN on synthetic 32x32 images) whose
-DataLoader does a costly per-sample augmentation with no worker processes, so the run is
-input-bound — the most common way a GPU sits idle. Runs on the GPU when there is one.
+"""The quick example (`make demo` runs the fuller case study, examples/case_study): a small real
+PyTorch training loop (a CNN on synthetic 32x32 images) whose DataLoader does a costly per-sample
+augmentation with no worker processes, so the run is input-bound — the most common way a GPU sits
+idle. Runs on the GPU when there is one.
 
-    gpuscope run -- /usr/bin/python3 examples/train.py [--seconds 20] [--workers 0] [--batch 64]
+    PYTHONPATH=clients/python gpuscope run -- /usr/bin/python3 examples/train.py [--seconds 20] \
+        [--workers 0] [--batch 64]
 
-It reports its steps through the gpuscope client when the client is importable (the Makefile sets
-PYTHONPATH=clients/python) and runs exactly the same without it."""
+It reports its steps through the gpuscope client when the client is importable (clients/python on
+PYTHONPATH) and runs exactly the same without it."""
 import argparse
 import time
 
