@@ -88,6 +88,8 @@ def main():
     sh(*gs, "compare", "--store", store, *runs)
     compared = json.loads(sh(*gs, "compare", "--store", store, *runs, "--json", capture=True))
     measured = {r["run"]["name"]: r["speedup_vs_first"] for r in compared["runs"]}
+    cpu = {r["run"]["name"]: (r["figures"]["job_cpu_pct"], r["figures"]["host_cpu_pct"])
+           for r in compared["runs"]}
 
     # 6. The doctor's estimates for the baseline against what the runs that followed them measured.
     print("\n== the doctor's estimates (for the baseline) against what the next runs measured")
@@ -100,6 +102,11 @@ def main():
         print(f"  {run}: the doctor estimated "
               + (f"{est:.2f}x {what}" if est is not None else f"nothing (no {rule} finding)")
               + "; measured " + (f"{got:.2f}x" if got is not None else "— (unknown)"))
+    # The cores a run gets decide what it measures; on a shared machine other work takes some.
+    print("  the cores each run got: " + ", ".join(
+        f"{run} " + (f"{cpu[run][0] / 100:.2f}" if cpu[run][0] is not None else "—")
+        + " (host " + (f"{cpu[run][1]:.0f}%" if cpu[run][1] is not None else "—") + " busy)"
+        for run in runs))
 
     print("\n== pages")
     for run in runs:
