@@ -1,26 +1,32 @@
-/* store/store: back-end-independent pieces — URL dispatch, the default location, and helpers the
- * readers share. */
+/* store/store: the registry of store back ends — one entry per URL scheme — and the default store
+ * location. store_open_mode() picks a back end by the URL's scheme (a bare path is SQLite) and
+ * hands it the rest; a new back end (PostgreSQL) is one more line in BACKENDS. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store.h"
+#include "store/store_backend.h"
 
-struct store *store_sqlite_open(const char *path);
+static const struct store_backend *const BACKENDS[] = {&store_backend_sqlite};
 
-struct store *store_open(const char *url) {
+struct store *store_open_mode(const char *url, enum store_mode mode) {
   if (!url || !*url) {
     gs_fail(GS_EINVAL, "empty store URL");
     return NULL;
   }
-  if (!strncmp(url, "sqlite://", 9))
-    return store_sqlite_open(url + 9);
-  if (strstr(url, "://")) {
-    gs_fail(GS_EINVAL, "unsupported store URL '%s' (use sqlite:///path/to/file.db)", url);
-    return NULL;
+  const char *sep = strstr(url, "://");
+  if (!sep)
+    return store_backend_sqlite.open(url, mode);
+  for (size_t i = 0; i < sizeof BACKENDS / sizeof *BACKENDS; i++) {
+    size_t n = strlen(BACKENDS[i]->scheme);
+    if ((size_t)(sep - url) == n && !strncmp(url, BACKENDS[i]->scheme, n))
+      return BACKENDS[i]->open(sep + 3, mode);
   }
-  return store_sqlite_open(url);
+  gs_fail(GS_EINVAL, "unsupported store URL '%s' (use sqlite:///path/to/file.db)", url);
+  return NULL;
 }
+
+struct store *store_open(const char *url) { return store_open_mode(url, STORE_WRITE); }
 
 const char *store_default_url(char *buf, size_t n) {
   const char *env = getenv("GPUSCOPE_STORE"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
@@ -31,68 +37,4 @@ const char *store_default_url(char *buf, size_t n) {
   else
     snprintf(buf, n, "sqlite://%s/.local/share/gpuscope/gpuscope.db", home && *home ? home : ".");
   return buf;
-}
-
-void store_kv_free(struct gs_kv *kv, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(kv[i].key), free(kv[i].value);
-  free(kv);
-}
-
-void store_notes_free(char **notes, size_t n) {
-  for (size_t i = 0; i < n; i++)
-    free(notes[i]);
-  free(notes);
-}
-
-struct load_ctx {
-  int64_t *t;
-  double *v;
-  size_t n, cap;
-  int oom;
-};
-
-static int load_one(void *u, int64_t t, double v) {
-  struct load_ctx *c = u;
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 256;
-    int64_t *nt = realloc(c->t, cap * sizeof *nt);
-    if (nt)
-      c->t = nt;
-    double *nv = realloc(c->v, cap * sizeof *nv);
-    if (nv)
-      c->v = nv;
-    if (!nt || !nv) {
-      c->oom = 1;
-      return 1;
-    }
-    c->cap = cap;
-  }
-  c->t[c->n] = t;
-  c->v[c->n++] = v;
-  return 0;
-}
-
-int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double **v, size_t *n) {
-  struct load_ctx c = {0};
-  int rc = st->samples_read(st, series_id, INT64_MIN, INT64_MAX, load_one, &c);
-  if (c.oom)
-    rc = GS_ENOMEM;
-  if (rc < 0) {
-    free(c.t), free(c.v);
-    return rc;
-  }
-  *t = c.t;
-  *v = c.v;
-  *n = c.n;
-  return GS_OK;
-}
-
-long store_series_find(const struct store_series *s, size_t n, const char *source, const char *name,
-                       const char *labels) {
-  for (size_t i = 0; i < n; i++)
-    if ((!source || !strcmp(s[i].source, source)) && !strcmp(s[i].name, name) &&
-        (!labels || !strcmp(s[i].labels, labels)))
-      return (long)i;
-  return -1;
 }

@@ -66,15 +66,51 @@ struct store_finding {
 /* Callback for sample reads: return non-zero to stop. */
 typedef int (*store_sample_fn)(void *user, int64_t t, double v);
 
+/* How a store is opened. Only STORE_WRITE creates, only STORE_WRITE and STORE_MIGRATE migrate; a
+ * file is a gpuscope store only when its meta table says app = 'gpuscope', and any other file is
+ * opened read-only and left as it was, whatever the mode. */
+enum store_mode {
+  STORE_READ,    /* read-only (runs, show, metrics): never creates, migrates or writes; works on a
+                  * read-only file, folder or mount */
+  STORE_KEEP,    /* read, and keep derived data (findings, a crashed verdict) in a gpuscope store of
+                  * this schema version when it is writable (report, compare); never creates or
+                  * migrates; read-only when the file cannot be written */
+  STORE_WRITE,   /* gpuscope run: creates the file and its folder when missing, migrates an older
+                  * schema, refuses a read-only store */
+  STORE_MIGRATE, /* gpuscope migrate: migrates an existing store; never creates one */
+};
+
+/* What the writer could not do. A failed append keeps its samples in memory (up to
+ * STORE_PENDING_MAX_POINTS) and writes them with the next append; the counters say how many were
+ * given up, and run_end records them as a note on the run. */
+struct store_write_stats {
+  int64_t failed_appends;  /* appends that failed (each retried with the next one) */
+  int64_t points_pending;  /* points kept in memory, waiting for the store to take a write */
+  int64_t points_dropped;  /* points given up: over the bound, or never written by run_end */
+  int64_t events_dropped;  /* events, params and notes given up likewise */
+  char first_error[256];   /* the first failure's message, naming its cause ("" when none) */
+};
+
+enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };
+
 struct store {
-  int version; /* 1 */
+  int version; /* 2: schema_found and stats added */
   const char *scheme;
+  int schema_found; /* the schema version the file had when opened (0: created now) */
+  int read_only;    /* opened (or fell back to) read-only: every write fails with GS_EINVAL */
+  struct store_write_stats stats;
   /* Inserts a new run in status "running"; fills run->id. Returns 0 or a GS_E code. */
   int (*run_begin)(struct store *st, struct store_run *run);
   /* Appends a batch taken from the sink (times converted with run->mono_start_ns) and refreshes the
-   * run's heartbeat. Everything appended is durable when this returns 0. */
+   * run's heartbeat, in one transaction. Everything appended, and everything kept from failed
+   * appends before, is durable when this returns 0. On failure nothing of it is written, the batch
+   * is kept (bounded, see stats) for the next call, and the message names the cause (disk full,
+   * file size limit, read-only, locked). The caller still owns and frees b. */
   int (*run_append)(struct store *st, const struct store_run *run, const struct gs_batch *b);
-  /* Closes the run: writes status, exit_code and end time from run; computes rollups. */
+  /* Closes the run: writes what earlier appends kept, then status, exit_code and end time from
+   * run (with a note when samples were not kept) in a transaction of their own, then rollups. The
+   * status is recorded even when the kept samples cannot be; returns the first error. May be
+   * called again after a failure. */
   int (*run_end)(struct store *st, const struct store_run *run);
   /* Lists runs, newest first. *out is malloc'd (caller frees). Runs whose agent died are reported
    * (and recorded) as "crashed". */
@@ -100,9 +136,14 @@ struct store {
   void (*close)(struct store *st);
 };
 
-/* Opens the store named by url ("sqlite:///abs/path", "sqlite://rel/path", or a bare path), creating
- * and migrating it when writable. Never overwrites a file that is not a gpuscope store. Returns NULL
- * with a one-line message in gs_last_error() on failure. Close with st->close(st). */
+/* Opens the store named by url ("sqlite:///abs/path", "sqlite://rel/path", or a bare path) in the
+ * given mode (see enum store_mode). Returns NULL with a one-line message in gs_last_error() on
+ * failure: GS_ENOENT when a mode that does not create finds no file, GS_ECORRUPT for a file that is
+ * not a gpuscope store (or a newer one), GS_EINVAL for a bad URL or a path that is a folder, GS_EIO
+ * otherwise. Close with st->close(st). */
+struct store *store_open_mode(const char *url, enum store_mode mode);
+
+/* store_open_mode(url, STORE_WRITE): what `gpuscope run` and the tests that build stores use. */
 struct store *store_open(const char *url);
 
 /* The default store URL: $GPUSCOPE_STORE, else sqlite://$XDG_DATA_HOME/gpuscope/gpuscope.db, else
@@ -112,6 +153,11 @@ const char *store_default_url(char *buf, size_t n);
 /* Frees arrays returned by params_read / notes_read. */
 void store_kv_free(struct gs_kv *kv, size_t n);
 void store_notes_free(char **notes, size_t n);
+
+/* Says in one line what the writer could not do ("the store did not keep 1234 samples and 2
+ * events: CAUSE", or "2 writes failed and were retried, nothing was lost: CAUSE"), into buf.
+ * Returns 1 when there is something to say, else 0 (buf ""). */
+int store_write_summary(const struct store *st, char *buf, size_t n);
 
 /* Reads all samples of one series into malloc'd arrays (helper over samples_read). */
 int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double **v, size_t *n);

@@ -1,0 +1,90 @@
+/* store/rollup: the rollup maths every back end shares — min, max and mean per time bucket of a
+ * series, at the resolutions a run keeps (1 s, 10 s, 60 s). A back end streams a series' raw
+ * samples through rollup_point() (or all resolutions at once through rollup_all_point()) and stores
+ * or returns the buckets; no SQL here. */
+#include <stdlib.h>
+
+#include "store/store_backend.h"
+
+const int64_t STORE_ROLLUP_RES[STORE_N_ROLLUP_RES] = {1000000000LL, 10000000000LL, 60000000000LL};
+
+static int grow(struct rollup_acc *a) {
+  size_t c = a->cap ? a->cap * 2 : 64;
+  int64_t *t = realloc(a->t, c * sizeof *t);
+  if (t)
+    a->t = t;
+  double *mn = realloc(a->mn, c * sizeof *mn);
+  if (mn)
+    a->mn = mn;
+  double *mx = realloc(a->mx, c * sizeof *mx);
+  if (mx)
+    a->mx = mx;
+  double *me = realloc(a->mean, c * sizeof *me);
+  if (me)
+    a->mean = me;
+  if (!t || !mn || !mx || !me) {
+    a->oom = 1;
+    return -1;
+  }
+  a->cap = c;
+  return 0;
+}
+
+void rollup_add_bucket(struct rollup_acc *a, int64_t t, double min, double max, double mean) {
+  if (a->len == a->cap && grow(a))
+    return;
+  a->t[a->len] = t;
+  a->mn[a->len] = min;
+  a->mx[a->len] = max;
+  a->mean[a->len++] = mean;
+}
+
+void rollup_emit(struct rollup_acc *a) {
+  if (!a->n)
+    return;
+  rollup_add_bucket(a, a->bucket, a->min, a->max, a->sum / (double)a->n);
+  a->n = 0;
+}
+
+int rollup_point(void *u, int64_t t, double v) {
+  struct rollup_acc *a = u;
+  /* floor division: a bucket starts at a multiple of res, also before the run's start */
+  int64_t b = t >= 0 ? t / a->res * a->res : -((-t + a->res - 1) / a->res) * a->res;
+  if (a->n && b != a->bucket)
+    rollup_emit(a);
+  if (!a->n) {
+    a->bucket = b;
+    a->min = a->max = v;
+    a->sum = 0;
+  }
+  a->min = v < a->min ? v : a->min;
+  a->max = v > a->max ? v : a->max;
+  a->sum += v;
+  a->n++;
+  return a->oom;
+}
+
+void rollup_done(struct rollup_acc *a) {
+  free(a->t), free(a->mn), free(a->mx), free(a->mean);
+  a->t = NULL, a->mn = a->mx = a->mean = NULL;
+  a->len = a->cap = 0;
+}
+
+void rollup_all_init(struct rollup_all *all) {
+  *all = (struct rollup_all){.points = 0};
+  for (int r = 0; r < STORE_N_ROLLUP_RES; r++)
+    all->a[r].res = STORE_ROLLUP_RES[r];
+}
+
+int rollup_all_point(void *u, int64_t t, double v) {
+  struct rollup_all *all = u;
+  int stop = 0;
+  for (int r = 0; r < STORE_N_ROLLUP_RES; r++)
+    stop |= rollup_point(&all->a[r], t, v);
+  all->points++;
+  return stop;
+}
+
+int rollup_worth_storing(const struct rollup_all *all, const struct rollup_acc *a) {
+  return all->points >= (int64_t)a->len * STORE_ROLLUP_MIN_POINTS;
+}

@@ -1,0 +1,108 @@
+/* store/sqlite_int: the SQLite back end's private parts, shared by its files —
+ *   store_sqlite.c  opening (modes, read-only media, whose file it is), schema and migration;
+ *   sqlite_write.c  the writer: runs, appends (kept and retried when they fail), run end, rollups;
+ *   sqlite_read.c   the readers: runs, series, samples, rollups, events, params, notes, findings;
+ *   sqlite_util.c   errors that name their cause, the one row-reading loop, small helpers.
+ * Calls go one way only: store_sqlite.c -> sqlite_write.c -> sqlite_read.c -> sqlite_util.c. */
+#ifndef GS_STORE_SQLITE_INT_H
+#define GS_STORE_SQLITE_INT_H
+
+#include <sqlite3.h>
+
+#include "store/store_backend.h"
+
+/* A chunk closes at 1,024 points, after 120 s, or when it nears CHUNK_MAX_BYTES, which keeps every
+ * row within one 4 KiB page (SQLite's default page size): a larger row spills into an overflow
+ * page that is rewritten at each flush and half empty for good. */
+enum { CHUNK_MAX_POINTS = 1024, CHUNK_MAX_BYTES = 4000, CHUNK_MAX_POINT_BYTES = 19 };
+#define CHUNK_MAX_SPAN_NS (120LL * 1000000000LL)
+#define STALE_HEARTBEAT_NS (120LL * 1000000000LL)
+
+struct wseries { /* writer state of one sink series */
+  int64_t db_id;  /* -1: no row in the series table (yet) */
+  int added;      /* its series row was inserted by the transaction in progress */
+  int open_row;   /* rowid layout: the open chunk is in the series' row at rowid -db_id */
+  int slot_empty; /* rowid layout: that row is known not to exist */
+  struct chunk_enc enc;
+  int dirty;
+};
+
+struct sqlite_store {
+  struct store base; /* first: the interface */
+  sqlite3 *db;
+  enum store_mode mode;
+  char path[1024];
+  struct wseries *ws; /* indexed by sink series id */
+  size_t n_ws;
+  int stale; /* a write was rolled back: reload the open chunks from the file before the next one */
+  struct store_pending pending; /* what failed appends left, written with the next one */
+  sqlite3_stmt *ins_chunk;
+  sqlite3_stmt *upd_open, *ins_open, *move_open; /* rowid layout only (NULL for a clustered store) */
+  sqlite3_stmt *begin, *commit, *heartbeat;      /* the writer's per-flush statements, prepared once */
+};
+
+/* ---- sqlite_util.c ---- */
+
+/* Sets the error message "store PATH: WHAT: CAUSE (sqlite's message)" from the connection's last
+ * error, where CAUSE names disk full, a file size limit, a quota, a read-only store or a lock when
+ * it is one of those. Returns GS_EBUSY for a lock, GS_EIO otherwise. Call it right after the
+ * failing call, before any other on the connection. */
+int sq_fail(struct sqlite_store *s, const char *what);
+/* Runs sql (no rows); on failure, sq_fail(s, what). */
+int sq_exec(struct sqlite_store *s, const char *sql, const char *what);
+/* Steps a prepared statement that returns no rows (reset first, so it can be reused). */
+int sq_step_done(struct sqlite_store *s, sqlite3_stmt *st, const char *what);
+/* Ends the transaction in progress, if any, by rolling it back. Its own error is ignored and never
+ * replaces the message of the failure that caused it. */
+void sq_rollback(struct sqlite_store *s);
+/* Steps st through every row, calling row(st, user) for each (which returns 0 to go on, or a GS_E
+ * code to stop with). Returns GS_OK at the end of the rows; a store still locked when the busy
+ * timeout runs out is GS_EBUSY and any other failure GS_EIO (sq_fail(s, what)): a short list is
+ * never returned as success. Finalizes st. */
+int sq_each_row(struct sqlite_store *s, sqlite3_stmt *st, const char *what, int (*row)(sqlite3_stmt *st, void *user),
+                void *user);
+/* Prepares sql, or sq_fail(s, what). */
+int sq_prepare(struct sqlite_store *s, const char *sql, sqlite3_stmt **st, const char *what);
+/* Copies a text column into dst (n bytes, "" for NULL). */
+void sq_copy_col(sqlite3_stmt *st, int col, char *dst, size_t n);
+/* Refuses a write on a store opened read-only (GS_EINVAL with a message); 0 when writable. */
+int sq_check_writable(struct sqlite_store *s);
+/* This boot's id (/proc/sys/kernel/random/boot_id), "" when unknown. */
+void sq_boot_id(char *buf, size_t n);
+
+/* A growing array of elem-sized items for the readers. */
+struct sq_vec {
+  void *v;
+  size_t len, cap, elem;
+};
+/* Appends one zeroed item and returns it, or NULL (with a message) when out of memory. */
+void *sq_vec_push(struct sq_vec *x);
+
+/* ---- sqlite_read.c ---- */
+
+int sq_runs_list(struct store *base, struct store_run **out, size_t *n);
+/* Runs matching "WHERE ..." (where, with ?1 bound to arg when not NULL), newest first, with their
+ * status settled (see settle_status). */
+int sq_query_runs(struct sqlite_store *s, const char *where, const char *arg, struct store_run **out, size_t *n);
+int sq_run_get(struct store *base, const char *ref, struct store_run *out);
+int sq_series_list(struct store *base, const char *run_id, struct store_series **out, size_t *n);
+int sq_samples_read(struct store *base, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn, void *user);
+int sq_rollups_read(struct store *base, int64_t series_id, int64_t res_ns, int64_t **t, double **min, double **max,
+                    double **mean, size_t *n);
+int sq_events_read(struct store *base, const char *run_id, struct store_event **out, size_t *n);
+int sq_params_read(struct store *base, const char *run_id, struct gs_kv **out, size_t *n);
+int sq_notes_read(struct store *base, const char *run_id, char ***out, size_t *n);
+int sq_findings_read(struct store *base, const char *run_id, struct store_finding **out, size_t *n);
+
+/* ---- sqlite_write.c ---- */
+
+int sq_run_begin(struct store *base, struct store_run *r);
+int sq_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b);
+int sq_run_end(struct store *base, const struct store_run *r);
+int sq_findings_write(struct store *base, const char *run_id, const struct store_finding *f, size_t n);
+/* Prepares the writer's statements (after the schema is in place). */
+int sq_writer_prepare(struct sqlite_store *s);
+/* Frees the writer's state and statements. */
+void sq_writer_done(struct sqlite_store *s);
+
+#endif

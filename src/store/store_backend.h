@@ -1,0 +1,82 @@
+/* store/store_backend: what the store's back ends share, private to src/store/. store.c lists the
+ * back ends in one array and picks one by URL scheme; each back end (store_sqlite.c today) fills a
+ * `struct store` and uses the back-end-independent pieces declared here: the rollup maths
+ * (rollup.c) and the batch kept across failed appends (pending.c). Nothing here calls back into
+ * store.c, so the files form no cycle: store.c -> back ends -> rollup.c, pending.c, store_util.c. */
+#ifndef GS_STORE_BACKEND_H
+#define GS_STORE_BACKEND_H
+
+#include "store/store.h"
+
+struct store_backend {
+  int version;        /* 1 */
+  const char *scheme; /* "sqlite": the URL scheme before "://" */
+  /* Opens the store at location (what follows "scheme://"). NULL with gs_last_error() set on
+   * failure; see store_open_mode() for the codes. */
+  struct store *(*open)(const char *location, enum store_mode mode);
+};
+
+extern const struct store_backend store_backend_sqlite;
+
+/* ---- rollups (rollup.c): min/max/mean per time bucket, the same for every back end ---- */
+
+/* Resolutions written at run end: 1 s, 10 s, 60 s. */
+extern const int64_t STORE_ROLLUP_RES[];
+enum { STORE_N_ROLLUP_RES = 3 };
+/* A resolution is stored only when its buckets summarise this many points on average: a rollup row
+ * costs ~40 bytes, more than the ten 10 Hz points of a 1 s bucket, and a level that is not stored
+ * is computed from the chunks when read, with the same values. */
+enum { STORE_ROLLUP_MIN_POINTS = 20 };
+
+/* An accumulator of one resolution: feed points in time order with rollup_point(), close the last
+ * bucket with rollup_emit(); the buckets are in t/mn/mx/mean[0..len) (malloc'd; rollup_done frees
+ * them). oom is set (and feeding stops) when an allocation failed. */
+struct rollup_acc {
+  int64_t res, bucket;
+  double min, max, sum;
+  int64_t n;
+  int64_t *t;
+  double *mn, *mx, *mean;
+  size_t len, cap;
+  int oom;
+};
+
+/* A store_sample_fn: adds (t, v) to the accumulator u; returns non-zero (stop) after an OOM. */
+int rollup_point(void *u, int64_t t, double v);
+/* Closes the open bucket (if any) into the arrays. */
+void rollup_emit(struct rollup_acc *a);
+/* Appends one finished bucket (as read back from a store). */
+void rollup_add_bucket(struct rollup_acc *a, int64_t t, double min, double max, double mean);
+void rollup_done(struct rollup_acc *a);
+
+/* Every stored resolution in one pass over a series. */
+struct rollup_all {
+  struct rollup_acc a[STORE_N_ROLLUP_RES];
+  int64_t points;
+};
+void rollup_all_init(struct rollup_all *all);
+/* A store_sample_fn over a struct rollup_all. */
+int rollup_all_point(void *u, int64_t t, double v);
+/* True when resolution a (of all) is worth storing (STORE_ROLLUP_MIN_POINTS). */
+int rollup_worth_storing(const struct rollup_all *all, const struct rollup_acc *a);
+
+/* ---- what failed appends leave behind (pending.c) ---- */
+
+/* A batch the back end could not write, kept to be written with the next append. It owns copies
+ * of everything; points beyond STORE_PENDING_MAX_POINTS and events beyond STORE_PENDING_MAX_EVENTS
+ * are dropped and counted in the stats. */
+struct store_pending {
+  struct gs_batch b;
+};
+
+/* Copies src's series, points, events, params and notes after what p holds. Returns GS_OK, or
+ * GS_ENOMEM (what could not be copied is counted as dropped). */
+int store_pending_add(struct store_pending *p, const struct gs_batch *src, struct store_write_stats *stats);
+/* True when p holds anything to write. */
+int store_pending_any(const struct store_pending *p);
+/* Empties p (frees what it holds; p can be reused). */
+void store_pending_clear(struct store_pending *p);
+/* Frees everything p holds; p is then empty (a zeroed struct is empty too). */
+void store_pending_done(struct store_pending *p);
+
+#endif

@@ -1,0 +1,92 @@
+/* store/store_util: helpers over the store interface that every back end and every reader shares
+ * (declared in store.h): freeing what the readers return, loading a whole series, finding a series
+ * in a list. A leaf: it calls only through struct store's function pointers. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/store.h"
+
+void store_kv_free(struct gs_kv *kv, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(kv[i].key), free(kv[i].value);
+  free(kv);
+}
+
+void store_notes_free(char **notes, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(notes[i]);
+  free(notes);
+}
+
+struct load_ctx {
+  int64_t *t;
+  double *v;
+  size_t n, cap;
+  int oom;
+};
+
+static int load_one(void *u, int64_t t, double v) {
+  struct load_ctx *c = u;
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? c->cap * 2 : 256;
+    int64_t *nt = realloc(c->t, cap * sizeof *nt);
+    if (nt)
+      c->t = nt;
+    double *nv = realloc(c->v, cap * sizeof *nv);
+    if (nv)
+      c->v = nv;
+    if (!nt || !nv) {
+      c->oom = 1;
+      return 1;
+    }
+    c->cap = cap;
+  }
+  c->t[c->n] = t;
+  c->v[c->n++] = v;
+  return 0;
+}
+
+int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double **v, size_t *n) {
+  struct load_ctx c = {0};
+  int rc = st->samples_read(st, series_id, INT64_MIN, INT64_MAX, load_one, &c);
+  if (c.oom)
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+  if (rc < 0) {
+    free(c.t), free(c.v);
+    return rc;
+  }
+  *t = c.t;
+  *v = c.v;
+  *n = c.n;
+  return GS_OK;
+}
+
+long store_series_find(const struct store_series *s, size_t n, const char *source, const char *name,
+                       const char *labels) {
+  for (size_t i = 0; i < n; i++)
+    if ((!source || !strcmp(s[i].source, source)) && !strcmp(s[i].name, name) &&
+        (!labels || !strcmp(s[i].labels, labels)))
+      return (long)i;
+  return -1;
+}
+
+int store_write_summary(const struct store *st, char *buf, size_t n) {
+  const struct store_write_stats *w = &st->stats;
+  buf[0] = 0;
+  if (!w->failed_appends && !w->points_dropped && !w->events_dropped && !w->points_pending)
+    return 0;
+  int64_t lost = w->points_dropped + w->points_pending;
+  if (lost || w->events_dropped) {
+    char ev[64] = "";
+    if (w->events_dropped)
+      snprintf(ev, sizeof ev, " and %lld event%s, param%s or note%s", (long long)w->events_dropped,
+               w->events_dropped == 1 ? "" : "s", w->events_dropped == 1 ? "" : "s", w->events_dropped == 1 ? "" : "s");
+    snprintf(buf, n, "the store did not keep %lld sample%s%s (%lld failed write%s): %s", (long long)lost,
+             lost == 1 ? "" : "s", ev, (long long)w->failed_appends, w->failed_appends == 1 ? "" : "s", w->first_error);
+  } else
+    snprintf(buf, n, "%lld write%s to the store failed and %s retried, nothing was lost: %s",
+             (long long)w->failed_appends, w->failed_appends == 1 ? "" : "s", w->failed_appends == 1 ? "was" : "were",
+             w->first_error);
+  return 1;
+}
