@@ -47,7 +47,8 @@ static void writer_flush(struct writer *w) {
     return;
   if (w->st->run_append(w->st, w->run, b) && !w->failed) {
     w->failed = 1;
-    fprintf(stderr, "gpuscope: cannot write to the store (%s); samples are being lost\n", gs_last_error());
+    fprintf(stderr, "gpuscope: cannot write to the store (%s); samples are kept and written when it can\n",
+            gs_last_error());
   }
   gs_batch_free(b);
 }
@@ -415,6 +416,9 @@ int agent_run(const struct agent_opts *o, int *job_status) {
            *job_status == 0 ? "finished" : *job_status > 128 && !exec_errno ? "killed" : "failed");
   if (st->run_end(st, &run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
+  char unkept[512];
+  if (store_write_summary(st, unkept, sizeof unkept))
+    fprintf(stderr, "gpuscope: %s\n", unkept);
   size_t nfind = 0;
   if (doctor_run(st, run.id, NULL, &nfind))
     fprintf(stderr, "gpuscope: diagnosis failed: %s\n", gs_last_error());

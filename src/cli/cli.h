@@ -2,8 +2,9 @@
  * file. Sub-commands parse arguments and print; the work is done by the subsystems.
  *
  * Exit codes (README "Exit codes"): 0 ok; 1 unexpected failure; 2 bad usage, bad input or unknown
- * run; 3 the store cannot be opened or is not a gpuscope store. `gpuscope run` exits with the job's
- * status instead (128+N when the job died of signal N, 127 not found, 126 not executable). */
+ * run; 3 the store cannot be opened (missing, a folder, unreadable, read-only for a write) or is
+ * not a gpuscope store. `gpuscope run` exits with the job's status instead (128+N when the job
+ * died of signal N, 127 not found, 126 not executable). */
 #ifndef GS_CLI_H
 #define GS_CLI_H
 
@@ -18,6 +19,7 @@ int cmd_metrics(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
+int cmd_migrate(int argc, char **argv);
 
 /* Prints "gpuscope: <msg>" on stderr and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -32,7 +34,10 @@ struct option;
 int cli_parse_opts(int argc, char **argv, const struct option *longopts, const char *usage,
                    int (*on_opt)(int opt, const char *arg, void *user), void *user);
 
-/* Opens the store named by url (NULL: the default); on failure prints the reason and returns NULL. */
+/* Opens the store named by url (NULL: the default) in mode; on failure prints the reason (exit code
+ * GS_EXIT_STORE) and returns NULL. */
+struct store *cli_open_store_mode(const char *url, enum store_mode mode);
+/* cli_open_store_mode(url, STORE_READ): read-only, never creates (runs, show, metrics). */
 struct store *cli_open_store(const char *url);
 
 /* Resolves a run reference; on failure prints the reason and returns GS_EXIT_USAGE (else 0). */

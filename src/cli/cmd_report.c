@@ -132,7 +132,7 @@ int cmd_report(int argc, char **argv) {
     return cli_error(GS_EXIT_USAGE, "report: %s (see 'gpuscope report --help')",
                      o.nrefs ? "one run at a time (to put runs side by side: gpuscope compare)"
                              : "which run? (an id, a unique id prefix, a name, or 'last')");
-  struct store *st = cli_open_store(o.store);
+  struct store *st = cli_open_store_mode(o.store, STORE_KEEP);
   if (!st)
     return GS_EXIT_STORE;
   struct report_run r;
@@ -178,7 +178,7 @@ int cmd_compare(int argc, char **argv) {
   if (o.nrefs < 2)
     return cli_error(GS_EXIT_USAGE, "compare: give at least two runs (see 'gpuscope compare --help')");
   rc = 0;
-  struct store *st = cli_open_store(o.store);
+  struct store *st = cli_open_store_mode(o.store, STORE_KEEP);
   if (!st)
     return GS_EXIT_STORE;
   struct report_run *runs = calloc(o.nrefs, sizeof *runs);

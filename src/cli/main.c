@@ -25,6 +25,7 @@ static const struct command commands[] = {
     {"report", cmd_report, "diagnose a run: findings, evidence, fixes (--json, --html FILE)"},
     {"compare", cmd_compare, "compare runs side by side: throughput, GPU use, what changed"},
     {"devices", cmd_devices, "list NVIDIA GPUs and the metric families each offers"},
+    {"migrate", cmd_migrate, "bring a store made by an older gpuscope to this schema version"},
 };
 
 static void usage(FILE *out) {
@@ -70,15 +71,17 @@ int cli_parse_opts(int argc, char **argv, const struct option *longopts, const c
   return -1;
 }
 
-struct store *cli_open_store(const char *url) {
+struct store *cli_open_store_mode(const char *url, enum store_mode mode) {
   char def[1200];
   if (!url)
     url = store_default_url(def, sizeof def);
-  struct store *st = store_open(url);
+  struct store *st = store_open_mode(url, mode);
   if (!st)
     cli_error(GS_EXIT_STORE, "%s", gs_last_error());
   return st;
 }
+
+struct store *cli_open_store(const char *url) { return cli_open_store_mode(url, STORE_READ); }
 
 int cli_get_run(struct store *st, const char *ref, struct store_run *run) {
   int rc = st->run_get(st, ref, run);
