@@ -54,7 +54,10 @@ static void store_url(char *url, size_t n, const char *name) { snprintf(url, n, 
 static struct store *open_db(const char *name) {
   char url[700];
   store_url(url, sizeof url, name);
-  return store_open(url);
+  struct store *st = store_open(url);
+  if (!st)
+    fail_msg("cannot open %s: %s", url, gs_last_error());
+  return st;
 }
 
 static void begin(struct store *st, struct store_run *r, const char *name) {

@@ -662,6 +662,34 @@ static void test_store_pending_samples_are_bounded_and_counted(void **state) {
   assert_int_equal(in_child(pending_bound_child), 0);
 }
 
+/* A store locked past the busy timeout (10 s) is an error that says so, never an empty list. */
+static void test_store_locked_store_is_an_error_not_a_short_list(void **state) {
+  (void)state;
+  struct store *st = open_db("busy.db");
+  struct store_run r;
+  begin(st, &r, "busy");
+  st->close(st);
+  char p[400];
+  path_of(p, sizeof p, "busy.db");
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+  /* in rollback-journal mode a writer's exclusive lock keeps readers out (in WAL mode it would not) */
+  assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL), SQLITE_OK);
+  st = open_mode("busy.db", STORE_READ);
+  assert_non_null(st);
+  assert_int_equal(sqlite3_exec(db, "BEGIN EXCLUSIVE; UPDATE runs SET name = name", NULL, NULL, NULL), SQLITE_OK);
+  struct store_run *runs = NULL;
+  size_t n = 0;
+  assert_int_equal(st->runs_list(st, &runs, &n), GS_EBUSY);
+  assert_non_null(strstr(gs_last_error(), "locked"));
+  sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+  sqlite3_close(db);
+  assert_int_equal(st->runs_list(st, &runs, &n), 0);
+  assert_int_equal(n, 1);
+  free(runs);
+  st->close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_refuses_foreign_file_and_keeps_it),
@@ -677,6 +705,7 @@ int main(void) {
       cmocka_unit_test(test_store_reads_a_store_in_a_read_only_folder),
       cmocka_unit_test(test_store_full_disk_keeps_samples_and_ends_the_run_later),
       cmocka_unit_test(test_store_pending_samples_are_bounded_and_counted),
+      cmocka_unit_test(test_store_locked_store_is_an_error_not_a_short_list),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
