@@ -3,8 +3,8 @@
  * store opened to read refuses every write.
  *
  * The back end is chosen by URL: $GS_TEST_STORE_URL is a prefix to which each test appends its own
- * store name ("sqlite:///tmp/x/" gives sqlite:///tmp/x/a.db; a PostgreSQL back end would take
- * "postgres://host/gs_test_"). Without it, each test gets an SQLite file in a fresh temp folder.
+ * store name ("sqlite:///tmp/x/" gives sqlite:///tmp/x/a.db, ".db" added for SQLite; a PostgreSQL back
+ * end would take "postgres://host/gs_test_" and get postgres://host/gs_test_a). Without it, each test gets an SQLite file in a fresh temp folder.
  * What is particular to SQLite files (foreign files, read-only media, a full disk) is in
  * test_store_sqlite.c. */
 #include <math.h>
@@ -49,7 +49,10 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-static void store_url(char *url, size_t n, const char *name) { snprintf(url, n, "%s%s", prefix, name); }
+/* The URL of the test store called name: the prefix, the name, and ".db" for an SQLite file. */
+static void store_url(char *url, size_t n, const char *name) {
+  snprintf(url, n, "%s%s%s", prefix, name, strncmp(prefix, "sqlite://", 9) ? "" : ".db");
+}
 
 static struct store *open_db(const char *name) {
   char url[700];
@@ -103,7 +106,7 @@ static void check_window(struct store *st, int64_t sid, int64_t from, int64_t to
 
 static void test_store_samples_roundtrip_across_flushes(void **state) {
   (void)state;
-  struct store *st = open_db("a.db");
+  struct store *st = open_db("a");
   assert_non_null(st);
   struct store_run r;
   begin(st, &r, "rt");
@@ -158,7 +161,7 @@ static void test_store_samples_roundtrip_across_flushes(void **state) {
 
 static void test_store_resolves_runs(void **state) {
   (void)state;
-  struct store *st = open_db("b.db");
+  struct store *st = open_db("b");
   struct store_run a, b, got;
   begin(st, &a, "first");
   begin(st, &b, "second");
@@ -180,7 +183,7 @@ static void test_store_resolves_runs(void **state) {
 
 static void test_store_dead_agent_run_is_crashed(void **state) {
   (void)state;
-  struct store *st = open_db("c.db");
+  struct store *st = open_db("c");
   struct store_run r, got;
   pid_t child = fork();
   if (child == 0)
@@ -198,13 +201,13 @@ static void test_store_dead_agent_run_is_crashed(void **state) {
 
 static void test_store_read_mode_reads_and_refuses_writes(void **state) {
   (void)state;
-  struct store *st = open_db("ro.db");
+  struct store *st = open_db("ro");
   assert_non_null(st);
   struct store_run r, got;
   begin(st, &r, "kept");
   st->close(st);
   char url[700];
-  store_url(url, sizeof url, "ro.db");
+  store_url(url, sizeof url, "ro");
   st = store_open_mode(url, STORE_READ);
   assert_non_null(st);
   assert_true(st->read_only);
