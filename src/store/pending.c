@@ -8,7 +8,9 @@
 
 #include "store/store_backend.h"
 
-static char *copy_str(const char *s) { return strdup(s ? s : ""); }
+static char *copy_str(const char *s) {
+  return strdup(s ? s : "");
+}
 
 /* Makes room for one more element of size elem in *v (len used, *cap allocated). */
 static int reserve(void **v, size_t len, size_t *cap, size_t more, size_t elem) {
@@ -29,8 +31,12 @@ static int add_series(struct gs_batch *d, const struct gs_series_def *s) {
   if (reserve((void **)&d->series, d->n_series, &d->cap_series, 1, sizeof *d->series))
     return GS_ENOMEM;
   struct gs_series_def *x = &d->series[d->n_series];
-  *x = (struct gs_series_def){.id = s->id, .kind = s->kind, .source = copy_str(s->source), .name = copy_str(s->name),
-                              .labels = copy_str(s->labels), .unit = copy_str(s->unit)};
+  *x = (struct gs_series_def){.id = s->id,
+                              .kind = s->kind,
+                              .source = copy_str(s->source),
+                              .name = copy_str(s->name),
+                              .labels = copy_str(s->labels),
+                              .unit = copy_str(s->unit)};
   if (!x->source || !x->name || !x->labels || !x->unit) {
     free(x->source), free(x->name), free(x->labels), free(x->unit);
     return GS_ENOMEM;
@@ -43,8 +49,12 @@ static int add_event(struct gs_batch *d, const struct gs_event *e) {
   if (reserve((void **)&d->events, d->n_events, &d->cap_events, 1, sizeof *d->events))
     return GS_ENOMEM;
   struct gs_event *x = &d->events[d->n_events];
-  *x = (struct gs_event){.t_ns = e->t_ns, .value = e->value, .kind = copy_str(e->kind), .name = copy_str(e->name),
-                         .labels = copy_str(e->labels), .text = copy_str(e->text)};
+  *x = (struct gs_event){.t_ns = e->t_ns,
+                         .value = e->value,
+                         .kind = copy_str(e->kind),
+                         .name = copy_str(e->name),
+                         .labels = copy_str(e->labels),
+                         .text = copy_str(e->text)};
   if (!x->kind || !x->name || !x->labels || !x->text) {
     free(x->kind), free(x->name), free(x->labels), free(x->text);
     return GS_ENOMEM;

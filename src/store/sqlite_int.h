@@ -18,7 +18,7 @@ enum { CHUNK_MAX_POINTS = 1024, CHUNK_MAX_BYTES = 4000, CHUNK_MAX_POINT_BYTES = 
 #define CHUNK_MAX_SPAN_NS (120LL * 1000000000LL)
 #define STALE_HEARTBEAT_NS (120LL * 1000000000LL)
 
-struct wseries { /* writer state of one sink series */
+struct wseries {  /* writer state of one sink series */
   int64_t db_id;  /* -1: no row in the series table (yet) */
   int added;      /* its series row was inserted by the transaction in progress */
   int open_row;   /* rowid layout: the open chunk is in the series' row at rowid -db_id */
@@ -34,7 +34,7 @@ struct sqlite_store {
   char path[1024];
   struct wseries *ws; /* indexed by sink series id */
   size_t n_ws;
-  int stale; /* a write was rolled back: reload the open chunks from the file before the next one */
+  int stale;                    /* a write was rolled back: reload the open chunks from the file before the next one */
   struct store_pending pending; /* what failed appends left, written with the next one */
   sqlite3_stmt *ins_chunk;
   sqlite3_stmt *upd_open, *ins_open, *move_open; /* rowid layout only (NULL for a clustered store) */

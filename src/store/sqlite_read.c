@@ -14,8 +14,8 @@
 
 /* ---- runs ---- */
 
-#define RUN_COLS                                                                                              \
-  "id, name, grp, status, command, cwd, host, user, tags, start_wall_ns, end_wall_ns, heartbeat_wall_ns,"    \
+#define RUN_COLS                                                                                                       \
+  "id, name, grp, status, command, cwd, host, user, tags, start_wall_ns, end_wall_ns, heartbeat_wall_ns,"              \
   " exit_code, agent_pid, boot_id, interval_ns"
 
 static void read_run(sqlite3_stmt *st, struct store_run *r, int64_t *heartbeat, char *boot, size_t nboot) {
@@ -59,8 +59,9 @@ static void settle_status(struct sqlite_store *s, struct store_run *r, int64_t h
   if (s->base.read_only)
     return;
   sqlite3_stmt *st;
-  if (sqlite3_prepare_v2(s->db, "UPDATE runs SET status = 'crashed', end_wall_ns = ? WHERE id = ? AND status = 'running'",
-                         -1, &st, NULL) != SQLITE_OK)
+  if (sqlite3_prepare_v2(s->db,
+                         "UPDATE runs SET status = 'crashed', end_wall_ns = ? WHERE id = ? AND status = 'running'", -1,
+                         &st, NULL) != SQLITE_OK)
     return;
   sqlite3_bind_int64(st, 1, heartbeat);
   sqlite3_bind_text(st, 2, r->id, -1, SQLITE_STATIC);
@@ -302,7 +303,9 @@ static int param_row(sqlite3_stmt *st, void *u) {
   return kv->key && kv->value ? GS_OK : gs_fail(GS_ENOMEM, "out of memory");
 }
 
-static void free_params(void *v, size_t n) { store_kv_free(v, n); }
+static void free_params(void *v, size_t n) {
+  store_kv_free(v, n);
+}
 
 int sq_params_read(struct store *base, const char *run_id, struct gs_kv **out, size_t *n) {
   return read_list((struct sqlite_store *)base, "SELECT key, value FROM params WHERE run_id = ?1 ORDER BY key", run_id,
@@ -317,7 +320,9 @@ static int note_row(sqlite3_stmt *st, void *u) {
   return *note ? GS_OK : gs_fail(GS_ENOMEM, "out of memory");
 }
 
-static void free_notes(void *v, size_t n) { store_notes_free(v, n); }
+static void free_notes(void *v, size_t n) {
+  store_notes_free(v, n);
+}
 
 int sq_notes_read(struct store *base, const char *run_id, char ***out, size_t *n) {
   return read_list((struct sqlite_store *)base, "SELECT text FROM notes WHERE run_id = ?1 ORDER BY t, rowid", run_id,

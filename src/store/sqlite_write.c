@@ -151,7 +151,9 @@ static int seal_chunk(struct sqlite_store *s, struct wseries *w) {
   return rc;
 }
 
-static int enc_put(void *u, int64_t t, double v) { return chunk_enc_put(u, t, v) ? -1 : 0; }
+static int enc_put(void *u, int64_t t, double v) {
+  return chunk_enc_put(u, t, v) ? -1 : 0;
+}
 
 /* Makes a series' writer state match the file: its open chunk is the series' last chunk, decoded
  * into the encoder again (in the rowid layout it may sit in the series' open row or, sealed, at
@@ -436,8 +438,10 @@ static int write_end(struct sqlite_store *s, const struct store_run *r) {
   if (rc)
     return rc;
   sqlite3_stmt *st;
-  if ((rc = sq_prepare(s, "UPDATE runs SET status = ?, exit_code = ?, end_wall_ns = ?, heartbeat_wall_ns = ?"
-                       " WHERE id = ?", &st, "cannot end run")))
+  if ((rc = sq_prepare(s,
+                       "UPDATE runs SET status = ?, exit_code = ?, end_wall_ns = ?, heartbeat_wall_ns = ?"
+                       " WHERE id = ?",
+                       &st, "cannot end run")))
     goto fail;
   sqlite3_bind_text(st, 1, r->status, -1, SQLITE_STATIC);
   if (r->exit_code >= 0)
@@ -561,8 +565,9 @@ int sq_writer_prepare(struct sqlite_store *s) {
     return rc;
   if (!chunks_in_append_order(s))
     return GS_OK;
-  if ((rc = sq_prepare(s, "UPDATE chunks SET t1 = ?1, n = ?2, data = ?3 WHERE rowid = ?4 AND series_id = ?5 AND t0 = ?6",
-                       &s->upd_open, "cannot prepare")) ||
+  if ((rc =
+           sq_prepare(s, "UPDATE chunks SET t1 = ?1, n = ?2, data = ?3 WHERE rowid = ?4 AND series_id = ?5 AND t0 = ?6",
+                      &s->upd_open, "cannot prepare")) ||
       (rc = sq_prepare(s, "INSERT OR REPLACE INTO chunks(rowid, series_id, t0, t1, n, data) VALUES(?,?,?,?,?,?)",
                        &s->ins_open, "cannot prepare")) ||
       (rc = sq_prepare(s,

@@ -26,7 +26,9 @@ struct store *store_open_mode(const char *url, enum store_mode mode) {
   return NULL;
 }
 
-struct store *store_open(const char *url) { return store_open_mode(url, STORE_WRITE); }
+struct store *store_open(const char *url) {
+  return store_open_mode(url, STORE_WRITE);
+}
 
 const char *store_default_url(char *buf, size_t n) {
   const char *env = getenv("GPUSCOPE_STORE"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");

@@ -27,11 +27,11 @@ struct store_run {
   char cwd[512];
   char host[128];
   char user[64];
-  char tags[1024]; /* "k=v,k2=v2" */
+  char tags[1024];                    /* "k=v,k2=v2" */
   int64_t start_wall_ns, end_wall_ns; /* end 0 while running */
   int64_t mono_start_ns;              /* the agent's monotonic clock at start (not stored) */
   int64_t interval_ns;
-  int exit_code;  /* the job's status as gpuscope exits with it; -1 unknown */
+  int exit_code; /* the job's status as gpuscope exits with it; -1 unknown */
   int agent_pid;
 };
 
@@ -42,7 +42,7 @@ struct store_series {
   char labels[256];
   char unit[16];
   enum gs_kind kind;
-  int64_t count;     /* points stored */
+  int64_t count;           /* points stored */
   int64_t t_first, t_last; /* ns since run start */
 };
 
@@ -84,11 +84,11 @@ enum store_mode {
  * STORE_PENDING_MAX_POINTS) and writes them with the next append; the counters say how many were
  * given up, and run_end records them as a note on the run. */
 struct store_write_stats {
-  int64_t failed_appends;  /* appends that failed (each retried with the next one) */
-  int64_t points_pending;  /* points kept in memory, waiting for the store to take a write */
-  int64_t points_dropped;  /* points given up: over the bound, or never written by run_end */
-  int64_t events_dropped;  /* events, params and notes given up likewise */
-  char first_error[256];   /* the first failure's message, naming its cause ("" when none) */
+  int64_t failed_appends; /* appends that failed (each retried with the next one) */
+  int64_t points_pending; /* points kept in memory, waiting for the store to take a write */
+  int64_t points_dropped; /* points given up: over the bound, or never written by run_end */
+  int64_t events_dropped; /* events, params and notes given up likewise */
+  char first_error[256];  /* the first failure's message, naming its cause ("" when none) */
 };
 
 enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };
@@ -121,12 +121,11 @@ struct store {
   /* Series of a run (with counts), sorted by source, name, labels. *out malloc'd. */
   int (*series_list)(struct store *st, const char *run_id, struct store_series **out, size_t *n);
   /* Streams a series' raw samples with from <= t <= to (ns since run start), in time order. */
-  int (*samples_read)(struct store *st, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn,
-                      void *user);
+  int (*samples_read)(struct store *st, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn, void *user);
   /* Rollups of a series at resolution res_ns (min/max/mean per bucket), computed from the raw
    * chunks when absent. Arrays malloc'd. */
-  int (*rollups_read)(struct store *st, int64_t series_id, int64_t res_ns, int64_t **t, double **min,
-                      double **max, double **mean, size_t *n);
+  int (*rollups_read)(struct store *st, int64_t series_id, int64_t res_ns, int64_t **t, double **min, double **max,
+                      double **mean, size_t *n);
   int (*events_read)(struct store *st, const char *run_id, struct store_event **out, size_t *n);
   int (*params_read)(struct store *st, const char *run_id, struct gs_kv **out, size_t *n);
   int (*notes_read)(struct store *st, const char *run_id, char ***out, size_t *n);
@@ -173,7 +172,7 @@ long store_series_find(const struct store_series *s, size_t n, const char *sourc
 enum { CHUNK_MODE_NONE = -1, CHUNK_MODE_DEC_MAX = 3, CHUNK_MODE_XOR = 4 };
 
 struct chunk_enc {
-  int mode; /* CHUNK_MODE_NONE before the first point; 0..3: decimal i / 10^mode; CHUNK_MODE_XOR */
+  int mode;       /* CHUNK_MODE_NONE before the first point; 0..3: decimal i / 10^mode; CHUNK_MODE_XOR */
   int64_t i_prev; /* last integer of a decimal chunk */
   uint8_t *buf;
   size_t cap, bits;

@@ -80,15 +80,13 @@ static int probe_file(const char *path, enum store_mode mode, struct file_facts 
     if (errno != ENOENT)
       return gs_fail(GS_EIO, "cannot open store %s: %s", path, strerror(errno));
     if (mode != STORE_WRITE)
-      return gs_fail(GS_ENOENT, "no store at %s (check --store or $GPUSCOPE_STORE; 'gpuscope run' creates one)",
-                     path);
+      return gs_fail(GS_ENOENT, "no store at %s (check --store or $GPUSCOPE_STORE; 'gpuscope run' creates one)", path);
     if (mkdir_parents(path))
       return gs_fail(GS_EIO, "cannot create the folder for store %s: %s", path, strerror(errno));
     return GS_OK;
   }
   if (S_ISDIR(sb.st_mode))
-    return gs_fail(GS_EINVAL, "store %s is a folder, not a file (name the file: sqlite://%s/gpuscope.db)", path,
-                   path);
+    return gs_fail(GS_EINVAL, "store %s is a folder, not a file (name the file: sqlite://%s/gpuscope.db)", path, path);
   if (!S_ISREG(sb.st_mode))
     return gs_fail(GS_EINVAL, "store %s is not a regular file", path);
   f->exists = 1;
@@ -281,8 +279,7 @@ static int open_read(struct sqlite_store *s, const struct file_facts *f) {
   if (rc)
     return rc;
   if (s->base.schema_found == 0)
-    return gs_fail(GS_ECORRUPT, "store %s is an empty SQLite database, not a gpuscope store; left untouched",
-                   s->path);
+    return gs_fail(GS_ECORRUPT, "store %s is an empty SQLite database, not a gpuscope store; left untouched", s->path);
   s->base.read_only = 1;
   /* report and compare keep the findings they compute, in a store of this version they can write */
   if (s->mode != STORE_KEEP || s->base.schema_found != GS_STORE_SCHEMA_VERSION || access(s->path, W_OK) ||
@@ -300,8 +297,7 @@ static int open_write(struct sqlite_store *s, const struct file_facts *f) {
   if (f->exists && !f->empty && (rc = open_checked(s, f)))
     return rc;
   if (s->mode == STORE_MIGRATE && s->base.schema_found == 0)
-    return gs_fail(GS_ECORRUPT, "store %s is an empty SQLite database, not a gpuscope store; left untouched",
-                   s->path);
+    return gs_fail(GS_ECORRUPT, "store %s is an empty SQLite database, not a gpuscope store; left untouched", s->path);
   if ((rc = open_db(s, s->path, SQLITE_OPEN_READWRITE | (s->mode == STORE_WRITE ? SQLITE_OPEN_CREATE : 0))))
     return rc;
   if (sqlite3_db_readonly(s->db, "main") == 1)

@@ -4,8 +4,8 @@
  *
  * The back end is chosen by URL: $GS_TEST_STORE_URL is a prefix to which each test appends its own
  * store name ("sqlite:///tmp/x/" gives sqlite:///tmp/x/a.db, ".db" added for SQLite; a PostgreSQL back
- * end would take "postgres://host/gs_test_" and get postgres://host/gs_test_a). Without it, each test gets an SQLite file in a fresh temp folder.
- * What is particular to SQLite files (foreign files, read-only media, a full disk) is in
+ * end would take "postgres://host/gs_test_" and get postgres://host/gs_test_a). Without it, each test gets an SQLite
+ * file in a fresh temp folder. What is particular to SQLite files (foreign files, read-only media, a full disk) is in
  * test_store_sqlite.c. */
 #include <math.h>
 #include <setjmp.h>

@@ -41,7 +41,9 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-static void path_of(char *out, size_t n, const char *name) { snprintf(out, n, "%s/%s", dir, name); }
+static void path_of(char *out, size_t n, const char *name) {
+  snprintf(out, n, "%s/%s", dir, name);
+}
 
 static struct store *open_mode(const char *name, enum store_mode mode) {
   char url[700];
@@ -49,7 +51,9 @@ static struct store *open_mode(const char *name, enum store_mode mode) {
   return store_open_mode(url, mode);
 }
 
-static struct store *open_db(const char *name) { return open_mode(name, STORE_WRITE); }
+static struct store *open_db(const char *name) {
+  return open_mode(name, STORE_WRITE);
+}
 
 /* FNV-1a of a file's bytes, and its size (-1 when it cannot be read). */
 static uint64_t file_hash(const char *path, long *size) {
@@ -67,7 +71,9 @@ static uint64_t file_hash(const char *path, long *size) {
   return h;
 }
 
-static int file_exists(const char *path) { return access(path, F_OK) == 0; }
+static int file_exists(const char *path) {
+  return access(path, F_OK) == 0;
+}
 
 static void begin(struct store *st, struct store_run *r, const char *name) {
   memset(r, 0, sizeof *r);
@@ -254,8 +260,10 @@ static void test_store_foreign_meta_table_is_never_migrated(void **state) {
     unlink(p);
     sqlite3 *db;
     sqlite3_open(p, &db);
-    sqlite3_exec(db, "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
-                     "INSERT INTO meta VALUES('schema_version', '1'); CREATE TABLE runs(id TEXT)", NULL, NULL, NULL);
+    sqlite3_exec(db,
+                 "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT);"
+                 "INSERT INTO meta VALUES('schema_version', '1'); CREATE TABLE runs(id TEXT)",
+                 NULL, NULL, NULL);
     if (apps[a]) {
       char sql[100];
       snprintf(sql, sizeof sql, "INSERT INTO meta VALUES('app', %s)", apps[a]);
@@ -381,8 +389,7 @@ static int read_ro_store(const char *sub) {
     int64_t *t;
     double *v;
     size_t np;
-    if (st->series_list(st, got.id, &ser, &n) || n != 1 || store_samples_load(st, ser[0].id, &t, &v, &np) ||
-        np != 20)
+    if (st->series_list(st, got.id, &ser, &n) || n != 1 || store_samples_load(st, ser[0].id, &t, &v, &np) || np != 20)
       return 14;
     free(ser), free(t), free(v);
     st->close(st);
@@ -532,7 +539,7 @@ static int disk_full_child(void) {
   put_points(s, ids, NSER, &t, 10);
   if (append(st, &r, s))
     return FAIL(22, "first append: %s", gs_last_error());
-  limit_files_to(wal_size("full.db")); /* the disk is full from here */
+  limit_files_to(wal_size("full.db"));                             /* the disk is full from here */
   ids[NSER] = gs_sink_series(s, "host", "late", "", "", GS_GAUGE); /* first seen while full */
   put_points(s, ids, NSER + 1, &t, 2000);
   if (!append(st, &r, s))
