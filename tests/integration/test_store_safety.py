@@ -187,7 +187,11 @@ def test_full_disk_during_a_run_loses_nothing_and_names_the_cause():
     gap = largest_gap_s(sb, "full", "host.mem.used_bytes")
     check(gap < 1.0, f"samples of the outage were lost: a {gap:.2f} s gap")
     rep = sb.json("report", "full", "--json")
-    check(any("nothing was lost" in n for n in rep["notes"]), str(rep["notes"]))
+    note = [n for n in rep["notes"] if "nothing was lost" in n]
+    check(note, str(rep["notes"]))
+    mem = [m for m in sb.json("metrics", "full", "--json") if m["name"] == "host.mem.used_bytes"][0]
+    print(f"     full disk for 2 s of a 4 s run: {note[0].split(':')[0]}; host.mem.used_bytes {mem['count']} "
+          f"samples, largest gap {gap:.2f} s")
     sb.ok("run", "--quiet", "--name", "after", "--", "sleep", "0.3")  # a later run inherits nothing
     for m in sb.json("metrics", "after", "--json"):
         check(m["count"] < 100, f"the next run inherited samples: {m}")
@@ -202,6 +206,8 @@ def test_full_disk_to_the_end_says_what_was_not_kept():
                           "sh", "-c", "sleep 2; exit 5")
     check(rc == 5, f"the run must exit with the job's status: {rc} {err!r}")
     check("did not keep" in err and ("file size limit" in err or "disk full" in err), err)
+    line = [x for x in err.splitlines() if "did not keep" in x][0]
+    print("     full disk to the end:", line.split(":")[1].strip())
     sb.close()
 
 
