@@ -110,10 +110,12 @@ static int probe_file(const char *path, enum store_mode mode, struct file_facts 
   return GS_OK;
 }
 
-static int exists(const char *path, const char *suffix) {
+/* The size of path+suffix, or -1 when there is no such file. */
+static long long size_of(const char *path, const char *suffix) {
   char p[1100];
+  struct stat sb;
   snprintf(p, sizeof p, "%s%s", path, suffix);
-  return access(p, F_OK) == 0;
+  return stat(p, &sb) ? -1 : (long long)sb.st_size;
 }
 
 /* Whether new files can be made beside path (its -wal and -shm). */
@@ -255,7 +257,9 @@ static int open_db(struct sqlite_store *s, const char *name, int flags) {
 
 /* Opens an existing file read-only and checks it is a gpuscope store; sets schema_found. */
 static int open_checked(struct sqlite_store *s, const struct file_facts *f) {
-  int immutable = f->wal_mode && !exists(s->path, "-wal") && !exists(s->path, "-shm") && !folder_writable(s->path);
+  /* No -shm means no connection has the store open; an empty or absent -wal holds nothing. */
+  int immutable =
+      f->wal_mode && size_of(s->path, "-wal") <= 0 && size_of(s->path, "-shm") < 0 && !folder_writable(s->path);
   char uri[3200];
   file_uri(uri, sizeof uri, s->path, immutable ? "immutable=1" : "mode=ro");
   int rc = open_db(s, uri, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI);
