@@ -109,11 +109,12 @@ struct store {
   int (*run_append)(struct store *st, const struct store_run *run, const struct gs_batch *b);
   /* Closes the run: writes what earlier appends kept, then status, exit_code and end time from
    * run (with a note when samples were not kept) in a transaction of their own, then rollups. The
-   * status is recorded even when the kept samples cannot be; returns the first error. May be
-   * called again after a failure. */
+   * status is recorded even when the kept samples cannot be (they are then counted as not kept).
+   * Returns 0, or the error of the status write (the run is still open: call again when the store
+   * can take a write) or of the rollups (the run is closed; rollups are computed when read). */
   int (*run_end)(struct store *st, const struct store_run *run);
   /* Lists runs, newest first. *out is malloc'd (caller frees). Runs whose agent died are reported
-   * (and recorded) as "crashed". */
+   * as "crashed" (and recorded so when the store is open to write). */
   int (*runs_list)(struct store *st, struct store_run **out, size_t *n);
   /* Resolves an id, a unique id prefix, a name (newest run of that name) or "last".
    * GS_ENOENT when nothing matches, GS_EAMBIG when a prefix matches several. */
