@@ -4,7 +4,7 @@
  *
  * The promise: it costs next to nothing and can never hurt the job. Every call formats one short
  * line and sends it as one datagram with MSG_DONTWAIT; nothing blocks, allocates or raises a signal.
- * When the socket is full or the agent is gone, the message is dropped and counted (gs_dropped()).
+ * When the socket is full or the agent is gone, the message is dropped and counted (gpuscope_dropped()).
  * Without GPUSCOPE_SOCKET in the environment (the job runs without `gpuscope run`) every call is a
  * cheap no-op. All functions are thread-safe and async-signal-unsafe.
  *
@@ -18,22 +18,22 @@ extern "C" {
 #endif
 
 #if defined(__GNUC__)
-#define GS_CLIENT_API __attribute__((visibility("default")))
+#define GPUSCOPE_API __attribute__((visibility("default")))
 #else
-#define GS_CLIENT_API
+#define GPUSCOPE_API
 #endif
 
-#define GS_CLIENT_PROTOCOL "gs1"
+#define GPUSCOPE_PROTOCOL "gs1"
 
 /* Logs a metric value (loss, accuracy, learning rate). name: 1-128 of [A-Za-z0-9_./-], not starting
  * with "step.". step: the training step it belongs to, or -1 for none. A non-finite value is sent
  * and rejected (and counted) by the agent. */
-GS_CLIENT_API void gs_log(const char *name, double value, long long step);
+GPUSCOPE_API void gpuscope_log(const char *name, double value, long long step);
 
 /* Records a run parameter (batch_size, precision, model). Control characters in value are sent as
  * spaces; a value is cut to 1024 bytes at a UTF-8 character boundary. A later value replaces an
  * earlier one. */
-GS_CLIENT_API void gs_param(const char *key, const char *value);
+GPUSCOPE_API void gpuscope_param(const char *key, const char *value);
 
 /* Reports one finished training step: seconds spent waiting for data, copying to the device (-1 when
  * not measured: the field is then left out, so "not measured" is never read as zero), and computing;
@@ -41,16 +41,16 @@ GS_CLIENT_API void gs_param(const char *key, const char *value);
  * agent stores it when it ended, not when it arrived. In a distributed job the process's rank (from
  * RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK or PMI_RANK) goes with it, so each rank keeps its own
  * step series. */
-GS_CLIENT_API void gs_step(long long n, double data_s, double h2d_s, double compute_s, long long samples);
+GPUSCOPE_API void gpuscope_step(long long n, double data_s, double h2d_s, double compute_s, long long samples);
 
 /* Records a marker event (epoch, eval, checkpoint), with a value or NAN for none. */
-GS_CLIENT_API void gs_mark(const char *name, double value);
+GPUSCOPE_API void gpuscope_mark(const char *name, double value);
 
 /* Messages dropped so far: socket full, agent gone, or a message too long to send. */
-GS_CLIENT_API unsigned long long gs_dropped(void);
+GPUSCOPE_API unsigned long long gpuscope_dropped(void);
 
 /* 1 when GPUSCOPE_SOCKET named a usable socket path at the first call, else 0. */
-GS_CLIENT_API int gs_enabled(void);
+GPUSCOPE_API int gpuscope_enabled(void);
 
 #ifdef __cplusplus
 }

@@ -83,7 +83,7 @@ static double client_now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void gs_log(const char *name, double value, long long step) {
+void gpuscope_log(const char *name, double value, long long step) {
   if (!client_on())
     return;
   char buf[MAX_DATAGRAM + 1];
@@ -94,7 +94,7 @@ void gs_log(const char *name, double value, long long step) {
   client_send(buf, n);
 }
 
-void gs_param(const char *key, const char *value) {
+void gpuscope_param(const char *key, const char *value) {
   if (!client_on())
     return;
   char clean[MAX_VALUE + 1], buf[MAX_DATAGRAM + 1];
@@ -111,7 +111,7 @@ void gs_param(const char *key, const char *value) {
   client_send(buf, client_format(buf, sizeof buf, "gs1 param %s %s", key ? key : "", clean));
 }
 
-void gs_step(long long n, double data_s, double h2d_s, double compute_s, long long samples) {
+void gpuscope_step(long long n, double data_s, double h2d_s, double compute_s, long long samples) {
   if (!client_on())
     return;
   char buf[512], smp[32] = "", h2d[48] = "", rank[32] = "";
@@ -125,7 +125,7 @@ void gs_step(long long n, double data_s, double h2d_s, double compute_s, long lo
                                  compute_s, smp, rank, client_now_s()));
 }
 
-void gs_mark(const char *name, double value) {
+void gpuscope_mark(const char *name, double value) {
   if (!client_on())
     return;
   char buf[MAX_DATAGRAM + 1];
@@ -135,10 +135,10 @@ void gs_mark(const char *name, double value) {
   client_send(buf, n);
 }
 
-unsigned long long gs_dropped(void) {
+unsigned long long gpuscope_dropped(void) {
   return atomic_load_explicit(&client_dropped, memory_order_relaxed);
 }
 
-int gs_enabled(void) {
+int gpuscope_enabled(void) {
   return client_on();
 }

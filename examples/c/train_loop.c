@@ -1,10 +1,10 @@
 /* examples/c/train_loop: a stand-in for a C or C++ training loop that reports to gpuscope. Each
  * "step" waits for a batch (a short sleep: the data loader) and computes (a busy loop), and says so
- * with gs_step(); it logs a loss every 10 steps and marks each epoch.
+ * with gpuscope_step(); it logs a loss every 10 steps and marks each epoch.
  *
  *     gpuscope run -- build/clients/c/gpuscope_example_c [steps]
  *
- * Without gpuscope (no GPUSCOPE_SOCKET) it runs the same and every gs_* call is a no-op. */
+ * Without gpuscope (no GPUSCOPE_SOCKET) it runs the same and every gpuscope_* call is a no-op. */
 #include <gpuscope.h>
 
 #include <math.h>
@@ -20,12 +20,12 @@ static double now_s(void) {
 
 int main(int argc, char **argv) {
   long steps = argc > 1 ? strtol(argv[1], NULL, 10) : 100;
-  gs_param("framework", "c-example");
-  gs_param("batch_size", "32");
+  gpuscope_param("framework", "c-example");
+  gpuscope_param("batch_size", "32");
   volatile double acc = 0;
   for (long i = 0; i < steps; i++) {
     if (i % 50 == 0)
-      gs_mark("epoch", (double)(i / 50));
+      gpuscope_mark("epoch", (double)(i / 50));
     double t0 = now_s();
     struct timespec wait = {0, 2000000}; /* 2 ms "data loading" */
     nanosleep(&wait, NULL);
@@ -33,10 +33,10 @@ int main(int argc, char **argv) {
     for (int k = 0; k < 200000; k++) /* "compute" */
       acc += sin((double)k);
     double t2 = now_s();
-    gs_step(i, t1 - t0, -1, t2 - t1, 32); /* no host-to-device copy here: -1, not measured */
+    gpuscope_step(i, t1 - t0, -1, t2 - t1, 32); /* no host-to-device copy here: -1, not measured */
     if (i % 10 == 0)
-      gs_log("loss", 1.0 / (double)(i + 1), i);
+      gpuscope_log("loss", 1.0 / (double)(i + 1), i);
   }
-  printf("%ld steps (checksum %.3f), %llu messages dropped\n", steps, acc, gs_dropped());
+  printf("%ld steps (checksum %.3f), %llu messages dropped\n", steps, acc, gpuscope_dropped());
   return 0;
 }

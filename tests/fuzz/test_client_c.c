@@ -40,13 +40,13 @@ static const char *param(const struct gs_batch *b, const char *key) {
 
 static void test_calls_arrive_as_protocol_messages(void **state) {
   (void)state;
-  assert_true(gs_enabled());
+  assert_true(gpuscope_enabled());
   int64_t before = gs_mono_ns();
-  gs_log("loss", 0.25, 12);
-  gs_step(3, 0.5, 0.125, 0.25, 64);
-  gs_param("model", "resnet\n50");
-  gs_mark("epoch", 2);
-  gs_mark("checkpoint", NAN);
+  gpuscope_log("loss", 0.25, 12);
+  gpuscope_step(3, 0.5, 0.125, 0.25, 64);
+  gpuscope_param("model", "resnet\n50");
+  gpuscope_mark("epoch", 2);
+  gpuscope_mark("checkpoint", NAN);
   assert_int_equal(ingest_poll(agent, sink, gs_mono_ns()), 5);
   struct gs_batch *b = gs_sink_take(sink);
   const struct gs_point *loss = point(b, "client", "loss"), *step = point(b, "client.step", "loss");
@@ -66,8 +66,8 @@ static void test_calls_arrive_as_protocol_messages(void **state) {
 
 static void test_unmeasured_h2d_is_left_out(void **state) {
   (void)state;
-  gs_step(4, 0.5, -1, 0.25, -1);
-  gs_step(5, 0.5, NAN, 0.25, -1);
+  gpuscope_step(4, 0.5, -1, 0.25, -1);
+  gpuscope_step(5, 0.5, NAN, 0.25, -1);
   assert_int_equal(ingest_poll(agent, sink, gs_mono_ns()), 2);
   struct gs_batch *b = gs_sink_take(sink);
   size_t n = 0, totals = 0;
@@ -90,7 +90,7 @@ static void test_numbers_are_sent_in_the_c_locale(void **state) {
     got = setlocale(LC_NUMERIC, comma[i]);
   if (!got)
     skip(); /* no decimal-comma locale installed here */
-  gs_log("lr", 0.5, -1);
+  gpuscope_log("lr", 0.5, -1);
   setlocale(LC_NUMERIC, "C");
   assert_int_equal(ingest_poll(agent, sink, gs_mono_ns()), 1);
   gs_batch_free(gs_sink_take(sink));
@@ -101,7 +101,7 @@ static void test_long_param_value_is_cut_at_a_character(void **state) {
   char v[1100];
   memset(v, 'a', 1023);
   strcpy(v + 1023, "\xc3\xa9tail"); /* a 2-byte character straddles the 1024-byte cut */
-  gs_param("long", v);
+  gpuscope_param("long", v);
   assert_int_equal(ingest_poll(agent, sink, gs_mono_ns()), 1);
   struct gs_batch *b = gs_sink_take(sink);
   assert_int_equal(strlen(param(b, "long")), 1023);
@@ -110,10 +110,10 @@ static void test_long_param_value_is_cut_at_a_character(void **state) {
 
 static void test_full_socket_drops_and_counts(void **state) {
   (void)state;
-  unsigned long long before = gs_dropped();
+  unsigned long long before = gpuscope_dropped();
   for (int i = 0; i < 200; i++) /* nobody reads: the queue fills, and calls must not block */
-    gs_mark("flood", i);
-  unsigned long long dropped = gs_dropped() - before;
+    gpuscope_mark("flood", i);
+  unsigned long long dropped = gpuscope_dropped() - before;
   int got = ingest_poll(agent, sink, gs_mono_ns());
   assert_true(dropped > 0);
   assert_int_equal((unsigned long long)got + dropped, 200);
@@ -124,10 +124,10 @@ static void test_agent_gone_drops_and_counts(void **state) {
   (void)state;
   ingest_close(agent);
   agent = NULL;
-  unsigned long long before = gs_dropped();
-  gs_log("loss", 1, -1);
-  gs_step(1, 0, 0, 0, -1);
-  assert_int_equal(gs_dropped() - before, 2);
+  unsigned long long before = gpuscope_dropped();
+  gpuscope_log("loss", 1, -1);
+  gpuscope_step(1, 0, 0, 0, -1);
+  assert_int_equal(gpuscope_dropped() - before, 2);
 }
 
 /* In a child that never had GPUSCOPE_SOCKET: every call returns at once and nothing counts. */
@@ -135,11 +135,11 @@ static int disabled_client_is_a_noop(void) {
   pid_t pid = fork();
   if (pid == 0) {
     unsetenv("GPUSCOPE_SOCKET");
-    gs_log("loss", 1, 1);
-    gs_step(1, 1, 1, 1, 1);
-    gs_param("k", "v");
-    gs_mark("m", 1);
-    _exit(gs_enabled() == 0 && gs_dropped() == 0 ? 0 : 1);
+    gpuscope_log("loss", 1, 1);
+    gpuscope_step(1, 1, 1, 1, 1);
+    gpuscope_param("k", "v");
+    gpuscope_mark("m", 1);
+    _exit(gpuscope_enabled() == 0 && gpuscope_dropped() == 0 ? 0 : 1);
   }
   int st;
   return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
