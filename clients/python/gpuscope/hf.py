@@ -15,6 +15,7 @@ import transformers as _tf
 from transformers import TrainerCallback as _TrainerCallback
 
 import gpuscope as _gs
+from gpuscope import _core
 
 
 def _precision(args):
@@ -27,7 +28,7 @@ def _precision(args):
 
 class GpuscopeCallback(_TrainerCallback):
     def __init__(self):
-        self._timer = _gs._StepTimer()
+        self._timer = _core.StepTimer()
         self._samples = None
 
     def on_train_begin(self, args, state, control, **kwargs):
@@ -48,7 +49,7 @@ class GpuscopeCallback(_TrainerCallback):
             _gs.param(**kv)
             self._timer.reset()
         except Exception:
-            _gs._count_error()
+            _core.default_client.count_error()
 
     def on_epoch_begin(self, args, state, control, **kwargs):
         self._timer.reset()
@@ -71,7 +72,7 @@ class GpuscopeCallback(_TrainerCallback):
                 if isinstance(v, (int, float)) and not isinstance(v, bool):
                     _gs.log(k, v, getattr(state, "global_step", None))
         except Exception:
-            _gs._count_error()
+            _core.default_client.count_error()
 
     def on_train_end(self, args, state, control, **kwargs):
         _gs.flush()

@@ -16,6 +16,7 @@ except ImportError:
     _Callback = _keras.callbacks.Callback
 
 import gpuscope as _gs
+from gpuscope import _core
 
 
 def _policy():
@@ -31,7 +32,7 @@ def _policy():
 class GpuscopeCallback(_Callback):
     def __init__(self, batch_size=None):
         super().__init__()
-        self._timer = _gs._StepTimer()
+        self._timer = _core.StepTimer()
         self._batch_size = batch_size
         self._epoch = 0
 
@@ -50,7 +51,7 @@ class GpuscopeCallback(_Callback):
             _gs.param(**kv)
             self._timer.reset()
         except Exception:
-            _gs._count_error()
+            _core.default_client.count_error()
 
     def on_epoch_begin(self, epoch, logs=None):
         self._epoch = epoch
@@ -71,7 +72,7 @@ class GpuscopeCallback(_Callback):
             for k, v in (logs or {}).items():
                 _gs.log(k, float(v), epoch)
         except Exception:
-            _gs._count_error()
+            _core.default_client.count_error()
         self._timer.reset()
 
     def on_train_end(self, logs=None):

@@ -13,6 +13,7 @@ except ImportError:  # the pre-2.0 package name
     import pytorch_lightning as _pl
 
 import gpuscope as _gs
+from gpuscope import _core
 
 
 def _precision(trainer):
@@ -28,7 +29,7 @@ class GpuscopeCallback(_pl.Callback):
 
     def __init__(self, samples=None):
         super().__init__()
-        self._timer = _gs._StepTimer()
+        self._timer = _core.StepTimer()
         self._samples = samples
 
     def on_train_start(self, trainer, pl_module):
@@ -43,17 +44,17 @@ class GpuscopeCallback(_pl.Callback):
             loader = getattr(trainer, "train_dataloader", None)
             if loader is not None and getattr(loader, "batch_size", None) is not None:
                 kv["batch_size"] = loader.batch_size
-                _gs._record_loader(loader)
+                _core.default_client.record_loader(loader)
             _gs.param(**kv)
             self._timer.reset()
         except Exception:
-            _gs._count_error()
+            _core.default_client.count_error()
 
     def on_train_epoch_start(self, trainer, pl_module):
         self._timer.reset()
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args):
-        self._timer.begin(_gs._count(batch, self._samples))
+        self._timer.begin(_core.count_samples(batch, self._samples))
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args):
         self._timer.end()

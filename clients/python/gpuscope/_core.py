@@ -1,0 +1,438 @@
+"""gpuscope._core — the client's machinery: a Client (the pending lines, the socket, the step
+counter and the rank of one process), the process's default Client, phase timing and the StepTimer
+the framework callbacks use. The names here without a leading underscore are the interface of
+gpuscope.lightning, .keras and .hf; a job uses the functions of the gpuscope package, which are
+bound methods of default_client (the pattern of the random module).
+
+State: everything mutable is an attribute of a Client and changes under its lock, except the step in
+progress, which is a ContextVar (current_step): each thread and asyncio task has its own, so a
+phase() times the step of the loop it runs in. A forked child keeps its Client object with its
+pending lines, counters and socket reset (DataLoader workers must not resend the parent's lines).
+"""
+import atexit
+import contextvars
+import os
+import socket
+import sys
+import threading
+import time
+
+PROTOCOL = "gs1"
+MAX_DATAGRAM = 4096
+MAX_VALUE = 1024
+FLUSH_EVERY_S = 0.05
+FLUSH_BYTES = 3072
+mono = time.monotonic  # CLOCK_MONOTONIC on Linux: the agent's clock
+_CTRL = {c: " " for c in list(range(32)) + [127]}
+
+# The phase times (a dict) of the watched step in progress in this context, or None.
+current_step = contextvars.ContextVar("gpuscope_current_step", default=None)
+_current_step_get = current_step.get
+
+
+def env_rank(environ=os.environ):
+    """This process's rank as the usual launchers give it (torchrun and accelerate: RANK; Slurm,
+    Open MPI, MPICH), or 0."""
+    for var in ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        v = environ.get(var, "")
+        if v:
+            return int(v) if v.isdigit() and 0 < int(v) <= 65535 else 0
+    return 0
+
+
+def _param_text(v):
+    if v is True or v is False:
+        s = "true" if v else "false"
+    elif v is None:
+        s = "none"
+    else:
+        s = str(v).translate(_CTRL)
+    b = s.encode("utf-8", "replace")
+    if len(b) > MAX_VALUE:
+        s = b[:MAX_VALUE].decode("utf-8", "ignore")
+    return s
+
+
+def _first_dim(x):
+    s = getattr(x, "shape", None)
+    if s is not None:
+        return int(s[0]) if len(s) else None
+    return len(x)
+
+
+def count_samples(batch, samples):
+    """Samples in a batch: samples itself (an int), samples(batch) (a callable), or inferred from
+    the batch's first dimension (a tensor's shape[0]; a list/tuple's or dict's first element's)."""
+    try:
+        if samples is not None:
+            return int(samples(batch) if callable(samples) else samples)
+        s = getattr(batch, "shape", None)
+        if s is not None:
+            return int(s[0]) if len(s) else None
+        if isinstance(batch, (list, tuple)) and batch:
+            return _first_dim(batch[0])
+        if isinstance(batch, dict) and batch:
+            return _first_dim(next(iter(batch.values())))
+    except Exception:
+        pass
+    return None
+
+
+def _is_torch_loader(loader):
+    return any(c.__name__ == "DataLoader" and c.__module__.startswith("torch.utils.data")
+               for c in type(loader).__mro__)
+
+
+class Client:
+    """One process's connection to the agent: lines pending for the next datagram, the socket (opened
+    on the first send), the dropped count, the params already sent, the step counter and the rank.
+    path None: disabled, every method is a cheap no-op. Thread-safe; no method ever raises."""
+
+    __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "lock", "params")
+
+    def __init__(self, path=None, rank=0):
+        self.path = path or None
+        self.rank = rank  # > 0: steps carry rank=N, so each rank keeps its own step series
+        self.steps = 0  # steps numbered from 0 across every watched loop and callback of the process
+        self._reset()
+
+    @classmethod
+    def from_env(cls, environ=os.environ):
+        """The client a process started by `gpuscope run` needs: GPUSCOPE_SOCKET and the rank."""
+        return cls(environ.get("GPUSCOPE_SOCKET"), env_rank(environ))
+
+    def _reset(self):
+        self.sock = None
+        self.lines = []
+        self.nbytes = 0
+        self.last = 0.0
+        self.ndropped = 0
+        self.lock = threading.Lock()
+        self.params = {}
+
+    def after_fork_in_child(self):
+        """A forked child starts with nothing pending, nothing dropped and a socket of its own; the
+        lock is new too (another thread of the parent may have held it at fork)."""
+        if self.path is not None:
+            self._reset()
+
+    # -- the public functions of the gpuscope package (bound to default_client) --
+
+    def enabled(self):
+        """True when this process reports to an agent (GPUSCOPE_SOCKET was set at import)."""
+        return self.path is not None
+
+    def dropped(self):
+        """Messages that did not reach the agent: socket full or gone, or a bad argument. Never raises."""
+        return self.ndropped
+
+    def flush(self):
+        """Sends whatever is pending now. Never raises."""
+        try:
+            if self.path is not None:
+                with self.lock:
+                    self._flush(mono())
+        except Exception:
+            pass
+
+    def set_rank(self, rank):
+        """Sets this process's rank in a distributed job when no launcher variable says it (for example
+        under torch.multiprocessing.spawn). Rank 0 is the job's main loop; the agent keeps every other
+        rank's steps apart, labelled rank=N. Never raises."""
+        try:
+            r = int(rank)
+            self.rank = r if 0 <= r <= 65535 else 0
+        except Exception:
+            self.count_error()
+
+    def log(self, name, value, step=None):
+        """Logs a metric value (a Python number). name: 1-128 of [A-Za-z0-9_./-]; step: int or None."""
+        if self.path is None:
+            return
+        try:
+            v = float(value)
+            if step is None:
+                self.add(f"gs1 metric {name} {v!r} t={mono():.6f}")
+            else:
+                self.add(f"gs1 metric {name} {v!r} {int(step)} t={mono():.6f}")
+        except Exception:
+            self.count_error()
+
+    def param(self, **kv):
+        """Records run parameters: param(batch_size=64, precision="bf16"). Booleans are sent as
+        true/false, None as none; a value repeated unchanged is not sent again."""
+        if self.path is None:
+            return
+        for k, v in kv.items():
+            try:
+                s = _param_text(v)
+                with self.lock:
+                    if self.params.get(k) != s:
+                        self.params[k] = s
+                        self._add(f"gs1 param {k} {s}", mono())
+            except Exception:
+                self.count_error()
+
+    def mark(self, name, value=None):
+        """Records a marker event (epoch, eval, checkpoint) with an optional number."""
+        if self.path is None:
+            return
+        try:
+            if value is None:
+                self.add(f"gs1 mark {name} t={mono():.6f}")
+            else:
+                self.add(f"gs1 mark {name} {float(value)!r} t={mono():.6f}")
+        except Exception:
+            self.count_error()
+
+    def watch(self, loader, samples=None):
+        """Wraps an iterable of batches: `for batch in gpuscope.watch(loader):`. Each step's data wait
+        (the time next() takes) and compute (the rest of the iteration) are timed and sent; samples per
+        step are samples (an int), samples(batch), or the batch's first dimension. For a torch
+        DataLoader, batch_size, num_workers, pin_memory, prefetch_factor and persistent_workers are
+        recorded as params. len() works when the loader has one."""
+        if self.path is not None:
+            self.record_loader(loader)
+        return _Watched(self, loader, samples)
+
+    # -- the interface of the framework callbacks --
+
+    def count_error(self):
+        """Counts a message lost to a bad argument or an error in the client. Never raises."""
+        try:
+            with self.lock:
+                self.ndropped += 1
+        except Exception:
+            pass
+
+    def record_loader(self, loader):
+        """A torch DataLoader's settings as params (without importing torch)."""
+        try:
+            if not _is_torch_loader(loader):
+                return
+            kv = {}
+            for key in ("batch_size", "num_workers", "pin_memory", "prefetch_factor", "persistent_workers"):
+                if hasattr(loader, key):
+                    kv[key] = getattr(loader, key)
+            torch = sys.modules.get("torch")
+            kv["framework"] = "pytorch"
+            if torch is not None:
+                kv["framework_version"] = getattr(torch, "__version__", "")
+            self.param(**kv)
+        except Exception:
+            self.count_error()
+
+    def emit_step(self, data, span, phases, samples, t_end):
+        """Sends one step: data wait, then the step's other phases; compute is span minus the phases.
+        A step without a timed h2d phase carries no h2d= field: not measured is not zero. The step's
+        number is taken under the lock with the line, so numbers follow the order of the lines."""
+        try:
+            h2d = phases.pop("h2d", None) if phases else None
+            compute = span - (h2d or 0.0)
+            if phases:  # most steps time no phase, or h2d alone
+                data += phases.pop("data", 0.0)
+                phases.pop("compute", None)  # compute is the rest of the step anyway
+                compute -= sum(phases.values())
+            if compute < 0:
+                compute = 0.0
+            fields = f"data={data:.9f}"
+            if h2d is not None:
+                fields += f" h2d={h2d:.9f}"
+            fields += f" compute={compute:.9f}"
+            if samples is not None and samples >= 0:
+                fields += f" samples={samples}"
+            if phases:
+                for k, v in phases.items():
+                    fields += f" {k}={v:.9f}"
+            if self.rank > 0:
+                fields += f" rank={self.rank}"
+            with self.lock:
+                n = self.steps
+                self.steps = n + 1
+                self._add(f"gs1 step {n} {fields} t={t_end:.6f}", t_end)
+        except Exception:
+            self.count_error()
+
+    # -- batching and sending --
+
+    def add(self, line):
+        """Queues one message; sends the batch when 50 ms have passed or 3 KiB are pending."""
+        with self.lock:  # _add's body, written out: this is the per-message path of log() and mark()
+            self.lines.append(line)
+            self.nbytes += len(line) + 1
+            now = mono()
+            if now - self.last >= FLUSH_EVERY_S or self.nbytes >= FLUSH_BYTES:
+                self._flush(now)
+
+    def _add(self, line, now):  # add() with the lock held and the time taken
+        self.lines.append(line)
+        self.nbytes += len(line) + 1
+        if now - self.last >= FLUSH_EVERY_S or self.nbytes >= FLUSH_BYTES:
+            self._flush(now)
+
+    def _flush(self, now):  # the lock held
+        self.last = now
+        lines, self.lines, self.nbytes = self.lines, [], 0
+        if not lines:
+            return
+        try:
+            if self.sock is None:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.setblocking(False)
+                self.sock = s
+        except Exception:
+            self.ndropped += len(lines)
+            return
+        chunk, size = [], 0
+        for line in lines:
+            b = line.encode("utf-8", "replace")
+            if len(b) > MAX_DATAGRAM:
+                self.ndropped += 1
+                continue
+            if chunk and size + 1 + len(b) > MAX_DATAGRAM:
+                self._send(chunk)
+                chunk, size = [], 0
+            size += len(b) + (1 if chunk else 0)
+            chunk.append(b)
+        if chunk:
+            self._send(chunk)
+
+    def _send(self, chunk):  # the lock held
+        try:
+            self.sock.sendto(b"\n".join(chunk), self.path)
+        except Exception:  # full (EAGAIN), agent gone (ENOENT, ECONNREFUSED), anything
+            self.ndropped += len(chunk)
+
+
+def _watch(client, loader, samples):
+    """The generator behind watch(): times each next() as data wait and the rest of the iteration as
+    the step, with the step's phases in current_step while the loop body runs."""
+    get, set_, emit = current_step.get, current_step.set, client.emit_step
+    outer = get()
+    in_step = False
+    t0 = mono()
+    try:
+        for batch in loader:
+            t1 = mono()
+            phases = {}
+            n = count_samples(batch, samples)
+            in_step = True
+            set_(phases)
+            yield batch
+            t2 = mono()
+            set_(outer)
+            in_step = False
+            emit(t1 - t0, t2 - t1, phases, n, t2)
+            t0 = t2
+    finally:
+        set_(outer)
+        if in_step:  # the loop left early (break, exception): the step ended now
+            t2 = mono()
+            emit(t1 - t0, t2 - t1, phases, n, t2)
+        client.flush()
+
+
+class _Watched:
+    __slots__ = ("client", "loader", "samples")
+
+    def __init__(self, client, loader, samples):
+        self.client = client
+        self.loader = loader
+        self.samples = samples
+
+    def __iter__(self):
+        if self.client.path is None:
+            return iter(self.loader)
+        return _watch(self.client, self.loader, self.samples)
+
+    def __len__(self):
+        return len(self.loader)
+
+
+_PHASE_NAMES = {}  # a cache: name as given -> name as sent
+_RESERVED = {"n", "t", "total", "samples", "rank"}
+
+
+def _phase_name(name):
+    """The name as the protocol allows it: [A-Za-z0-9_./-], at most 64 characters."""
+    clean = _PHASE_NAMES.get(name)
+    if clean is None:
+        s = "".join(c if c.isascii() and (c.isalnum() or c in "_./-") else "_" for c in str(name))[:64] or "phase"
+        clean = s + "_phase" if s in _RESERVED else s
+        _PHASE_NAMES[name] = clean
+    return clean
+
+
+class phase:  # noqa: N801 (the public gpuscope.phase, used as `with gpuscope.phase(...)`)
+    """`with gpuscope.phase("h2d"):` times an explicit phase of the current step. "h2d" and "data"
+    go to the step's h2d= and data= fields, any other name to its own field (step.<name>_s); the
+    step's compute is what is left. Outside a watched step (of this thread or task) it does nothing.
+    Phases should not nest."""
+
+    __slots__ = ("name", "t0")
+
+    def __init__(self, name):
+        try:
+            self.name = _phase_name(name)
+        except Exception:
+            self.name = "phase"
+
+    def __enter__(self):
+        self.t0 = mono()
+        return self
+
+    def __exit__(self, *exc):
+        cur = _current_step_get()
+        if cur is not None:
+            try:
+                cur[self.name] = cur.get(self.name, 0.0) + (mono() - self.t0)
+            except Exception:
+                pass
+        return False
+
+
+class StepTimer:
+    """Steps timed from a framework's begin/end hooks: data wait is the gap since the previous
+    step's end (or since reset()), compute the hooked span less explicit phases."""
+
+    __slots__ = ("client", "last_end", "t_begin", "phases", "outer", "samples")
+
+    def __init__(self, client=None):
+        self.client = default_client if client is None else client
+        self.last_end = None
+        self.t_begin = None
+        self.phases = None
+        self.outer = None
+        self.samples = None
+
+    def reset(self):
+        """Starts the data-wait clock now (train or epoch start, after eval or a checkpoint)."""
+        self.last_end = mono()
+
+    def begin(self, samples=None):
+        if self.client.path is None:
+            return
+        self.t_begin = mono()
+        if self.last_end is None:
+            self.last_end = self.t_begin
+        self.samples = samples
+        self.phases = {}
+        self.outer = current_step.get()
+        current_step.set(self.phases)
+
+    def end(self):
+        if self.client.path is None or self.t_begin is None:
+            return
+        now = mono()
+        current_step.set(self.outer)
+        self.client.emit_step(self.t_begin - self.last_end, now - self.t_begin, self.phases, self.samples, now)
+        self.last_end = now
+        self.t_begin = None
+
+
+# The process's client, set up from the environment at import; the gpuscope package's functions are
+# its bound methods.
+default_client = Client.from_env()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=default_client.after_fork_in_child)
+atexit.register(default_client.flush)
