@@ -1,8 +1,8 @@
 """The Python client's behaviour on the wire, against a socket this test reads (no agent): what
 watch() sends per step (data wait, explicit phases, samples from the batch's first dimension, the
 step's own time), batching to at most 20 datagrams a second, the last step of a loop left by break,
-params, the no-op mode without GPUSCOPE_SOCKET, no exception for bad arguments, fork safety, and the
-per-step overhead (bench/client_overhead.py, < 20 us)."""
+params, the no-op mode without GPUSCOPE_SOCKET, no exception for bad arguments, fork safety, a phase
+timed only into its own thread's step, and the per-step overhead (bench/client_overhead.py, < 20 us)."""
 import os
 import re
 import shutil
@@ -207,6 +207,28 @@ gpuscope.flush()
 """)
         names = sorted(ln.split()[2] for ln in r.lines() if ln.startswith("gs1 metric"))
         check(names == ["child", "first", "pending"], f"metrics received: {names}")
+    finally:
+        r.close()
+
+
+def test_phase_in_another_thread_is_not_part_of_the_step():
+    r = Receiver()
+    try:
+        r.job(r"""
+import threading, time, gpuscope
+def other():
+    with gpuscope.phase("elsewhere"):   # no watched step in this thread
+        time.sleep(0.01)
+for b in gpuscope.watch([[0]] * 2):
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    with gpuscope.phase("mine"):
+        pass
+""")
+        steps = [ln for ln in r.lines() if ln.startswith("gs1 step")]
+        check(len(steps) == 2, f"want 2 step lines: {r.lines()}")
+        check(all(" mine=" in ln and "elsewhere" not in ln for ln in steps), f"steps: {steps}")
     finally:
         r.close()
 
