@@ -1,0 +1,455 @@
+/* tune/trial: one trial of a tune. The trial is a normal gpuscope run: a forked child calls
+ * agent_run() (so the run is in the store like any other, in the tune's group and tagged with its
+ * values), with the job's output in a temporary log and, with --mem-limit, RLIMIT_AS set for the
+ * job. The agent stops the job after warm-up + N client steps (agent_opts.stop_after_steps); in
+ * --seconds mode this file sends SIGTERM when the time is up. Then the run's step series are read
+ * back from the store: throughput after warm-up with its standard error, the data-wait share, GPU
+ * use, peak memory against the limit, and the trial's status (ok, oom, failed, interrupted). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "core/core.h"
+#include "store/store.h"
+#include "tune/tune_int.h"
+
+#define TAIL_LINES 6
+
+volatile sig_atomic_t tune_sigint, tune_sigint_tty;
+
+void tune_config_label(const struct tune_opts *o, const int *config, char *buf, size_t n) {
+  size_t off = 0;
+  buf[0] = 0;
+  for (int i = 0; i < o->nparams && off < n; i++) {
+    int w = snprintf(buf + off, n - off, "%s%s=%s", i ? " " : "", o->params[i].name,
+                     o->params[i].values[config[i]]);
+    if (w < 0)
+      break;
+    off += (size_t)w;
+  }
+}
+
+/* The kernel's OOM kills so far in our cgroup (v2 memory.events oom_kill), or -1 when unknown. */
+static long cgroup_oom_kills(void) {
+  char line[1024], path[1200];
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  long n = -1;
+  if (!f)
+    return -1;
+  path[0] = 0;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "0::", 3)) {
+      line[strcspn(line, "\n")] = 0;
+      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", line + 3);
+    }
+  fclose(f);
+  if (!path[0] || !(f = fopen(path, "r")))
+    return -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "oom_kill %ld", &n) == 1)
+      break;
+  fclose(f);
+  return n;
+}
+
+/* The last TAIL_LINES non-empty lines of the log, control characters replaced, into buf. */
+static void log_tail(int fd, char *buf, size_t n) {
+  char raw[8192];
+  buf[0] = 0;
+  off_t end = lseek(fd, 0, SEEK_END);
+  if (end < 0)
+    return;
+  off_t from = end > (off_t)sizeof raw - 1 ? end - (off_t)sizeof raw + 1 : 0;
+  ssize_t got = pread(fd, raw, (size_t)(end - from), from);
+  if (got <= 0)
+    return;
+  raw[got] = 0;
+  for (ssize_t i = 0; i < got; i++)
+    if (raw[i] == '\r' || raw[i] == '\t')
+      raw[i] = ' ';
+    else if ((unsigned char)raw[i] < 32 && raw[i] != '\n')
+      raw[i] = '?';
+  char *start = raw + got;
+  int lines = 0;
+  while (start > raw && lines <= TAIL_LINES) {
+    start--;
+    if (*start == '\n' && start[1] && start[1] != '\n')
+      lines++;
+  }
+  if (lines > TAIL_LINES)
+    start++;
+  while (*start == '\n')
+    start++;
+  size_t len = strlen(start);
+  while (len && start[len - 1] == '\n')
+    start[--len] = 0;
+  if (len >= n) /* keep the end: the error is on the last line */
+    start += len - (n - 1);
+  snprintf(buf, n, "%s", start);
+}
+
+/* The line of the tail that says the job ran out of memory, or NULL. */
+static const char *oom_line(const char *tail, char *buf, size_t n) {
+  static const char *pat[] = {"out of memory", "MemoryError", "can't allocate memory", "Cannot allocate memory",
+                              "std::bad_alloc", "OutOfMemoryError", "RESOURCE_EXHAUSTED"};
+  for (const char *l = tail; *l;) {
+    size_t len = strcspn(l, "\n");
+    for (size_t i = 0; i < sizeof pat / sizeof *pat; i++) {
+      const char *hit = strstr(l, pat[i]);
+      if (hit && hit < l + len) {
+        snprintf(buf, n, "%.*s", (int)(len > 200 ? 200 : len), l);
+        return buf;
+      }
+    }
+    l += len;
+    if (*l)
+      l++;
+  }
+  return NULL;
+}
+
+/* Runs the trial's job under the agent in a child; returns the child pid (or -1). The child writes
+ * "rc job_status\n" into res_fd and its own error, if any, into the log. */
+static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, char **argv, const char *tags, int log_fd,
+                   int res_fd) {
+  pid_t pid = fork();
+  if (pid)
+    return pid;
+  dup2(log_fd, 1);
+  dup2(log_fd, 2);
+  if (o->mem_limit > 0) {
+    struct rlimit rl = {(rlim_t)o->mem_limit, (rlim_t)o->mem_limit};
+    if (setrlimit(RLIMIT_AS, &rl))
+      fprintf(stderr, "gpuscope tune: cannot set the memory limit: %s\n", strerror(errno));
+  }
+  for (int i = 0; i < o->nparams; i++) {
+    char key[TUNE_MAX_NAME + 32];
+    int k = snprintf(key, sizeof key, "GPUSCOPE_PARAM_");
+    for (const char *c = o->params[i].name; *c && k < (int)sizeof key - 1; c++)
+      key[k++] = (char)toupper((unsigned char)*c);
+    key[k] = 0;
+    setenv(key, o->params[i].values[t->config[i]], 1);
+  }
+  struct agent_opts ao = {.argv = argv,
+                          .name = t->run_name,
+                          .tags = tags,
+                          .group = o->name,
+                          .interval_ns = o->interval_ns,
+                          .store_url = o->store_url,
+                          .root = "/",
+                          .quiet = 1,
+                          .stop_after_steps = o->seconds > 0 ? 0 : o->warmup + t->target_steps};
+  int status = 1;
+  int rc = agent_run(&ao, &status);
+  if (rc)
+    fprintf(stderr, "gpuscope: %s\n", gs_last_error());
+  char msg[64];
+  int len = snprintf(msg, sizeof msg, "%d %d\n", rc, status);
+  ssize_t w = write(res_fd, msg, (size_t)len);
+  (void)w;
+  fflush(NULL);
+  _exit(0);
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {0, ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* ---- measuring from the store ---- */
+
+struct arr {
+  int64_t *t;
+  double *v;
+  size_t n;
+};
+
+static void arr_load(struct store *st, const struct store_series *s, size_t ns, const char *src, const char *name,
+                     const char *labels, struct arr *a) {
+  memset(a, 0, sizeof *a);
+  long i = store_series_find(s, ns, src, name, labels);
+  if (i >= 0 && store_samples_load(st, s[i].id, &a->t, &a->v, &a->n)) {
+    free(a->t), free(a->v);
+    memset(a, 0, sizeof *a);
+  }
+}
+
+static void arr_free(struct arr *a) {
+  free(a->t);
+  free(a->v);
+}
+
+/* The value of a at time t (the step series share their timestamps), NAN when absent. */
+static double at(const struct arr *a, size_t *pos, int64_t t) {
+  while (*pos < a->n && a->t[*pos] < t)
+    (*pos)++;
+  return *pos < a->n && a->t[*pos] == t ? a->v[*pos] : NAN;
+}
+
+static void measure_gpus(struct store *st, const struct store_series *s, size_t ns, int64_t from, int64_t to,
+                         struct tune_trial *t, double samples) {
+  double util = 0, energy = 0, worst = -1;
+  int nutil = 0, nenergy = 0;
+  for (size_t i = 0; i < ns; i++) {
+    if (strcmp(s[i].source, "nvml"))
+      continue;
+    struct arr a = {0};
+    if (!strcmp(s[i].name, "gpu.util_pct") || !strcmp(s[i].name, "gpu.energy_j") ||
+        !strcmp(s[i].name, "gpu.mem_used_bytes")) {
+      if (store_samples_load(st, s[i].id, &a.t, &a.v, &a.n))
+        continue;
+    } else {
+      continue;
+    }
+    double sum = 0, first = NAN, last = NAN, peak = NAN;
+    size_t k = 0;
+    for (size_t j = 0; j < a.n; j++) {
+      if (!isfinite(a.v[j]))
+        continue;
+      if (!(a.v[j] <= peak))
+        peak = a.v[j];
+      if (a.t[j] < from || a.t[j] > to)
+        continue;
+      sum += a.v[j], k++;
+      if (isnan(first))
+        first = a.v[j];
+      last = a.v[j];
+    }
+    if (!strcmp(s[i].name, "gpu.util_pct") && k)
+      util += sum / (double)k, nutil++;
+    else if (!strcmp(s[i].name, "gpu.energy_j") && k >= 2)
+      energy += last - first, nenergy++;
+    else if (!strcmp(s[i].name, "gpu.mem_used_bytes") && isfinite(peak)) {
+      long ti = store_series_find(s, ns, "nvml", "gpu.mem_total_bytes", s[i].labels);
+      struct arr tot = {0};
+      double total = NAN;
+      if (ti >= 0 && !store_samples_load(st, s[ti].id, &tot.t, &tot.v, &tot.n) && tot.n)
+        total = tot.v[tot.n - 1];
+      arr_free(&tot);
+      double share = isfinite(total) && total > 0 ? peak / total : NAN;
+      if (isnan(t->peak_mem) || (isfinite(share) && share > worst)) {
+        t->peak_mem = peak, t->mem_limit = total;
+        if (isfinite(share))
+          worst = share;
+      }
+    }
+    arr_free(&a);
+  }
+  if (nutil)
+    t->gpu_util = util / nutil;
+  if (nenergy && isfinite(samples) && samples > 0)
+    t->energy_per_sample = energy / samples;
+}
+
+static double series_last(struct store *st, const struct store_series *s, size_t ns, const char *src,
+                          const char *name) {
+  struct arr a;
+  arr_load(st, s, ns, src, name, "", &a);
+  double v = a.n ? a.v[a.n - 1] : NAN;
+  arr_free(&a);
+  return v;
+}
+
+static int measure(const struct tune_opts *o, struct store *st, struct tune_trial *t) {
+  struct store_run run;
+  if (st->run_get(st, t->run_name, &run))
+    return gs_fail(GS_ENOENT, "the trial's run %s is not in the store", t->run_name);
+  snprintf(t->run_id, sizeof t->run_id, "%s", run.id);
+  struct store_series *s = NULL;
+  size_t ns = 0;
+  if (st->series_list(st, run.id, &s, &ns))
+    return GS_EIO;
+  struct arr n, tot, smp, data;
+  arr_load(st, s, ns, "client", "step.n", "", &n);
+  arr_load(st, s, ns, "client", "step.total_s", "", &tot);
+  arr_load(st, s, ns, "client", "step.samples", "", &smp);
+  arr_load(st, s, ns, "client", "step.data_s", "", &data);
+  t->steps_run = (long)n.n;
+  size_t first = (size_t)o->warmup, last = tot.n;
+  if (t->target_steps > 0 && first + (size_t)t->target_steps < last)
+    last = first + (size_t)t->target_steps;
+  size_t m = last > first ? last - first : 0;
+  double *x = calloc(m + 1, sizeof *x), *sec = calloc(m + 1, sizeof *sec);
+  double sx = 0, st_sum = 0, sd = 0, sd_t = 0;
+  size_t ps = 0, pd = 0;
+  int have_samples = 1;
+  for (size_t i = 0; x && sec && i < m; i++) {
+    int64_t ti = tot.t[first + i];
+    sec[i] = tot.v[first + i];
+    x[i] = at(&smp, &ps, ti);
+    double d = at(&data, &pd, ti);
+    if (!isfinite(x[i]))
+      have_samples = 0;
+    else
+      sx += x[i];
+    st_sum += sec[i];
+    if (isfinite(d))
+      sd += d, sd_t += sec[i];
+  }
+  t->steps_measured = (long)m;
+  if (x && sec && m >= 2) {
+    if (o->metric == TUNE_STEPS_PER_S || have_samples)
+      tune_rate(o->metric == TUNE_STEPS_PER_S ? NULL : x, sec, m, &t->rate, &t->se);
+    t->step_s = st_sum / (double)m;
+    if (sd_t > 0)
+      t->data_share = sd / sd_t;
+    int64_t from = tot.t[first] - (int64_t)(sec[0] * 1e9), to = tot.t[last - 1];
+    measure_gpus(st, s, ns, from, to, t, have_samples ? sx : NAN);
+  }
+  if (isnan(t->peak_mem)) { /* no GPU memory: the job's resident memory against the host's limit */
+    struct arr rss;
+    arr_load(st, s, ns, "proctree", "tree.rss_bytes", "", &rss);
+    for (size_t i = 0; i < rss.n; i++)
+      if (isfinite(rss.v[i]) && !(rss.v[i] <= t->peak_mem))
+        t->peak_mem = rss.v[i];
+    arr_free(&rss);
+    t->mem_limit = o->mem_limit > 0 ? (double)o->mem_limit : series_last(st, s, ns, "host", "host.cgroup.mem_limit_bytes");
+    if (!isfinite(t->mem_limit))
+      t->mem_limit = series_last(st, s, ns, "host", "host.mem.total_bytes");
+  }
+  t->margin_ok = isfinite(t->peak_mem) && isfinite(t->mem_limit) && t->mem_limit > 0
+                     ? t->peak_mem <= TUNE_MARGIN * t->mem_limit
+                     : -1;
+  free(x), free(sec);
+  arr_free(&n), arr_free(&tot), arr_free(&smp), arr_free(&data);
+  free(s);
+  return 0;
+}
+
+int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64_t deadline_ns) {
+  int rc = 0, log_fd = -1, res[2] = {-1, -1};
+  char **argv = NULL, tags[1024];
+  t->status = TUNE_FAILED;
+  t->exit_status = -1;
+  t->rate = t->se = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
+  t->energy_per_sample = NAN;
+  t->margin_ok = -1;
+  snprintf(t->run_name, sizeof t->run_name, "%s/%02d", o->name, k + 1);
+  int off = snprintf(tags, sizeof tags, "tune=%s,trial=%d", o->name, k + 1);
+  for (int i = 0; i < o->nparams && off > 0 && off < (int)sizeof tags; i++) {
+    const char *v = o->params[i].values[t->config[i]];
+    if (!strchr(v, ',') && v[0] != '=')
+      off += snprintf(tags + off, sizeof tags - (size_t)off, ",%s=%s", o->params[i].name, v);
+  }
+  if (!(argv = tune_substitute(o, t->config))) {
+    snprintf(t->reason, sizeof t->reason, "out of memory");
+    return GS_ENOMEM;
+  }
+  const char *tmp = getenv("TMPDIR");
+  char tpath[600];
+  snprintf(tpath, sizeof tpath, "%s/gpuscope-tune-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if ((log_fd = mkostemp(tpath, O_CLOEXEC)) < 0) {
+    snprintf(t->reason, sizeof t->reason, "cannot create the trial's log in %s: %s", tmp && tmp[0] ? tmp : "/tmp",
+             strerror(errno));
+    goto out;
+  }
+  unlink(tpath); /* the open descriptor is all we need */
+  if (pipe2(res, O_CLOEXEC)) {
+    snprintf(t->reason, sizeof t->reason, "pipe: %s", strerror(errno));
+    goto out;
+  }
+  long kills0 = cgroup_oom_kills();
+  int64_t t0 = gs_mono_ns();
+  fflush(NULL);
+  pid_t pid = spawn(o, t, argv, tags, log_fd, res[1]);
+  if (pid < 0) {
+    snprintf(t->reason, sizeof t->reason, "fork: %s", strerror(errno));
+    goto out;
+  }
+  close(res[1]);
+  res[1] = -1;
+  int ws = 0, termed = 0, interrupted = 0;
+  sig_atomic_t seen = tune_sigint;
+  for (;;) {
+    pid_t p = waitpid(pid, &ws, WNOHANG);
+    if (p == pid || (p < 0 && errno != EINTR))
+      break;
+    if (tune_sigint != seen) {
+      seen = tune_sigint;
+      interrupted = 1;
+      /* A terminal's ^C reached the agent and the job through the process group already. */
+      if (!tune_sigint_tty)
+        kill(pid, SIGINT);
+    }
+    int64_t now = gs_mono_ns();
+    if (!termed && ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * 1e9)) ||
+                    (deadline_ns && now >= deadline_ns))) {
+      kill(pid, SIGTERM); /* the agent passes it to the job and closes the run */
+      termed = 1;
+    }
+    sleep_ms(20);
+  }
+  char msg[64] = "";
+  ssize_t got = read(res[0], msg, sizeof msg - 1);
+  int arc = 1, status = -1;
+  if (got <= 0 || sscanf(msg, "%d %d", &arc, &status) != 2)
+    arc = 1;
+  log_tail(log_fd, t->tail, sizeof t->tail);
+  if (arc) {
+    snprintf(t->reason, sizeof t->reason, "the agent could not run the trial (see its output)");
+    goto out;
+  }
+  t->exit_status = status;
+  struct store *st = store_open(o->store_url);
+  if (!st) {
+    rc = GS_EIO;
+    snprintf(t->reason, sizeof t->reason, "%s", gs_last_error());
+    goto out;
+  }
+  int mrc = measure(o, st, t);
+  st->close(st);
+  if (mrc) {
+    snprintf(t->reason, sizeof t->reason, "%s", gs_last_error());
+    goto out;
+  }
+  long kills1 = cgroup_oom_kills();
+  int by_us = termed || (status == 128 + SIGTERM && t->steps_run >= o->warmup + t->target_steps);
+  char line[256];
+  if (interrupted) {
+    t->status = TUNE_INTERRUPTED;
+    snprintf(t->reason, sizeof t->reason, "stopped by Ctrl-C");
+  } else if (status == 0 || by_us) {
+    t->status = TUNE_OK;
+    if (!isfinite(t->rate)) {
+      t->status = TUNE_FAILED;
+      if (t->steps_measured < 2)
+        snprintf(t->reason, sizeof t->reason, "%ld steps after a warm-up of %ld (need 2 to measure)",
+                 t->steps_measured, o->warmup);
+      else
+        snprintf(t->reason, sizeof t->reason, "the client's steps carry no samples= (try --metric steps_per_s)");
+    }
+  } else if (oom_line(t->tail, line, sizeof line)) {
+    t->status = TUNE_OOM;
+    snprintf(t->reason, sizeof t->reason, "%s", line);
+  } else if (status == 128 + SIGKILL && kills0 >= 0 && kills1 > kills0) {
+    t->status = TUNE_OOM;
+    snprintf(t->reason, sizeof t->reason, "killed by the kernel's OOM killer (memory.events oom_kill %ld -> %ld)",
+             kills0, kills1);
+  } else {
+    t->status = TUNE_FAILED;
+    if (status > 128)
+      snprintf(t->reason, sizeof t->reason, "the job died of signal %d (%s)", status - 128, strsignal(status - 128));
+    else
+      snprintf(t->reason, sizeof t->reason, "the job exited with status %d", status);
+  }
+out:
+  if (t->status == TUNE_OK)
+    t->tail[0] = 0;
+  if (log_fd >= 0)
+    close(log_fd);
+  if (res[0] >= 0)
+    close(res[0]);
+  if (res[1] >= 0)
+    close(res[1]);
+  tune_argv_free(argv);
+  return rc;
+}
