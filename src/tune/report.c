@@ -28,6 +28,18 @@ static void clean(char *s) {
       *s = '?';
 }
 
+/* Prints s left-aligned in width columns (UTF-8 aware: "—" and "±" are one column each). */
+static void col(FILE *out, const char *s, int width) {
+  int w = 0;
+  for (const char *p = s; *p; p++)
+    if (((unsigned char)*p & 0xC0) != 0x80)
+      w++;
+  fputs(s, out);
+  for (; w < width; w++)
+    fputc(' ', out);
+  fputc(' ', out);
+}
+
 static const char *metric_name(const struct tune_opts *o) {
   return o->metric == TUNE_STEPS_PER_S ? "steps_per_s" : "samples_per_s";
 }
@@ -77,14 +89,21 @@ static void lr_note(const struct tune_opts *o, const struct tune_result *r, char
 
 void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st) {
   static const char *strategies[] = {"grid", "halving", "doctor"};
-  fprintf(out, "gpuscope tune %s — %s, %zu trials, %ld trial-steps%s\n\n", o->name, strategies[o->strategy], r->n,
-          r->trial_steps, r->interrupted ? " (interrupted: the table so far)" : "");
+  char name[sizeof o->name];
+  snprintf(name, sizeof name, "%s", o->name);
+  clean(name);
+  fprintf(out, "gpuscope tune %s — %s, %zu trials, %ld trial-steps (%ld steps run)%s\n\n", name,
+          strategies[o->strategy], r->n, r->trial_steps, r->steps_run,
+          r->interrupted ? " (interrupted: the table so far)" : "");
   int *idx = table_order(r);
   if (!idx)
     return;
-  fprintf(out, " %-3s %-34s %-22s %-9s %-5s %-5s %-10s %-9s %-6s %s\n", "#", "configuration",
-          o->metric == TUNE_STEPS_PER_S ? "steps/s ± s.e." : "samples/s ± s.e.", "step", "data", "GPU", "peak mem",
-          "J/sample", "steps", "status");
+  const char *head[] = {" #", "configuration", o->metric == TUNE_STEPS_PER_S ? "steps/s ± s.e." : "samples/s ± s.e.",
+                        "step", "data", "GPU", "peak mem", "J/sample", "steps"};
+  const int widths[] = {3, 34, 22, 9, 5, 5, 10, 9, 6};
+  for (size_t i = 0; i < sizeof head / sizeof *head; i++)
+    col(out, head[i], widths[i]);
+  fputs("status\n", out);
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[idx[i]];
     char label[512], rate[64], a[32], b[32], c[32], d[32], e[32], f[32], steps[32];
@@ -98,11 +117,19 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
       snprintf(steps, sizeof steps, "%ld", t->steps_run);
     else
       snprintf(steps, sizeof steps, "—");
-    fprintf(out, " %02d  %-34s %-22s %-9s %-5s %-5s %-10s %-9s %-6s %s%s%s%s\n", idx[i] + 1, label, rate,
-            isfinite(t->step_s) ? (snprintf(a, sizeof a, "%.1f ms", t->step_s * 1e3), a) : "—",
-            fnum(t->data_share * 100, "%.0f%%", b, sizeof b), fnum(t->gpu_util, "%.0f%%", c, sizeof c),
-            fbytes(t->peak_mem, d, sizeof d), fnum(t->energy_per_sample, "%.3g", e, sizeof e), steps,
-            tune_status_name(t->status), o->strategy == TUNE_HALVING ? (snprintf(f, sizeof f, " r%d", t->rung), f) : "",
+    char num[16];
+    snprintf(num, sizeof num, " %02d", idx[i] + 1);
+    col(out, num, 3);
+    col(out, label, 34);
+    col(out, rate, 22);
+    col(out, isfinite(t->step_s) ? (snprintf(a, sizeof a, "%.1f ms", t->step_s * 1e3), a) : "—", 9);
+    col(out, fnum(t->data_share * 100, "%.0f%%", b, sizeof b), 5);
+    col(out, fnum(t->gpu_util, "%.0f%%", c, sizeof c), 5);
+    col(out, fbytes(t->peak_mem, d, sizeof d), 10);
+    col(out, fnum(t->energy_per_sample, "%.3g", e, sizeof e), 9);
+    col(out, steps, 6);
+    fprintf(out, "%s%s%s%s\n", tune_status_name(t->status),
+            o->strategy == TUNE_HALVING ? (snprintf(f, sizeof f, " r%d", t->rung), f) : "",
             idx[i] == r->winner ? "  winner" : t->tied ? "  tie" : "", t->margin_ok == 0 ? "  (peak > 90% of limit)" : "");
   }
   int printed = 0;
@@ -197,7 +224,7 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   fputc(',', out), jkey(out, "metric"), gs_json_str(out, metric_name(o));
   fprintf(out, ",\"steps\":%ld,\"warmup\":%ld,", o->steps, o->warmup);
   jkey(out, "seconds"), gs_json_num(out, o->seconds > 0 ? o->seconds : NAN);
-  fprintf(out, ",\"trial_steps\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps,
+  fprintf(out, ",\"trial_steps\":%ld,\"steps_run\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps, r->steps_run,
           r->interrupted ? "true" : "false", r->budget_out ? "true" : "false");
   jkey(out, "tie_z"), gs_json_num(out, TUNE_TIE_Z);
   fputs(",\"params\":{", out);

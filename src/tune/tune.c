@@ -123,7 +123,9 @@ static int run_one(struct ctx *c, const int *config, int rung, long steps) {
     snprintf(t->reason, sizeof t->reason, "%s", c->r->interrupted ? "the sweep was interrupted" : "the budget ran out");
   } else {
     int rc = tune_trial_run(c->o, t, k, c->deadline);
-    c->r->trial_steps += t->steps_run;
+    long used = t->steps_run, asked = c->o->warmup + t->target_steps;
+    c->r->trial_steps += c->o->seconds > 0 || used < asked ? used : asked;
+    c->r->steps_run += t->steps_run;
     if (t->status == TUNE_INTERRUPTED)
       c->r->interrupted = 1;
     if (rc == GS_EIO) {

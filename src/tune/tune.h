@@ -82,7 +82,8 @@ struct tune_result {
   size_t n, cap;
   int interrupted;    /* Ctrl-C stopped the sweep */
   int budget_out;     /* the budget ended before every trial ran */
-  long trial_steps;   /* steps run by every trial together (warm-up included) */
+  long trial_steps;   /* steps the trials used: warm-up + measured, at most what each asked for */
+  long steps_run;     /* steps the jobs ran in all (a stopped job may run a step or two past its stop) */
   int best, winner, recommended; /* trial indices or -1; winner -1 when the best ties another */
   char stop_reason[160]; /* doctor: why it stopped */
 };
