@@ -12,7 +12,6 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,6 +116,26 @@ static const char *oom_line(const char *tail, char *buf, size_t n) {
   return NULL;
 }
 
+/* The job under util-linux's prlimit: RLIMIT_AS for the job's processes only, not for the agent (a
+ * limit on the agent could fail the agent first, and ASan's shadow memory cannot live under one).
+ * Takes argv (freed); returns the new argv or NULL. */
+static char **with_limit(char **argv, int64_t bytes) {
+  size_t n = 0;
+  while (argv[n])
+    n++;
+  char **out = calloc(n + 4, sizeof *out);
+  char lim[64];
+  snprintf(lim, sizeof lim, "--as=%lld", (long long)bytes);
+  if (out && (out[0] = strdup("prlimit")) && (out[1] = strdup(lim)) && (out[2] = strdup("--"))) {
+    memcpy(out + 3, argv, n * sizeof *argv);
+    free(argv);
+    return out;
+  }
+  tune_argv_free(out);
+  tune_argv_free(argv);
+  return NULL;
+}
+
 /* Runs the trial's job under the agent in a child; returns the child pid (or -1). The child writes
  * "rc job_status\n" into res_fd and its own error, if any, into the log. */
 static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, char **argv, const char *tags, int log_fd,
@@ -126,11 +145,6 @@ static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, char **argv,
     return pid;
   dup2(log_fd, 1);
   dup2(log_fd, 2);
-  if (o->mem_limit > 0) {
-    struct rlimit rl = {(rlim_t)o->mem_limit, (rlim_t)o->mem_limit};
-    if (setrlimit(RLIMIT_AS, &rl))
-      fprintf(stderr, "gpuscope tune: cannot set the memory limit: %s\n", strerror(errno));
-  }
   for (int i = 0; i < o->nparams; i++) {
     char key[TUNE_MAX_NAME + 32];
     int k = snprintf(key, sizeof key, "GPUSCOPE_PARAM_");
@@ -340,7 +354,7 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
     if (!strchr(v, ',') && v[0] != '=')
       off += snprintf(tags + off, sizeof tags - (size_t)off, ",%s=%s", o->params[i].name, v);
   }
-  if (!(argv = tune_substitute(o, t->config))) {
+  if (!(argv = tune_substitute(o, t->config)) || (o->mem_limit > 0 && !(argv = with_limit(argv, o->mem_limit)))) {
     snprintf(t->reason, sizeof t->reason, "out of memory");
     return GS_ENOMEM;
   }
