@@ -3,7 +3,8 @@
 waiting (a fetch from slow storage or a native decoder that releases the GIL, `--latency-ms`) plus a
 little CPU work (`--work` blur passes) — feeding a small CNN. Loader worker processes overlap the
 waits, so more workers are faster even on a busy machine; batch size sets the memory of each step
-(`--mem-per-sample-mb` of activations), so a big enough batch runs out of memory under a limit.
+(`--mem-per-sample-mb` of activations, none by default), so a big enough batch runs out of memory
+under a limit.
 
     gpuscope tune --param workers=0,2,4 --param batch_size=16,64 --steps 8 --warmup 2 -- \\
         /usr/bin/python3 examples/tune_costly.py --workers {workers} --batch-size {batch_size}
@@ -59,9 +60,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--batch-size", type=int, default=32)
-    ap.add_argument("--latency-ms", type=float, default=1.0, help="wait per sample")
+    ap.add_argument("--latency-ms", type=float, default=2.0, help="wait per sample")
     ap.add_argument("--work", type=int, default=1, help="blur passes per sample")
-    ap.add_argument("--mem-per-sample-mb", type=float, default=1.0)
+    ap.add_argument("--mem-per-sample-mb", type=float, default=0, help="activations held per sample")
     ap.add_argument("--transform", choices=["ok", "broken"], default="ok")
     a = ap.parse_args()
     dev = device()

@@ -98,7 +98,7 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
   int *idx = table_order(r);
   if (!idx)
     return;
-  const char *head[] = {" #", "configuration", o->metric == TUNE_STEPS_PER_S ? "steps/s ± s.e." : "samples/s ± s.e.",
+  const char *head[] = {" #", "configuration", o->metric == TUNE_STEPS_PER_S ? "steps/s ± 95% CI" : "samples/s ± 95% CI",
                         "step", "data", "GPU", "peak mem", "J/sample", "steps"};
   const int widths[] = {3, 34, 22, 9, 5, 5, 10, 9, 6};
   for (size_t i = 0; i < sizeof head / sizeof *head; i++)
@@ -110,7 +110,7 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
     tune_config_label(o, t->config, label, sizeof label);
     clean(label);
     if (t->status == TUNE_OK && isfinite(t->rate))
-      snprintf(rate, sizeof rate, "%.1f ± %.1f", t->rate, t->se);
+      snprintf(rate, sizeof rate, "%.1f ± %.1f", t->rate, t->ci);
     else
       snprintf(rate, sizeof rate, "—");
     if (t->steps_run || t->status == TUNE_OK)
@@ -173,7 +173,7 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
     tune_config_label(o, w->config, label, sizeof label);
     clean(label);
     if (r->winner >= 0) {
-      fprintf(out, "winner: %02d %s — %.1f ± %.1f %s", r->winner + 1, label, w->rate, w->se,
+      fprintf(out, "winner: %02d %s — %.1f ± %.1f %s", r->winner + 1, label, w->rate, w->ci,
               o->metric == TUNE_STEPS_PER_S ? "steps/s" : "samples/s");
     } else {
       fprintf(out, "tie within noise:");
@@ -181,7 +181,7 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
         if (r->trials[i].tied)
           fprintf(out, " %02zu", i + 1);
       fprintf(out, "; recommended %02d %s (first of the tied in plan order) — %.1f ± %.1f", r->recommended + 1, label,
-              w->rate, w->se);
+              w->rate, w->ci);
     }
     const struct tune_trial *base = r->n ? &r->trials[0] : NULL;
     if (base && base->status == TUNE_OK && isfinite(base->rate) && base->rate > 0)
@@ -226,8 +226,7 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   jkey(out, "seconds"), gs_json_num(out, o->seconds > 0 ? o->seconds : NAN);
   fprintf(out, ",\"trial_steps\":%ld,\"steps_run\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps, r->steps_run,
           r->interrupted ? "true" : "false", r->budget_out ? "true" : "false");
-  jkey(out, "tie_z"), gs_json_num(out, TUNE_TIE_Z);
-  fputs(",\"params\":{", out);
+  fputs("\"params\":{", out);
   for (int i = 0; i < o->nparams; i++) {
     if (i)
       fputc(',', out);
@@ -257,9 +256,10 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
       fprintf(out, "\"exit_status\":%d,", t->exit_status);
     else
       fputs("\"exit_status\":null,", out);
-    const char *keys[] = {"rate", "se", "step_s", "data_wait_share", "gpu_util_pct", "peak_mem_bytes",
+    fprintf(out, "\"dof\":%d,", t->dof);
+    const char *keys[] = {"rate", "ci95", "step_s", "data_wait_share", "gpu_util_pct", "peak_mem_bytes",
                           "mem_limit_bytes", "energy_per_sample_j", "estimate"};
-    double vals[] = {t->status == TUNE_OK ? t->rate : NAN, t->status == TUNE_OK ? t->se : NAN, t->step_s,
+    double vals[] = {t->status == TUNE_OK ? t->rate : NAN, t->status == TUNE_OK ? t->ci : NAN, t->step_s,
                      t->data_share, t->gpu_util, t->peak_mem, t->mem_limit, t->energy_per_sample, t->estimate};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
       jkey(out, keys[k]), gs_json_num(out, vals[k]), fputc(',', out);

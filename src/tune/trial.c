@@ -23,7 +23,7 @@
 
 #define TAIL_LINES 6
 
-volatile sig_atomic_t tune_sigint, tune_sigint_tty;
+volatile sig_atomic_t tune_sigint, tune_sigint_signo, tune_sigint_tty;
 
 void tune_config_label(const struct tune_opts *o, const int *config, char *buf, size_t n) {
   size_t off = 0;
@@ -312,20 +312,27 @@ static int measure(const struct tune_opts *o, struct store *st, struct tune_tria
   t->steps_measured = (long)m;
   if (x && sec && m >= 2) {
     if (o->metric == TUNE_STEPS_PER_S || have_samples)
-      tune_rate(o->metric == TUNE_STEPS_PER_S ? NULL : x, sec, m, &t->rate, &t->se);
+      tune_rate(o->metric == TUNE_STEPS_PER_S ? NULL : x, sec, m, &t->rate, &t->ci, &t->dof);
     t->step_s = st_sum / (double)m;
     if (sd_t > 0)
       t->data_share = sd / sd_t;
     int64_t from = tot.t[first] - (int64_t)(sec[0] * 1e9), to = tot.t[last - 1];
     measure_gpus(st, s, ns, from, to, t, have_samples ? sx : NAN);
   }
-  if (isnan(t->peak_mem)) { /* no GPU memory: the job's resident memory against the host's limit */
-    struct arr rss;
-    arr_load(st, s, ns, "proctree", "tree.rss_bytes", "", &rss);
-    for (size_t i = 0; i < rss.n; i++)
-      if (isfinite(rss.v[i]) && !(rss.v[i] <= t->peak_mem))
-        t->peak_mem = rss.v[i];
-    arr_free(&rss);
+  if (isnan(t->peak_mem)) {
+    /* No GPU memory: host memory. --mem-limit is RLIMIT_AS, a limit per process, so its peak is the
+     * largest process's resident memory; otherwise the whole job's against the cgroup or the host. */
+    for (size_t i = 0; i < ns; i++) {
+      int per_proc = o->mem_limit > 0;
+      if (strcmp(s[i].source, "proctree") || strcmp(s[i].name, per_proc ? "proc.rss_bytes" : "tree.rss_bytes"))
+        continue;
+      struct arr rss = {0};
+      if (store_samples_load(st, s[i].id, &rss.t, &rss.v, &rss.n) == 0)
+        for (size_t j = 0; j < rss.n; j++)
+          if (isfinite(rss.v[j]) && !(rss.v[j] <= t->peak_mem))
+            t->peak_mem = rss.v[j];
+      arr_free(&rss);
+    }
     t->mem_limit = o->mem_limit > 0 ? (double)o->mem_limit : series_last(st, s, ns, "host", "host.cgroup.mem_limit_bytes");
     if (!isfinite(t->mem_limit))
       t->mem_limit = series_last(st, s, ns, "host", "host.mem.total_bytes");
@@ -344,7 +351,7 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
   char **argv = NULL, tags[1024];
   t->status = TUNE_FAILED;
   t->exit_status = -1;
-  t->rate = t->se = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
+  t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
   t->energy_per_sample = NAN;
   t->margin_ok = -1;
   snprintf(t->run_name, sizeof t->run_name, "%s/%02d", o->name, k + 1);
@@ -392,7 +399,7 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
       interrupted = 1;
       /* A terminal's ^C reached the agent and the job through the process group already. */
       if (!tune_sigint_tty)
-        kill(pid, SIGINT);
+        kill(pid, tune_sigint_signo ? tune_sigint_signo : SIGINT); /* the agent passes it on */
     }
     int64_t now = gs_mono_ns();
     if (!termed && ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * 1e9)) ||
@@ -436,8 +443,9 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
     if (!isfinite(t->rate)) {
       t->status = TUNE_FAILED;
       if (t->steps_measured < 2)
-        snprintf(t->reason, sizeof t->reason, "%ld steps after a warm-up of %ld (need 2 to measure)",
-                 t->steps_measured, o->warmup);
+        snprintf(t->reason, sizeof t->reason, "%s%ld steps after a warm-up of %ld (need 2 to measure)",
+                 termed && o->seconds <= 0 ? "the budget ran out during the trial: " : "", t->steps_measured,
+                 o->warmup);
       else
         snprintf(t->reason, sizeof t->reason, "the client's steps carry no samples= (try --metric steps_per_s)");
     }

@@ -13,7 +13,8 @@
 #include "tune/tune_int.h"
 
 static void on_sigint(int sig, siginfo_t *si, void *ctx) {
-  (void)sig, (void)ctx;
+  (void)ctx;
+  tune_sigint_signo = sig;
   tune_sigint_tty = si && si->si_code == SI_KERNEL;
   tune_sigint++;
 }
@@ -32,7 +33,7 @@ static struct tune_trial *trial_new(struct tune_result *r, const int *config, in
   t->rung = rung;
   t->target_steps = steps;
   t->exit_status = -1;
-  t->rate = t->se = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
+  t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
   t->energy_per_sample = t->estimate = NAN;
   t->margin_ok = -1;
   t->prev = -1;
@@ -96,7 +97,7 @@ static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
       *p = '?';
   fprintf(c->o->progress, "[tune] %02zu %s: %s", k + 1, label, tune_status_name(t->status));
   if (t->status == TUNE_OK)
-    fprintf(c->o->progress, " %.1f ± %.1f %s over %ld steps", t->rate, t->se,
+    fprintf(c->o->progress, " %.1f ± %.1f %s over %ld steps", t->rate, t->ci,
             c->o->metric == TUNE_STEPS_PER_S ? "steps/s" : "samples/s", t->steps_measured);
   else if (t->reason[0])
     fprintf(c->o->progress, " (%s)", t->reason);
@@ -220,8 +221,8 @@ static int halving(struct ctx *c) {
     live[i] = (int)i;
   for (int rung = 0; rung < rungs && nlive && !rc; rung++) {
     long steps = c->o->steps >> (rungs - 1 - rung);
-    if (c->o->seconds <= 0 && steps < 2)
-      steps = 2;
+    if (steps < 4) /* two blocks of two steps: the least that has a spread of blocks */
+      steps = c->o->steps < 4 ? c->o->steps : 4;
     size_t nok = 0;
     for (size_t i = 0; i < nlive; i++) {
       int k = run_one(c, cfg + (size_t)live[i] * TUNE_MAX_PARAMS, rung, steps);
@@ -382,11 +383,11 @@ static int doctor(struct ctx *c) {
       fprintf(c->o->progress, "[tune] doctor: %s promised %.2fx from trial %02d; measured ", rule, est, cur + 1);
       if (t->status == TUNE_OK)
         fprintf(c->o->progress, "%.2fx (%.1f -> %.1f)%s\n", t->rate / p->rate, p->rate, t->rate,
-                tune_tie(t->rate, t->se, p->rate, p->se) ? ", within noise" : "");
+                tune_tie(t->rate, t->ci, p->rate, p->ci) ? ", within noise" : "");
       else
         fprintf(c->o->progress, "nothing (%s)\n", tune_status_name(t->status));
     }
-    if (t->status == TUNE_OK && t->rate > p->rate && !tune_tie(t->rate, t->se, p->rate, p->se))
+    if (t->status == TUNE_OK && t->rate > p->rate) /* measured faster: go on from there */
       cur = k;
   }
 }
@@ -398,13 +399,16 @@ int tune_run(const struct tune_opts *o, struct tune_result *r) {
   if (!st)
     return GS_EIO;
   st->close(st);
-  struct sigaction sa = {.sa_sigaction = on_sigint, .sa_flags = SA_SIGINFO}, old;
+  struct sigaction sa = {.sa_sigaction = on_sigint, .sa_flags = SA_SIGINFO}, old[3];
+  static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
   sigemptyset(&sa.sa_mask);
-  tune_sigint = tune_sigint_tty = 0;
-  sigaction(SIGINT, &sa, &old);
+  tune_sigint = tune_sigint_signo = tune_sigint_tty = 0;
+  for (int i = 0; i < 3; i++)
+    sigaction(sigs[i], &sa, &old[i]);
   struct ctx c = {.o = o, .r = r, .deadline = o->budget_ns > 0 ? gs_mono_ns() + o->budget_ns : 0};
   int rc = o->strategy == TUNE_HALVING ? halving(&c) : o->strategy == TUNE_DOCTOR ? doctor(&c) : grid(&c);
-  sigaction(SIGINT, &old, NULL);
+  for (int i = 0; i < 3; i++)
+    sigaction(sigs[i], &old[i], NULL);
   if (tune_sigint)
     r->interrupted = 1;
   tune_rank(o, r);
@@ -432,7 +436,7 @@ void tune_rank(const struct tune_opts *o, struct tune_result *r) {
   int ties = 0;
   for (size_t i = 0; i < r->n; i++) {
     struct tune_trial *t = &r->trials[i];
-    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && tune_tie(t->rate, t->se, b->rate, b->se)) {
+    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && tune_tie(t->rate, t->ci, b->rate, b->ci)) {
       t->tied = 1;
       if ((int)i != r->best)
         ties++;

@@ -20,7 +20,6 @@
 #define TUNE_MAX_PARAMS 16
 #define TUNE_MAX_VALUES 64
 #define TUNE_MAX_NAME 48 /* bytes in a parameter name */
-#define TUNE_TIE_Z 1.96  /* two means within 1.96 standard errors of their difference tie */
 #define TUNE_MARGIN 0.90 /* the winner's peak memory must stay at or below 90 % of the limit */
 
 struct tune_param {
@@ -68,7 +67,8 @@ struct tune_trial {
   char run_id[32], run_name[160];
   int exit_status;             /* as a shell shows it; -1 unknown */
   long steps_run, steps_measured;
-  double rate, se;             /* the metric and its standard error over the measured steps (NAN unknown) */
+  double rate, ci;             /* the metric over the measured steps and its 95 % half-width (NAN unknown) */
+  int dof;                     /* the half-width's degrees of freedom (blocks of steps - 1) */
   double step_s, data_share, gpu_util, peak_mem, mem_limit, energy_per_sample; /* NAN unknown */
   int margin_ok;               /* peak <= 90 % of limit: 1, 0, or -1 unknown */
   double estimate;             /* doctor: the speed-up the finding promised (NAN none) */
@@ -105,13 +105,18 @@ void tune_argv_free(char **argv);
  * tune_result_done) or a GS_E code when the store cannot be used. */
 int tune_run(const struct tune_opts *o, struct tune_result *r);
 
-/* The metric and its standard error from per-step samples and durations (the ratio estimator
- * sum(samples)/sum(seconds); samples NULL: steps per second). Needs n >= 2 finite pairs; returns
- * 0, or GS_EINVAL with *rate and *se NAN. */
-int tune_rate(const double *samples, const double *secs, size_t n, double *rate, double *se);
+/* The metric from per-step samples and durations — sum(samples) / sum(seconds), or steps per
+ * second when samples is NULL — and its 95 % confidence half-width: the ratio estimator's standard
+ * error over blocks of floor(sqrt(n)) consecutive steps (batch means, so a loader's bursts do not
+ * count as noise), times Student's t for (blocks - 1) degrees of freedom. Pairs with a missing or
+ * non-positive duration are left out. Needs 2 pairs; returns 0, or GS_EINVAL (*rate, *ci NAN). */
+int tune_rate(const double *samples, const double *secs, size_t n, double *rate, double *ci, int *dof);
 
-/* Whether two measured figures tie: |a - b| <= TUNE_TIE_Z * sqrt(se_a^2 + se_b^2). */
-int tune_tie(double a, double se_a, double b, double se_b);
+/* Student's t quantile 0.975 for dof degrees of freedom (NAN below 1). */
+double tune_t975(int dof);
+
+/* Whether two measured figures tie: |a - b| <= sqrt(ci_a^2 + ci_b^2), their 95 % half-widths. */
+int tune_tie(double a, double ci_a, double b, double ci_b);
 
 /* Sets r->best, r->winner, r->recommended and each trial's tied flag (halving: among the last rung). */
 void tune_rank(const struct tune_opts *o, struct tune_result *r);

@@ -7,9 +7,10 @@
 
 #include "tune/tune.h"
 
-/* Set by tune's SIGINT handler (a signal handler can only reach globals): the count of SIGINTs and
- * whether the last came from the terminal (the job's process group got it too). */
-extern volatile sig_atomic_t tune_sigint, tune_sigint_tty;
+/* Set by tune's handler of SIGINT, SIGTERM and SIGHUP (a signal handler can only reach globals): how
+ * many arrived, the last one's number, and whether it came from the terminal (^C: the agent and the
+ * job, in the same process group, got it too). */
+extern volatile sig_atomic_t tune_sigint, tune_sigint_signo, tune_sigint_tty;
 
 /* Runs trial t (t->config, t->target_steps set; k its number for the run name) and measures it.
  * Fills every other field. Returns 0, or a GS_E code when the store cannot be read (t->status is

@@ -29,7 +29,8 @@ def test_too_big_batch_is_oom_and_bigger_ones_are_skipped():
         # 1 MiB of activations per sample: 1024 samples need 1 GiB more than torch's ~0.7 GiB.
         out, err = tune(sb, "--name", "mem", "--steps", "4", "--warmup", "1", "--mem-limit", "1200M", "--json",
                         "--param", "batch_size=16,1024,4096", "--param", "workers=0,2",
-                        "--", PYTHON, EXAMPLE, "--batch-size", "{batch_size}", "--workers", "{workers}")
+                        "--", PYTHON, EXAMPLE, "--batch-size", "{batch_size}", "--workers", "{workers}",
+                        "--mem-per-sample-mb", "1")
         r = json.loads(out)
         print("     " + err.strip().replace("\n", "\n     "))
         st = {(t["config"]["workers"], t["config"]["batch_size"]): t for t in r["trials"]}
