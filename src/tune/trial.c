@@ -210,8 +210,8 @@ static double at(const struct arr *a, size_t *pos, int64_t t) {
 }
 
 static void measure_gpus(struct store *st, const struct store_series *s, size_t ns, int64_t from, int64_t to,
-                         struct tune_trial *t, double samples) {
-  double util = 0, energy = 0, worst = -1;
+                         struct tune_trial *t, double samples_per_s) {
+  double util = 0, watts = 0, worst = -1;
   int nutil = 0, nenergy = 0;
   for (size_t i = 0; i < ns; i++) {
     if (strcmp(s[i].source, "nvml"))
@@ -224,7 +224,7 @@ static void measure_gpus(struct store *st, const struct store_series *s, size_t 
     } else {
       continue;
     }
-    double sum = 0, first = NAN, last = NAN, peak = NAN;
+    double sum = 0, peak = NAN;
     size_t k = 0;
     for (size_t j = 0; j < a.n; j++) {
       if (!isfinite(a.v[j]))
@@ -234,14 +234,23 @@ static void measure_gpus(struct store *st, const struct store_series *s, size_t 
       if (a.t[j] < from || a.t[j] > to)
         continue;
       sum += a.v[j], k++;
-      if (isnan(first))
-        first = a.v[j];
-      last = a.v[j];
     }
     if (!strcmp(s[i].name, "gpu.util_pct") && k)
       util += sum / (double)k, nutil++;
-    else if (!strcmp(s[i].name, "gpu.energy_j") && k >= 2)
-      energy += last - first, nenergy++;
+    else if (!strcmp(s[i].name, "gpu.energy_j") && a.n >= 2) {
+      /* The counter's slope over the samples that bracket the window (it may be shorter than a tick). */
+      size_t i0 = 0, i1 = a.n - 1;
+      for (size_t j = 0; j < a.n; j++) {
+        if (a.t[j] <= from)
+          i0 = j;
+        if (a.t[j] >= to) {
+          i1 = j;
+          break;
+        }
+      }
+      if (i1 > i0 && isfinite(a.v[i0]) && isfinite(a.v[i1]) && a.v[i1] >= a.v[i0])
+        watts += (a.v[i1] - a.v[i0]) / ((double)(a.t[i1] - a.t[i0]) / 1e9), nenergy++;
+    }
     else if (!strcmp(s[i].name, "gpu.mem_used_bytes") && isfinite(peak)) {
       long ti = store_series_find(s, ns, "nvml", "gpu.mem_total_bytes", s[i].labels);
       struct arr tot = {0};
@@ -260,8 +269,8 @@ static void measure_gpus(struct store *st, const struct store_series *s, size_t 
   }
   if (nutil)
     t->gpu_util = util / nutil;
-  if (nenergy && isfinite(samples) && samples > 0)
-    t->energy_per_sample = energy / samples;
+  if (nenergy && isfinite(samples_per_s) && samples_per_s > 0)
+    t->energy_per_sample = watts / samples_per_s;
 }
 
 static double series_last(struct store *st, const struct store_series *s, size_t ns, const char *src,
@@ -317,7 +326,7 @@ static int measure(const struct tune_opts *o, struct store *st, struct tune_tria
     if (sd_t > 0)
       t->data_share = sd / sd_t;
     int64_t from = tot.t[first] - (int64_t)(sec[0] * 1e9), to = tot.t[last - 1];
-    measure_gpus(st, s, ns, from, to, t, have_samples ? sx : NAN);
+    measure_gpus(st, s, ns, from, to, t, have_samples && st_sum > 0 ? sx / st_sum : NAN);
   }
   if (isnan(t->peak_mem)) {
     /* No GPU memory: host memory. --mem-limit is RLIMIT_AS, a limit per process, so its peak is the

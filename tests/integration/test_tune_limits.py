@@ -92,6 +92,20 @@ def test_ctrl_c_stops_the_trial_and_prints_the_table_so_far():
         sb.close()
 
 
+def test_budget_stops_the_running_trial_and_starts_no_other():
+    sb = Sandbox()
+    try:
+        out, err = tune(sb, "--name", "bud", "--budget", "4s", "--steps", "100000", "--warmup", "1", "--json",
+                        "--param", "workers=0,2", "--", PYTHON, EXAMPLE, "--workers", "{workers}")
+        r = json.loads(out)
+        first, second = r["trials"]
+        check(r["budget_out"] is True, str(r))
+        check(first["status"] == "ok" and first["steps_measured"] >= 2 and first["exit_status"] == 143, str(first))
+        check(second["status"] == "not_run" and second["run_id"] is None, str(second))
+    finally:
+        sb.close()
+
+
 def test_unknown_placeholder_and_unused_param_are_usage_errors_before_running():
     sb = Sandbox()
     try:
