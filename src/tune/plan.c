@@ -116,10 +116,16 @@ int tune_validate(const struct tune_opts *o) {
     if (rc)
       return rc;
   }
-  for (int i = 0; i < o->nparams; i++)
+  double total = 1;
+  for (int i = 0; i < o->nparams; i++) {
     if (!used[i])
       return gs_fail(GS_EINVAL, "--param %s is not used: the command has no {%s}", o->params[i].name,
                      o->params[i].name);
+    total *= o->params[i].nvalues;
+  }
+  if (total > TUNE_MAX_CONFIGS)
+    return gs_fail(GS_EINVAL, "%.0f configurations is too many (at most %d): fewer values, or fewer --param",
+                   total, TUNE_MAX_CONFIGS);
   return 0;
 }
 

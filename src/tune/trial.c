@@ -60,60 +60,62 @@ static long cgroup_oom_kills(void) {
   return n;
 }
 
-/* The last TAIL_LINES non-empty lines of the log, control characters replaced, into buf. */
-static void log_tail(int fd, char *buf, size_t n) {
-  char raw[8192];
+/* The end of the log (at most n - 1 bytes, control characters but newlines replaced) into buf. */
+static void log_end(int fd, char *buf, size_t n) {
   buf[0] = 0;
   off_t end = lseek(fd, 0, SEEK_END);
-  if (end < 0)
+  if (end <= 0)
     return;
-  off_t from = end > (off_t)sizeof raw - 1 ? end - (off_t)sizeof raw + 1 : 0;
-  ssize_t got = pread(fd, raw, (size_t)(end - from), from);
+  off_t from = end > (off_t)n - 1 ? end - (off_t)n + 1 : 0;
+  ssize_t got = pread(fd, buf, (size_t)(end - from), from);
   if (got <= 0)
     return;
-  raw[got] = 0;
+  buf[got] = 0;
   for (ssize_t i = 0; i < got; i++)
-    if (raw[i] == '\r' || raw[i] == '\t')
-      raw[i] = ' ';
-    else if ((unsigned char)raw[i] < 32 && raw[i] != '\n')
-      raw[i] = '?';
-  char *start = raw + got;
+    if (buf[i] == '\r' || buf[i] == '\t')
+      buf[i] = ' ';
+    else if ((unsigned char)buf[i] < 32 && buf[i] != '\n')
+      buf[i] = '?';
+}
+
+/* The last TAIL_LINES non-empty lines of text into buf (n bytes, keeping the end). */
+static void tail_lines(const char *text, char *buf, size_t n) {
+  const char *start = text + strlen(text);
   int lines = 0;
-  while (start > raw && lines <= TAIL_LINES) {
+  while (start > text && lines < TAIL_LINES) {
     start--;
     if (*start == '\n' && start[1] && start[1] != '\n')
       lines++;
   }
-  if (lines > TAIL_LINES)
-    start++;
   while (*start == '\n')
     start++;
   size_t len = strlen(start);
   while (len && start[len - 1] == '\n')
-    start[--len] = 0;
+    len--;
   if (len >= n) /* keep the end: the error is on the last line */
-    start += len - (n - 1);
-  snprintf(buf, n, "%s", start);
+    start += len - (n - 1), len = n - 1;
+  snprintf(buf, n, "%.*s", (int)len, start);
 }
 
-/* The line of the tail that says the job ran out of memory, or NULL. */
-static const char *oom_line(const char *tail, char *buf, size_t n) {
+/* The last line of the log's end that says the job ran out of memory, or NULL. */
+static const char *oom_line(const char *text, char *buf, size_t n) {
   static const char *pat[] = {"out of memory", "MemoryError", "can't allocate memory", "Cannot allocate memory",
                               "std::bad_alloc", "OutOfMemoryError", "RESOURCE_EXHAUSTED"};
-  for (const char *l = tail; *l;) {
+  const char *found = NULL;
+  for (const char *l = text; *l;) {
     size_t len = strcspn(l, "\n");
     for (size_t i = 0; i < sizeof pat / sizeof *pat; i++) {
       const char *hit = strstr(l, pat[i]);
       if (hit && hit < l + len) {
         snprintf(buf, n, "%.*s", (int)(len > 200 ? 200 : len), l);
-        return buf;
+        found = buf;
       }
     }
     l += len;
     if (*l)
       l++;
   }
-  return NULL;
+  return found;
 }
 
 /* The job under util-linux's prlimit: RLIMIT_AS for the job's processes only, not for the agent (a
@@ -166,8 +168,9 @@ static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, char **argv,
   int rc = agent_run(&ao, &status);
   if (rc)
     fprintf(stderr, "gpuscope: %s\n", gs_last_error());
-  char msg[64];
-  int len = snprintf(msg, sizeof msg, "%d %d\n", rc, status);
+  char msg[96];
+  const char *id = getenv("GPUSCOPE_RUN_ID"); /* agent_run sets it for the job, in this process */
+  int len = snprintf(msg, sizeof msg, "%d %d %.31s\n", rc, status, rc == 0 && id && id[0] ? id : "-");
   ssize_t w = write(res_fd, msg, (size_t)len);
   (void)w;
   fflush(NULL);
@@ -284,7 +287,7 @@ static double series_last(struct store *st, const struct store_series *s, size_t
 
 static int measure(const struct tune_opts *o, struct store *st, struct tune_trial *t) {
   struct store_run run;
-  if (st->run_get(st, t->run_name, &run))
+  if (st->run_get(st, t->run_id[0] ? t->run_id : t->run_name, &run))
     return gs_fail(GS_ENOENT, "the trial's run %s is not in the store", t->run_name);
   snprintf(t->run_id, sizeof t->run_id, "%s", run.id);
   struct store_series *s = NULL;
@@ -357,7 +360,7 @@ static int measure(const struct tune_opts *o, struct store *st, struct tune_tria
 
 int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64_t deadline_ns) {
   int rc = 0, log_fd = -1, res[2] = {-1, -1};
-  char **argv = NULL, tags[1024];
+  char **argv = NULL, tags[1024], *end = NULL;
   t->status = TUNE_FAILED;
   t->exit_status = -1;
   t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
@@ -418,17 +421,21 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
     }
     sleep_ms(20);
   }
-  char msg[64] = "";
+  char msg[96] = "", id[32] = "";
   ssize_t got = read(res[0], msg, sizeof msg - 1);
   int arc = 1, status = -1;
-  if (got <= 0 || sscanf(msg, "%d %d", &arc, &status) != 2)
+  if (got <= 0 || sscanf(msg, "%d %d %31s", &arc, &status, id) != 3)
     arc = 1;
-  log_tail(log_fd, t->tail, sizeof t->tail);
+  end = malloc(8192);
+  if (end)
+    log_end(log_fd, end, 8192);
+  tail_lines(end ? end : "", t->tail, sizeof t->tail);
   if (arc) {
     snprintf(t->reason, sizeof t->reason, "the agent could not run the trial (see its output)");
     goto out;
   }
   t->exit_status = status;
+  snprintf(t->run_id, sizeof t->run_id, "%s", id);
   struct store *st = store_open(o->store_url);
   if (!st) {
     rc = GS_EIO;
@@ -458,13 +465,14 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
       else
         snprintf(t->reason, sizeof t->reason, "the client's steps carry no samples= (try --metric steps_per_s)");
     }
-  } else if (oom_line(t->tail, line, sizeof line)) {
+  } else if (end && oom_line(end, line, sizeof line)) {
     t->status = TUNE_OOM;
     snprintf(t->reason, sizeof t->reason, "%s", line);
-  } else if (status == 128 + SIGKILL && kills0 >= 0 && kills1 > kills0) {
+  } else if (kills0 >= 0 && kills1 > kills0) { /* the job or one of its workers */
     t->status = TUNE_OOM;
-    snprintf(t->reason, sizeof t->reason, "killed by the kernel's OOM killer (memory.events oom_kill %ld -> %ld)",
-             kills0, kills1);
+    snprintf(t->reason, sizeof t->reason,
+             "the kernel's OOM killer ran during the trial (cgroup memory.events oom_kill %ld -> %ld), exit %d", kills0,
+             kills1, status);
   } else {
     t->status = TUNE_FAILED;
     if (status > 128)
@@ -473,6 +481,7 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
       snprintf(t->reason, sizeof t->reason, "the job exited with status %d", status);
   }
 out:
+  free(end);
   if (t->status == TUNE_OK)
     t->tail[0] = 0;
   if (log_fd >= 0)

@@ -20,6 +20,7 @@
 #define TUNE_MAX_PARAMS 16
 #define TUNE_MAX_VALUES 64
 #define TUNE_MAX_NAME 48 /* bytes in a parameter name */
+#define TUNE_MAX_CONFIGS 10000 /* configurations in one tune (the product of the value counts) */
 #define TUNE_MARGIN 0.90 /* the winner's peak memory must stay at or below 90 % of the limit */
 
 struct tune_param {
@@ -92,7 +93,8 @@ struct tune_result {
 int tune_param_add(struct tune_opts *o, const char *spec);
 
 /* Checks the command against the parameters: every {name} must be a parameter and every parameter
- * must appear at least once ({{ and }} are literal braces). Returns 0 or GS_EINVAL with a message. */
+ * must appear at least once ({{ and }} are literal braces), and there may be at most TUNE_MAX_CONFIGS
+ * configurations. Returns 0 or GS_EINVAL with a message. */
 int tune_validate(const struct tune_opts *o);
 
 /* The command of one configuration with its placeholders filled: a malloc'd NULL-terminated argv

@@ -61,6 +61,23 @@ static void test_validate_refuses_unknown_placeholder_and_unused_param(void **st
   tune_opts_done(&o);
 }
 
+static void test_validate_refuses_too_many_configurations(void **state) {
+  (void)state;
+  struct tune_opts o = {0};
+  char spec[64], arg[5][8], *argv[7] = {"job"};
+  for (int i = 0; i < 5; i++) { /* 10^5 configurations */
+    snprintf(spec, sizeof spec, "p%d=0,1,2,3,4,5,6,7,8,9", i);
+    assert_int_equal(tune_param_add(&o, spec), 0);
+    snprintf(arg[i], sizeof arg[i], "{p%d}", i);
+    argv[i + 1] = arg[i];
+  }
+  argv[6] = NULL;
+  o.argv = argv;
+  assert_int_equal(tune_validate(&o), GS_EINVAL);
+  assert_non_null(strstr(gs_last_error(), "too many"));
+  tune_opts_done(&o);
+}
+
 static void test_substitute_fills_every_placeholder(void **state) {
   (void)state;
   struct tune_opts o = {0};
@@ -168,6 +185,7 @@ int main(void) {
       cmocka_unit_test(test_param_add_parses_name_and_values),
       cmocka_unit_test(test_param_add_rejects_bad_specs),
       cmocka_unit_test(test_validate_refuses_unknown_placeholder_and_unused_param),
+      cmocka_unit_test(test_validate_refuses_too_many_configurations),
       cmocka_unit_test(test_substitute_fills_every_placeholder),
       cmocka_unit_test(test_rate_is_the_ratio_estimator_with_its_confidence),
       cmocka_unit_test(test_rate_does_not_count_a_loaders_bursts_as_noise),
