@@ -32,7 +32,7 @@ static const char tune_usage[] =
 struct tune_cli {
   struct tune_opts o;
   int json;
-  int rc; /* usage error seen in on_opt */
+  int steps_given, seconds_given;
 };
 
 static int parse_long(const char *s, long min, long *out) {
@@ -76,6 +76,7 @@ static int on_opt(int opt, const char *arg, void *user) {
   case 'S':
     if (parse_long(arg, 1, &o->steps))
       return cli_error(GS_EXIT_USAGE, "tune: --steps wants a whole number >= 1, got '%s'", arg);
+    c->steps_given = 1;
     break;
   case 'W':
     if (parse_long(arg, 0, &o->warmup))
@@ -85,6 +86,7 @@ static int on_opt(int opt, const char *arg, void *user) {
     if (gs_parse_duration(arg, &ns) || ns < 100000000LL)
       return cli_error(GS_EXIT_USAGE, "tune: --seconds wants a duration of at least 0.1 s, got '%s'", arg);
     o->seconds = (double)ns / 1e9;
+    c->seconds_given = 1;
     break;
   case 'g':
     if (!strcmp(arg, "grid"))
@@ -158,6 +160,10 @@ int cmd_tune(int argc, char **argv) {
     goto out;
   if (i >= argc || i + 1 >= argc || !argv[i + 1][0]) {
     rc = cli_error(GS_EXIT_USAGE, "tune: no command given (usage: gpuscope tune --param N=V1,V2 -- CMD {N})");
+    goto out;
+  }
+  if (c.steps_given && c.seconds_given) {
+    rc = cli_error(GS_EXIT_USAGE, "tune: --steps and --seconds both end a trial: give one");
     goto out;
   }
   c.o.argv = argv + i + 1;

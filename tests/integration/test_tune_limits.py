@@ -117,6 +117,8 @@ def test_unknown_placeholder_and_unused_param_are_usage_errors_before_running():
             (["--param", "workers=0,2", "--", "touch", marker, "{workers"], "unclosed"),
             (["--strategy", "best", "--param", "w=1", "--", "touch", marker, "{w}"], "--strategy"),
             (["--param", "w=1"], "no command"),
+            (["--steps", "5", "--seconds", "3", "--param", "w=1", "--", "touch", marker, "{w}"], "give one"),
+            (["--strategy", "halving", "--seconds", "3", "--param", "w=1", "--", "touch", marker, "{w}"], "--seconds"),
         ]
         for args, msg in cases:
             rc, out, err = sb.gs("tune", *args)

@@ -63,6 +63,18 @@ def test_grid_runs_every_configuration_and_its_winner_uses_workers():
     check(abs(g["speedup_vs_baseline"] - trial(g, g["recommended"])["rate"] / base["rate"]) < 1e-6, str(g))
 
 
+def test_learning_rate_note_and_findings_for_the_recommended_configuration():
+    sandbox()
+    g = results["grid"]
+    rec, base = trial(g, g["recommended"]), trial(g, 1)
+    b0, b1 = int(base["config"]["batch_size"]), int(rec["config"]["batch_size"])
+    if b1 == b0:
+        check(g["lr_note"] is None, g["lr_note"])
+    else:
+        check(g["lr_note"] and f"{b1 / b0:.3g}x" in g["lr_note"] and "warm-up" in g["lr_note"], g["lr_note"])
+    check(isinstance(g["findings"], list) and g["findings"] and all(f["rule"] for f in g["findings"]), str(g["findings"]))
+
+
 def test_each_trial_measured_after_warmup_and_stopped_by_steps():
     sandbox()
     for t in results["grid"]["trials"]:
