@@ -363,7 +363,7 @@ static int doctor(struct ctx *c) {
         pick = &f[i];
     if (!pick) {
       snprintf(c->r->stop_reason, sizeof c->r->stop_reason,
-               "no finding with a fix among the parameters promises >= 1.05x (top: %s %.2fx)",
+               "no finding that promises >= 1.05x names an untried listed value (top: %s %.2fx)",
                nf ? f[0].rule : "none", nf ? f[0].speedup : 1.0);
       free(f);
       return 0;
