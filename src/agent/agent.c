@@ -214,6 +214,7 @@ static void run_fill(struct store_run *r, const struct agent_opts *o) {
   memset(r, 0, sizeof *r);
   snprintf(r->name, sizeof r->name, "%s", o->name ? o->name : "");
   snprintf(r->tags, sizeof r->tags, "%s", o->tags ? o->tags : "");
+  snprintf(r->group, sizeof r->group, "%s", o->group ? o->group : "");
   join_argv(o->argv, r->command, sizeof r->command);
   if (!getcwd(r->cwd, sizeof r->cwd))
     r->cwd[0] = 0;
@@ -327,7 +328,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   live.tree_cpu = gs_sink_find(sink, "proctree", "tree.cpu_pct", "");
   live.tree_rss = gs_sink_find(sink, "proctree", "tree.rss_bytes", "");
   int64_t next = gs_mono_ns(), last_live = 0;
-  int waiting_tree = 0;
+  int waiting_tree = 0, stop_sent = 0;
   for (;;) {
     int64_t now = gs_mono_ns();
     if (now >= next) {
@@ -358,8 +359,13 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     int n = ppoll(pf, 2, &ts, NULL);
     if (n <= 0)
       continue;
-    if (pf[1].revents & POLLIN)
+    if (pf[1].revents & POLLIN) {
       ingest_poll(in, sink, gs_mono_ns());
+      /* tune's trials: steps are numbered from 0 by the client, so step N-1 is the N-th step. */
+      if (o->stop_after_steps > 0 && !job_done && !stop_sent &&
+          gs_sink_last(sink, gs_sink_find(sink, "client", "step.n", "")) + 1 >= (double)o->stop_after_steps)
+        stop_sent = !kill(job, SIGTERM);
+    }
     if (!(pf[0].revents & POLLIN))
       continue;
     struct signalfd_siginfo si;

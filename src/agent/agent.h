@@ -19,6 +19,8 @@ struct agent_opts {
   const char *root;      /* procfs root ("/") */
   int quiet;             /* no live line, no summary */
   int wait_tree;         /* after the job exits, wait for its descendants too */
+  const char *group;     /* run group (NULL = none): the runs of one `gpuscope tune` */
+  long stop_after_steps; /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
 };
 
 /* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the

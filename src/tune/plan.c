@@ -1,0 +1,271 @@
+/* tune/plan: the tune's parameters — parsing `--param name=v1,v2`, checking the command's {name}
+ * placeholders against them before anything runs, filling a configuration into the command — and
+ * the noise model (the ratio estimator's standard error, ties) that ranking uses. */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "tune/tune.h"
+
+static int valid_name(const char *s, size_t n) {
+  if (!n || n >= TUNE_MAX_NAME || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+      return 0;
+  return 1;
+}
+
+static int find_param(const struct tune_opts *o, const char *s, size_t n) {
+  for (int i = 0; i < o->nparams; i++)
+    if (strlen(o->params[i].name) == n && !memcmp(o->params[i].name, s, n))
+      return i;
+  return -1;
+}
+
+int tune_param_add(struct tune_opts *o, const char *spec) {
+  const char *eq = strchr(spec, '=');
+  if (!eq || !valid_name(spec, (size_t)(eq - spec)))
+    return gs_fail(GS_EINVAL, "--param wants NAME=V1,V2,... with NAME of letters, digits and _, got '%s'", spec);
+  if (find_param(o, spec, (size_t)(eq - spec)) >= 0)
+    return gs_fail(GS_EINVAL, "--param %.*s given twice", (int)(eq - spec), spec);
+  if (o->nparams >= TUNE_MAX_PARAMS)
+    return gs_fail(GS_EINVAL, "at most %d --param", TUNE_MAX_PARAMS);
+  struct tune_param *p = &o->params[o->nparams];
+  memset(p, 0, sizeof *p);
+  memcpy(p->name, spec, (size_t)(eq - spec));
+  for (const char *v = eq + 1;;) {
+    const char *c = strchr(v, ',');
+    size_t n = c ? (size_t)(c - v) : strlen(v);
+    if (!n)
+      goto bad;
+    for (int i = 0; i < p->nvalues; i++)
+      if (strlen(p->values[i]) == n && !memcmp(p->values[i], v, n)) {
+        gs_fail(GS_EINVAL, "--param %s: value '%.*s' given twice", p->name, (int)n, v);
+        goto fail;
+      }
+    if (p->nvalues >= TUNE_MAX_VALUES) {
+      gs_fail(GS_EINVAL, "--param %s: at most %d values", p->name, TUNE_MAX_VALUES);
+      goto fail;
+    }
+    if (!(p->values[p->nvalues] = strndup(v, n))) {
+      gs_fail(GS_ENOMEM, "out of memory");
+      goto fail;
+    }
+    p->nvalues++;
+    if (!c)
+      break;
+    v = c + 1;
+  }
+  o->nparams++;
+  return 0;
+bad:
+  gs_fail(GS_EINVAL, "--param %s: empty value in '%s'", p->name, spec);
+fail:
+  for (int i = 0; i < p->nvalues; i++)
+    free(p->values[i]);
+  memset(p, 0, sizeof *p);
+  return GS_EINVAL;
+}
+
+/* Walks one argument's placeholders: calls fn for each {name} (literal text otherwise); returns
+ * GS_EINVAL on an unclosed brace, a bad name or an unknown parameter. */
+typedef void (*piece_fn)(void *user, const char *s, size_t n, int param);
+
+static int walk(const struct tune_opts *o, const char *arg, piece_fn fn, void *user) {
+  const char *p = arg;
+  while (*p) {
+    if ((p[0] == '{' && p[1] == '{') || (p[0] == '}' && p[1] == '}')) {
+      fn(user, p, 1, -1);
+      p += 2;
+    } else if (*p == '{') {
+      const char *e = strchr(p + 1, '}');
+      if (!e)
+        return gs_fail(GS_EINVAL, "unclosed '{' in argument '%s' (write {{ for a literal brace)", arg);
+      int i = find_param(o, p + 1, (size_t)(e - p - 1));
+      if (i < 0)
+        return gs_fail(GS_EINVAL, "unknown placeholder {%.*s} in '%s' (no --param %.*s)", (int)(e - p - 1), p + 1,
+                       arg, (int)(e - p - 1), p + 1);
+      fn(user, NULL, 0, i);
+      p = e + 1;
+    } else if (*p == '}') {
+      return gs_fail(GS_EINVAL, "unmatched '}' in argument '%s' (write }} for a literal brace)", arg);
+    } else {
+      size_t n = strcspn(p, "{}");
+      fn(user, p, n, -1);
+      p += n;
+    }
+  }
+  return 0;
+}
+
+static void mark_used(void *user, const char *s, size_t n, int param) {
+  (void)s, (void)n;
+  if (param >= 0)
+    ((int *)user)[param] = 1;
+}
+
+int tune_validate(const struct tune_opts *o) {
+  if (!o->nparams)
+    return gs_fail(GS_EINVAL, "no --param given: nothing to tune");
+  int used[TUNE_MAX_PARAMS] = {0};
+  for (int a = 0; o->argv[a]; a++) {
+    int rc = walk(o, o->argv[a], mark_used, used);
+    if (rc)
+      return rc;
+  }
+  double total = 1;
+  for (int i = 0; i < o->nparams; i++) {
+    if (!used[i])
+      return gs_fail(GS_EINVAL, "--param %s is not used: the command has no {%s}", o->params[i].name,
+                     o->params[i].name);
+    total *= o->params[i].nvalues;
+  }
+  if (total > TUNE_MAX_CONFIGS)
+    return gs_fail(GS_EINVAL, "%.0f configurations is too many (at most %d): fewer values, or fewer --param",
+                   total, TUNE_MAX_CONFIGS);
+  return 0;
+}
+
+struct fill {
+  const struct tune_opts *o;
+  const int *config;
+  char *buf;
+  size_t len, cap;
+  int oom;
+};
+
+static void put(void *user, const char *s, size_t n, int param) {
+  struct fill *f = user;
+  if (param >= 0) {
+    s = f->o->params[param].values[f->config[param]];
+    n = strlen(s);
+  }
+  if (f->len + n + 1 > f->cap) {
+    size_t cap = (f->len + n + 1) * 2;
+    char *b = realloc(f->buf, cap);
+    if (!b) {
+      f->oom = 1;
+      return;
+    }
+    f->buf = b, f->cap = cap;
+  }
+  memcpy(f->buf + f->len, s, n);
+  f->len += n;
+  f->buf[f->len] = 0;
+}
+
+char **tune_substitute(const struct tune_opts *o, const int *config) {
+  size_t n = 0;
+  while (o->argv[n])
+    n++;
+  char **out = calloc(n + 1, sizeof *out);
+  if (!out)
+    return NULL;
+  for (size_t a = 0; a < n; a++) {
+    struct fill f = {.o = o, .config = config};
+    put(&f, "", 0, -1);
+    if (walk(o, o->argv[a], put, &f) || f.oom) {
+      free(f.buf);
+      tune_argv_free(out);
+      return NULL;
+    }
+    out[a] = f.buf;
+  }
+  return out;
+}
+
+void tune_argv_free(char **argv) {
+  if (!argv)
+    return;
+  for (size_t i = 0; argv[i]; i++)
+    free(argv[i]);
+  free(argv);
+}
+
+int tune_batch_param(const struct tune_opts *o) {
+  for (int i = 0; i < o->nparams; i++) {
+    const char *n = o->params[i].name;
+    size_t l = strlen(n);
+    if (!strcmp(n, "batch") || !strcmp(n, "bs") || (l >= 10 && !strcmp(n + l - 10, "batch_size")))
+      return i;
+  }
+  return -1;
+}
+
+/* Student's t, two-sided 95 %, for dof degrees of freedom. */
+double tune_t975(int dof) {
+  static const double t[] = {NAN, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+  if (dof < 1)
+    return NAN;
+  if (dof <= 20)
+    return t[dof];
+  return dof <= 30 ? 2.042 : dof <= 60 ? 2.000 : 1.960;
+}
+
+/* The ratio estimator R = sum x / sum t over k pairs and its standard error by the delta method:
+ * sqrt(sum (x - R t)^2 / (k (k - 1))) / mean t. */
+static void ratio(const double *x, const double *t, size_t k, double *r, double *se) {
+  double sx = 0, st = 0, ss = 0;
+  for (size_t i = 0; i < k; i++)
+    sx += x[i], st += t[i];
+  *r = sx / st;
+  for (size_t i = 0; i < k; i++)
+    ss += (x[i] - *r * t[i]) * (x[i] - *r * t[i]);
+  *se = sqrt(ss / ((double)k * (double)(k - 1))) / (st / (double)k);
+}
+
+int tune_rate(const double *samples, const double *secs, size_t n, double *rate, double *ci, int *dof) {
+  *rate = *ci = NAN;
+  *dof = 0;
+  double *x = malloc((n + 1) * sizeof *x), *t = malloc((n + 1) * sizeof *t);
+  size_t k = 0;
+  for (size_t i = 0; x && t && i < n; i++) {
+    double v = samples ? samples[i] : 1;
+    if (isfinite(v) && isfinite(secs[i]) && secs[i] > 0)
+      x[k] = v, t[k] = secs[i], k++;
+  }
+  if (!x || !t || k < 2) {
+    free(x), free(t);
+    return GS_EINVAL;
+  }
+  /* Batch means: steps come in bursts (a loader with W workers hands over W batches at once, then
+   * the loop waits), so single steps are not independent. Blocks of floor(sqrt(k)) consecutive steps
+   * absorb such cycles; the spread of the blocks' ratios gives the standard error. */
+  size_t b = (size_t)floor(sqrt((double)k)), nb = k / b;
+  double se, r;
+  ratio(x, t, k, rate, &se); /* the figure itself: every measured step */
+  for (size_t j = 0; j < nb; j++) {
+    double sx = 0, st = 0;
+    for (size_t i = j * b; i < (j + 1) * b; i++)
+      sx += x[i], st += t[i];
+    x[j] = sx, t[j] = st;
+  }
+  ratio(x, t, nb, &r, &se);
+  *dof = (int)nb - 1;
+  *ci = tune_t975(*dof) * se;
+  free(x), free(t);
+  return 0;
+}
+
+int tune_tie(double a, double ci_a, double b, double ci_b) {
+  if (!isfinite(a) || !isfinite(b))
+    return 0;
+  double s = sqrt((isfinite(ci_a) ? ci_a * ci_a : 0) + (isfinite(ci_b) ? ci_b * ci_b : 0));
+  return fabs(a - b) <= s;
+}
+
+void tune_opts_done(struct tune_opts *o) {
+  for (int i = 0; i < o->nparams; i++)
+    for (int v = 0; v < o->params[i].nvalues; v++)
+      free(o->params[i].values[v]);
+  o->nparams = 0;
+}
+
+const char *tune_status_name(enum tune_status s) {
+  static const char *names[] = {"pending", "ok", "oom", "failed", "skipped", "interrupted", "not_run"};
+  return (unsigned)s < sizeof names / sizeof *names ? names[s] : "?";
+}

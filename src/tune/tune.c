@@ -1,0 +1,456 @@
+/* tune/tune: the strategies that choose which trials to run — the full grid, successive halving,
+ * and the doctor's findings applied one at a time — plus skipping bigger batches after an OOM, the
+ * budget and Ctrl-C, and the ranking (ties within noise, the memory margin, the winner). Running one
+ * trial is trial.c; printing is report.c. */
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "doctor/doctor.h"
+#include "store/store.h"
+#include "tune/tune_int.h"
+
+static void on_sigint(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  tune_sigint_signo = sig;
+  tune_sigint_tty = si && si->si_code == SI_KERNEL;
+  tune_sigint++;
+}
+
+static struct tune_trial *trial_new(struct tune_result *r, const int *config, int rung, long steps) {
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 16;
+    struct tune_trial *t = realloc(r->trials, cap * sizeof *t);
+    if (!t)
+      return NULL;
+    r->trials = t, r->cap = cap;
+  }
+  struct tune_trial *t = &r->trials[r->n++];
+  memset(t, 0, sizeof *t);
+  memcpy(t->config, config, sizeof t->config);
+  t->rung = rung;
+  t->target_steps = steps;
+  t->exit_status = -1;
+  t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
+  t->energy_per_sample = t->estimate = NAN;
+  t->margin_ok = -1;
+  t->prev = -1;
+  return t;
+}
+
+static int same_config(const struct tune_opts *o, const int *a, const int *b) {
+  for (int i = 0; i < o->nparams; i++)
+    if (a[i] != b[i])
+      return 0;
+  return 1;
+}
+
+static double num(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  return end != s && !*end ? v : NAN;
+}
+
+/* An OOM trial with the same other values and a smaller batch, or -1. */
+static int oom_sibling(const struct tune_opts *o, const struct tune_result *r, const int *config) {
+  int b = tune_batch_param(o);
+  if (b < 0)
+    return -1;
+  double mine = num(o->params[b].values[config[b]]);
+  for (size_t i = 0; i < r->n; i++) {
+    const struct tune_trial *u = &r->trials[i];
+    if (u->status != TUNE_OOM)
+      continue;
+    int same = 1;
+    for (int p = 0; p < o->nparams; p++)
+      if (p != b && u->config[p] != config[p])
+        same = 0;
+    if (same && num(o->params[b].values[u->config[b]]) <= mine)
+      return (int)i;
+  }
+  return -1;
+}
+
+struct ctx {
+  const struct tune_opts *o;
+  struct tune_result *r;
+  int64_t deadline;
+};
+
+static int stopped(struct ctx *c) {
+  if (tune_sigint)
+    c->r->interrupted = 1;
+  else if (c->deadline && gs_mono_ns() >= c->deadline)
+    c->r->budget_out = 1;
+  return c->r->interrupted || c->r->budget_out;
+}
+
+static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
+  if (!c->o->progress)
+    return;
+  char label[512];
+  tune_config_label(c->o, t->config, label, sizeof label);
+  for (char *p = label; *p; p++)
+    if ((unsigned char)*p < 32 || *p == 127)
+      *p = '?';
+  fprintf(c->o->progress, "[tune] %02zu %s: %s", k + 1, label, tune_status_name(t->status));
+  if (t->status == TUNE_OK)
+    fprintf(c->o->progress, " %.1f ± %.1f %s over %ld steps", t->rate, t->ci,
+            c->o->metric == TUNE_STEPS_PER_S ? "steps/s" : "samples/s", t->steps_measured);
+  else if (t->reason[0])
+    fprintf(c->o->progress, " (%s)", t->reason);
+  fputc('\n', c->o->progress);
+  fflush(c->o->progress);
+}
+
+/* Runs (or skips, or marks not run) one configuration; returns the trial's index, or -1 on a
+ * store error (message set) or allocation failure. */
+static int run_one(struct ctx *c, const int *config, int rung, long steps) {
+  struct tune_trial *t = trial_new(c->r, config, rung, steps);
+  if (!t)
+    return gs_fail(GS_ENOMEM, "out of memory"), -1;
+  int k = (int)(c->r->n - 1);
+  int sib = oom_sibling(c->o, c->r, config);
+  if (sib >= 0) {
+    int b = tune_batch_param(c->o);
+    t->status = TUNE_SKIPPED;
+    snprintf(t->reason, sizeof t->reason, "%s=%s is not smaller than %s, which ran out of memory (trial %02d)",
+             c->o->params[b].name, c->o->params[b].values[config[b]],
+             c->o->params[b].values[c->r->trials[sib].config[b]], sib + 1);
+  } else if (stopped(c)) {
+    t->status = TUNE_NOT_RUN;
+    snprintf(t->reason, sizeof t->reason, "%s", c->r->interrupted ? "the sweep was interrupted" : "the budget ran out");
+  } else {
+    int rc = tune_trial_run(c->o, t, k, c->deadline);
+    long used = t->steps_run, asked = c->o->warmup + t->target_steps;
+    c->r->trial_steps += c->o->seconds > 0 || used < asked ? used : asked;
+    c->r->steps_run += t->steps_run;
+    if (t->status == TUNE_INTERRUPTED)
+      c->r->interrupted = 1;
+    if (rc == GS_EIO) {
+      progress(c, t, (size_t)k);
+      return gs_fail(GS_EIO, "%s", t->reason), -1;
+    }
+  }
+  progress(c, t, (size_t)k);
+  return k;
+}
+
+/* ---- grid: every configuration, the batch varying fastest so bigger batches can be skipped ---- */
+
+static int order(const struct tune_opts *o, int *ord) {
+  int b = tune_batch_param(o), n = 0;
+  for (int i = 0; i < o->nparams; i++)
+    if (i != b)
+      ord[n++] = i;
+  if (b >= 0)
+    ord[n++] = b;
+  return n;
+}
+
+/* The configurations in plan order, malloc'd (count in *n). */
+static int *all_configs(const struct tune_opts *o, size_t *n) {
+  int ord[TUNE_MAX_PARAMS], np = order(o, ord);
+  size_t total = 1;
+  for (int i = 0; i < o->nparams; i++)
+    total *= (size_t)o->params[i].nvalues;
+  int *out = calloc(total, sizeof(int) * TUNE_MAX_PARAMS);
+  if (!out)
+    return NULL;
+  int cur[TUNE_MAX_PARAMS] = {0};
+  for (size_t k = 0; k < total; k++) {
+    memcpy(out + k * TUNE_MAX_PARAMS, cur, sizeof cur);
+    for (int j = np - 1; j >= 0; j--) { /* odometer: the last in ord moves fastest */
+      if (++cur[ord[j]] < o->params[ord[j]].nvalues)
+        break;
+      cur[ord[j]] = 0;
+    }
+  }
+  *n = total;
+  return out;
+}
+
+static int grid(struct ctx *c) {
+  size_t n;
+  int *cfg = all_configs(c->o, &n);
+  if (!cfg)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  int rc = 0;
+  for (size_t k = 0; k < n && !rc; k++)
+    if (run_one(c, cfg + k * TUNE_MAX_PARAMS, 0, c->o->steps) < 0)
+      rc = GS_EIO;
+  free(cfg);
+  return rc;
+}
+
+/* ---- successive halving ---- */
+
+static int by_rate_desc(const void *a, const void *b, void *user) {
+  const struct tune_result *r = user;
+  double x = r->trials[*(const int *)a].rate, y = r->trials[*(const int *)b].rate;
+  return (y > x) - (y < x);
+}
+
+static void sort_idx(int *idx, size_t n, const struct tune_result *r) {
+  for (size_t i = 1; i < n; i++) /* insertion sort: a few dozen trials, stable */
+    for (size_t j = i; j > 0 && by_rate_desc(&idx[j - 1], &idx[j], (void *)r) > 0; j--) {
+      int t = idx[j];
+      idx[j] = idx[j - 1];
+      idx[j - 1] = t;
+    }
+}
+
+static int halving(struct ctx *c) {
+  size_t n;
+  int *cfg = all_configs(c->o, &n);
+  if (!cfg)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  int rungs = 1;
+  for (size_t m = n; m > 2; m = (m + 1) / 2)
+    rungs++;
+  int *live = malloc(n * sizeof *live), *idx = malloc(n * sizeof *idx);
+  int rc = 0;
+  if (!live || !idx) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto out;
+  }
+  size_t nlive = n;
+  for (size_t i = 0; i < n; i++)
+    live[i] = (int)i;
+  for (int rung = 0; rung < rungs && nlive && !rc; rung++) {
+    long steps = c->o->steps >> (rungs - 1 - rung);
+    if (steps < 4) /* two blocks of two steps: the least that has a spread of blocks */
+      steps = c->o->steps < 4 ? c->o->steps : 4;
+    size_t nok = 0;
+    for (size_t i = 0; i < nlive; i++) {
+      int k = run_one(c, cfg + (size_t)live[i] * TUNE_MAX_PARAMS, rung, steps);
+      if (k < 0) {
+        rc = GS_EIO;
+        break;
+      }
+      if (c->r->trials[k].status == TUNE_OK)
+        idx[nok++] = k;
+    }
+    if (rc || stopped(c))
+      break;
+    sort_idx(idx, nok, c->r);
+    size_t keep = (nlive + 1) / 2;
+    if (keep > nok)
+      keep = nok;
+    for (size_t i = 0; i < keep; i++)
+      for (size_t j = 0; j < n; j++)
+        if (same_config(c->o, cfg + j * TUNE_MAX_PARAMS, c->r->trials[idx[i]].config))
+          live[i] = (int)j;
+    nlive = keep;
+  }
+out:
+  free(live), free(idx), free(cfg);
+  return rc;
+}
+
+/* ---- doctor: apply the top finding's fix, measure, repeat ---- */
+
+static int param_like(const struct tune_opts *o, const char *const *names) {
+  for (int i = 0; i < o->nparams; i++)
+    for (int k = 0; names[k]; k++)
+      if (strstr(o->params[i].name, names[k]))
+        return i;
+  return -1;
+}
+
+static double evidence_num(const char *json, const char *key) {
+  char pat[80];
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *p = strstr(json, pat);
+  return p ? strtod(p + strlen(pat), NULL) : NAN;
+}
+
+/* The listed value of numeric parameter p to move to from cur toward want (NAN: the next bigger):
+ * the smallest value above cur that reaches want, else the largest above cur; -1 when none is. */
+static int bigger(const struct tune_opts *o, int p, int cur, double want) {
+  double now = num(o->params[p].values[cur]);
+  int best = -1, largest = -1;
+  for (int v = 0; v < o->params[p].nvalues; v++) {
+    double x = num(o->params[p].values[v]);
+    if (!(x > now))
+      continue;
+    if (largest < 0 || x > num(o->params[p].values[largest]))
+      largest = v;
+    double goal = isfinite(want) ? want : now;
+    if ((isfinite(want) ? x >= goal : 1) && (best < 0 || x < num(o->params[p].values[best])))
+      best = v;
+  }
+  return best >= 0 ? best : largest;
+}
+
+static int value_in(const struct tune_opts *o, int p, const char *const *vals) {
+  for (int k = 0; vals[k]; k++)
+    for (int v = 0; v < o->params[p].nvalues; v++)
+      if (!strcmp(o->params[p].values[v], vals[k]))
+        return v;
+  return -1;
+}
+
+/* The configuration finding f moves cur to (in next); 0 when it names no listed change. */
+static int doctor_move(const struct tune_opts *o, const struct store_finding *f, const int *cur, int *next) {
+  static const char *const workers[] = {"worker", NULL}, *const batch_n[] = {"batch", NULL},
+                           *const prec[] = {"precision", "dtype", "amp", NULL}, *const pin[] = {"pin", NULL};
+  static const char *const low[] = {"bf16", "fp16", "amp", "mixed", "16", "true", NULL};
+  static const char *const on[] = {"1", "true", "True", "yes", "on", NULL};
+  memcpy(next, cur, sizeof(int) * TUNE_MAX_PARAMS);
+  int p = -1, v = -1;
+  if (!strcmp(f->rule, "loader_workers") || !strcmp(f->rule, "input_latency") || !strcmp(f->rule, "input_bound") ||
+      !strcmp(f->rule, "io_bound")) {
+    if ((p = param_like(o, workers)) >= 0)
+      v = bigger(o, p, cur[p], evidence_num(f->evidence, "recommended_workers"));
+  } else if (!strcmp(f->rule, "batch_too_small")) {
+    if ((p = tune_batch_param(o)) >= 0 || (p = param_like(o, batch_n)) >= 0)
+      v = bigger(o, p, cur[p], evidence_num(f->evidence, "recommended_batch"));
+  } else if (!strcmp(f->rule, "mixed_precision")) {
+    if ((p = param_like(o, prec)) >= 0)
+      v = value_in(o, p, low);
+  } else if (!strcmp(f->rule, "pageable_copies")) {
+    if ((p = param_like(o, pin)) >= 0)
+      v = value_in(o, p, on);
+  }
+  if (p < 0 || v < 0 || v == cur[p])
+    return 0;
+  next[p] = v;
+  return 1;
+}
+
+static int tried(const struct tune_opts *o, const struct tune_result *r, const int *config) {
+  for (size_t i = 0; i < r->n; i++)
+    if (same_config(o, r->trials[i].config, config))
+      return 1;
+  return 0;
+}
+
+static int doctor(struct ctx *c) {
+  int base[TUNE_MAX_PARAMS] = {0}, next[TUNE_MAX_PARAMS];
+  int cur = run_one(c, base, 0, c->o->steps);
+  if (cur < 0)
+    return GS_EIO;
+  if (c->r->trials[cur].status != TUNE_OK) {
+    snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "the first configuration did not run (%s)",
+             tune_status_name(c->r->trials[cur].status));
+    return 0;
+  }
+  for (;;) {
+    if (stopped(c)) {
+      snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "%s",
+               c->r->interrupted ? "interrupted" : "the budget ran out");
+      return 0;
+    }
+    struct store *st = store_open(c->o->store_url);
+    if (!st)
+      return GS_EIO;
+    struct store_finding *f = NULL;
+    size_t nf = 0;
+    int rc = doctor_diagnose(st, c->r->trials[cur].run_id, &f, &nf);
+    st->close(st);
+    if (rc) {
+      free(f);
+      snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "the diagnosis failed: %.100s", gs_last_error());
+      return 0;
+    }
+    const struct store_finding *pick = NULL;
+    for (size_t i = 0; i < nf && !pick; i++)
+      if (f[i].speedup >= 1.05 && doctor_move(c->o, &f[i], c->r->trials[cur].config, next) &&
+          !tried(c->o, c->r, next))
+        pick = &f[i];
+    if (!pick) {
+      snprintf(c->r->stop_reason, sizeof c->r->stop_reason,
+               "no finding that promises >= 1.05x names an untried listed value (top: %s %.2fx)",
+               nf ? f[0].rule : "none", nf ? f[0].speedup : 1.0);
+      free(f);
+      return 0;
+    }
+    double est = pick->speedup;
+    char rule[32];
+    snprintf(rule, sizeof rule, "%s", pick->rule);
+    free(f);
+    int k = run_one(c, next, 0, c->o->steps);
+    if (k < 0)
+      return GS_EIO;
+    struct tune_trial *t = &c->r->trials[k], *p = &c->r->trials[cur];
+    t->estimate = est;
+    snprintf(t->est_rule, sizeof t->est_rule, "%s", rule);
+    t->prev = cur;
+    if (c->o->progress) {
+      fprintf(c->o->progress, "[tune] doctor: %s promised %.2fx from trial %02d; measured ", rule, est, cur + 1);
+      if (t->status == TUNE_OK)
+        fprintf(c->o->progress, "%.2fx (%.1f -> %.1f)%s\n", t->rate / p->rate, p->rate, t->rate,
+                tune_tie(t->rate, t->ci, p->rate, p->ci) ? ", within noise" : "");
+      else
+        fprintf(c->o->progress, "nothing (%s)\n", tune_status_name(t->status));
+    }
+    if (t->status == TUNE_OK && t->rate > p->rate) /* measured faster: go on from there */
+      cur = k;
+  }
+}
+
+int tune_run(const struct tune_opts *o, struct tune_result *r) {
+  memset(r, 0, sizeof *r);
+  r->best = r->winner = r->recommended = -1;
+  struct store *st = store_open(o->store_url); /* fail early, before any trial */
+  if (!st)
+    return GS_EIO;
+  st->close(st);
+  struct sigaction sa = {.sa_sigaction = on_sigint, .sa_flags = SA_SIGINFO}, old[3];
+  static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
+  sigemptyset(&sa.sa_mask);
+  tune_sigint = tune_sigint_signo = tune_sigint_tty = 0;
+  for (int i = 0; i < 3; i++)
+    sigaction(sigs[i], &sa, &old[i]);
+  struct ctx c = {.o = o, .r = r, .deadline = o->budget_ns > 0 ? gs_mono_ns() + o->budget_ns : 0};
+  int rc = o->strategy == TUNE_HALVING ? halving(&c) : o->strategy == TUNE_DOCTOR ? doctor(&c) : grid(&c);
+  for (int i = 0; i < 3; i++)
+    sigaction(sigs[i], &old[i], NULL);
+  if (tune_sigint)
+    r->interrupted = 1;
+  tune_rank(o, r);
+  return rc;
+}
+
+void tune_rank(const struct tune_opts *o, struct tune_result *r) {
+  (void)o;
+  int last_rung = 0;
+  r->best = r->winner = r->recommended = -1;
+  for (size_t i = 0; i < r->n; i++) {
+    r->trials[i].tied = 0;
+    if (r->trials[i].status == TUNE_OK && r->trials[i].rung > last_rung)
+      last_rung = r->trials[i].rung;
+  }
+  for (size_t i = 0; i < r->n; i++) {
+    const struct tune_trial *t = &r->trials[i];
+    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && isfinite(t->rate) &&
+        (r->best < 0 || t->rate > r->trials[r->best].rate))
+      r->best = (int)i;
+  }
+  if (r->best < 0)
+    return;
+  const struct tune_trial *b = &r->trials[r->best];
+  int ties = 0;
+  for (size_t i = 0; i < r->n; i++) {
+    struct tune_trial *t = &r->trials[i];
+    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && tune_tie(t->rate, t->ci, b->rate, b->ci)) {
+      t->tied = 1;
+      if ((int)i != r->best)
+        ties++;
+      if (r->recommended < 0)
+        r->recommended = (int)i; /* among the tied, the first in plan order */
+    }
+  }
+  r->trials[r->best].tied = 1;
+  r->winner = ties ? -1 : r->best;
+  if (r->recommended < 0)
+    r->recommended = r->best;
+}
+
+void tune_result_done(struct tune_result *r) {
+  free(r->trials);
+  memset(r, 0, sizeof *r);
+}

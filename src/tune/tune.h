@@ -1,0 +1,139 @@
+/* tune: `gpuscope tune` — tries configurations of a training job for real and keeps the fastest.
+ *
+ * Flow: the CLI fills a struct tune_opts (parameters and their values, the command with {name}
+ * placeholders); tune_validate() refuses an unknown placeholder or an unused parameter before
+ * anything runs; tune_run() plans trials by strategy (grid, successive halving, or the doctor's
+ * findings), runs each as a normal gpuscope run (agent_run() in a forked child, in the run group
+ * named after the tune, tagged tune=NAME), stops it after warm-up + N client steps or S seconds,
+ * classifies it (ok, oom, failed, skipped, interrupted, not_run), and measures its throughput from
+ * the client's step series after warm-up, with the standard error of that figure over the measured
+ * steps. tune_rank() sorts the trials, finds ties within noise and the winner; tune_print_table()
+ * and tune_print_json() print the result. Nothing here exits the program: errors come back as GS_E
+ * codes with a message in gs_last_error(). docs/tune.md is the user's guide. */
+#ifndef GS_TUNE_H
+#define GS_TUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TUNE_MAX_PARAMS 16
+#define TUNE_MAX_VALUES 64
+#define TUNE_MAX_NAME 48 /* bytes in a parameter name */
+#define TUNE_MAX_CONFIGS 10000 /* configurations in one tune (the product of the value counts) */
+#define TUNE_MARGIN 0.90 /* the winner's peak memory must stay at or below 90 % of the limit */
+
+struct tune_param {
+  char name[TUNE_MAX_NAME];
+  int nvalues;
+  char *values[TUNE_MAX_VALUES]; /* owned (tune_opts_done frees them) */
+};
+
+enum tune_strategy { TUNE_GRID, TUNE_HALVING, TUNE_DOCTOR };
+enum tune_metric { TUNE_SAMPLES_PER_S, TUNE_STEPS_PER_S };
+
+enum tune_status {
+  TUNE_PENDING = 0,
+  TUNE_OK,          /* measured */
+  TUNE_OOM,         /* ran out of memory */
+  TUNE_FAILED,      /* crashed, or too few steps to measure */
+  TUNE_SKIPPED,     /* a smaller batch with the same other values ran out of memory */
+  TUNE_INTERRUPTED, /* stopped by Ctrl-C */
+  TUNE_NOT_RUN,     /* the budget ended or the sweep was interrupted first */
+};
+
+struct tune_opts {
+  struct tune_param params[TUNE_MAX_PARAMS];
+  int nparams;
+  char *const *argv;       /* the job, with {name} placeholders (not owned) */
+  long steps, warmup;      /* measured steps per trial; steps discarded first */
+  double seconds;          /* > 0: each trial runs this long instead of warm-up + steps */
+  enum tune_strategy strategy;
+  enum tune_metric metric;
+  int64_t budget_ns;       /* 0: none; no trial starts after it */
+  char name[96];           /* the tune's name: run group, tag tune=NAME, trial runs NAME/KK */
+  const char *store_url;   /* never NULL when tune_run is called */
+  int64_t mem_limit;       /* bytes of address space per process of the job (RLIMIT_AS); 0 none */
+  int64_t interval_ns;     /* the trials' sampling interval */
+  FILE *progress;          /* one line per trial as it ends (NULL: silent) */
+};
+
+struct tune_trial {
+  int config[TUNE_MAX_PARAMS]; /* value index of each parameter */
+  int rung;                    /* halving: the rung (0 first); else 0 */
+  long target_steps;           /* measured steps asked for (0 in --seconds mode) */
+  enum tune_status status;
+  char reason[256];            /* why not ok: the OOM message, the exit status, what was skipped */
+  char tail[1024];             /* failed/oom: the job's last output lines */
+  char run_id[32], run_name[160];
+  int exit_status;             /* as a shell shows it; -1 unknown */
+  long steps_run, steps_measured;
+  double rate, ci;             /* the metric over the measured steps and its 95 % half-width (NAN unknown) */
+  int dof;                     /* the half-width's degrees of freedom (blocks of steps - 1) */
+  double step_s, data_share, gpu_util, peak_mem, mem_limit, energy_per_sample; /* NAN unknown */
+  int margin_ok;               /* peak <= 90 % of limit: 1, 0, or -1 unknown */
+  double estimate;             /* doctor: the speed-up the finding promised (NAN none) */
+  char est_rule[32];           /* doctor: the finding that led here ("" none) */
+  int prev;                    /* doctor: the trial it was compared with (-1 none) */
+  int tied;                    /* set by tune_rank: within noise of the best */
+};
+
+struct tune_result {
+  struct tune_trial *trials;
+  size_t n, cap;
+  int interrupted;    /* Ctrl-C stopped the sweep */
+  int budget_out;     /* the budget ended before every trial ran */
+  long trial_steps;   /* steps the trials used: warm-up + measured, at most what each asked for */
+  long steps_run;     /* steps the jobs ran in all (a stopped job may run a step or two past its stop) */
+  int best, winner, recommended; /* trial indices or -1; winner -1 when the best ties another */
+  char stop_reason[160]; /* doctor: why it stopped */
+};
+
+/* Parses "name=v1,v2,..." into o->params. Returns 0 or GS_EINVAL with a message (gs_last_error). */
+int tune_param_add(struct tune_opts *o, const char *spec);
+
+/* Checks the command against the parameters: every {name} must be a parameter and every parameter
+ * must appear at least once ({{ and }} are literal braces), and there may be at most TUNE_MAX_CONFIGS
+ * configurations. Returns 0 or GS_EINVAL with a message. */
+int tune_validate(const struct tune_opts *o);
+
+/* The command of one configuration with its placeholders filled: a malloc'd NULL-terminated argv
+ * (free with tune_argv_free), or NULL on allocation failure. */
+char **tune_substitute(const struct tune_opts *o, const int *config);
+void tune_argv_free(char **argv);
+
+/* Runs the sweep. SIGINT (Ctrl-C) stops the current trial cleanly and ends the sweep; the result
+ * keeps what was measured. Returns 0 (r filled, then ranked with tune_rank; free it with
+ * tune_result_done) or a GS_E code when the store cannot be used. */
+int tune_run(const struct tune_opts *o, struct tune_result *r);
+
+/* The metric from per-step samples and durations — sum(samples) / sum(seconds), or steps per
+ * second when samples is NULL — and its 95 % confidence half-width: the ratio estimator's standard
+ * error over blocks of floor(sqrt(n)) consecutive steps (batch means, so a loader's bursts do not
+ * count as noise), times Student's t for (blocks - 1) degrees of freedom. Pairs with a missing or
+ * non-positive duration are left out. Needs 2 pairs; returns 0, or GS_EINVAL (*rate, *ci NAN). */
+int tune_rate(const double *samples, const double *secs, size_t n, double *rate, double *ci, int *dof);
+
+/* Student's t quantile 0.975 for dof degrees of freedom (NAN below 1). */
+double tune_t975(int dof);
+
+/* Whether two measured figures tie: |a - b| <= sqrt(ci_a^2 + ci_b^2), their 95 % half-widths. */
+int tune_tie(double a, double ci_a, double b, double ci_b);
+
+/* Sets r->best, r->winner, r->recommended and each trial's tied flag (halving: among the last rung). */
+void tune_rank(const struct tune_opts *o, struct tune_result *r);
+
+/* The parameter (index, or -1) that holds the batch size: named batch_size, batch, bs, or ending
+ * in "batch_size". */
+int tune_batch_param(const struct tune_opts *o);
+
+/* Human table / JSON document of the result, with the winner's findings from st (may be NULL). */
+struct store;
+void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st);
+void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st);
+
+const char *tune_status_name(enum tune_status s);
+void tune_opts_done(struct tune_opts *o);
+void tune_result_done(struct tune_result *r);
+
+#endif

@@ -1,0 +1,23 @@
+/* tune_int: what the tune's files share and nothing else reads — running and measuring one trial
+ * (trial.c) for the strategies (tune.c). */
+#ifndef GS_TUNE_INT_H
+#define GS_TUNE_INT_H
+
+#include <signal.h>
+
+#include "tune/tune.h"
+
+/* Set by tune's handler of SIGINT, SIGTERM and SIGHUP (a signal handler can only reach globals): how
+ * many arrived, the last one's number, and whether it came from the terminal (^C: the agent and the
+ * job, in the same process group, got it too). */
+extern volatile sig_atomic_t tune_sigint, tune_sigint_signo, tune_sigint_tty;
+
+/* Runs trial t (t->config, t->target_steps set; k its number for the run name) and measures it.
+ * Fills every other field. Returns 0, or a GS_E code when the store cannot be read (t->status is
+ * then failed with the reason). */
+int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64_t deadline_ns);
+
+/* A label for the configuration: "batch_size=32 workers=2". */
+void tune_config_label(const struct tune_opts *o, const int *config, char *buf, size_t n);
+
+#endif
