@@ -8,6 +8,7 @@
  * first tick only primes them. */
 #include <ctype.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,8 @@ struct host {
   struct collector_opts opts;
   char *buf;
   int fd_stat, fd_mem, fd_load, fd_disk, fd_net, fd_psi[3];
-  int fd_cg_cpu_max, fd_cg_cpu_stat, fd_cg_mem_max, fd_cg_mem_cur;
+  int fd_cg_cpu_max, fd_cg_cpu_stat, fd_cg_mem_max, fd_cg_mem_cur, fd_cg_cpuset;
+  int sid_cpuset;
   int64_t t_prev;
   int primed;
   struct cpu_prev cpu[MAX_CPUS + 1]; /* [0] total, [1+i] cpu i */
@@ -80,6 +82,8 @@ static const struct gs_metric_desc host_metrics[] = {
     {"host.psi.io_some_pct", "%", GS_GAUGE, "... on I/O"},
     {"host.psi.io_full_pct", "%", GS_GAUGE, "... all tasks on I/O"},
     {"host.cgroup.cpu_limit_cores", "cores", GS_GAUGE, "cgroup v2 CPU quota (cpu.max) in cores"},
+    {"host.cpuset_cores", "cores", GS_GAUGE,
+     "CPUs the job may run on: its affinity (sched_getaffinity) and the cgroup's cpuset.cpus.effective"},
     {"host.cgroup.cpu_used_pct_of_limit", "%", GS_GAUGE, "CPU used by the cgroup relative to its quota"},
     {"host.cgroup.mem_limit_bytes", "B", GS_GAUGE, "cgroup v2 memory.max"},
     {"host.cgroup.mem_used_bytes", "B", GS_GAUGE, "cgroup v2 memory.current"},
@@ -372,13 +376,58 @@ static int read_u64_file(int fd, char *buf, uint64_t *v) {
   return 0;
 }
 
+/* CPUs in a cpuset list ("0-3,8,10-11"); 0 when it cannot be parsed. */
+static int cpulist_count(const char *p) {
+  int n = 0;
+  while (*p && *p != '\n') {
+    if (!isdigit((unsigned char)*p))
+      return 0;
+    uint64_t a = next_u64(&p), b = a;
+    if (*p == '-') {
+      p++;
+      if (!isdigit((unsigned char)*p))
+        return 0;
+      b = next_u64(&p);
+    }
+    if (b < a || b - a >= MAX_CPUS * 64)
+      return 0;
+    n += (int)(b - a + 1);
+    if (*p == ',')
+      p++;
+  }
+  return n;
+}
+
+/* ---- the CPUs the job may use: sched_getaffinity and cpuset.cpus.effective ---- */
+
+/* The fewer of the job's affinity (the real process only: a fixture root has none) and the cgroup's
+ * effective cpuset; 0 when neither is known. */
+static int read_cpuset(struct host *h) {
+  int n = 0;
+  if (h->fd_cg_cpuset >= 0 && reread(h->fd_cg_cpuset, h->buf, BUF) > 0)
+    n = cpulist_count(h->buf);
+  if (!h->opts.root || !strcmp(h->opts.root, "/")) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(h->opts.pid > 0 ? h->opts.pid : 0, sizeof set, &set) == 0) {
+      int a = CPU_COUNT(&set);
+      if (a > 0 && (!n || a < n))
+        n = a;
+    }
+  }
+  return n;
+}
+
 static void open_cgroup(struct host *h, struct gs_sink *s) {
   char dir[640], p[700];
-  h->fd_cg_cpu_max = h->fd_cg_cpu_stat = h->fd_cg_mem_max = h->fd_cg_mem_cur = -1;
+  h->fd_cg_cpu_max = h->fd_cg_cpu_stat = h->fd_cg_mem_max = h->fd_cg_mem_cur = h->fd_cg_cpuset = -1;
   for (int i = 0; i < 5; i++)
     h->sid_cg[i] = -1;
+  h->sid_cpuset = series(s, "host.cpuset_cores", "", "cores");
   if (cgroup_dir(h, dir, sizeof dir))
     return;
+  snprintf(p, sizeof p, "%s/cpuset.cpus.effective", dir);
+  h->fd_cg_cpuset = open_ro(h, p);
   snprintf(p, sizeof p, "%s/cpu.max", dir);
   h->fd_cg_cpu_max = open_ro(h, p);
   snprintf(p, sizeof p, "%s/cpu.stat", dir);
@@ -401,6 +450,9 @@ static void open_cgroup(struct host *h, struct gs_sink *s) {
 }
 
 static void read_cgroup(struct host *h, struct gs_sink *s, int64_t now, double dt) {
+  int cpus = read_cpuset(h);
+  if (cpus > 0)
+    gs_sink_put(s, h->sid_cpuset, now, cpus);
   if (h->sid_cg[1] >= 0 && reread(h->fd_cg_cpu_stat, h->buf, BUF) > 0) {
     const char *p = strstr(h->buf, "usage_usec ");
     if (p) {
@@ -431,7 +483,7 @@ static void host_close(void *ctx) {
   if (!h)
     return;
   int *fds[] = {&h->fd_stat, &h->fd_mem, &h->fd_load, &h->fd_disk, &h->fd_net, &h->fd_psi[0], &h->fd_psi[1],
-                &h->fd_psi[2], &h->fd_cg_cpu_max, &h->fd_cg_cpu_stat, &h->fd_cg_mem_max, &h->fd_cg_mem_cur};
+                &h->fd_psi[2], &h->fd_cg_cpu_max, &h->fd_cg_cpu_stat, &h->fd_cg_mem_max, &h->fd_cg_mem_cur, &h->fd_cg_cpuset};
   for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
     close_fd(fds[i]);
   free(h->buf);

@@ -12,37 +12,58 @@
 
 #include "store/store.h"
 
-/* ---- thresholds (docs/diagnosis.md explains each) ---- */
+/* ---- thresholds and model constants (docs/diagnosis.md states each; the rules use no others) ---- */
 #define DR_INPUT_SHARE 0.20        /* data wait, share of step time, that makes a run input-bound */
-#define DR_LOADER_CPU_BUSY 0.60    /* loader busy on CPU (cores per loading process): CPU-bound loading */
-#define DR_LOADER_CPU_IDLE 0.35    /* below: the loader waits on something other than the CPU */
+#define DR_LOADER_CPU_IDLE 0.35    /* loader below this (cores per loading process, at most): latency */
 #define DR_WORKER_MEM_SAFETY 0.80  /* share of free memory new workers may take */
 #define DR_MAX_WORKERS 32          /* never advise more loader processes than this */
 #define DR_WORKER_HEADROOM 1.25    /* advise workers enough for loading this much slower */
+#define DR_WORKERS_NEAR_BEST 1.05  /* ... the fewest within this factor of the best step time */
+#define DR_WORKERS_MIN_SPEEDUP 1.05 /* loader_workers fires only when its model promises this */
+#define DR_GIL_THREADS 4           /* a training process with this many threads ... */
+#define DR_GIL_CORES_LO 0.70       /* ... keeping between this ... */
+#define DR_GIL_CORES_HI 1.30       /* ... and this many cores busy: Python threads under one GIL */
 #define DR_IO_DSTATE 0.25          /* share of the loading processes' time in D state */
-#define DR_IO_PSI 20.0             /* PSI io some, % of wall time */
-#define DR_IO_IOWAIT_CORES 0.25    /* iowait, in cores' worth of time */
+#define DR_IO_PSI 20.0             /* PSI io some, % of wall time (halves the D-state threshold) */
+#define DR_INFER_GPU_UTIL 50.0     /* no step timings: a used GPU below this util next to a saturated CPU */
 #define DR_HOSTCODE_GPU_UTIL 60.0  /* GPU util below which an un-starved GPU is waiting on the host */
+#define DR_HOSTCODE_MIN_SHARE 0.10 /* ... when the idle share left over is at least this */
+#define DR_HOSTCODE_TARGET_UTIL 90.0 /* util a GPU reaches with host overhead removed */
+#define DR_LAUNCH_CORES 0.85       /* a training process busier than this: launch overhead */
 #define DR_HOSTCODE_CPU_CORES 0.50 /* CPU-only run: the job using less than this many cores is waiting */
 #define DR_SATURATED 0.85          /* share of the job's usable cores that counts as saturated */
+#define DR_MIN_USABLE_CORES 0.5    /* usable cores are never taken as fewer than this */
 #define DR_BATCH_MEM_FREE 0.50     /* GPU memory peak below this share of total: a larger batch fits */
+#define DR_BATCH_MEM_FIT 0.90      /* ... a k-times batch fits when k x peak stays below this share */
 #define DR_BATCH_MAX_SCALE 8       /* never advise more than this multiple of the batch */
+#define DR_BATCH_MIN_SPEEDUP 1.05  /* batch_too_small fires only when its model promises this */
 #define DR_MP_CC 7.0               /* compute capability with tensor cores */
 #define DR_MP_TENSOR_IDLE 5.0      /* tensor pipes active below this % while the GPU is busy */
+#define DR_MP_SM_BUSY 20.0         /* ... busy: SM activity at least this % (GPM) */
+#define DR_MP_UTIL_BUSY 50.0       /* ... or, without GPM, util at least this % */
 #define DR_MP_GAIN 0.40            /* share of GPU-busy time AMP removes (model in diagnosis.md) */
 #define DR_PCIE_RX_HEAVY 1.0e9     /* host-to-device bytes/s that count as heavy copying */
+#define DR_H2D_SHARE_HEAVY 0.10    /* ... or the client's h2d phase at least this share of the step */
 #define DR_PAGEABLE_BW 6.0e9       /* pageable host-to-device bandwidth assumed, bytes/s */
+#define DR_PAGEABLE_COPY_MAX 0.90  /* a copy share from PCIe RX is capped here */
+#define DR_PINNED_GAIN 0.50        /* share of the copy time pinned, non-blocking copies remove */
 #define DR_THROTTLE_SHARE 0.05     /* share of the run with clocks cut by heat or power */
 #define DR_STALL_MIN_S 0.20        /* a step gap at least this much longer than usual is a stall */
 #define DR_STALL_FACTOR 3.0        /* ... and at least this many typical steps long */
 #define DR_STALL_MIN_COUNT 3       /* stalls needed to call them periodic */
+#define DR_STALL_MIN_STEPS 10      /* steps needed to look for stalls between them */
 #define DR_STALL_REGULARITY 0.35   /* coefficient of variation of the stall spacing */
+#define DR_STALL_MIN_SHARE 0.05    /* periodic stalls must cost this share of the window */
+#define DR_STALL_MARK_S 1.0        /* a mark this close before or after a stall names it */
+#define DR_STALL_LOADER 0.50       /* stalls at least this much data wait are loader restarts */
 #define DR_STRAGGLER_POINTS 15.0   /* util/SM activity points below the other GPUs' median */
 #define DR_STRAGGLER_CLOCK 0.10    /* SM clock this much below the other GPUs' median */
 #define DR_RANK_DATA_SHARE 0.10    /* a rank's extra data wait, share of the step, that makes it a straggler */
 #define DR_RANK_DATA_MIN_S 0.005   /* ... and at least this many seconds a step */
 #define DR_IDLE_GPU_UTIL 10.0      /* a GPU below this mean util is idle */
 #define DR_BUSY_GPU_UTIL 30.0      /* ... while another is above this */
+#define DR_SCALING_EFFICIENCY 0.90 /* data parallel scaling assumed when idle GPUs join */
+#define DR_MAX_LOST 0.95           /* a speed-up 1 / (1 - lost) is never taken from more lost than this */
 #define DR_QUICK_POINTS 200000     /* a longer series is read from its 10 s rollups */
 #define DR_QUICK_RES_NS 10000000000LL
 #define DR_SLOW_POINTS 2000000 /* ... and from its 1 min rollups past two days at 10 Hz */
@@ -80,6 +101,7 @@ struct dr_proc {
   double rss;      /* mean bytes */
   double coverage; /* share of the window it was seen */
   double dstate;   /* NAN: unknown (per-process state is not collected) */
+  double threads;  /* mean threads, NAN unknown */
 };
 
 /* One rank of a distributed job as its own step series tell it (step.* labelled rank=R; rank 0 is
@@ -112,7 +134,8 @@ struct dr_run {
   /* host */
   int ncpu;     /* cpu=N series seen; 0 unknown */
   double quota; /* cgroup CPU limit in cores, NAN none */
-  double cores; /* what the job may use: quota or ncpu (NAN unknown) */
+  double cpuset; /* CPUs the job may run on (affinity and cgroup cpuset), NAN unknown */
+  double cores; /* what the job may use: the least of quota, cpuset and ncpu (NAN unknown) */
   struct dr_stats host_busy, iowait, psi_io, psi_cpu, mem_avail, mem_total, cg_mem_limit, cg_mem_used;
   double others_cores; /* cores busy with other work than the job (NAN unknown) */
 
@@ -190,6 +213,9 @@ double dr_fin(double v, double dflt);
 int dr_cmp_double(const void *a, const void *b);
 /* Median of v[0..n) (sorts v in place); NAN when n == 0. */
 double dr_median(double *v, size_t n);
+/* A number that may be unknown, for a title or a fix: "12 MHz" (decimals, unit; "" none), or "—"
+ * when v is not finite. Returns dst. */
+const char *dr_fmt(char *dst, size_t cap, double v, int decimals, const char *unit);
 /* printf into a fixed field (truncated safely). */
 void dr_printf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Is there already a finding with this rule? */

@@ -34,6 +34,14 @@ void dr_printf(char *dst, size_t cap, const char *fmt, ...) {
     dst[0] = 0;
 }
 
+const char *dr_fmt(char *dst, size_t cap, double v, int decimals, const char *unit) {
+  if (!isfinite(v))
+    dr_printf(dst, cap, "—");
+  else
+    dr_printf(dst, cap, "%.*f%s%s", decimals, v, unit && *unit ? " " : "", unit ? unit : "");
+  return dst;
+}
+
 void dr_json_begin(struct dr_json *j, char *buf, size_t cap) {
   j->buf = buf;
   j->cap = cap;

@@ -36,23 +36,31 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
     return;
   double u = fmin(fmax(act / 100, 0.01), 1);
   int k = 1;
-  while (k * 2 <= DR_BATCH_MAX_SCALE && (k * 2) * ratio <= 0.9)
+  while (k * 2 <= DR_BATCH_MAX_SCALE && (k * 2) * ratio <= DR_BATCH_MEM_FIT)
     k *= 2;
   if (k < 2)
     return;
   double speedup = k / (k * u + (1 - u));
-  if (speedup < 1.05)
+  if (speedup < DR_BATCH_MIN_SPEEDUP)
     return;
   struct store_finding *f = dr_add(fs, d, "batch_too_small", 1 - 1 / speedup, speedup);
   if (!f)
     return;
-  char used[32], tot[32], nb[48];
+  char used[32], tot[32], nb[48], code[200];
   gs_fmt_bytes(worst->mem_used.max, used, sizeof used);
   gs_fmt_bytes(mem_total(worst), tot, sizeof tot);
   if (isfinite(d->batch_size) && d->batch_size > 0)
     dr_printf(nb, sizeof nb, "%.0f to %.0f", d->batch_size, d->batch_size * k);
   else
     dr_printf(nb, sizeof nb, "%dx its current size", k);
+  /* The snippet uses the job's batch size when it said it, else names it (never a made-up number). */
+  if (isfinite(d->batch_size) && d->batch_size > 0)
+    dr_printf(code, sizeof code, "  new_bs = %.0f\n  lr = base_lr * new_bs / %.0f\n", d->batch_size * k, d->batch_size);
+  else
+    dr_printf(code, sizeof code,
+              "  new_bs = %d * batch_size   # batch_size: the current one (the job did not report it)\n"
+              "  lr = base_lr * %d\n",
+              k, k);
   dr_printf(f->title, sizeof f->title, "Batch too small: GPU memory peaks at %.0f%%; a %dx batch fits", ratio * 100, k);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
@@ -75,13 +83,13 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
             "LARS/LAMB for very large batches) and check that the model still converges to the same accuracy; "
             "or keep the batch and use the room for a larger model.\n"
             "PyTorch:\n"
-            "  new_bs = %.0f\n"
+            "%s"
             "  loader = torch.utils.data.DataLoader(ds, batch_size=new_bs, shuffle=True, num_workers=W)\n"
-            "  opt = torch.optim.SGD(model.parameters(), lr=base_lr * new_bs / %.0f, momentum=0.9)\n"
+            "  opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)\n"
             "Keras:\n"
             "  model.compile(optimizer=keras.optimizers.SGD(learning_rate=base_lr * %d), loss=...)\n"
             "  model.fit(ds.batch(new_bs), ...)",
-            worst->index, used, tot, act, nb, k, dr_fin(d->batch_size, 64) * k, dr_fin(d->batch_size, 64), k);
+            worst->index, used, tot, act, nb, k, code, k);
 }
 
 /* ---- mixed_precision ---- */
@@ -105,11 +113,15 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   if (!g)
     return;
   /* Tensor pipes idle mean something only while the SMs work: by GPM where it exists, else util. */
-  int busy = g->sm_active.n ? g->sm_active.mean >= 20 : g->util.n && g->util.mean >= 50;
+  int busy = g->sm_active.n ? g->sm_active.mean >= DR_MP_SM_BUSY : g->util.n && g->util.mean >= DR_MP_UTIL_BUSY;
   int tensor_idle = g->tensor.n && g->tensor.mean < DR_MP_TENSOR_IDLE && busy;
   if (!fp32 && !tensor_idle)
     return;
-  double u = fmin(dr_fin(d->used_util, 50) / 100, 1);
+  /* The model scales with the GPU's busy time: util, else SM activity; with neither it has no figure. */
+  double busy_pct = isfinite(d->used_util) ? d->used_util : g->sm_active.n ? g->sm_active.mean : NAN;
+  if (!isfinite(busy_pct))
+    return;
+  double u = fmin(fmax(busy_pct, 0) / 100, 1);
   double share = DR_MP_GAIN * u;
   struct store_finding *f = dr_add(fs, d, "mixed_precision", share, 1 / (1 - share));
   if (!f)
@@ -124,6 +136,7 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "tensor_active_pct", g->tensor.mean);
   dr_json_num(&j, "sm_active_pct", g->sm_active.mean);
   dr_json_num(&j, "gpu_util_pct", d->used_util);
+  dr_json_num(&j, "busy_pct_used", busy_pct);
   dr_json_num(&j, "gain_of_busy_time", DR_MP_GAIN);
   dr_json_str(&j, "model",
               "AMP removes 40% of GPU-busy time (2x on tensor-core math, less on memory-bound "
@@ -157,18 +170,23 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
     if (d->gpus[i].used && d->gpus[i].pcie_rx.n)
       rx += d->gpus[i].pcie_rx.mean, n++;
   rx = n ? rx / n : NAN;
-  int heavy = (isfinite(rx) && rx >= DR_PCIE_RX_HEAVY) || d->h2d_share >= 0.10;
+  int heavy = (isfinite(rx) && rx >= DR_PCIE_RX_HEAVY) || d->h2d_share >= DR_H2D_SHARE_HEAVY;
   if (!heavy)
     return;
-  double copy = isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(dr_fin(rx, 0) / DR_PAGEABLE_BW, 0.9);
-  double share = copy * 0.5;
+  double copy = isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(rx / DR_PAGEABLE_BW, DR_PAGEABLE_COPY_MAX);
+  double share = copy * DR_PINNED_GAIN;
   if (share < DR_MIN_SHARE)
     return;
   struct store_finding *f = dr_add(fs, d, "pageable_copies", share, 1 / (1 - share));
   if (!f)
     return;
-  dr_printf(f->title, sizeof f->title, "Pageable copies: %.1f GB/s host-to-device with pin_memory off",
-            dr_fin(rx, 0) / 1e9);
+  char rate[80];
+  if (isfinite(rx))
+    dr_printf(rate, sizeof rate, "%.1f GB/s host-to-device", rx / 1e9);
+  else
+    dr_printf(rate, sizeof rate, "host-to-device copies %.0f%% of the step (PCIe rate not measured)",
+              d->h2d_share * 100);
+  dr_printf(f->title, sizeof f->title, "Pageable copies: %s with pin_memory off", rate);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
   dr_json_num(&j, "pcie_rx_bytes_s", rx);
@@ -180,7 +198,7 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
               "copy share = h2d share (else PCIe RX / 6 GB/s pageable bandwidth); pinned, "
               "non-blocking copies halve it: speed-up = 1 / (1 - copy share / 2)");
   dr_printf(f->fix, sizeof f->fix,
-            "The GPU receives %.1f GB/s over PCIe from pageable memory (pin_memory is off): the driver stages "
+            "The GPU receives %s from pageable memory (pin_memory is off): the driver stages "
             "every batch through a bounce buffer, at about half the bandwidth, and the copy cannot overlap "
             "compute. Pin the loader's batches and copy asynchronously.\n"
             "PyTorch:\n"
@@ -189,7 +207,7 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
             "Keras / tf.data:\n"
             "  ds = ds.prefetch(tf.data.AUTOTUNE)  # tf.data copies from its own host buffers\n"
             "  ds = ds.apply(tf.data.experimental.prefetch_to_device('/gpu:0'))",
-            dr_fin(rx, 0) / 1e9);
+            rate);
 }
 
 /* ---- throttled ---- */
@@ -212,9 +230,12 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
       continue;
     double ref = isfinite(g->clock_unthrottled) ? g->clock_unthrottled : g->sm_clock_max.max;
     double ratio = isfinite(g->throttle_clock) && ref > 0 ? fmin(g->throttle_clock / ref, 1) : NAN;
-    /* Work rate follows the SM clock while the GPU is busy. */
-    double busy = isfinite(g->throttle_util) ? g->throttle_util : dr_fin(g->util.mean, 100);
-    double lost = g->throttle_share * (1 - dr_fin(ratio, 0.8)) * busy / 100;
+    /* Work rate follows the SM clock while the GPU is busy; without the clocks or the util there is
+     * no figure to give, and the rule does not fire for this GPU. */
+    double busy = isfinite(g->throttle_util) ? g->throttle_util : g->util.n ? g->util.mean : NAN;
+    if (!isfinite(ratio) || !isfinite(busy))
+      continue;
+    double lost = g->throttle_share * (1 - ratio) * busy / 100;
     if (lost > worst_lost)
       worst = g, worst_lost = lost, worst_ratio = ratio;
   }
@@ -229,7 +250,7 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
       thermal |= REASONS[r].bit == 0x20 || REASONS[r].bit == 0x40;
       power |= REASONS[r].bit == 0x4 || REASONS[r].bit == 0x80;
     }
-  struct store_finding *f = dr_add(fs, d, "throttled", worst_lost, 1 / (1 - fmin(worst_lost, 0.95)));
+  struct store_finding *f = dr_add(fs, d, "throttled", worst_lost, 1 / (1 - fmin(worst_lost, DR_MAX_LOST)));
   if (!f)
     return;
   dr_printf(f->title, sizeof f->title, "Throttled: GPU %d clocks cut %.0f%% of the time (%s)", worst->index,
@@ -250,14 +271,18 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
   dr_json_str(&j, "model",
               "lost = throttled share * (1 - clock ratio) * util while throttled (work follows the "
               "SM clock)");
+  char clk[40], ref[40], temp[24], pw[24], pl[24];
+  dr_fmt(clk, sizeof clk, worst->throttle_clock, 0, "MHz");
+  dr_fmt(ref, sizeof ref, dr_fin(worst->clock_unthrottled, worst->sm_clock_max.max), 0, "MHz");
+  dr_fmt(temp, sizeof temp, worst->temp.max, 0, "C");
+  dr_fmt(pw, sizeof pw, worst->power.mean, 0, "");
+  dr_fmt(pl, sizeof pl, worst->power_limit.max, 0, "W");
   dr_printf(f->fix, sizeof f->fix,
-            "GPU %d ran with its clocks cut by %s for %.0f%% of the run (SM clock %.0f MHz while throttled vs "
-            "%.0f MHz otherwise; peak temperature %.0f C, power %.0f of %.0f W). No code change fixes this. %s "
+            "GPU %d ran with its clocks cut by %s for %.0f%% of the run (SM clock %s while throttled vs "
+            "%s otherwise; peak temperature %s, power %s of %s). No code change fixes this. %s "
             "Check with: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER. In a multi-GPU job every rank waits "
             "for this GPU.",
-            worst->index, reasons, worst->throttle_share * 100, dr_fin(worst->throttle_clock, NAN),
-            dr_fin(worst->clock_unthrottled, worst->sm_clock_max.max), worst->temp.max, worst->power.mean,
-            worst->power_limit.max,
+            worst->index, reasons, worst->throttle_share * 100, clk, ref, temp, pw, pl,
             thermal ? "Thermal: improve airflow and fan curves, check inlet temperature, dust, blocked slots and "
                       "hot neighbours; ask the operator to look at the chassis."
             : power ? "Power: the board reached its enforced limit; raise it where the board allows "
@@ -324,7 +349,7 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
   }
   if (!who)
     return 0;
-  double lost = fmin(excess / step, 0.95);
+  double lost = fmin(excess / step, DR_MAX_LOST);
   struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - lost));
   if (!f)
     return 1;
@@ -381,7 +406,7 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   if (who < 0)
     return;
   const struct dr_gpu *g = &d->gpus[who];
-  struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - fmin(lost, 0.95)));
+  struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - fmin(lost, DR_MAX_LOST)));
   if (!f)
     return;
   const char *what = by_clock ? "SM clock" : all_sm ? "SM activity" : "utilisation";
@@ -445,7 +470,7 @@ void dr_rule_underused(struct dr_run *d, struct dr_findings *fs) {
   if (!(busy && idle) && !none_used)
     return;
   double share = (double)idle / known;
-  double speedup = busy ? 0.9 * known / busy : 1;
+  double speedup = busy ? DR_SCALING_EFFICIENCY * known / busy : 1;
   struct store_finding *f = dr_add(fs, d, "underused_gpus", share, speedup > 1 ? speedup : 1);
   if (!f)
     return;
@@ -460,7 +485,7 @@ void dr_rule_underused(struct dr_run *d, struct dr_findings *fs) {
   dr_json_int(&j, "idle", idle);
   dr_json_int(&j, "busy", busy);
   dr_json_str(&j, "idle_gpus", list);
-  dr_json_num(&j, "idle_gpu_hours", share * known * dr_fin(d->window_s, 0) / 3600);
+  dr_json_num(&j, "idle_gpu_hours", share * known * d->window_s / 3600);
   dr_json_str(&j, "model",
               "the idle GPUs joining by data parallel at 90% scaling efficiency: speed-up = 0.9 * "
               "GPUs / busy GPUs");

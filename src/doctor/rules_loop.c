@@ -14,17 +14,31 @@
 /* ---- shared figures ---- */
 
 /* Cores the job could use: the CPUs less what other work on the host took, and never more than its
- * cgroup quota (other work outside the job's cgroup does not spend the quota). */
+ * cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota). NAN when
+ * the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
 static double usable_cores(const struct dr_run *d) {
   if (!isfinite(d->cores))
     return NAN;
-  double free_cpus = d->ncpu ? d->ncpu - dr_fin(d->others_cores, 0) : d->cores;
-  return fmax(0.5, fmin(d->cores, free_cpus));
+  if (d->ncpu && !isfinite(d->others_cores))
+    return NAN;
+  double free_cpus = d->ncpu ? d->ncpu - d->others_cores : d->cores;
+  return fmax(DR_MIN_USABLE_CORES, fmin(d->cores, free_cpus));
 }
 
+/* 1 saturated, 0 not, -1 unknown (usable cores or the job's CPU not measured). */
 static int saturated(const struct dr_run *d) {
   double u = usable_cores(d);
-  return isfinite(u) && isfinite(d->job_cores) && d->job_cores >= DR_SATURATED * u;
+  if (!isfinite(u) || !isfinite(d->job_cores))
+    return -1;
+  return d->job_cores >= DR_SATURATED * u;
+}
+
+/* The first used GPU with util readings (the no-steps paths read this one, not GPU 0), or NULL. */
+static const struct dr_gpu *used_gpu(const struct dr_run *d) {
+  for (int i = 0; i < d->ngpus; i++)
+    if (d->gpus[i].used && d->gpus[i].util.n)
+      return &d->gpus[i];
+  return NULL;
 }
 
 static double main_cpu(const struct dr_run *d) {
@@ -38,17 +52,48 @@ static int current_workers(const struct dr_run *d) {
   return d->nworkers;
 }
 
-/* Cores one loading process keeps busy while it loads (NAN unknown). With workers, their own CPU;
- * without, the main process's CPU apportioned to its data phase: on a CPU-only run the compute phase
- * is taken to use one core, on a GPU run none (an upper bound: the main thread may spin). */
-static double loader_cpu(const struct dr_run *d) {
-  if (current_workers(d) > 0 && d->nworkers > 0)
-    return d->worker_cpu;
+/* Cores one loading process keeps busy while it loads, as a range [lo, hi] (both NAN unknown; equal
+ * when measured). With workers, their own CPU. Without, the training process's CPU m apportioned to
+ * its data phase: m = ds x loader + (1 - ds) x c, where c, the compute phase's cores, is not measured
+ * separately — it lies between 0 and the fewer of the usable cores and m / (1 - ds). So the loader
+ * lies between (m - (1 - ds) x c_max) / ds and m / ds, and never above the cores the job may use. */
+static void loader_cpu(const struct dr_run *d, double *lo, double *hi) {
+  *lo = *hi = NAN;
+  if (current_workers(d) > 0 && d->nworkers > 0) {
+    *lo = *hi = d->worker_cpu;
+    return;
+  }
   double m = main_cpu(d), ds = d->data_share;
   if (!isfinite(m) || !(ds > 0))
-    return NAN;
-  double compute_cores = d->ngpus ? 0 : 1;
-  return fmax(0, (m - (1 - ds) * fmin(compute_cores, m)) / ds);
+    return;
+  double cap = isfinite(usable_cores(d)) ? usable_cores(d) : d->cores;
+  double c_max = ds < 1 ? m / (1 - ds) : 0;
+  if (isfinite(cap))
+    c_max = fmin(c_max, cap);
+  *hi = m / ds;
+  if (isfinite(cap))
+    *hi = fmin(*hi, cap);
+  *lo = fmin(*hi, fmax(0, (m - (1 - ds) * c_max) / ds));
+}
+
+/* "0.80 cores" or "0.75-1.25 cores" into buf. */
+static const char *cores_text(char *buf, size_t n, double lo, double hi) {
+  if (!isfinite(lo) || !isfinite(hi))
+    dr_printf(buf, n, "— cores");
+  else if (hi - lo < 0.005)
+    dr_printf(buf, n, "%.2f cores", hi);
+  else
+    dr_printf(buf, n, "%.2f-%.2f cores", lo, hi);
+  return buf;
+}
+
+/* Loading that runs inside the training process, in threads: no worker processes, no num_workers
+ * reported, many threads, and about one core busy — Python threads share one core under the GIL. */
+static int loads_in_threads(const struct dr_run *d) {
+  if (d->nworkers || isfinite(d->num_workers) || d->main_idx < 0)
+    return 0;
+  const struct dr_proc *p = &d->procs[d->main_idx];
+  return p->threads >= DR_GIL_THREADS && p->cpu >= DR_GIL_CORES_LO && p->cpu <= DR_GIL_CORES_HI;
 }
 
 /* The loading processes' share of time in D state (uninterruptible, nearly always storage). */
@@ -99,9 +144,12 @@ static double memory_room(const struct dr_run *d) {
 
 /* ---- input-bound and its causes ---- */
 
-static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0, double load_s, double lcpu) {
+static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0, double load_s, double lcpu_lo,
+                               double lcpu_hi) {
   double cores = d->cores;
-  if (!isfinite(cores) || !isfinite(d->step_mean))
+  /* The model needs the cores the job may use: without them it would promise workers for cores that
+   * are not there. */
+  if (!isfinite(cores) || !isfinite(usable_cores(d)) || !isfinite(d->step_mean) || !isfinite(d->job_cores))
     return;
   int wmax = cores >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)floor(cores);
   double per = bytes_per_worker(d), room = memory_room(d);
@@ -121,12 +169,12 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
     best = fmin(best, dr_workers_step_s(d, slack, w));
   int rec = wmax;
   for (int w = w0 + 1; w <= wmax; w++)
-    if (dr_workers_step_s(d, slack, w) <= best * 1.05) {
+    if (dr_workers_step_s(d, slack, w) <= best * DR_WORKERS_NEAR_BEST) {
       rec = w;
       break;
     }
   double s_new = dr_workers_step_s(d, load_s, rec), speedup = d->step_mean / s_new;
-  if (!(speedup >= 1.05))
+  if (!(speedup >= DR_WORKERS_MIN_SPEEDUP))
     return;
   struct store_finding *f = dr_add(fs, d, "loader_workers", 1 - s_new / d->step_mean, speedup);
   if (!f)
@@ -139,8 +187,17 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
     snprintf(key, sizeof key, "%d", w);
     dr_json_num(&ej, key, d->step_mean / dr_workers_step_s(d, load_s, w));
   }
-  dr_printf(f->title, sizeof f->title, "Cheap win: raise num_workers from %d to %d (about %.1fx faster)", w0, rec,
-            speedup);
+  int threads = loads_in_threads(d);
+  if (isfinite(d->num_workers))
+    dr_printf(f->title, sizeof f->title, "Cheap win: raise num_workers from %d to %d (about %.1fx faster)", w0, rec,
+              speedup);
+  else if (w0 > 0)
+    dr_printf(f->title, sizeof f->title, "Cheap win: load in %d processes instead of %d (about %.1fx faster)", rec, w0,
+              speedup);
+  else
+    dr_printf(f->title, sizeof f->title,
+              "Cheap win: load in %d worker process%s, not in the training process%s (about %.1fx faster)", rec,
+              rec == 1 ? "" : "es", threads ? "'s threads" : "", speedup);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
   dr_json_int(&j, "num_workers", w0);
@@ -149,41 +206,62 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
   dr_json_num(&j, "data_wait_s", d->data_mean);
   dr_json_num(&j, "compute_s", compute_h2d_s(d));
   dr_json_num(&j, "load_s_per_batch", load_s);
-  dr_json_num(&j, "loader_cpu_cores", lcpu);
+  dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
+  dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
   dr_json_num(&j, "usable_cores", usable_cores(d));
+  dr_json_num(&j, "cpuset_cores", d->cpuset);
   dr_json_num(&j, "other_work_cores", d->others_cores);
+  if (threads)
+    dr_json_num(&j, "main_process_threads", d->procs[d->main_idx].threads);
   dr_json_num(&j, "memory_room_bytes", room);
   dr_json_num(&j, "bytes_per_worker", per);
   dr_json_num(&j, "predicted_step_s", s_new);
   dr_json_raw(&j, "speedup_by_workers", est);
   dr_json_str(&j, "model", "step = max(compute+h2d, load/workers, job CPU per step / usable cores)");
   int pf = d->persistent_workers == 1 ? 1 : 0;
+  char lc[48], bs[32], mem[96], gil[200] = "";
+  if (isfinite(d->batch_size))
+    dr_printf(bs, sizeof bs, "%.0f", d->batch_size);
+  else
+    dr_printf(bs, sizeof bs, "B"); /* the job did not say its batch size */
+  if (!isfinite(per) || !isfinite(room))
+    dr_printf(mem, sizeof mem, "memory for more workers not measured (check that %d more fit)", rec - w0);
+  else
+    dr_printf(mem, sizeof mem, "memory for %s more workers", mem_cap >= DR_MAX_WORKERS ? "many" : "enough");
+  if (threads)
+    dr_printf(gil, sizeof gil,
+              " The loading runs inside the training process: %.0f threads keep about %.1f cores busy — Python "
+              "threads share one core under the GIL, so more threads do not help; processes do.",
+              d->procs[d->main_idx].threads, d->procs[d->main_idx].cpu);
   dr_printf(f->fix, sizeof f->fix,
-            "Loading is CPU-bound (%.2f cores per loading process) and the host has room: %.1f usable cores, "
-            "memory for %s more workers. Load in %d worker process%s (processes, not threads: Python "
+            "Loading is CPU-bound (%s per loading process) and the host has room: %.1f usable cores, "
+            "%s.%s Load in %d worker process%s (processes, not threads: Python "
             "transforms hold the GIL)%s. Model: step = max(compute %.0f ms, load %.0f ms / workers, the job's "
             "CPU per step / usable cores) = %.0f ms, down from %.0f ms.\n"
             "PyTorch:\n"
-            "  loader = torch.utils.data.DataLoader(ds, batch_size=%.0f, shuffle=True,\n"
+            "  loader = torch.utils.data.DataLoader(ds, batch_size=%s, shuffle=True,\n"
             "      num_workers=%d, persistent_workers=True, prefetch_factor=2, pin_memory=True)\n"
             "Keras / tf.data:\n"
             "  ds = ds.map(augment, num_parallel_calls=%d).prefetch(tf.data.AUTOTUNE)\n"
             "  # or a keras.utils.PyDataset / Sequence: model.fit(seq, workers=%d, use_multiprocessing=True)",
-            lcpu, usable_cores(d), mem_cap >= DR_MAX_WORKERS ? "many" : "enough", rec, rec == 1 ? "" : "es",
+            cores_text(lc, sizeof lc, lcpu_lo, lcpu_hi), usable_cores(d), mem, gil, rec, rec == 1 ? "" : "es",
             pf ? "" : ", kept alive between epochs", compute_h2d_s(d) * 1e3, load_s * 1e3, s_new * 1e3,
-            d->step_mean * 1e3, dr_fin(d->batch_size, 64), rec, rec, rec);
+            d->step_mean * 1e3, bs, rec, rec, rec);
 }
 
-static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu, int inferred) {
-  double share = inferred ? 1 - d->gpus[0].util.mean / 100 : d->data_share;
-  double speedup = 1 / (1 - fmin(share, 0.95));
+static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu_lo, double lcpu_hi, int inferred) {
+  const struct dr_gpu *g = used_gpu(d);
+  double share = inferred ? 1 - g->util.mean / 100 : d->data_share;
+  double speedup = 1 / (1 - fmin(share, DR_MAX_LOST));
   struct store_finding *f = dr_add(fs, d, "input_bound", share, speedup);
   if (!f)
     return;
   if (inferred)
     dr_printf(f->title, sizeof f->title,
-              "Input-bound: the GPU idles while the job's CPU is saturated (no step timings; inferred)");
+              "Input-bound: GPU %d idles %.0f%% of the time while the job's CPU is saturated (no step timings; "
+              "inferred)",
+              g->index, share * 100);
   else
     dr_printf(f->title, sizeof f->title, "Input-bound: %.0f%% of each step waits for the data loader",
               d->data_share * 100);
@@ -193,16 +271,26 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
   dr_json_num(&j, "step_s", d->step_mean);
   dr_json_num(&j, "data_wait_s", d->data_mean);
   dr_json_num(&j, "compute_s", compute_h2d_s(d));
-  dr_json_num(&j, "loader_cpu_cores", lcpu);
+  dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
+  dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
   dr_json_num(&j, "usable_cores", usable_cores(d));
-  dr_json_int(&j, "num_workers", current_workers(d));
-  dr_json_int(&j, "cpu_saturated", saturated(d));
-  if (d->ngpus)
-    dr_json_num(&j, "gpu_util_pct", d->gpus[0].util.mean);
+  dr_json_num(&j, "num_workers", isfinite(d->num_workers) ? d->num_workers : d->nprocs ? d->nworkers : NAN);
+  if (saturated(d) >= 0)
+    dr_json_int(&j, "cpu_saturated", saturated(d));
+  else
+    dr_json_num(&j, "cpu_saturated", NAN);
+  if (g)
+    dr_json_num(&j, "gpu_util_pct", g->util.mean);
   dr_json_str(&j, "model", "speed-up if the data wait went away: step / (step - data wait)");
+  char wait[96];
+  if (isfinite(d->data_mean) && isfinite(d->step_mean))
+    dr_printf(wait, sizeof wait, "The step waits %.0f ms of %.0f ms for its batch", d->data_mean * 1e3,
+              d->step_mean * 1e3);
+  else
+    dr_printf(wait, sizeof wait, "The GPU waits while the job's CPU is saturated (no step timings)");
   dr_printf(f->fix, sizeof f->fix,
-            "The step waits %.0f ms of %.0f ms for its batch and the loader is busy on the CPU: make each "
+            "%s and the loader is busy on the CPU: make each "
             "batch cheaper to produce. Move costly per-sample transforms offline (preprocess once and store "
             "the result), cache decoded samples, keep augmentation light, or decode and augment on the GPU "
             "(NVIDIA DALI; torchvision.transforms.v2 on CUDA tensors). More worker processes help only while "
@@ -214,12 +302,13 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
             "Keras / tf.data:\n"
             "  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()  # cache before random aug\n"
             "  ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
-            dr_fin(d->data_mean, 0) * 1e3, dr_fin(d->step_mean, 0) * 1e3,
+            wait,
             dr_has(fs, "loader_workers") ? " (see loader_workers)"
-                                         : " (here they are not: the job already uses the cores it can)");
+            : saturated(d) == 1          ? " (here they are not: the job already uses the cores it can)"
+                                         : " (the workers model found none worth adding here)");
 }
 
-static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu) {
+static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu_lo, double lcpu_hi) {
   double ch = compute_h2d_s(d);
   double need = ceil(dr_fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
   int rec = need >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)need;
@@ -233,6 +322,11 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   struct store_finding *f = dr_add(fs, d, "input_latency", d->data_share, speedup);
   if (!f)
     return;
+  char bs[32];
+  if (isfinite(d->batch_size))
+    dr_printf(bs, sizeof bs, "%.0f", d->batch_size);
+  else
+    dr_printf(bs, sizeof bs, "B"); /* the job did not say its batch size */
   dr_printf(f->title, sizeof f->title,
             "Input latency: %.0f%% of each step waits for data while the loader's CPU is idle", d->data_share * 100);
   struct dr_json j;
@@ -240,7 +334,8 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   dr_json_num(&j, "data_wait_share", d->data_share);
   dr_json_num(&j, "data_wait_s", d->data_mean);
   dr_json_num(&j, "step_s", d->step_mean);
-  dr_json_num(&j, "loader_cpu_cores", lcpu);
+  dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
+  dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
   dr_json_num(&j, "dstate_share", dstate_share(d));
   dr_json_num(&j, "iowait_pct", d->iowait.mean);
   dr_json_num(&j, "job_read_bytes_s", d->tree_read.mean);
@@ -249,29 +344,28 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   dr_json_num(&j, "predicted_step_s", s_new);
   dr_json_str(&j, "model", "with enough requests in flight: step = max(compute+h2d, load / workers)");
   dr_printf(f->fix, sizeof f->fix,
-            "Each batch waits %.0f ms for data, yet the loading process%s used only %.2f cores meanwhile and "
+            "Each batch waits %.0f ms for data, yet the loading process%s used at most %.2f cores meanwhile and "
             "the disks show little wait: the time goes to latency (object storage, a network file system, a "
             "remote service), not to work. Keep more requests in flight and move data closer: more workers "
             "(cheap here, they mostly wait: about %d), deeper prefetch, a local cache (local SSD or RAM), and "
             "larger shards (WebDataset / TFRecord) instead of one small object per sample.\n"
             "PyTorch:\n"
-            "  loader = torch.utils.data.DataLoader(ds, batch_size=%.0f, num_workers=%d,\n"
+            "  loader = torch.utils.data.DataLoader(ds, batch_size=%s, num_workers=%d,\n"
             "      prefetch_factor=4, persistent_workers=True)\n"
             "  # or a thread pool inside __getitem__/a batch sampler for I/O-only fetches\n"
             "Keras / tf.data:\n"
             "  ds = files.interleave(tf.data.TFRecordDataset, cycle_length=%d,\n"
             "      num_parallel_calls=tf.data.AUTOTUNE).cache('/local/cache').prefetch(tf.data.AUTOTUNE)",
-            dr_fin(d->data_mean, 0) * 1e3, w0 > 0 ? "es" : "", dr_fin(lcpu, 0), rec, dr_fin(d->batch_size, 64), rec,
-            rec);
+            d->data_mean * 1e3, w0 > 0 ? "es" : "", lcpu_hi, rec, bs, rec, rec);
 }
 
 static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share, double dsh) {
-  struct store_finding *f = dr_add(fs, d, "io_bound", share, 1 / (1 - fmin(share, 0.95)));
+  struct store_finding *f = dr_add(fs, d, "io_bound", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
   double iowait_cores = d->iowait.n && d->ncpu ? d->iowait.mean / 100 * d->ncpu : NAN;
   dr_printf(f->title, sizeof f->title, "Storage-bound: the job's loading processes wait on I/O %.0f%% of the time",
-            dr_fin(dsh, 0) * 100);
+            dsh * 100);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
   dr_json_num(&j, "dstate_share", dsh);
@@ -283,12 +377,15 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
   dr_json_num(&j, "data_wait_share", d->data_share);
   dr_json_num(&j, "step_s", d->step_mean);
   dr_json_str(&j, "model", "speed-up if the storage wait went away: 1 / (1 - lost share)");
-  char rate[128];
-  if (isfinite(d->psi_io.mean))
-    dr_printf(rate, sizeof rate, "%.0f MB/s (PSI: some task stalled on I/O %.0f%% of the time)",
-              dr_fin(d->tree_read.mean, 0) / 1e6, d->psi_io.mean);
+  char rate[128], mbs[40];
+  if (isfinite(d->tree_read.mean))
+    dr_printf(mbs, sizeof mbs, "%.0f MB/s", d->tree_read.mean / 1e6);
   else
-    dr_printf(rate, sizeof rate, "%.0f MB/s", dr_fin(d->tree_read.mean, 0) / 1e6);
+    dr_printf(mbs, sizeof mbs, "— MB/s (read rate not measured)");
+  if (isfinite(d->psi_io.mean))
+    dr_printf(rate, sizeof rate, "%s (PSI: some task stalled on I/O %.0f%% of the time)", mbs, d->psi_io.mean);
+  else
+    dr_printf(rate, sizeof rate, "%s", mbs);
   dr_printf(f->fix, sizeof f->fix,
             "The job's processes sat in uninterruptible I/O wait (D state) %.0f%% of the time while reading "
             "%s: storage, not the CPU, limits the input. Put the data set on local NVMe or in RAM "
@@ -301,7 +398,7 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
             "Keras / tf.data:\n"
             "  ds = tf.data.TFRecordDataset(shards, num_parallel_reads=tf.data.AUTOTUNE)\n"
             "  ds = ds.cache('/local_nvme/cache').prefetch(tf.data.AUTOTUNE)",
-            dr_fin(dsh, 0) * 100, rate, current_workers(d) + 2);
+            dsh * 100, rate, current_workers(d) + 2);
 }
 
 void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
@@ -310,20 +407,24 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
   int io = (isfinite(dsh) && dsh >= DR_IO_DSTATE) ||
            (isfinite(dsh) && dsh >= DR_IO_DSTATE / 2 && d->psi_io.n && d->psi_io.mean >= DR_IO_PSI);
   if (!(d->data_share >= DR_INPUT_SHARE)) {
-    /* Without step timings: a saturated CPU next to an idle GPU, or processes stuck in I/O. */
-    if (!isfinite(d->data_share) && d->ngpus && d->gpus[0].util.n && d->gpus[0].util.mean < 50 && saturated(d) && !io)
-      add_input_bound(d, fs, NAN, 1);
-    else if (!isfinite(d->data_share) && io)
-      add_io_bound(d, fs, dsh * (d->ngpus && d->gpus[0].util.n ? 1 - d->gpus[0].util.mean / 100 : 1), dsh);
+    /* Without step timings: a saturated CPU next to an idle GPU, or processes stuck in I/O (the cost
+     * scaled by the used GPU's idle share; without a GPU, all of the D-state share). */
+    const struct dr_gpu *g = used_gpu(d);
+    if (!isfinite(d->data_share) && g && g->util.mean < DR_INFER_GPU_UTIL && saturated(d) == 1 && !io)
+      add_input_bound(d, fs, NAN, NAN, 1);
+    else if (!isfinite(d->data_share) && io && (g || !d->ngpus))
+      add_io_bound(d, fs, dsh * (g ? 1 - g->util.mean / 100 : 1), dsh);
     return;
   }
-  double lcpu = loader_cpu(d);
+  double lo, hi;
+  loader_cpu(d, &lo, &hi);
   if (io) {
     add_io_bound(d, fs, d->data_share, dsh);
     return;
   }
-  if (isfinite(lcpu) && lcpu < DR_LOADER_CPU_IDLE && !saturated(d)) {
-    add_input_latency(d, fs, w0, lcpu);
+  /* Latency: even the most the loader could have used is little, and the CPU is known not full. */
+  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0) {
+    add_input_latency(d, fs, w0, lo, hi);
     return;
   }
   /* Per-batch loading time: all of the data wait without workers; with w0 workers that keep the step
@@ -331,8 +432,8 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
    * to it. */
   double load_s = w0 > 0 ? w0 * d->step_mean : d->data_mean;
   if (isfinite(load_s))
-    add_loader_workers(d, fs, w0, load_s, lcpu);
-  add_input_bound(d, fs, lcpu, 0);
+    add_loader_workers(d, fs, w0, load_s, lo, hi);
+  add_input_bound(d, fs, lo, hi, 0);
 }
 
 /* ---- host code ---- */
@@ -347,23 +448,32 @@ static double stall_share(const struct dr_findings *fs) {
 void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
   if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
     return;
-  double ds = dr_fin(d->data_share, 0), stall = stall_share(fs), m = main_cpu(d);
+  double stall = stall_share(fs), m = main_cpu(d);
+  int known = isfinite(d->data_share); /* without step timings the data wait is unknown, not zero */
+  double ds = known ? d->data_share : 0;
   if (d->ngpus) {
     double util = d->used_util;
-    if (!isfinite(util) || saturated(d) || util >= DR_HOSTCODE_GPU_UTIL)
+    if (!isfinite(util) || saturated(d) != 0 || util >= DR_HOSTCODE_GPU_UTIL)
       return;
+    /* Unknown data wait: the idle share is an upper bound of what host code costs. */
     double share = fmax(0, 1 - util / 100 - ds - stall);
-    double speedup = fmax(1, 90 / fmax(util, 1));
-    if (share < 0.10)
+    double speedup = fmax(1, DR_HOSTCODE_TARGET_UTIL / fmax(util, 1));
+    if (share < DR_HOSTCODE_MIN_SHARE)
       return;
     struct store_finding *f = dr_add(fs, d, "host_code_bound", share, speedup);
     if (!f)
       return;
-    int launch = isfinite(m) && m >= 0.85;
-    dr_printf(f->title, sizeof f->title,
-              "Host code: the GPU is busy %.0f%% of the time, yet neither data nor CPU "
-              "is short (%s)",
-              util, launch ? "the Python thread is saturated: launch overhead" : "sync points");
+    int launch = isfinite(m) && m >= DR_LAUNCH_CORES;
+    if (!known)
+      dr_printf(f->title, sizeof f->title,
+                "Host code or data loading: the GPU is busy %.0f%% of the time and the CPU is not short (no step "
+                "timings, so the data wait is unknown)",
+                util);
+    else
+      dr_printf(f->title, sizeof f->title,
+                "Host code: the GPU is busy %.0f%% of the time, yet neither data nor CPU "
+                "is short (%s)",
+                util, launch ? "the Python thread is saturated: launch overhead" : "sync points");
     struct dr_json j;
     dr_json_begin(&j, f->evidence, sizeof f->evidence);
     dr_json_num(&j, "gpu_util_pct", util);
@@ -374,7 +484,7 @@ void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
     dr_json_num(&j, "periodic_stall_share", stall);
     dr_json_str(&j, "model", "with host overhead removed the GPU reaches ~90% busy: speed-up = 90 / util");
     dr_printf(f->fix, sizeof f->fix,
-              "%s Profile one step and remove what makes the GPU wait: host syncs (loss.item(), .cpu(), "
+              "%s%s Profile one step and remove what makes the GPU wait: host syncs (loss.item(), .cpu(), "
               "printing tensors, torch.cuda.synchronize()), many tiny kernels, Python work between steps.\n"
               "PyTorch:\n"
               "  from torch.profiler import profile, ProfilerActivity\n"
@@ -385,7 +495,11 @@ void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
               "  model = torch.compile(model)             # fuses small kernels (or CUDA graphs)\n"
               "Keras:\n"
               "  model.compile(optimizer, loss, jit_compile=True, steps_per_execution=32)",
-              launch ? "The training process keeps a core busy (launch overhead: the GPU finishes each small "
+              known ? ""
+                    : "The job sent no step timings, so gpuscope cannot tell a data wait from host code: wrap the "
+                      "loader with gpuscope.watch(loader) to know which. ",
+              !known ? "Meanwhile:"
+              : launch ? "The training process keeps a core busy (launch overhead: the GPU finishes each small "
                        "kernel before Python issues the next)."
                      : "The training process is mostly idle too: the loop waits on synchronisation or blocking "
                        "calls.");
@@ -393,12 +507,12 @@ void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
   }
   /* CPU-only: the CPU is the accelerator; a job that neither waits for data nor keeps a core busy is
    * waiting on something else. */
-  if (d->nsteps < 3 || !isfinite(d->job_cores) || d->job_cores >= DR_HOSTCODE_CPU_CORES)
+  if (d->nsteps < 3 || !known || !isfinite(d->job_cores) || d->job_cores >= DR_HOSTCODE_CPU_CORES)
     return;
   double share = fmax(0, fmin(1 - d->job_cores, 1 - ds) - stall);
-  if (share < 0.10)
+  if (share < DR_HOSTCODE_MIN_SHARE)
     return;
-  struct store_finding *f = dr_add(fs, d, "host_code_bound", share, 1 / (1 - fmin(share, 0.95)));
+  struct store_finding *f = dr_add(fs, d, "host_code_bound", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
   dr_printf(f->title, sizeof f->title,
@@ -435,7 +549,7 @@ struct stall {
 /* Gaps between steps far longer than usual. Returns the count found (at most cap). */
 static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap, double *typical) {
   size_t n = d->nsteps, k = 0;
-  if (n < 10)
+  if (n < DR_STALL_MIN_STEPS)
     return 0;
   double *gaps = malloc((n - 1) * sizeof *gaps);
   if (!gaps)
@@ -517,7 +631,7 @@ void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
     var += pow(st[i].t - st[i - 1].t - mean_gap, 2);
   double cv = mean_gap > 0 ? sqrt(var / (double)(n - 1)) / mean_gap : INFINITY;
   double share = lost / d->window_s;
-  if (cv > DR_STALL_REGULARITY || share < 0.05)
+  if (cv > DR_STALL_REGULARITY || share < DR_STALL_MIN_SHARE)
     return;
   /* What the job said it was doing then: marks within a second before or during a stall. */
   char marks[128] = "";
@@ -529,12 +643,12 @@ void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
     double t = (double)ev->t / 1e9;
     int near = 0;
     for (size_t i = 0; i < n && !near; i++)
-      near = t >= st[i].t - 1.0 && t <= st[i].t + st[i].excess + typical * 2 + 1.0;
+      near = t >= st[i].t - DR_STALL_MARK_S && t <= st[i].t + st[i].excess + typical * 2 + DR_STALL_MARK_S;
     if (near && !strstr(marks, ev->name) && mlen + strlen(ev->name) + 3 < sizeof marks)
       mlen += (size_t)snprintf(marks + mlen, sizeof marks - mlen, "%s%s", mlen ? ", " : "", ev->name);
   }
-  int loader = data_known && data_in >= 0.5 * lost;
-  struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, 0.95)));
+  int loader = data_known && data_in >= DR_STALL_LOADER * lost;
+  struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
   dr_printf(f->title, sizeof f->title, "Periodic stalls: every %.1f s the training stops for %.1f s (%zu times%s%s)",

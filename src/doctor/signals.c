@@ -271,16 +271,18 @@ static void step_figures(struct dr_run *d) {
   double *tot = malloc(d->nsteps * sizeof *tot);
   if (!tot)
     return;
-  double sum = 0, data = 0, h2d = 0, comp = 0, samples = 0;
+  /* Each phase's mean and share over the steps that reported that phase (a step without a data=
+   * field is not a step without data wait): its own count, and the total of those same steps. */
+  double sum = 0, data = 0, h2d = 0, comp = 0, samples = 0, tot_d = 0, tot_h = 0;
   size_t nd = 0, nh = 0, nc = 0, ns = 0;
   for (size_t i = 0; i < d->nsteps; i++) {
     const struct dr_step *s = &d->steps[i];
     tot[i] = s->total;
     sum += s->total;
     if (isfinite(s->data))
-      data += s->data, nd++;
+      data += s->data, tot_d += s->total, nd++;
     if (isfinite(s->h2d))
-      h2d += s->h2d, nh++;
+      h2d += s->h2d, tot_h += s->total, nh++;
     if (isfinite(s->compute))
       comp += s->compute, nc++;
     if (isfinite(s->samples))
@@ -293,12 +295,12 @@ static void step_figures(struct dr_run *d) {
   d->step_mean = sum / n;
   if (sum <= 0)
     return;
-  if (nd)
-    d->data_mean = data / n, d->data_share = data / sum;
-  if (nh)
-    d->h2d_mean = h2d / n, d->h2d_share = h2d / sum;
+  if (nd && tot_d > 0)
+    d->data_mean = data / (double)nd, d->data_share = fmin(1, data / tot_d);
+  if (nh && tot_h > 0)
+    d->h2d_mean = h2d / (double)nh, d->h2d_share = fmin(1, h2d / tot_h);
   if (nc)
-    d->compute_mean = comp / n;
+    d->compute_mean = comp / (double)nc;
   if (ns) {
     d->samples_per_step = samples / (double)ns;
     if (d->window_s > 0)
@@ -356,6 +358,7 @@ static int load_procs(struct dr_run *d) {
     if (!count)
       continue;
     p->rss = mean_in_window(d, "proc.rss_bytes", s->labels, NULL);
+    p->threads = mean_in_window(d, "proc.threads", s->labels, NULL);
     /* The share of the window the process was seen in: its first to last sample, plus one interval. */
     double seen = fmin((double)s->t_last + interval, (double)d->to) - fmax((double)s->t_first, (double)d->from);
     p->coverage = d->window_s > 0 ? fmax(0, seen) / (d->window_s * NS) : NAN;
@@ -640,10 +643,18 @@ static void host_signals(struct dr_run *d) {
         s->labels[4] >= '0' && s->labels[4] <= '9')
       d->ncpu++;
   }
-  struct dr_stats q;
+  struct dr_stats q, cs;
   dr_stats_of(d, "host", "host.cgroup.cpu_limit_cores", "", &q);
   d->quota = q.n && q.mean > 0 ? q.mean : NAN;
-  d->cores = isfinite(d->quota) ? (d->ncpu ? fmin(d->quota, d->ncpu) : d->quota) : d->ncpu ? d->ncpu : NAN;
+  /* The CPUs the job may run on (its affinity and cgroup cpuset): the fewest seen, since a limit
+   * tightened during the run binds from then on. */
+  dr_stats_of(d, "host", "host.cpuset_cores", "", &cs);
+  d->cpuset = cs.n && cs.min >= 1 ? cs.min : NAN;
+  d->cores = NAN;
+  double lim[3] = {d->quota, d->cpuset, d->ncpu ? (double)d->ncpu : NAN};
+  for (int k = 0; k < 3; k++)
+    if (isfinite(lim[k]))
+      d->cores = isfinite(d->cores) ? fmin(d->cores, lim[k]) : lim[k];
   dr_stats_of(d, "host", "host.cpu.busy_pct", "cpu=total", &d->host_busy);
   dr_stats_of(d, "host", "host.cpu.iowait_pct", "cpu=total", &d->iowait);
   dr_stats_of(d, "host", "host.psi.io_some_pct", "", &d->psi_io);

@@ -89,10 +89,13 @@ int report_stats(struct store *st, const char *run_id, const struct store_series
   return rc;
 }
 
-/* Sum of a client step series over the steps at times t[from..n) (matched by timestamp). */
+/* Sum of a client step series over the steps at times t[from..n) (matched by timestamp), and in
+ * *total the sum of those same steps' totals (v), so a share is taken over the steps that reported
+ * the phase, not over all of them. */
 static int sum_matching(struct store *st, const struct store_series *series, size_t nseries, const char *name,
-                        const int64_t *t, size_t from, size_t n, double *sum, size_t *count) {
-  *sum = 0, *count = 0;
+                        const int64_t *t, const double *v, size_t from, size_t n, double *sum, size_t *count,
+                        double *total) {
+  *sum = 0, *count = 0, *total = 0;
   long i = store_series_find(series, nseries, "client", name, "");
   if (i < 0)
     return GS_OK;
@@ -105,8 +108,8 @@ static int sum_matching(struct store *st, const struct store_series *series, siz
   for (size_t k = from; k < n; k++) {
     while (j < pn && pt[j] < t[k])
       j++;
-    if (j < pn && pt[j] == t[k] && isfinite(pv[j]))
-      *sum += pv[j], (*count)++;
+    if (j < pn && pt[j] == t[k] && isfinite(pv[j]) && isfinite(v[k]) && v[k] >= 0)
+      *sum += pv[j], *total += v[k], (*count)++;
   }
   free(pt), free(pv);
   return GS_OK;
@@ -142,14 +145,14 @@ int report_step_stats(struct store *st, const char *run_id, const struct store_s
   qsort(sorted, k, sizeof *sorted, rp_cmp_double);
   out->steps = k;
   out->median_step_s = quantile(sorted, k, 0.5);
-  double data, h2d, samples;
+  double data, h2d, samples, tot_d, tot_h, tot_s;
   size_t nd, nh, ns;
-  if ((rc = sum_matching(st, series, nseries, "step.data_s", t, from, n, &data, &nd)) ||
-      (rc = sum_matching(st, series, nseries, "step.h2d_s", t, from, n, &h2d, &nh)) ||
-      (rc = sum_matching(st, series, nseries, "step.samples", t, from, n, &samples, &ns)))
+  if ((rc = sum_matching(st, series, nseries, "step.data_s", t, v, from, n, &data, &nd, &tot_d)) ||
+      (rc = sum_matching(st, series, nseries, "step.h2d_s", t, v, from, n, &h2d, &nh, &tot_h)) ||
+      (rc = sum_matching(st, series, nseries, "step.samples", t, v, from, n, &samples, &ns, &tot_s)))
     goto out;
-  out->data_share = nd ? data / total : NAN;
-  out->h2d_share = nh ? h2d / total : NAN;
+  out->data_share = nd && tot_d > 0 ? fmin(1, data / tot_d) : NAN;
+  out->h2d_share = nh && tot_h > 0 ? fmin(1, h2d / tot_h) : NAN;
   out->compute_share = nd ? 1 - out->data_share - (nh ? out->h2d_share : 0) : NAN;
   out->samples = samples;
   /* Throughput over wall time from the first kept step's start to the last step: time the loop spent
