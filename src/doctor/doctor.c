@@ -41,8 +41,9 @@ static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
   else if (n)
     dr_printf(what, sizeof what, "GPU busy %.0f%%; no step timings (the job did not use the gpuscope client)", util);
   else if (isfinite(d->data_share))
-    dr_printf(what, sizeof what, "no GPU; data wait %.0f%% of the step, the job kept %s busy", d->data_share * 100,
-              dr_fmt((char[32]){0}, 32, d->job_cores, 2, "cores"));
+    dr_printf(what, sizeof what, "no GPU; data wait %.0f%% of the step, %s", d->data_share * 100,
+              isfinite(d->job_cores) ? dr_fmt((char[48]){0}, 48, d->job_cores, 2, "cores busy")
+                                     : "the job's CPU not measured");
   else
     dr_printf(what, sizeof what, "no GPU and no step timings: judged on CPU and I/O alone");
   dr_printf(f->title, sizeof f->title, "Healthy: nothing worth fixing (%s)", what);

@@ -289,8 +289,18 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
               d->step_mean * 1e3);
   else
     dr_printf(wait, sizeof wait, "The GPU waits while the job's CPU is saturated (no step timings)");
+  /* The loader is known busy when even its least possible CPU is not idle; otherwise the cause is
+   * open (a loader using little CPU next to unknown host CPU could be starved or waiting). */
+  char why[160];
+  if (inferred || (isfinite(lcpu_lo) && lcpu_lo >= DR_LOADER_CPU_IDLE))
+    dr_printf(why, sizeof why, "the loader is busy on the CPU");
+  else
+    dr_printf(why, sizeof why,
+              "the loader used %s (the host's CPU or the split of the training process's CPU not measured "
+              "well enough to tell CPU work from latency)",
+              cores_text((char[48]){0}, 48, lcpu_lo, lcpu_hi));
   dr_printf(f->fix, sizeof f->fix,
-            "%s and the loader is busy on the CPU: make each "
+            "%s and %s: make each "
             "batch cheaper to produce. Move costly per-sample transforms offline (preprocess once and store "
             "the result), cache decoded samples, keep augmentation light, or decode and augment on the GPU "
             "(NVIDIA DALI; torchvision.transforms.v2 on CUDA tensors). More worker processes help only while "
@@ -302,7 +312,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
             "Keras / tf.data:\n"
             "  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()  # cache before random aug\n"
             "  ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
-            wait,
+            wait, why,
             dr_has(fs, "loader_workers") ? " (see loader_workers)"
             : saturated(d) == 1          ? " (here they are not: the job already uses the cores it can)"
                                          : " (the workers model found none worth adding here)");

@@ -455,6 +455,373 @@ static void test_gpu_idle_gaps_are_periodic_stalls(void **state) {
   fake_free(&f, fs);
 }
 
+/* ---- each rule with each of its inputs removed in turn ----
+ *
+ * A rule that lacks an input does not fire, or fires with that input null in its evidence and no
+ * figure made up in its text (docs/diagnosis.md, "Missing is not zero"). Each case below builds a run
+ * on which the rule fires, then leaves out one input at a time. */
+
+static const char *omitted = ""; /* the input the builder leaves out ("" none) */
+
+static int has(const char *input) {
+  return strcmp(omitted, input) != 0;
+}
+
+/* host_job's run with every input gated by has(). */
+static void host_job_gated(struct fake *f, int ncpu, double busy_pct, double main_cores, double dstate) {
+  if (has("host.cpu")) {
+    for (int c = 0; c < ncpu; c++) {
+      char lab[16];
+      snprintf(lab, sizeof lab, "cpu=%d", c);
+      constant(f, "host", "host.cpu.busy_pct", lab, busy_pct);
+    }
+    constant(f, "host", "host.cpu.busy_pct", "cpu=total", busy_pct);
+  }
+  if (has("mem"))
+    constant(f, "host", "host.mem.available_bytes", "", 20e9);
+  if (has("tree.cpu"))
+    constant(f, "proctree", "tree.cpu_pct", "", main_cores * 100);
+  if (has("tree.dstate"))
+    constant(f, "proctree", "tree.dstate", "", dstate);
+  if (has("tree.read"))
+    constant(f, "proctree", "tree.read_bytes_s", "", 200e6);
+  if (has("proc")) {
+    constant(f, "proctree", "proc.cpu_pct", "pid=100", main_cores * 100);
+    if (has("mem"))
+      constant(f, "proctree", "proc.rss_bytes", "pid=100", 300e6);
+    gs_sink_event(f->sink, T0 + S / 100, "proc_start", "python3", 100, "", "");
+  }
+}
+
+/* Steps with their phases gated: "step" leaves all out, "step.data" the data phase. */
+static void steps_gated(struct fake *f, const char *labels, double data, double compute, int gap_every, double gap_s) {
+  if (!has("step"))
+    return;
+  int ids[4] = {gs_sink_series(f->sink, "client", "step.total_s", labels, "s", GS_GAUGE),
+                has("step.data") ? gs_sink_series(f->sink, "client", "step.data_s", labels, "s", GS_GAUGE) : -1,
+                gs_sink_series(f->sink, "client", "step.compute_s", labels, "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.samples", labels, "count", GS_GAUGE)};
+  double t = 0.5;
+  for (int n = 0; t + data + compute < f->dur; n++) {
+    t += data + compute;
+    if (gap_every && n % gap_every == gap_every - 1)
+      t += gap_s;
+    int64_t at = T0 + (int64_t)(t * S);
+    gs_sink_put(f->sink, ids[0], at, data + compute);
+    if (ids[1] >= 0)
+      gs_sink_put(f->sink, ids[1], at, data);
+    gs_sink_put(f->sink, ids[2], at, compute);
+    gs_sink_put(f->sink, ids[3], at, 32);
+  }
+}
+
+static void param_gated(struct fake *f, const char *key, const char *value) {
+  if (has(key))
+    gs_sink_param(f->sink, key, value);
+}
+
+/* One GPU, every signal gated ("gpu.util", "gpu.sm", "gpu.tensor", "gpu.mem_used", "gpu.mem_total",
+ * "gpu.clock", "gpu.throttle", "gpu.cc", "gpu.pcie_rx"); the job has a process on it, so the GPU
+ * counts as used even without util. Throttling: 40% of the time at 1200 of 1980 MHz when hot. */
+static void gpu_gated(struct fake *f, int g, double util, double sm, double tensor, double mem_used, int hot,
+                      double rx) {
+  char lab[16], key[32], plab[32];
+  snprintf(lab, sizeof lab, "gpu=%d", g);
+  snprintf(plab, sizeof plab, "gpu=%d,pid=100", g);
+  if (has("gpu.util"))
+    constant(f, "nvml", "gpu.util_pct", lab, util);
+  if (has("gpu.sm"))
+    constant(f, "nvml", "gpu.sm_active_pct", lab, sm);
+  if (has("gpu.tensor"))
+    constant(f, "nvml", "gpu.tensor_active_pct", lab, tensor);
+  if (has("gpu.mem_used"))
+    constant(f, "nvml", "gpu.mem_used_bytes", lab, mem_used);
+  if (has("gpu.mem_total"))
+    constant(f, "nvml", "gpu.mem_total_bytes", lab, 80e9);
+  constant(f, "nvml", "gpu.proc_mem_bytes", plab, mem_used);
+  if (rx > 0 && has("gpu.pcie_rx"))
+    constant(f, "nvml", "gpu.pcie_rx_bytes_s", lab, rx);
+  if (has("gpu.clock"))
+    constant(f, "nvml", "gpu.sm_clock_max_mhz", lab, 1980);
+  if (hot) {
+    if (has("gpu.throttle"))
+      periodic(f, "nvml", "gpu.throttle_reasons", lab, 4, 0.6, 0, 0x20 | 0x40);
+    if (has("gpu.clock"))
+      periodic(f, "nvml", "gpu.sm_clock_mhz", lab, 4, 0.6, 1980, 1200);
+  } else {
+    if (has("gpu.throttle"))
+      constant(f, "nvml", "gpu.throttle_reasons", lab, 0);
+    if (has("gpu.clock"))
+      constant(f, "nvml", "gpu.sm_clock_mhz", lab, 1980);
+  }
+  snprintf(key, sizeof key, "gpu.%d.cc", g);
+  if (has("gpu.cc"))
+    gs_sink_param(f->sink, key, "9.0");
+}
+
+static void build_input_workers(struct fake *f) {
+  host_job_gated(f, 2, 50, 1.0, 0);
+  steps_gated(f, "", 0.040, 0.010, 0, 0);
+  param_gated(f, "num_workers", "0");
+  param_gated(f, "batch_size", "32");
+}
+static void build_latency(struct fake *f) {
+  host_job_gated(f, 2, 15, 0.2, 0);
+  steps_gated(f, "", 0.040, 0.010, 0, 0);
+}
+static void build_io(struct fake *f) {
+  host_job_gated(f, 2, 20, 0.3, 0.8);
+  steps_gated(f, "", 0.040, 0.010, 0, 0);
+}
+static void build_host_code_cpu(struct fake *f) {
+  host_job_gated(f, 2, 10, 0.2, 0);
+  steps_gated(f, "", 0.001, 0.050, 0, 0);
+}
+static void build_gpu_base(struct fake *f, double util, double sm, double tensor, double mem, int hot, double rx) {
+  host_job_gated(f, 8, 20, 0.5, 0);
+  steps_gated(f, "", 0.001, 0.020, 0, 0);
+  gpu_gated(f, 0, util, sm, tensor, mem, hot, rx);
+}
+static void build_host_code_gpu(struct fake *f) {
+  build_gpu_base(f, 34, 24, 18, 66e9, 0, 0);
+  gs_sink_param(f->sink, "precision", "bf16");
+}
+static void build_stalls(struct fake *f) {
+  host_job_gated(f, 2, 50, 1.0, 0);
+  steps_gated(f, "", 0.001, 0.020, 100, 0.8);
+  if (has("marks"))
+    gs_sink_event(f->sink, T0 + 3 * S, "mark", "eval", 1, "", "");
+}
+static void build_batch(struct fake *f) {
+  build_gpu_base(f, 96, 30, 20, 12e9, 0, 0);
+  gs_sink_param(f->sink, "precision", "bf16");
+  param_gated(f, "batch_size", "32");
+}
+static void build_mixed(struct fake *f) {
+  build_gpu_base(f, 97, 80, 40, 68e9, 0, 0);
+  param_gated(f, "precision", "fp32");
+}
+static void build_pageable(struct fake *f) {
+  build_gpu_base(f, 90, 75, 50, 68e9, 0, 3e9);
+  gs_sink_param(f->sink, "precision", "bf16");
+  param_gated(f, "pin_memory", "False");
+}
+static void build_throttled(struct fake *f) {
+  build_gpu_base(f, 97, 80, 55, 68e9, 1, 0);
+  gs_sink_param(f->sink, "precision", "bf16");
+}
+static void build_gpu_straggler(struct fake *f) {
+  host_job_gated(f, 8, 20, 1.0, 0);
+  steps_gated(f, "", 0.001, 0.020, 0, 0);
+  gs_sink_param(f->sink, "precision", "bf16");
+  gpu_gated(f, 0, 97, 82, 55, 68e9, 0, 0);
+  gpu_gated(f, 1, 97, 82, 55, 68e9, 0, 0);
+  gpu_gated(f, 2, 62, 45, 30, 68e9, 0, 0);
+}
+static void build_rank_straggler(struct fake *f) {
+  host_job_gated(f, 8, 60, 4.0, 0);
+  steps_gated(f, "", 0.001, 0.029, 0, 0);
+  steps_gated(f, "rank=1", 0.001, 0.029, 0, 0);
+  steps_gated(f, "rank=2", 0.015, 0.015, 0, 0);
+}
+static void build_underused(struct fake *f) {
+  host_job_gated(f, 8, 20, 1.0, 0);
+  steps_gated(f, "", 0.001, 0.020, 0, 0);
+  gs_sink_param(f->sink, "precision", "bf16");
+  gpu_gated(f, 0, 97, 82, 55, 68e9, 0, 0);
+  gpu_gated(f, 1, 0, 0, 0, 1e9, 0, 0);
+}
+static void build_healthy_cpu(struct fake *f) {
+  host_job_gated(f, 2, 50, 1.0, 0);
+  steps_gated(f, "", 0.001, 0.020, 0, 0);
+}
+
+/* What leaving one input out must do: the rule stays silent, or it fires with `null_key` null in its
+ * evidence (and, when set, `text` in its title or fix, and never `not_text`). */
+struct missing {
+  const char *input;
+  int fires;
+  const char *null_key, *text, *not_text;
+};
+
+struct rule_case {
+  const char *rule;
+  void (*build)(struct fake *f);
+  double dur;
+  struct missing m[8];
+};
+
+static const struct rule_case RULE_CASES[] = {
+    {"input_bound",
+     build_input_workers,
+     20,
+     {{"step.data", 0, NULL, NULL, NULL},
+      {"host.cpu", 1, "usable_cores", NULL, NULL},
+      {"tree.cpu", 1, "job_cpu_cores", NULL, NULL},
+      {"proc", 1, NULL, NULL, NULL}}},
+    {"loader_workers",
+     build_input_workers,
+     20,
+     {{"step.data", 0, NULL, NULL, NULL},
+      {"host.cpu", 0, NULL, NULL, NULL},
+      {"tree.cpu", 0, NULL, NULL, NULL},
+      {"mem", 1, "memory_room_bytes", "not measured", NULL},
+      {"num_workers", 1, NULL, "worker process", "raise num_workers"},
+      {"batch_size", 1, NULL, "batch_size=B", "batch_size=64"}}},
+    {"input_latency",
+     build_latency,
+     20,
+     {{"step.data", 0, NULL, NULL, NULL},
+      {"host.cpu", 0, NULL, NULL, NULL},
+      {"tree.dstate", 1, "dstate_share", NULL, NULL},
+      {"proc", 1, NULL, NULL, NULL},
+      {"batch_size", 1, NULL, "batch_size=B", "batch_size=64"}}},
+    {"io_bound",
+     build_io,
+     20,
+     {{"tree.dstate", 0, NULL, NULL, NULL},
+      {"step.data", 1, "data_wait_share", NULL, NULL},
+      {"tree.read", 1, "job_read_bytes_s", "not measured", " 0 MB/s"}}},
+    {"host_code_bound",
+     build_host_code_cpu,
+     20,
+     {{"step.data", 0, NULL, NULL, NULL}, {"tree.cpu", 0, NULL, NULL, NULL}, {"step", 0, NULL, NULL, NULL}}},
+    {"host_code_bound",
+     build_host_code_gpu,
+     20,
+     {{"step.data", 1, "data_wait_share", "data wait is unknown", "sync points"},
+      {"gpu.util", 0, NULL, NULL, NULL},
+      {"host.cpu", 0, NULL, NULL, NULL}}},
+    {"periodic_stall", build_stalls, 30, {{"step", 0, NULL, NULL, NULL}, {"marks", 1, NULL, NULL, "at eval"}}},
+    {"batch_too_small",
+     build_batch,
+     20,
+     {{"gpu.mem_used", 0, NULL, NULL, NULL},
+      {"gpu.mem_total", 0, NULL, NULL, NULL},
+      {"gpu.sm", 0, NULL, NULL, NULL}, /* util 96%: the model promises little */
+      {"batch_size", 1, "batch_size", "the current one", "64"}}},
+    {"mixed_precision",
+     build_mixed,
+     20,
+     {{"gpu.cc", 0, NULL, NULL, NULL},
+      {"precision", 0, NULL, NULL, NULL}, /* tensor pipes 40% active: not idle */
+      {"gpu.util", 1, "gpu_util_pct", NULL, NULL}}},
+    {"pageable_copies",
+     build_pageable,
+     20,
+     {{"pin_memory", 0, NULL, NULL, NULL}, {"gpu.pcie_rx", 0, NULL, NULL, NULL}}},
+    {"throttled",
+     build_throttled,
+     20,
+     {{"gpu.throttle", 0, NULL, NULL, NULL}, {"gpu.clock", 0, NULL, NULL, NULL}, {"gpu.util", 0, NULL, NULL, NULL}}},
+    {"straggler", build_gpu_straggler, 20, {{"gpu.util", 1, NULL, "SM activity", NULL}, {"gpu.sm", 1, NULL, NULL, NULL}}},
+    {"straggler", build_rank_straggler, 20, {{"step.data", 0, NULL, NULL, NULL}}},
+    {"underused_gpus", build_underused, 20, {{"gpu.util", 0, NULL, NULL, NULL}}},
+    {"healthy", build_healthy_cpu, 20, {{"tree.cpu", 1, NULL, "not measured", "0.00 cores"}}},
+};
+
+static const struct store_finding *find_or_null(const struct store_finding *fs, size_t n, const char *rule) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(fs[i].rule, rule))
+      return &fs[i];
+  return NULL;
+}
+
+static void test_each_rule_with_each_input_removed(void **state) {
+  (void)state;
+  for (size_t c = 0; c < sizeof RULE_CASES / sizeof *RULE_CASES; c++) {
+    const struct rule_case *rc = &RULE_CASES[c];
+    for (int k = -1; k < 8 && (k < 0 || rc->m[k].input); k++) {
+      struct fake f;
+      omitted = k < 0 ? "" : rc->m[k].input;
+      fake_begin(&f, rc->dur);
+      rc->build(&f);
+      size_t n;
+      struct store_finding *fs = fake_end(&f, &n);
+      const struct store_finding *x = find_or_null(fs, n, rc->rule);
+      char got[512] = "";
+      for (size_t i = 0, o = 0; i < n; i++)
+        o += (size_t)snprintf(got + o, sizeof got - o, "%s ", fs[i].rule);
+      if (k < 0) {
+        if (!x)
+          fail_msg("%s: does not fire with every input (got %s)", rc->rule, got);
+      } else {
+        const struct missing *m = &rc->m[k];
+        if (!m->fires && x)
+          fail_msg("%s fires without %s: %s | %s", rc->rule, m->input, x->title, x->evidence);
+        if (m->fires && !x)
+          fail_msg("%s does not fire without %s (got %s)", rc->rule, m->input, got);
+        if (x && m->null_key) {
+          char want[96];
+          snprintf(want, sizeof want, "\"%s\":null", m->null_key);
+          if (!strstr(x->evidence, want))
+            fail_msg("%s without %s: evidence lacks %s: %s", rc->rule, m->input, want, x->evidence);
+        }
+        if (x && m->text && !strstr(x->title, m->text) && !strstr(x->fix, m->text))
+          fail_msg("%s without %s: no \"%s\" in %s | %s", rc->rule, m->input, m->text, x->title, x->fix);
+        if (x && m->not_text && (strstr(x->title, m->not_text) || strstr(x->fix, m->not_text)))
+          fail_msg("%s without %s: \"%s\" in %s | %s", rc->rule, m->input, m->not_text, x->title, x->fix);
+      }
+      /* No finding prints a made-up zero or a C "nan" for what it did not measure. */
+      for (size_t i = 0; i < n; i++)
+        if (strstr(fs[i].title, "nan") || strstr(fs[i].fix, "nan ") || strstr(fs[i].fix, "-nan"))
+          fail_msg("%s: a NAN printed: %s | %s", fs[i].rule, fs[i].title, fs[i].fix);
+      fake_free(&f, fs);
+    }
+  }
+  omitted = "";
+}
+
+/* The issue's case: a pageable run whose PCIe rate is unknown but whose h2d phase is long says the
+ * phase, not "0.0 GB/s". */
+static void test_pageable_without_pcie_rate_names_the_h2d_phase(void **state) {
+  (void)state;
+  struct fake f;
+  omitted = "";
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 0.5);
+  gpu(&f, 0, 90, 75, 50, 68e9);
+  int ids[3] = {gs_sink_series(f.sink, "client", "step.total_s", "", "s", GS_GAUGE),
+                gs_sink_series(f.sink, "client", "step.data_s", "", "s", GS_GAUGE),
+                gs_sink_series(f.sink, "client", "step.h2d_s", "", "s", GS_GAUGE)};
+  for (int i = 1; i < 400; i++) {
+    int64_t at = T0 + S / 2 + i * S / 25;
+    gs_sink_put(f.sink, ids[0], at, 0.040);
+    gs_sink_put(f.sink, ids[1], at, 0.001);
+    gs_sink_put(f.sink, ids[2], at, 0.012);
+  }
+  gs_sink_param(f.sink, "precision", "bf16");
+  gs_sink_param(f.sink, "pin_memory", "False");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *p = find(fs, n, "pageable_copies");
+  assert_null(strstr(p->title, "GB/s"));
+  assert_non_null(strstr(p->title, "30%"));
+  assert_non_null(strstr(p->evidence, "\"pcie_rx_bytes_s\":null"));
+  fake_free(&f, fs);
+}
+
+/* Phases reported by only some steps: their mean and share are over those steps, not all of them. */
+static void test_phase_share_counts_only_steps_with_the_phase(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 50, 1.0);
+  int ids[2] = {gs_sink_series(f.sink, "client", "step.total_s", "", "s", GS_GAUGE),
+                gs_sink_series(f.sink, "client", "step.data_s", "", "s", GS_GAUGE)};
+  for (int i = 1; i < 400; i++) {
+    int64_t at = T0 + S / 2 + i * S / 20;
+    gs_sink_put(f.sink, ids[0], at, 0.050);
+    if (i % 2)
+      gs_sink_put(f.sink, ids[1], at, 0.040); /* every other step says its data wait: 80% */
+  }
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *ib = find(fs, n, "input_bound");
+  assert_true(fabs(ib->share - 0.8) < 0.01); /* not 40%: steps without the field are not zero */
+  fake_free(&f, fs);
+}
+
 /* ---- robustness ---- */
 
 static void test_odd_labels_and_params_do_not_crash(void **state) {
@@ -540,6 +907,9 @@ int main(void) {
       cmocka_unit_test(test_multi_gpu_idle_and_straggler),
       cmocka_unit_test(test_slow_rank_is_a_straggler),
       cmocka_unit_test(test_gpu_idle_gaps_are_periodic_stalls),
+      cmocka_unit_test(test_each_rule_with_each_input_removed),
+      cmocka_unit_test(test_pageable_without_pcie_rate_names_the_h2d_phase),
+      cmocka_unit_test(test_phase_share_counts_only_steps_with_the_phase),
       cmocka_unit_test(test_odd_labels_and_params_do_not_crash),
       cmocka_unit_test(test_unknown_run_is_enoent),
       cmocka_unit_test(test_evidence_builder_stays_valid_when_full),
