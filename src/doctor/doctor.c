@@ -96,6 +96,47 @@ done:
   return rc;
 }
 
+/* The part of the step (or window) a rule's fix shrinks; -1: not part of the model. */
+enum { PART_STALL, PART_DATA, PART_HOST, PART_GPU, PART_STRAGGLER, NPARTS };
+static int part_of(const char *rule) {
+  static const struct {
+    const char *rule;
+    int part;
+  } map[] = {{"periodic_stall", PART_STALL},    {"input_bound", PART_DATA},      {"loader_workers", PART_DATA},
+             {"input_latency", PART_DATA},      {"io_bound", PART_DATA},         {"host_code_bound", PART_HOST},
+             {"batch_too_small", PART_GPU},     {"mixed_precision", PART_GPU},   {"pageable_copies", PART_GPU},
+             {"throttled", PART_GPU},           {"straggler", PART_STRAGGLER}};
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+    if (!strcmp(rule, map[i].rule))
+      return map[i].part;
+  return -1;
+}
+
+void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combined *out) {
+  double best[NPARTS] = {0};
+  int count[NPARTS] = {0};
+  memset(out, 0, sizeof *out);
+  out->speedup = 1;
+  for (size_t i = 0; i < n; i++) {
+    int p = part_of(f[i].rule);
+    if (p < 0 || !isfinite(f[i].share) || f[i].share <= 0)
+      continue;
+    out->findings++;
+    out->overlapping |= count[p]++ > 0;
+    best[p] = fmax(best[p], fmin(f[i].share, 1));
+  }
+  if (!out->findings)
+    return;
+  /* Stalls are a share of the window; the other parts, of the steps that remain. */
+  double steps = 0;
+  for (int p = PART_DATA; p < NPARTS; p++)
+    steps += best[p];
+  double left = (1 - best[PART_STALL]) * (1 - fmin(steps, DR_MAX_LOST));
+  left = fmax(left, 1 - DR_MAX_LOST);
+  out->share = 1 - left;
+  out->speedup = 1 / left;
+}
+
 int doctor_run(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
   struct store_finding *f = NULL;
   size_t nf = 0;

@@ -25,4 +25,19 @@ int doctor_diagnose(struct store *st, const char *run_id, struct store_finding *
  * findings are still returned and the write's GS_E code is returned. Returns 0 or a GS_E code. */
 int doctor_run(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
 
+/* Several findings of one run usually share the same step time (an input-bound run's data wait is
+ * both input_bound's and loader_workers' cost), so their speed-ups neither add nor multiply. One
+ * step-time model combines them: a window is periodic stalls plus steps, and a step is data wait,
+ * host-side idle, GPU work and a straggler's wait; each finding shrinks one of these parts, and of the
+ * findings that shrink the same part only the largest counts. underused_gpus (more GPUs, not a shorter
+ * step) and healthy are left out. */
+struct doctor_combined {
+  int findings;    /* findings the estimate combines */
+  int overlapping; /* 1 when two or more of them act on the same part of the step */
+  double share;    /* share of the window the fixes together would win back */
+  double speedup;  /* 1 / (1 - share) */
+};
+/* Combines f[0..n) as above. Can't fail; findings == 0 when none counts. */
+void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combined *out);
+
 #endif

@@ -140,7 +140,7 @@ struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, con
   dr_printf(f->rule, sizeof f->rule, "%s", rule);
   f->share = isfinite(share) ? fmin(fmax(share, 0), 1) : 0;
   f->speedup = isfinite(speedup) && speedup >= 1 ? speedup : 1;
-  f->lost_s = isfinite(d->window_s) ? f->share * d->window_s : 0;
+  f->lost_s = isfinite(d->window_s) ? f->share * d->window_s : NAN; /* unknown window: unknown time */
   dr_printf(f->severity, sizeof f->severity, "%s",
             f->share >= 0.30   ? "high"
             : f->share >= 0.10 ? "medium"

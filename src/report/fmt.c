@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 
 size_t rp_utf8_next(const char *s, uint32_t *cp) {
@@ -299,6 +300,112 @@ const char *rp_bytes(char *buf, size_t n, double v) {
     return buf;
   }
   return gs_fmt_bytes(v, buf, n);
+}
+
+const char *rp_duration(char *buf, size_t n, double seconds) {
+  if (!isfinite(seconds) || seconds <= 0 || seconds > 9e9) {
+    snprintf(buf, n, "—");
+    return buf;
+  }
+  return gs_fmt_duration((int64_t)(seconds * 1e9), buf, n);
+}
+
+static int ends_with(const char *k, size_t klen, const char *suffix) {
+  size_t sl = strlen(suffix);
+  return klen >= sl && !memcmp(k + klen - sl, suffix, sl);
+}
+
+struct speedups {
+  char *buf;
+  size_t n, o;
+};
+
+/* One member of a {"N": speed-up} object as "N: 1.33x". */
+static void speedup_member(void *user, const char *key, size_t klen, const char *val, size_t vlen) {
+  struct speedups *s = user;
+  char v[64];
+  snprintf(v, sizeof v, "%.*s", (int)(vlen < 63 ? vlen : 63), val);
+  char *end;
+  double x = strtod(v, &end);
+  if (s->o + 1 >= s->n)
+    return;
+  int w = end != v && !*end && isfinite(x)
+              ? snprintf(s->buf + s->o, s->n - s->o, "%s%.*s: %.2fx", s->o ? ", " : "", (int)klen, key, x)
+              : snprintf(s->buf + s->o, s->n - s->o, "%s%.*s: —", s->o ? ", " : "", (int)klen, key);
+  if (w > 0)
+    s->o = s->o + (size_t)w < s->n ? s->o + (size_t)w : s->n - 1;
+}
+
+const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const char *val, size_t vlen) {
+  char raw[512];
+  snprintf(raw, sizeof raw, "%.*s", (int)(vlen < sizeof raw - 1 ? vlen : sizeof raw - 1), val);
+  if (!n)
+    return buf;
+  buf[0] = 0;
+  if (!strcmp(raw, "null")) {
+    snprintf(buf, n, "—");
+    return buf;
+  }
+  if (raw[0] == '{' && klen >= 7 && !memcmp(key, "speedup", 7)) {
+    struct speedups sp = {buf, n, 0};
+    rp_json_members(raw, speedup_member, &sp);
+    if (sp.o)
+      return buf;
+  }
+  if (raw[0] == '"' && vlen >= 2 && raw[strlen(raw) - 1] == '"') {
+    snprintf(buf, n, "%.*s", (int)(strlen(raw) - 2), raw + 1);
+    return buf;
+  }
+  char *end;
+  double v = strtod(raw, &end);
+  if (end == raw || *end || !isfinite(v)) {
+    snprintf(buf, n, "%s", raw);
+    return buf;
+  }
+  if (ends_with(key, klen, "_share"))
+    snprintf(buf, n, "%.*f%%", fabs(v) < 0.1 ? 1 : 0, v * 100);
+  else if (ends_with(key, klen, "_pct"))
+    snprintf(buf, n, "%.0f%%", v);
+  else if (ends_with(key, klen, "_bytes_s"))
+    snprintf(buf, n, fabs(v) >= 1e9 ? "%.2f GB/s" : "%.0f MB/s", fabs(v) >= 1e9 ? v / 1e9 : v / 1e6);
+  else if (ends_with(key, klen, "_bytes") || ends_with(key, klen, "bytes_per_worker"))
+    rp_bytes(buf, n, v);
+  else if (ends_with(key, klen, "_s") || ends_with(key, klen, "_s_per_batch"))
+    snprintf(buf, n, fabs(v) < 1 ? "%.1f ms" : "%.2f s", fabs(v) < 1 ? v * 1e3 : v);
+  else if (ends_with(key, klen, "_cores") || ends_with(key, klen, "_cores_min") || ends_with(key, klen, "_cores_max"))
+    snprintf(buf, n, "%.2f cores", v);
+  else if (ends_with(key, klen, "_mhz"))
+    snprintf(buf, n, "%.0f MHz", v);
+  else if (ends_with(key, klen, "_w"))
+    snprintf(buf, n, "%.0f W", v);
+  else if (ends_with(key, klen, "_c"))
+    snprintf(buf, n, "%.0f °C", v);
+  else if (ends_with(key, klen, "_j"))
+    snprintf(buf, n, "%.0f J", v);
+  else if ((klen >= 7 && !memcmp(key, "speedup", 7)) || ends_with(key, klen, "_speedup"))
+    snprintf(buf, n, "%.2fx", v);
+  else if (ends_with(key, klen, "_hours"))
+    snprintf(buf, n, "%.2f h", v);
+  else if (v == floor(v) && fabs(v) < 1e15)
+    snprintf(buf, n, "%.0f", v);
+  else
+    snprintf(buf, n, "%.3g", v);
+  return buf;
+}
+
+const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f, size_t nf) {
+  struct doctor_combined c;
+  doctor_combine(f, nf, &c);
+  if (c.findings < 2) {
+    if (n)
+      buf[0] = 0;
+    return buf;
+  }
+  snprintf(buf, n,
+           "these %d findings share the same step time, so their gains do not add%s: fixing all: ~%.1fx "
+           "(one step-time model: stalls, data wait, host idle, GPU work; fixes of the same part count once)",
+           c.findings, c.overlapping ? " (some act on the same part)" : "", c.speedup);
+  return buf;
 }
 
 int rp_gpu_label(const char *labels) {

@@ -54,7 +54,7 @@ static void facts(FILE *out, const struct report_run *r) {
   char b[256], dur[32];
   fputs("<table>\n", out);
   row(out, "status", r->run.status);
-  gs_fmt_duration(r->duration_s < 9e9 ? (int64_t)(r->duration_s * 1e9) : 0, dur, sizeof dur);
+  rp_duration(dur, sizeof dur, r->duration_s);
   snprintf(b, sizeof b, "%s, exit %d", dur, r->run.exit_code);
   row(out, "duration", b);
   row(out, "command", r->run.command);
@@ -107,7 +107,7 @@ static void ev_row(void *user, const char *key, size_t klen, const char *val, si
   FILE *out = user;
   char k[128], v[512];
   snprintf(k, sizeof k, "%.*s", (int)(klen < 127 ? klen : 127), key);
-  snprintf(v, sizeof v, "%.*s", (int)(vlen < 511 ? vlen : 511), val);
+  rp_ev_value(v, sizeof v, key, klen, val, vlen);
   fputs("<tr><th><code>", out);
   rp_html(out, k);
   fputs("</code></th><td><code>", out);
@@ -127,10 +127,13 @@ static void findings(FILE *out, const struct report_run *r) {
     fprintf(out, "<div class='finding %s'><p><span class='sev'>%s</span><b><code>%s</code></b> — ", sev, sev, rule);
     rp_html(out, f->title);
     fputs("</p>\n", out);
-    if (strcmp(rule, "healthy"))
-      fprintf(out, "<p class='cost'>costs %.0f%% of the run (%.1f s); estimated %.2fx faster if fixed</p>\n",
-              (isfinite(f->share) ? f->share : 0) * 100, isfinite(f->lost_s) ? f->lost_s : 0,
-              isfinite(f->speedup) ? f->speedup : 1);
+    if (strcmp(rule, "healthy")) {
+      char lost[32] = "";
+      if (isfinite(f->lost_s) && f->lost_s > 0)
+        snprintf(lost, sizeof lost, " (%.1f s)", f->lost_s);
+      fprintf(out, "<p class='cost'>costs %.0f%% of the run%s; estimated %.2fx faster if fixed</p>\n",
+              (isfinite(f->share) ? f->share : 0) * 100, lost, isfinite(f->speedup) ? f->speedup : 1);
+    }
     if (rp_json_object_valid(f->evidence)) {
       fputs("<table>\n", out);
       rp_json_members(f->evidence, ev_row, out);
@@ -143,6 +146,12 @@ static void findings(FILE *out, const struct report_run *r) {
     fputs("<pre>", out);
     rp_html(out, f->fix);
     fputs("</pre></div>\n", out);
+  }
+  char comb[320];
+  if (rp_combined_line(comb, sizeof comb, r->findings, r->nfindings)[0]) {
+    fputs("<p class='cost'><b>Together:</b> ", out);
+    rp_html(out, comb);
+    fputs("</p>\n", out);
   }
 }
 

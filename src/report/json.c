@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 
 static void key(FILE *out, const char *k, int *first) {
@@ -152,6 +153,23 @@ int report_json(FILE *out, const struct report_run *r) {
   fputs(r->diagnosed ? "true" : "false", out);
   key(out, "findings", &first);
   findings_array(out, r);
+  /* The findings' gains combined by one step-time model (doctor_combine); null with fewer than two. */
+  key(out, "combined", &first);
+  struct doctor_combined c;
+  doctor_combine(r->findings, r->nfindings, &c);
+  if (c.findings < 2) {
+    fputs("null", out);
+  } else {
+    int f = 1;
+    fputc('{', out);
+    kv_num(out, "findings", c.findings, &f);
+    fputs(c.overlapping ? ",\"overlapping\":true" : ",\"overlapping\":false", out);
+    kv_num(out, "share", c.share, &f);
+    kv_num(out, "speedup", c.speedup, &f);
+    kv_str(out, "model", "window = stalls + steps; step = data wait + host idle + GPU work + straggler wait; "
+                         "each fix shrinks one part, and of the fixes of one part only the largest counts", &f);
+    fputc('}', out);
+  }
   key(out, "notes", &first);
   fputc('[', out);
   for (size_t i = 0; i < r->nnotes; i++) {

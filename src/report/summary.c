@@ -38,6 +38,12 @@ static void print_findings(FILE *out, struct store *st, const struct store_run *
   }
   if (nf > SUMMARY_FINDINGS)
     fprintf(out, "    ... and %zu more\n", nf - SUMMARY_FINDINGS);
+  char comb[320];
+  if (rp_combined_line(comb, sizeof comb, f, nf)[0]) {
+    fputs("    ", out);
+    rp_text(out, comb, 0);
+    fputc('\n', out);
+  }
   free(f);
 }
 
@@ -50,7 +56,8 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
     return;
   }
   char dur[32], b1[32], b2[32];
-  gs_fmt_duration(run.end_wall_ns - run.start_wall_ns, dur, sizeof dur);
+  double span = run.end_wall_ns > 0 ? ((double)run.end_wall_ns - (double)run.start_wall_ns) / 1e9 : NAN;
+  rp_duration(dur, sizeof dur, span);
   fprintf(out, "gpuscope: run %s", run.id);
   if (run.name[0]) {
     fputs(" (", out);
@@ -94,8 +101,8 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
   }
   struct step_stats steps;
   if (!report_step_stats(st, run_id, series, n, &steps) && steps.steps) {
-    fprintf(out, "  steps: %zu, %.1f samples/s, median step %.1f ms", steps.steps, steps.samples_per_s,
-            steps.median_step_s * 1e3);
+    fprintf(out, "  steps: %zu, %s samples/s, median step %s", steps.steps,
+            rp_num(b1, sizeof b1, steps.samples_per_s, 1, ""), rp_num(b2, sizeof b2, steps.median_step_s * 1e3, 1, "ms"));
     if (isfinite(steps.data_share))
       fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
     fputc('\n', out);

@@ -27,12 +27,12 @@ struct ev_print {
   size_t col;
 };
 
-/* One evidence member as key=value, wrapping lines at about 100 columns. */
+/* One evidence member as key=value in the unit its key names, wrapping lines at about 100 columns. */
 static void ev_member(void *user, const char *key, size_t klen, const char *val, size_t vlen) {
   struct ev_print *p = user;
   char k[64], v[160];
   snprintf(k, sizeof k, "%.*s", (int)(klen < 63 ? klen : 63), key);
-  snprintf(v, sizeof v, "%.*s", (int)(vlen < 159 ? vlen : 159), val);
+  rp_ev_value(v, sizeof v, key, klen, val, vlen);
   size_t w = strlen(k) + strlen(v) + 2;
   if (p->col + w > 100) {
     fputs("\n              ", p->out);
@@ -121,7 +121,7 @@ int report_text(FILE *out, const struct report_run *r, int color) {
     rp_text(out, r->run.name, 0);
     fputc(')', out);
   }
-  gs_fmt_duration(r->duration_s < 9e9 ? (int64_t)(r->duration_s * 1e9) : 0, dur, sizeof dur);
+  rp_duration(dur, sizeof dur, r->duration_s);
   fprintf(out, " — ");
   rp_text(out, r->run.status, 0);
   fprintf(out, ", %s, exit %d\n", dur, r->run.exit_code);
@@ -177,6 +177,11 @@ int report_text(FILE *out, const struct report_run *r, int color) {
     fputs("  none: the diagnosis could not run on this run\n", out);
   for (size_t i = 0; i < r->nfindings; i++)
     print_finding(out, &s, i, &r->findings[i]);
+  char comb[320];
+  if (rp_combined_line(comb, sizeof comb, r->findings, r->nfindings)[0]) {
+    fprintf(out, "\n %sTogether:%s\n", s.bold, s.reset);
+    fix_line(out, comb);
+  }
   for (size_t i = 0; i < r->nnotes; i++) {
     fputs(i ? "\n  " : "\nnotes\n  ", out);
     rp_text(out, r->notes[i], 0);

@@ -822,6 +822,63 @@ static void test_phase_share_counts_only_steps_with_the_phase(void **state) {
   fake_free(&f, fs);
 }
 
+/* ---- what the user reads ---- */
+
+static void ev(const char *key, const char *val, const char *want) {
+  char buf[128];
+  rp_ev_value(buf, sizeof buf, key, strlen(key), val, strlen(val));
+  if (strcmp(buf, want))
+    fail_msg("%s=%s shown as \"%s\", want \"%s\"", key, val, buf, want);
+}
+
+static void test_evidence_is_shown_in_units(void **state) {
+  (void)state;
+  ev("data_wait_share", "0.318768", "32%");
+  ev("mem_used_peak_bytes", "3.90512e+08", "372.4 MiB");
+  ev("pcie_rx_bytes_s", "3e9", "3.00 GB/s");
+  ev("job_read_bytes_s", "2e8", "200 MB/s");
+  ev("step_s", "0.0413", "41.3 ms");
+  ev("window_s", "12.5", "12.50 s");
+  ev("job_cpu_cores", "1.5", "1.50 cores");
+  ev("gpu_util_pct", "34", "34%");
+  ev("sm_clock_throttled_mhz", "1200", "1200 MHz");
+  ev("usable_cores", "null", "—");
+  ev("source", "\"step gaps\"", "step gaps");
+  ev("speedup_by_workers", "{\"1\":1.5,\"2\":2}", "1: 1.50x, 2: 2.00x");
+  ev("recommended_workers", "2", "2");
+}
+
+static struct store_finding finding(const char *rule, double share) {
+  struct store_finding f;
+  memset(&f, 0, sizeof f);
+  snprintf(f.rule, sizeof f.rule, "%s", rule);
+  f.share = share;
+  f.speedup = 1 / (1 - share);
+  return f;
+}
+
+static void test_overlapping_findings_get_one_combined_estimate(void **state) {
+  (void)state;
+  /* input_bound and loader_workers act on the same data wait: only the larger counts; the stalls are
+   * a share of the window, the rest a share of the steps left. */
+  struct store_finding f[4] = {finding("input_bound", 0.63), finding("loader_workers", 0.45),
+                               finding("periodic_stall", 0.35), finding("underused_gpus", 0.75)};
+  struct doctor_combined c;
+  doctor_combine(f, 4, &c);
+  assert_int_equal(c.findings, 3);
+  assert_true(c.overlapping);
+  double left = (1 - 0.35) * (1 - 0.63);
+  assert_true(fabs(c.speedup - 1 / left) < 1e-9);
+  /* never the sum (1.43 lost) nor the product of the speed-ups */
+  assert_true(c.speedup < (1 / 0.37) * (1 / 0.55) * (1 / 0.65));
+  char line[320];
+  assert_non_null(strstr(rp_combined_line(line, sizeof line, f, 4), "fixing all: ~4.2x"));
+  /* one finding: nothing to combine */
+  doctor_combine(f, 1, &c);
+  assert_int_equal(c.findings, 1);
+  assert_string_equal(rp_combined_line(line, sizeof line, f, 1), "");
+}
+
 /* ---- robustness ---- */
 
 static void test_odd_labels_and_params_do_not_crash(void **state) {
@@ -910,6 +967,8 @@ int main(void) {
       cmocka_unit_test(test_each_rule_with_each_input_removed),
       cmocka_unit_test(test_pageable_without_pcie_rate_names_the_h2d_phase),
       cmocka_unit_test(test_phase_share_counts_only_steps_with_the_phase),
+      cmocka_unit_test(test_evidence_is_shown_in_units),
+      cmocka_unit_test(test_overlapping_findings_get_one_combined_estimate),
       cmocka_unit_test(test_odd_labels_and_params_do_not_crash),
       cmocka_unit_test(test_unknown_run_is_enoent),
       cmocka_unit_test(test_evidence_builder_stays_valid_when_full),
