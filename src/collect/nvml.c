@@ -242,6 +242,7 @@ struct nvml_ctx {
   struct gpu *gpus;
   atomic_int n_lost;
   int64_t tick_ns;       /* scheduled time of the tick being sampled (thread-owned) */
+  unsigned long long ticks, late; /* ticks sampled, readings stamped late (thread-owned; read after join) */
   atomic_llong phase_ns; /* the run loop's first tick time, from sample(): the grid to follow */
   int phased;            /* sample() has handed it over (run-loop thread only) */
 
@@ -306,12 +307,25 @@ static int64_t drv_to_mono(unsigned long long ts_us, int64_t now_mono, int64_t n
   return now_mono - age_us * 1000;
 }
 
-/* The timestamp for a value read now: the tick's scheduled time, so each series is exactly regular
- * (one bit per timestamp in the store's delta-of-delta chunks) and lines up with the run loop's
- * other collectors; the real time when a slow driver call has pushed the reading past the tick. */
-static int64_t stamp(const struct nvml_ctx *c) {
+/* A reading taken more than this after its tick's scheduled time is stamped with its read time:
+ * 5 % of the interval, at least 1 ms (5 ms at the default 100 ms). */
+static int64_t late_ns(const struct nvml_ctx *c) {
+  int64_t l = c->interval_ns / 20;
+  return l > 1000000 ? l : 1000000;
+}
+
+/* The timestamp for a value read now: the tick's scheduled time while the reading is on time, so
+ * each series is exactly regular (one bit per timestamp in the store's delta-of-delta chunks) and
+ * lines up with the run loop's other collectors; its read time when it is late (a loaded machine
+ * woke the thread late, or a slow driver call pushed it past the tick), so a value is never put
+ * earlier than it was read by more than late_ns(). Late readings are counted (nvml.late_readings). */
+static int64_t stamp(struct nvml_ctx *c) {
   int64_t now = gs_mono_ns();
-  return now - c->tick_ns >= c->interval_ns ? now : c->tick_ns;
+  if (now - c->tick_ns > late_ns(c)) {
+    c->late++;
+    return now;
+  }
+  return c->tick_ns;
 }
 
 static void note(struct nvml_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -421,9 +435,11 @@ static int series_id(struct nvml_ctx *c, struct gpu *g, enum metric m, int proc)
 
 /* Writes what the last GPU produced into the sink, unless close() has given up on this thread
  * (then the sink may already be gone). */
-static void flush(struct nvml_ctx *c, struct gpu *g) {
+/* Returns 1 when the points went into the sink, 0 when close() had begun and they were dropped. */
+static int flush(struct nvml_ctx *c, struct gpu *g) {
   pthread_mutex_lock(&c->mu);
-  if (!atomic_load(&c->stop)) {
+  int written = !atomic_load(&c->stop);
+  if (written) {
     for (size_t i = 0; i < c->n_pp; i++) {
       struct pend_point *p = &c->pp[i];
       int sid = series_id(c, g, p->metric, p->proc);
@@ -439,6 +455,7 @@ static void flush(struct nvml_ctx *c, struct gpu *g) {
   }
   pthread_mutex_unlock(&c->mu);
   c->n_pp = c->n_pe = c->n_pn = 0;
+  return written;
 }
 
 /* ---- one GPU, one tick ---- */
@@ -830,14 +847,17 @@ static void *nvml_thread(void *arg) {
       break;
     pthread_mutex_unlock(&c->mu);
     c->tick_ns = next;
-    for (unsigned i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
+    unsigned i;
+    int written = 1;
+    for (i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
       struct gpu *g = &c->gpus[i];
       if (g->lost)
         continue;
       gpu_tick(c, g, tick);
-      flush(c, g);
+      written &= flush(c, g);
     }
     tick++;
+    c->ticks += i == c->n_gpus && written; /* a tick close() cut short is not counted */
     /* Keep the schedule; after an overrun (a slow driver call) skip the ticks that were missed. */
     next += c->interval_ns;
     int64_t now = gs_mono_ns(), phase = atomic_exchange(&c->phase_ns, 0);
@@ -1136,6 +1156,12 @@ static void nvml_close(void *ctx) {
     return;
   }
   pthread_join(th, NULL);
+  /* What the thread did, for the run's record (and the tests, which count rather than time). */
+  char v[32];
+  snprintf(v, sizeof v, "%llu", c->ticks);
+  gs_sink_param(c->sink, "nvml.ticks", v);
+  snprintf(v, sizeof v, "%llu", c->late);
+  gs_sink_param(c->sink, "nvml.late_readings", v);
   ctx_free(c, 1);
 }
 
