@@ -46,8 +46,11 @@ def test_ranks_keep_their_own_steps():
     check(n["rank=2"] == [float(i) for i in range(5)], f"rank 2 steps {n['rank=2']}")
     total = step_rows(sb, "step.total_s")
     check(len(total[""]) == 12 and len(total["rank=1"]) == 7, str({k: len(v) for k, v in total.items()}))
+    # Rank 1 sleeps 50 ms a step, so none of its steps is shorter (a lower bound holds on any load;
+    # whether rank 0's 20 ms steps stay short while three interpreters start does not): its series
+    # holds its own steps, and the counts above show no series holds another's.
     check(min(total["rank=1"]) >= 0.045, f"rank 1's steps took >= 50 ms each: {total['rank=1']}")
-    check(max(total[""]) < 0.045, f"rank 0's steps took ~20 ms each: {total['']}")
+    check(min(total[""]) >= 0.018, f"rank 0's steps took >= 20 ms each: {total['']}")
     sb.close()
 
 
