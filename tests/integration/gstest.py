@@ -98,6 +98,19 @@ def check(cond, msg="check failed"):
         raise AssertionError(msg)
 
 
+SKIP = 77  # ctest's SKIP_RETURN_CODE for the integration tests (tests/integration/CMakeLists.txt)
+
+
+class Skipped(Exception):
+    """Raised by skip(): the test cannot run here (a missing package, say), which is not a pass."""
+
+
+def skip(reason):
+    """Ends the current test as skipped, with the reason. A script whose tests skip exits 77, which
+    ctest shows as "Skipped" (never as passed): keep a test that may skip in a script of its own."""
+    raise Skipped(reason)
+
+
 _shared = []  # the sandboxes shared_sandbox() made, closed by run_tests
 
 
@@ -118,18 +131,21 @@ def shared_sandbox(setup=None):
 
 def run_tests(globs):
     """Runs every function named test_* in globs, prints one line each, closes the shared sandbox,
-    exits 1 on any failure."""
-    failed = 0
+    exits 1 on any failure, else 77 (a ctest skip) when a test skipped, else 0."""
+    failed = skipped = 0
     try:
         for name, fn in sorted(globs.items()):
             if name.startswith("test_") and callable(fn):
                 try:
                     fn()
                     print(f"ok   {name}")
+                except Skipped as ex:
+                    skipped += 1
+                    print(f"SKIP {name}: {ex}")
                 except Exception as ex:  # report and go on
                     failed += 1
                     print(f"FAIL {name}: {ex}")
     finally:
         for sb in _shared:
             sb.close()
-    sys.exit(1 if failed else 0)
+    sys.exit(1 if failed else SKIP if skipped else 0)
