@@ -36,8 +36,9 @@ CASES = [
          expect={"input_bound", "loader_workers"},
          why="a costly per-sample transform in the main process: ~80% data wait, a core idle"),
     dict(name="input_saturated", workload="train.py", args=T + BASE + ["--work", "40", "--workers", "2"],
-         expect={"input_bound"},
-         why="the same transform, heavier, in 2 workers on 2 cores: the CPU is full, more workers cannot help"),
+         cpus=2, expect={"input_bound"},
+         why="the same transform, heavier, in 2 workers pinned to 2 cores: the CPU is full, more workers "
+             "cannot help"),
     dict(name="input_latency", workload="train.py", args=T + BASE + ["--latency-ms", "2"],
          expect={"input_latency"},
          why="each sample waits 2 ms without using the CPU (a remote store): data wait with an idle loader"),
@@ -101,7 +102,7 @@ def run_case(sb, case, attempt):
         args += ["--io-file", path]
     name = f"{case['name']}-{attempt}"
     t0 = time.monotonic()
-    sb.run(name, case["workload"], args, gpusim=case.get("gpusim"))
+    sb.run(name, case["workload"], args, gpusim=case.get("gpusim"), cpus=case.get("cpus"))
     rep = sb.report(name)
     got = {f["rule"] for f in rep["findings"]}
     return got, rep, time.monotonic() - t0

@@ -38,10 +38,7 @@ class Sandbox:
         e = dict(os.environ)
         e["GPUSCOPE_STORE"] = self.store
         e["XDG_DATA_HOME"] = os.path.join(self.dir, "xdg")
-        path = [WORKLOADS]
-        if os.path.isdir(os.path.join(CLIENT, "gpuscope")):
-            path.append(CLIENT)  # the real client, when it has landed
-        e["PYTHONPATH"] = os.pathsep.join(path)
+        e["PYTHONPATH"] = os.pathsep.join([WORKLOADS, CLIENT])  # the real client, never a stand-in
         e["OMP_NUM_THREADS"] = "1"
         if gpusim:
             e["GPUSCOPE_NVML_LIB"] = GPUSIM_LIB
@@ -52,14 +49,24 @@ class Sandbox:
             e.pop("GPUSIM_SCENARIO", None)
         return e
 
-    def gs(self, *args, env=None, timeout=180):
-        p = subprocess.run([BIN, *args], capture_output=True, text=True, env=env or self.env(), timeout=timeout)
+    def gs(self, *args, env=None, timeout=180, pin=None):
+        pre = (lambda: os.sched_setaffinity(0, pin)) if pin else None
+        p = subprocess.run([BIN, *args], capture_output=True, text=True, env=env or self.env(), timeout=timeout,
+                           preexec_fn=pre)
         return p.returncode, p.stdout, p.stderr
 
-    def run(self, name, workload, args, gpusim=None, timeout=180):
-        """Runs workload (a file in workloads/) with args under gpuscope; returns (stdout, stderr)."""
+    def run(self, name, workload, args, gpusim=None, timeout=180, cpus=None):
+        """Runs workload (a file in workloads/) with args under gpuscope; returns (stdout, stderr).
+        cpus=N pins gpuscope and the job to the first N CPUs this process may use (the job's affinity,
+        which the agent records as host.cpuset_cores), so a case means the same on a bigger machine."""
         cmd = ["run", "--name", name, "--", PYTHON, os.path.join(WORKLOADS, workload), *args]
-        rc, out, err = self.gs(*cmd, env=self.env(gpusim), timeout=timeout)
+        pin = None
+        if cpus:
+            allowed = sorted(os.sched_getaffinity(0))
+            if len(allowed) < cpus:
+                raise AssertionError(f"the case needs {cpus} CPUs, this machine allows {len(allowed)}")
+            pin = set(allowed[:cpus])
+        rc, out, err = self.gs(*cmd, env=self.env(gpusim), timeout=timeout, pin=pin)
         if rc != 0:
             raise AssertionError(f"gpuscope {' '.join(cmd)} exited {rc}\n{out}\n{err}")
         return out, err

@@ -92,16 +92,31 @@ static void test_store_refuses_foreign_file_and_keeps_it(void **state) {
   (void)state;
   char path[400];
   snprintf(path, sizeof path, "%s/notes.db", dir);
-  FILE *f = fopen(path, "w");
-  fputs("my precious notes, not a database\n", f);
+  /* Text, then binary bytes, past one SQLite page: every byte must survive the refusal. */
+  unsigned char want[5000];
+  for (size_t i = 0; i < sizeof want; i++)
+    want[i] = i < 34 ? (unsigned char)"my precious notes, not a database\n"[i] : (unsigned char)((i * 131 + 7) & 0xff);
+  FILE *f = fopen(path, "wb");
+  assert_int_equal(fwrite(want, 1, sizeof want, f), sizeof want);
   fclose(f);
+  struct stat before, after;
+  assert_int_equal(stat(path, &before), 0);
   assert_null(open_db("notes.db"));
   assert_non_null(strstr(gs_last_error(), "not a gpuscope store"));
-  f = fopen(path, "r");
-  char buf[64] = "";
-  assert_non_null(fgets(buf, sizeof buf, f));
+  f = fopen(path, "rb");
+  unsigned char got[sizeof want + 16];
+  size_t n = fread(got, 1, sizeof got, f);
   fclose(f);
-  assert_string_equal(buf, "my precious notes, not a database\n");
+  assert_int_equal(n, sizeof want); /* not truncated, nothing appended */
+  assert_memory_equal(got, want, sizeof want);
+  assert_int_equal(stat(path, &after), 0);
+  assert_true(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+  /* and no journal or WAL was left beside it */
+  char side[420];
+  for (int k = 0; k < 3; k++) {
+    snprintf(side, sizeof side, "%s%s", path, (const char *[]){"-journal", "-wal", "-shm"}[k]);
+    assert_int_not_equal(access(side, F_OK), 0);
+  }
 }
 
 static void test_store_refuses_other_sqlite_database(void **state) {

@@ -13,8 +13,8 @@ scenario suite chooses with flags, so each doctor rule meets the situation it is
                   (each its own process with RANK and WORLD_SIZE); --slow-rank-work K adds K passes of
                   the augmentation on the last rank only (one rank's input pipeline is slower)
 
-It reports steps, params and marks through tests/scenarios/workloads/gsclient.py (the real client
-when it is importable) and prints its throughput on the last line as `throughput SAMPLES_PER_S`."""
+It reports steps, params and marks through tests/scenarios/workloads/gsclient.py (the real client,
+never a stand-in) and prints its throughput on the last line as `throughput SAMPLES_PER_S`."""
 import argparse
 import mmap
 import os
