@@ -482,8 +482,9 @@ static void host_close(void *ctx) {
   struct host *h = ctx;
   if (!h)
     return;
-  int *fds[] = {&h->fd_stat, &h->fd_mem, &h->fd_load, &h->fd_disk, &h->fd_net, &h->fd_psi[0], &h->fd_psi[1],
-                &h->fd_psi[2], &h->fd_cg_cpu_max, &h->fd_cg_cpu_stat, &h->fd_cg_mem_max, &h->fd_cg_mem_cur, &h->fd_cg_cpuset};
+  int *fds[] = {&h->fd_stat,       &h->fd_mem,        &h->fd_load,     &h->fd_disk,       &h->fd_net,
+                &h->fd_psi[0],     &h->fd_psi[1],     &h->fd_psi[2],   &h->fd_cg_cpu_max, &h->fd_cg_cpu_stat,
+                &h->fd_cg_mem_max, &h->fd_cg_mem_cur, &h->fd_cg_cpuset};
   for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
     close_fd(fds[i]);
   free(h->buf);

@@ -102,10 +102,10 @@ static int part_of(const char *rule) {
   static const struct {
     const char *rule;
     int part;
-  } map[] = {{"periodic_stall", PART_STALL},    {"input_bound", PART_DATA},      {"loader_workers", PART_DATA},
-             {"input_latency", PART_DATA},      {"io_bound", PART_DATA},         {"host_code_bound", PART_HOST},
-             {"batch_too_small", PART_GPU},     {"mixed_precision", PART_GPU},   {"pageable_copies", PART_GPU},
-             {"throttled", PART_GPU},           {"straggler", PART_STRAGGLER}};
+  } map[] = {{"periodic_stall", PART_STALL}, {"input_bound", PART_DATA},    {"loader_workers", PART_DATA},
+             {"input_latency", PART_DATA},   {"io_bound", PART_DATA},       {"host_code_bound", PART_HOST},
+             {"batch_too_small", PART_GPU},  {"mixed_precision", PART_GPU}, {"pageable_copies", PART_GPU},
+             {"throttled", PART_GPU},        {"straggler", PART_STRAGGLER}};
   for (size_t i = 0; i < sizeof map / sizeof *map; i++)
     if (!strcmp(rule, map[i].rule))
       return map[i].part;

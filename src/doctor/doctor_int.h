@@ -20,16 +20,16 @@
 #define DR_WORKER_HEADROOM 1.25    /* advise workers enough for loading this much slower */
 #define DR_WORKERS_NEAR_BEST 1.05  /* ... the fewest within this factor of the best step time */
 #define DR_WORKERS_MIN_SPEEDUP 1.05 /* loader_workers fires only when its model promises this */
-#define DR_GIL_THREADS 4           /* a training process with this many threads ... */
-#define DR_GIL_CORES_LO 0.70       /* ... keeping between this ... */
-#define DR_GIL_CORES_HI 1.30       /* ... and this many cores busy: Python threads under one GIL */
+#define DR_GIL_THREADS 4            /* a training process with this many threads ... */
+#define DR_GIL_CORES_LO 0.70        /* ... keeping between this ... */
+#define DR_GIL_CORES_HI 1.30        /* ... and this many cores busy: Python threads under one GIL */
 #define DR_IO_DSTATE 0.25          /* share of the loading processes' time in D state */
 #define DR_IO_PSI 20.0             /* PSI io some, % of wall time (halves the D-state threshold) */
 #define DR_INFER_GPU_UTIL 50.0     /* no step timings: a used GPU below this util next to a saturated CPU */
 #define DR_HOSTCODE_GPU_UTIL 60.0  /* GPU util below which an un-starved GPU is waiting on the host */
 #define DR_HOSTCODE_MIN_SHARE 0.10 /* ... when the idle share left over is at least this */
 #define DR_HOSTCODE_TARGET_UTIL 90.0 /* util a GPU reaches with host overhead removed */
-#define DR_LAUNCH_CORES 0.85       /* a training process busier than this: launch overhead */
+#define DR_LAUNCH_CORES 0.85         /* a training process busier than this: launch overhead */
 #define DR_HOSTCODE_CPU_CORES 0.50 /* CPU-only run: the job using less than this many cores is waiting */
 #define DR_SATURATED 0.85          /* share of the job's usable cores that counts as saturated */
 #define DR_MIN_USABLE_CORES 0.5    /* usable cores are never taken as fewer than this */
@@ -135,7 +135,7 @@ struct dr_run {
   int ncpu;     /* cpu=N series seen; 0 unknown */
   double quota; /* cgroup CPU limit in cores, NAN none */
   double cpuset; /* CPUs the job may run on (affinity and cgroup cpuset), NAN unknown */
-  double cores; /* what the job may use: the least of quota, cpuset and ncpu (NAN unknown) */
+  double cores;  /* what the job may use: the least of quota, cpuset and ncpu (NAN unknown) */
   struct dr_stats host_busy, iowait, psi_io, psi_cpu, mem_avail, mem_total, cg_mem_limit, cg_mem_used;
   double others_cores; /* cores busy with other work than the job (NAN unknown) */
 

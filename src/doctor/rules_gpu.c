@@ -173,7 +173,8 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
   int heavy = (isfinite(rx) && rx >= DR_PCIE_RX_HEAVY) || d->h2d_share >= DR_H2D_SHARE_HEAVY;
   if (!heavy)
     return;
-  double copy = isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(rx / DR_PAGEABLE_BW, DR_PAGEABLE_COPY_MAX);
+  double copy =
+      isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(rx / DR_PAGEABLE_BW, DR_PAGEABLE_COPY_MAX);
   double share = copy * DR_PINNED_GAIN;
   if (share < DR_MIN_SHARE)
     return;

@@ -508,11 +508,11 @@ void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
               known ? ""
                     : "The job sent no step timings, so gpuscope cannot tell a data wait from host code: wrap the "
                       "loader with gpuscope.watch(loader) to know which. ",
-              !known ? "Meanwhile:"
+              !known   ? "Meanwhile:"
               : launch ? "The training process keeps a core busy (launch overhead: the GPU finishes each small "
-                       "kernel before Python issues the next)."
-                     : "The training process is mostly idle too: the loop waits on synchronisation or blocking "
-                       "calls.");
+                         "kernel before Python issues the next)."
+                       : "The training process is mostly idle too: the loop waits on synchronisation or blocking "
+                         "calls.");
     return;
   }
   /* CPU-only: the CPU is the accelerator; a job that neither waits for data nor keeps a core busy is

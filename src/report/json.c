@@ -166,8 +166,10 @@ int report_json(FILE *out, const struct report_run *r) {
     fputs(c.overlapping ? ",\"overlapping\":true" : ",\"overlapping\":false", out);
     kv_num(out, "share", c.share, &f);
     kv_num(out, "speedup", c.speedup, &f);
-    kv_str(out, "model", "window = stalls + steps; step = data wait + host idle + GPU work + straggler wait; "
-                         "each fix shrinks one part, and of the fixes of one part only the largest counts", &f);
+    kv_str(out, "model",
+           "window = stalls + steps; step = data wait + host idle + GPU work + straggler wait; "
+           "each fix shrinks one part, and of the fixes of one part only the largest counts",
+           &f);
     fputc('}', out);
   }
   key(out, "notes", &first);

@@ -102,7 +102,8 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
   struct step_stats steps;
   if (!report_step_stats(st, run_id, series, n, &steps) && steps.steps) {
     fprintf(out, "  steps: %zu, %s samples/s, median step %s", steps.steps,
-            rp_num(b1, sizeof b1, steps.samples_per_s, 1, ""), rp_num(b2, sizeof b2, steps.median_step_s * 1e3, 1, "ms"));
+            rp_num(b1, sizeof b1, steps.samples_per_s, 1, ""),
+            rp_num(b2, sizeof b2, steps.median_step_s * 1e3, 1, "ms"));
     if (isfinite(steps.data_share))
       fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
     fputc('\n', out);

@@ -596,8 +596,8 @@ static void expect_one_event(const struct cap *c, const char *kind, const char *
   for (size_t i = 0; i < np && pt[i] < t[0] - 1e-9; i++)
     before = i + 1;
   if (!before || pt[before - 1] >= at)
-    fail_msg("%s %s at %.3f s: the reading before it (%.3f s) is not before the scenario's %.1f s", kind, reason,
-             t[0], before ? pt[before - 1] : -1.0, at);
+    fail_msg("%s %s at %.3f s: the reading before it (%.3f s) is not before the scenario's %.1f s", kind, reason, t[0],
+             before ? pt[before - 1] : -1.0, at);
 }
 
 static void test_throttle_reasons_start_and_stop_where_the_scenario_says(void **state) {
