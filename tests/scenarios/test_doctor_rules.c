@@ -253,6 +253,38 @@ static void test_cgroup_quota_bounds_the_worker_advice(void **state) {
   fake_free(&f, fs);
 }
 
+static void test_cpuset_bounds_the_worker_advice(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 13, 1.0); /* eight idle CPUs, but the job may run on one (affinity / cpuset) */
+  constant(&f, "host", "host.cpuset_cores", "", 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "input_bound");
+  assert_non_null(strstr(find(fs, n, "input_bound")->evidence, "\"usable_cores\":1"));
+  fake_free(&f, fs);
+}
+
+static void test_loading_in_threads_is_named_and_processes_advised(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 4, 25, 1.0); /* one core busy of four, no worker processes, no num_workers */
+  constant(&f, "proctree", "proc.threads", "pid=100", 12);
+  steps(&f, 0.040, 0.010, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *lw = find(fs, n, "loader_workers");
+  assert_null(strstr(lw->title, "raise num_workers"));
+  assert_non_null(strstr(lw->title, "worker process"));
+  assert_non_null(strstr(lw->fix, "GIL"));
+  assert_non_null(strstr(lw->fix, "12 threads"));
+  fake_free(&f, fs);
+}
+
 static void test_data_wait_with_idle_loader_is_latency(void **state) {
   (void)state;
   struct fake f;
@@ -955,6 +987,8 @@ int main(void) {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
       cmocka_unit_test(test_input_bound_on_saturated_cpu_gives_no_worker_advice),
       cmocka_unit_test(test_cgroup_quota_bounds_the_worker_advice),
+      cmocka_unit_test(test_cpuset_bounds_the_worker_advice),
+      cmocka_unit_test(test_loading_in_threads_is_named_and_processes_advised),
       cmocka_unit_test(test_data_wait_with_idle_loader_is_latency),
       cmocka_unit_test(test_data_wait_in_d_state_is_storage),
       cmocka_unit_test(test_compute_bound_cpu_run_is_healthy),

@@ -137,6 +137,32 @@ static void test_host_without_cgroup_limit_emits_no_cgroup_series(void **state) 
   gs_sink_free(s);
 }
 
+static void test_host_cpuset_counts_the_cpus_the_job_may_use(void **state) {
+  (void)state;
+  write_host(1);
+  put_file("sys/fs/cgroup/job.slice/cpuset.cpus.effective", "0-3,8,10-11\n");
+  struct collector_opts o = {.root = root};
+  struct gs_sink *s = gs_sink_new();
+  char err[128];
+  void *ctx = collector_host.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  collector_host.sample(ctx, s, 1);
+  struct gs_batch *b = gs_sink_take(s);
+  /* 8 CPUs in /proc/stat, but the cgroup's cpuset lets the job run on 7 of them */
+  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.cpuset_cores", "")), 7.0, 1e-9);
+  gs_batch_free(b);
+  collector_host.close(ctx);
+  /* no cpuset file (and a fixture root, so no affinity of a real process): no value, not zero */
+  put_file("sys/fs/cgroup/job.slice/cpuset.cpus.effective", "\n");
+  ctx = collector_host.open(&o, s, err, sizeof err);
+  collector_host.sample(ctx, s, 2);
+  b = gs_sink_take(s);
+  assert_true(isnan(last_of(b, gs_sink_find(s, "host", "host.cpuset_cores", ""))));
+  gs_batch_free(b);
+  collector_host.close(ctx);
+  gs_sink_free(s);
+}
+
 static void write_proc(int pid, const char *comm, char state, int ticks, int threads, int rss_pages, int rb) {
   char rel[64];
   snprintf(rel, sizeof rel, "proc/%d/stat", pid);
@@ -199,6 +225,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_rates_and_cgroup_quota),
       cmocka_unit_test(test_host_without_cgroup_limit_emits_no_cgroup_series),
+      cmocka_unit_test(test_host_cpuset_counts_the_cpus_the_job_may_use),
       cmocka_unit_test(test_proctree_follows_children_that_come_and_go),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
