@@ -63,6 +63,8 @@
 #define DR_IDLE_GPU_UTIL 10.0      /* a GPU below this mean util is idle */
 #define DR_BUSY_GPU_UTIL 30.0      /* ... while another is above this */
 #define DR_SCALING_EFFICIENCY 0.90 /* data parallel scaling assumed when idle GPUs join */
+#define DR_MIN_STEPS 3             /* steps (or a rank's steps) needed for any step figure */
+#define DR_LATENCY_MIN_EXTRA 2     /* input_latency advises at least this many workers more */
 #define DR_MAX_LOST 0.95           /* a speed-up 1 / (1 - lost) is never taken from more lost than this */
 #define DR_QUICK_POINTS 200000     /* a longer series is read from its 10 s rollups */
 #define DR_QUICK_RES_NS 10000000000LL

@@ -317,7 +317,7 @@ static double get_clock(const struct dr_gpu *g) {
  * data parallel every other rank waits for it at the gradient all-reduce (inside its "compute"),
  * so the whole job loses that rank's extra wait each step. Returns 1 when it found one. */
 static int rank_has_data(const struct dr_rank *r) {
-  return r->nsteps >= 3 && isfinite(r->data_mean);
+  return r->nsteps >= DR_MIN_STEPS && isfinite(r->data_mean);
 }
 
 static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
@@ -327,7 +327,7 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
   size_t nd = 0, nt = 0;
   for (size_t i = 0; i < d->nranks; i++) {
     nd += rank_has_data(&d->ranks[i]);
-    if (d->ranks[i].nsteps >= 3 && isfinite(d->ranks[i].total_mean))
+    if (d->ranks[i].nsteps >= DR_MIN_STEPS && isfinite(d->ranks[i].total_mean))
       total[nt++] = d->ranks[i].total_mean;
   }
   if (nd < 2 || !nt)
@@ -467,7 +467,7 @@ void dr_rule_underused(struct dr_run *d, struct dr_findings *fs) {
   }
   if (!idle)
     return;
-  int none_used = !busy && known == idle && d->nsteps >= 3; /* the job trains, but not on a GPU */
+  int none_used = !busy && known == idle && d->nsteps >= DR_MIN_STEPS; /* the job trains, but not on a GPU */
   if (!(busy && idle) && !none_used)
     return;
   double share = (double)idle / known;

@@ -322,8 +322,8 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   double ch = compute_h2d_s(d);
   double need = ceil(dr_fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
   int rec = need >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)need;
-  if (rec < w0 + 2)
-    rec = w0 + 2;
+  if (rec < w0 + DR_LATENCY_MIN_EXTRA)
+    rec = w0 + DR_LATENCY_MIN_EXTRA;
   if (rec > DR_MAX_WORKERS)
     rec = DR_MAX_WORKERS;
   double load_s = w0 > 0 ? w0 * d->step_mean : d->data_mean;
@@ -517,7 +517,7 @@ void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
   }
   /* CPU-only: the CPU is the accelerator; a job that neither waits for data nor keeps a core busy is
    * waiting on something else. */
-  if (d->nsteps < 3 || !known || !isfinite(d->job_cores) || d->job_cores >= DR_HOSTCODE_CPU_CORES)
+  if (d->nsteps < DR_MIN_STEPS || !known || !isfinite(d->job_cores) || d->job_cores >= DR_HOSTCODE_CPU_CORES)
     return;
   double share = fmax(0, fmin(1 - d->job_cores, 1 - ds) - stall);
   if (share < DR_HOSTCODE_MIN_SHARE)

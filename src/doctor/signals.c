@@ -266,7 +266,7 @@ static int load_ranks(struct dr_run *d) {
 static void step_figures(struct dr_run *d) {
   d->step_mean = d->step_median = d->data_mean = d->h2d_mean = d->compute_mean = NAN;
   d->data_share = d->h2d_share = d->samples_per_step = d->samples_per_s = NAN;
-  if (d->nsteps < 3)
+  if (d->nsteps < DR_MIN_STEPS)
     return;
   double *tot = malloc(d->nsteps * sizeof *tot);
   if (!tot)
@@ -706,7 +706,7 @@ int dr_run_load(struct store *st, const char *run_id, struct dr_run *d) {
     return rc;
   d->from = 0;
   d->to = dur > 0 ? dur : INT64_MAX;
-  if (d->nsteps >= 3) {
+  if (d->nsteps >= DR_MIN_STEPS) {
     const struct dr_step *a = &d->steps[0], *b = &d->steps[d->nsteps - 1];
     int64_t from = a->t - (int64_t)(a->total * NS);
     if (b->t > from && from >= 0) {
