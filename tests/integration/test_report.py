@@ -25,6 +25,23 @@ def test_text_report_names_findings_evidence_and_fix():
     check(re.search(r"\d+ steps, [\d.]+ samples/s", out), out)
 
 
+def test_text_evidence_is_in_units_json_keeps_raw_numbers():
+    sb = sandbox()
+    out = sb.ok("report", "waits")
+    # data_wait_share=0.74 in JSON, "74%" for people; step_s=0.04 in JSON, "40.1 ms" for people
+    check(re.search(r"data_wait_share=\d+%", out) and re.search(r"step_s=[\d.]+ ms", out), out)
+    check(not re.search(r"_share=0\.\d+\s", out) and "e+0" not in out, "raw numbers in the text evidence")
+    rep = sb.json("report", "waits", "--json")
+    ev = rep["findings"][0]["evidence"]
+    check(isinstance(ev["data_wait_share"], float) and ev["data_wait_share"] < 1, str(ev))
+    # one combined estimate for two or more findings, else null (one finding has nothing to combine)
+    c = rep["combined"]
+    n = len([f for f in rep["findings"] if f["rule"] not in ("healthy", "underused_gpus")])
+    check((c is None) == (n < 2), f"combined {c} for {n} findings")
+    if c:
+        check(c["speedup"] <= max(f["speedup"] for f in rep["findings"]) * 20 and "Together" in out, str(c))
+
+
 def test_json_report_has_run_figures_and_findings():
     rep = sandbox().json("report", "waits", "--json")
     check(rep["run"]["name"] == "waits" and rep["run"]["status"] == "finished", str(rep["run"]))
