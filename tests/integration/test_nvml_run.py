@@ -54,7 +54,12 @@ def test_busy8_every_gpu_is_sampled_with_static_facts_as_params():
         host = {r["t_s"] for r in rows if r["source"] == "host"}
         gpu = [r["t_s"] for r in rows if r["name"] == "gpu.temp_c" and r["labels"] == "gpu=0"]
         shared = sum(t in host for t in gpu)
-        check(shared >= len(gpu) - 3, f"only {shared} of {len(gpu)} GPU ticks share the host's tick times")
+        # A reading the NVML thread took late carries its read time (counted in nvml.late_readings);
+        # every other tick's reading shares the host's tick time, but the thread's first tick or two
+        # before it picks up the run loop's grid.
+        late = int(p.get("nvml.late_readings", "0"))
+        check(shared >= len(gpu) - 3 - late,
+              f"only {shared} of {len(gpu)} GPU ticks share the host's tick times ({late} readings late)")
         notes = box.ok("show", "busy8", "--notes").splitlines()
         check(sum("fan speed: Not Supported" in n for n in notes) == 8, f"one fan note per GPU: {notes}")
     finally:
