@@ -571,7 +571,7 @@ static int samples_tick(struct nvml_ctx *c, struct gpu *g, int which) {
     return -1;
   if (n > g->sbuf_cap)
     n = g->sbuf_cap;
-  int64_t now = 0, now_wall = 0; /* clock_pair always sets both; -O3 cannot see it */
+  int64_t now, now_wall;
   clock_pair(&now, &now_wall);
   unsigned long long newest = g->seen_us[which];
   int got = 0;
@@ -750,7 +750,7 @@ static void procs_tick(struct nvml_ctx *c, struct gpu *g) {
     return;
   if (m > g->ucap)
     m = g->ucap;
-  int64_t now = 0, now_wall = 0; /* clock_pair always sets both; -O3 cannot see it */
+  int64_t now, now_wall;
   clock_pair(&now, &now_wall);
   unsigned long long newest = g->pu_seen_us;
   /* The driver's buffer can hold stale or garbage entries: keep only new ones, in range, of a
