@@ -2,6 +2,7 @@
  * tick for all collectors, plus the signal and client descriptors in the same ppoll — and one writer
  * thread moves batches from the sink to the store, so a slow disk never delays a sample. */
 #include "agent/agent.h"
+#include "agent/agent_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -215,7 +216,10 @@ static void run_fill(struct store_run *r, const struct agent_opts *o) {
   snprintf(r->name, sizeof r->name, "%s", o->name ? o->name : "");
   snprintf(r->tags, sizeof r->tags, "%s", o->tags ? o->tags : "");
   snprintf(r->group, sizeof r->group, "%s", o->group ? o->group : "");
-  join_argv(o->argv, r->command, sizeof r->command);
+  if (o->attach_pid > 0)
+    attach_command(o->attach_pid, r->command, sizeof r->command);
+  else
+    join_argv(o->argv, r->command, sizeof r->command);
   if (!getcwd(r->cwd, sizeof r->cwd))
     r->cwd[0] = 0;
   gethostname(r->host, sizeof r->host - 1);
@@ -243,6 +247,26 @@ static void tags_to_params(struct gs_sink *s, const char *tags) {
   }
 }
 
+/* ---- attach mode: see agent.h and attach.c ---- */
+
+static void attach_params(struct gs_sink *s, pid_t pid, const struct ingest *in, const char *err) {
+  char v[32];
+  snprintf(v, sizeof v, "%d", (int)pid);
+  gs_sink_param(s, "attached", "1");
+  gs_sink_param(s, "attached.pid", v);
+  if (in)
+    gs_sink_param(s, "attached.socket", ingest_socket_path(in));
+  else
+    gs_sink_note(s, "attach: no client channel: %s", err);
+}
+
+/* The watched process is gone (how = "exited") or gpuscope was told to stop ("interrupted"). */
+static int attach_end(struct gs_sink *s, int *job_status, const char *how) {
+  gs_sink_param(s, "attached.end", how);
+  *job_status = 0;
+  return 1;
+}
+
 int64_t agent_flush_default(int64_t interval_ns) {
   int64_t f = 10 * interval_ns;
   return f < 1000000000LL ? 1000000000LL : f > 10000000000LL ? 10000000000LL : f;
@@ -250,6 +274,7 @@ int64_t agent_flush_default(int64_t interval_ns) {
 
 int agent_run(const struct agent_opts *o, int *job_status) {
   int rc = GS_OK, sfd = -1, exec_errno = 0;
+  char err[256] = "";
   struct store *st = NULL;
   struct gs_sink *sink = NULL;
   struct ingest *in = NULL;
@@ -259,10 +284,20 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   struct writer w = {0};
   int writer_on = 0;
   sigset_t mask, orig;
+  struct attach_target target = {.pidfd = -1};
+  const int attach = o->attach_pid > 0;
   *job_status = 1;
 
-  if (!(st = store_open(o->store_url)))
+  if (attach && (rc = attach_target_open(o->attach_pid, &target)))
+    return rc;
+  if (!(st = store_open(o->store_url))) {
+    attach_target_done(&target);
     return gs_last_error()[0] ? GS_EIO : GS_EIO;
+  }
+  if (attach && attach_ingest_open(o->attach_pid, &in, err, sizeof err) == GS_EBUSY) {
+    rc = gs_fail(GS_EBUSY, "attach: %s", err);
+    goto out;
+  }
   if (!(sink = gs_sink_new())) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
     goto out;
@@ -271,14 +306,16 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   if ((rc = st->run_begin(st, &run)))
     goto out;
   tags_to_params(sink, o->tags);
-  char err[256] = "";
-  if ((in = ingest_open(err, sizeof err)))
+  if (attach)
+    attach_params(sink, o->attach_pid, in, err);
+  else if ((in = ingest_open(err, sizeof err)))
     setenv("GPUSCOPE_SOCKET", ingest_socket_path(in), 1);
   else
     unsetenv("GPUSCOPE_SOCKET");
   setenv("GPUSCOPE_RUN_ID", run.id, 1);
 
-  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  if (!attach)
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigemptyset(&mask);
   int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
   for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
@@ -291,7 +328,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     goto out;
   writer_on = 1;
 
-  pid_t job = launch(o->argv, &orig, &exec_errno);
+  pid_t job = attach ? o->attach_pid : launch(o->argv, &orig, &exec_errno);
   if (job < 0) {
     rc = gs_fail(GS_EIO, "cannot start %s: %s", o->argv[0], strerror(errno));
     goto out;
@@ -308,7 +345,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
 
   char no_gpu[256] = "";
   struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = job, .interval_ns = o->interval_ns,
-                                 .subreaper = 1};
+                                 .subreaper = !attach};
   for (size_t i = 0; collect_registry[i] && ncols < sizeof cols / sizeof *cols && !job_done; i++) {
     err[0] = 0;
     void *ctx = collect_registry[i]->open(&copts, sink, err, sizeof err);
@@ -348,6 +385,8 @@ int agent_run(const struct agent_opts *o, int *job_status) {
         next = now + o->interval_ns;
       if (waiting_tree && collect_count_descendants(getpid()) == 0)
         break;
+      if (attach && !job_done && target.pidfd < 0 && attach_target_gone(&target))
+        job_done = attach_end(sink, job_status, "exited");
     }
     if (job_done && !waiting_tree)
       break;
@@ -355,22 +394,29 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     if (wait_ns < 0)
       wait_ns = 0;
     struct timespec ts = {.tv_sec = wait_ns / 1000000000LL, .tv_nsec = wait_ns % 1000000000LL};
-    struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN}, {.fd = in ? ingest_fd(in) : -1, .events = POLLIN}};
-    int n = ppoll(pf, 2, &ts, NULL);
+    struct pollfd pf[3] = {{.fd = sfd, .events = POLLIN},
+                           {.fd = in ? ingest_fd(in) : -1, .events = POLLIN},
+                           {.fd = job_done ? -1 : target.pidfd, .events = POLLIN}};
+    int n = ppoll(pf, 3, &ts, NULL);
     if (n <= 0)
       continue;
     if (pf[1].revents & POLLIN) {
       ingest_poll(in, sink, gs_mono_ns());
       /* tune's trials: steps are numbered from 0 by the client, so step N-1 is the N-th step. */
-      if (o->stop_after_steps > 0 && !job_done && !stop_sent &&
+      if (o->stop_after_steps > 0 && !attach && !job_done && !stop_sent &&
           gs_sink_last(sink, gs_sink_find(sink, "client", "step.n", "")) + 1 >= (double)o->stop_after_steps)
         stop_sent = !kill(job, SIGTERM);
     }
+    if (pf[2].revents & (POLLIN | POLLHUP | POLLERR))
+      job_done = attach_end(sink, job_status, "exited");
     if (!(pf[0].revents & POLLIN))
       continue;
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-      if (si.ssi_signo == SIGCHLD) {
+      if (attach && si.ssi_signo != SIGCHLD) {
+        if (!job_done)
+          job_done = attach_end(sink, job_status, "interrupted");
+      } else if (si.ssi_signo == SIGCHLD) {
         int ws;
         pid_t p;
         while ((p = waitpid(-1, &ws, WNOHANG)) > 0)
@@ -395,7 +441,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   if (live.on)
     fprintf(stderr, "\r\033[K");
 
-  int left = collect_count_descendants(getpid());
+  int left = attach ? 0 : collect_count_descendants(getpid());
   /* Collector summaries are taken now, then the collectors closed, so a collector with its own
    * thread (NVML) gets its last values into the sink before the writer's final flush. */
   char *col_summary = NULL;
@@ -417,7 +463,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   writer_stop(&w);
   writer_on = 0;
   run.end_wall_ns = run.start_wall_ns + (end - run.mono_start_ns);
-  run.exit_code = *job_status;
+  run.exit_code = attach ? -1 : *job_status; /* a non-child's exit status is unknowable */
   snprintf(run.status, sizeof run.status, "%s",
            *job_status == 0 ? "finished" : *job_status > 128 && !exec_errno ? "killed" : "failed");
   if (st->run_end(st, &run))
@@ -451,6 +497,7 @@ out:
     close(sfd);
     sigprocmask(SIG_SETMASK, &orig, NULL);
   }
+  attach_target_done(&target);
   gs_sink_free(sink);
   if (st)
     st->close(st);

@@ -8,9 +8,11 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct agent_opts {
-  char *const *argv;     /* the job: argv[0] is looked up on PATH */
+  char *const *argv;     /* the job: argv[0] is looked up on PATH (unused when attach_pid > 0) */
+  pid_t attach_pid;      /* > 0: watch this running process and its descendants, launch nothing */
   const char *name;      /* run name ("" = none) */
   const char *tags;      /* "k=v,k2=v2" */
   int64_t interval_ns;   /* sampling interval */
@@ -33,5 +35,18 @@ struct agent_opts {
 int64_t agent_flush_default(int64_t interval_ns);
 
 int agent_run(const struct agent_opts *o, int *job_status);
+
+/* Attach mode (o->attach_pid > 0, `gpuscope attach PID`): nothing is launched; the run ends when the
+ * process exits or gpuscope gets SIGINT, SIGTERM or SIGHUP (never passed on: the process is not
+ * ours), and *job_status is 0. Its exit status is unknowable to a non-parent, so the run's exit code
+ * stays unknown (-1). The run carries the params attached=1, attached.pid and attached.end (exited
+ * or interrupted). The client socket is the per-process one below, which the clients look for on
+ * their own; GPUSCOPE_SOCKET is not set. Returns GS_ENOENT when there is no such process and
+ * GS_EBUSY when another agent is attached to it already. */
+
+/* The socket of an agent attached to pid: $XDG_RUNTIME_DIR/gpuscope/PID.sock, or
+ * /tmp/gpuscope-UID/PID.sock without XDG_RUNTIME_DIR (the directory is the user's, mode 0700).
+ * Writes it into buf and returns buf, or NULL when it does not fit buf or a socket address. */
+const char *agent_attach_socket_path(pid_t pid, char *buf, size_t n);
 
 #endif

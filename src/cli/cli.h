@@ -21,6 +21,7 @@ int cmd_report(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
 int cmd_tune(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
 
 /* Prints "gpuscope: <msg>" on stderr and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

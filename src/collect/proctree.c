@@ -50,6 +50,7 @@ struct proctree {
   int with_self;
   pid_t self_pid;       /* the agent (with_self), 0 otherwise */
   int fd_self_children; /* its main thread's children list, kept open; -1 when none */
+  pid_t agent_pid;      /* never part of the job, even when it is a descendant (gpuscope attach $PPID) */
 };
 
 static const struct gs_metric_desc proctree_metrics[] = {
@@ -80,6 +81,8 @@ static void register_series(struct gs_sink *s, int first, int n, const char *lab
 }
 
 static int add_found(struct proctree *t, pid_t pid) {
+  if (pid == t->agent_pid)
+    return 0;
   for (size_t i = 0; i < t->n_found; i++)
     if (t->found[i] == pid)
       return 0;
@@ -379,6 +382,7 @@ static void *proctree_open(const struct collector_opts *o, struct gs_sink *s, ch
   /* As a subreaper, orphans of the job become our children: watch them too (live system only). */
   t->with_self = o->subreaper;
   t->fd_self_children = -1;
+  t->agent_pid = !o->root || !strcmp(o->root, "/") ? getpid() : 0; /* live system only */
   if (t->with_self) {
     char rel[64];
     t->self_pid = getpid();

@@ -1,0 +1,39 @@
+/* agent_int: what the run loop (agent.c) uses of the attach path (attach.c) — watching a process
+ * gpuscope did not start. Not part of the subsystem's interface. */
+#ifndef GS_AGENT_INT_H
+#define GS_AGENT_INT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "ingest/ingest.h"
+
+/* The process `gpuscope attach` watches. A non-child cannot be waited for, so its exit is seen
+ * through a pidfd (readable once it exits) or, on a kernel without pidfd_open, by re-reading its
+ * /proc/PID/stat start time every tick (a reused pid is not the same process). */
+struct attach_target {
+  pid_t pid;
+  int pidfd;                /* -1 when pidfd_open is not available */
+  unsigned long long start; /* starttime field of /proc/PID/stat */
+};
+
+/* Checks that pid is a live process this user may watch and starts watching it. Returns 0, or
+ * GS_ENOENT (no such process), GS_EINVAL (pid is the agent itself or below 1) or GS_EIO, with a
+ * message. Release with attach_target_done(). */
+int attach_target_open(pid_t pid, struct attach_target *t);
+/* 1 when the process has exited (or its pid now names another process), else 0. Reads procfs:
+ * call it once per tick only when t->pidfd < 0; with a pidfd, poll the pidfd instead. */
+int attach_target_gone(const struct attach_target *t);
+void attach_target_done(struct attach_target *t);
+
+/* The process's command line, spaces for NULs, control characters as '?', into buf ("" when it
+ * cannot be read). */
+void attach_command(pid_t pid, char *buf, size_t n);
+
+/* Opens the client channel at agent_attach_socket_path(pid) into *out, creating the private
+ * directory. A socket file left by an agent that died is replaced. Returns 0; GS_EBUSY when another
+ * agent still reads that socket (the process is watched already: do not record it twice); or
+ * another GS_E code with the reason in err (the run may go on without a client channel). */
+int attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen);
+
+#endif
