@@ -1,0 +1,294 @@
+/* tui/top_model: the live view's snapshot of a run (tui.h) — the newest figures of every GPU with a
+ * second-by-second utilisation history, the host's cores, the job's live processes, the recent
+ * steps and the doctor's top finding — read through the run view, never from the agent. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor.h"
+#include "runview/runview.h"
+#include "tui/tui.h"
+
+#define NS 1000000000LL
+/* A figure older than this (data time) is not "now": shown as unknown. */
+#define FRESH_NS (5 * NS)
+
+char *tui_escape(const char *in, int utf8, char *out, size_t n) {
+  size_t o = 0;
+  const unsigned char *s = (const unsigned char *)(in ? in : "");
+  while (*s && o + 1 < n) {
+    unsigned c = *s;
+    if (c >= 0x20 && c < 0x7f) {
+      out[o++] = (char)c, s++;
+      continue;
+    }
+    size_t len = !utf8 ? 0 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    unsigned cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    size_t k = 1;
+    for (; len && k < len && (s[k] & 0xc0) == 0x80; k++)
+      cp = cp << 6 | (s[k] & 0x3f);
+    int good = len && k == len &&
+               cp >= (len == 2   ? 0x80u
+                      : len == 3 ? 0x800u
+                                 : 0x10000u) &&
+               cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) && !(cp >= 0x80 && cp <= 0x9f);
+    if (good && o + len < n) {
+      memcpy(out + o, s, len);
+      o += len, s += len;
+    } else if (good) {
+      break; /* no room for the whole character */
+    } else {
+      out[o++] = '?', s++;
+    }
+  }
+  if (n)
+    out[o] = 0;
+  return out;
+}
+
+/* The last finite value of series idx within FRESH_NS of now, else NAN. */
+static double last_value(const struct runview *v, long idx, int64_t now) {
+  if (idx < 0 || v->series[idx].t_last < now - FRESH_NS)
+    return NAN;
+  int64_t *t = NULL;
+  double *x = NULL, r = NAN;
+  size_t n = 0;
+  if (!runview_samples(v, v->series[idx].id, now - FRESH_NS, INT64_MAX, &t, &x, &n) && n)
+    r = x[n - 1];
+  free(t), free(x);
+  return r;
+}
+
+static double last_of(const struct runview *v, const char *source, const char *name, const char *labels, int64_t now) {
+  return last_value(v, runview_find(v, source, name, labels), now);
+}
+
+/* The series' mean per second over the hist_s seconds ending at now, oldest first; NAN gaps. */
+static void history(const struct runview *v, long idx, int64_t now, size_t hist_s, struct top_gpu *g) {
+  double sum[TOP_HIST] = {0};
+  int cnt[TOP_HIST] = {0};
+  g->nhist = hist_s;
+  for (size_t i = 0; i < hist_s; i++)
+    g->hist[i] = NAN;
+  if (idx < 0)
+    return;
+  int64_t from = now - (int64_t)hist_s * NS, *t = NULL;
+  double *x = NULL;
+  size_t n = 0;
+  if (!runview_samples(v, v->series[idx].id, from + 1, now, &t, &x, &n))
+    for (size_t i = 0; i < n; i++) {
+      int64_t b = (t[i] - from - 1) / NS;
+      if (b >= 0 && (size_t)b < hist_s)
+        sum[b] += x[i], cnt[b]++;
+    }
+  free(t), free(x);
+  for (size_t i = 0; i < hist_s; i++)
+    if (cnt[i])
+      g->hist[i] = sum[i] / cnt[i];
+}
+
+static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int utf8, struct top_snap *s) {
+  int max = -1;
+  for (size_t i = 0; i < v->nseries; i++)
+    if (!strcmp(v->series[i].source, "nvml")) {
+      int g = runview_gpu_label(v->series[i].labels);
+      if (g > max && g < TOP_MAX_GPUS)
+        max = g;
+    }
+  if (max < 0)
+    return GS_OK;
+  if (!(s->gpus = calloc((size_t)max + 1, sizeof *s->gpus)))
+    return gs_fail(GS_ENOMEM, "out of memory");
+  s->ngpus = max + 1;
+  for (int i = 0; i < s->ngpus; i++) {
+    struct top_gpu *g = &s->gpus[i];
+    char lab[16], key[32];
+    snprintf(lab, sizeof lab, "gpu=%d", i);
+    snprintf(key, sizeof key, "gpu.%d.name", i);
+    g->index = i;
+    tui_escape(runview_param(v, key), utf8, g->name, sizeof g->name);
+    g->util = last_of(v, "nvml", "gpu.util_pct", lab, now);
+    g->sm = last_of(v, "nvml", "gpu.sm_active_pct", lab, now);
+    g->mem_used = last_of(v, "nvml", "gpu.mem_used_bytes", lab, now);
+    g->mem_total = last_of(v, "nvml", "gpu.mem_total_bytes", lab, now);
+    g->power = last_of(v, "nvml", "gpu.power_w", lab, now);
+    g->power_limit = last_of(v, "nvml", "gpu.power_limit_w", lab, now);
+    g->temp = last_of(v, "nvml", "gpu.temp_c", lab, now);
+    history(v, runview_find(v, "nvml", "gpu.util_pct", lab), now, hist_s, g);
+  }
+  return GS_OK;
+}
+
+static void load_cores(const struct runview *v, int64_t now, struct top_snap *s) {
+  s->cpu_total = last_of(v, "host", "host.cpu.busy_pct", "cpu=total", now);
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *x = &v->series[i];
+    if (strcmp(x->source, "host") || strcmp(x->name, "host.cpu.busy_pct") || strncmp(x->labels, "cpu=", 4))
+      continue;
+    char *end;
+    long c = strtol(x->labels + 4, &end, 10);
+    if (*end || end == x->labels + 4 || c < 0 || c >= TOP_MAX_CORES)
+      continue;
+    if (c >= s->ncores) {
+      for (int k = s->ncores; k <= c; k++)
+        s->cores[k] = NAN;
+      s->ncores = (int)c + 1;
+    }
+    s->cores[c] = last_value(v, (long)i, now);
+  }
+}
+
+/* The job's processes seen in the last few seconds, in the order they appeared, with their comm
+ * from the proc_start / proc_exec events and their device memory summed over the GPUs. */
+static int load_procs(const struct runview *v, int64_t now, int utf8, struct top_snap *s) {
+  size_t cap = 0;
+  for (size_t i = 0; i < v->nseries; i++)
+    cap += !strcmp(v->series[i].source, "proctree") && !strcmp(v->series[i].name, "proc.cpu_pct");
+  if (!cap)
+    return GS_OK;
+  if (!(s->procs = calloc(cap, sizeof *s->procs)))
+    return gs_fail(GS_ENOMEM, "out of memory");
+  int64_t *first = calloc(cap, sizeof *first);
+  if (!first)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *x = &v->series[i];
+    if (strcmp(x->source, "proctree") || strcmp(x->name, "proc.cpu_pct") || strncmp(x->labels, "pid=", 4) ||
+        x->t_last < now - FRESH_NS)
+      continue;
+    char *end;
+    long pid = strtol(x->labels + 4, &end, 10);
+    if (*end || pid <= 0 || pid > 1 << 30)
+      continue;
+    struct top_proc *p = &s->procs[s->nprocs];
+    p->pid = (int)pid;
+    p->cpu = last_value(v, (long)i, now);
+    p->rss = last_of(v, "proctree", "proc.rss_bytes", x->labels, now);
+    p->gpu_mem = NAN;
+    for (int g = 0; g < s->ngpus; g++) {
+      char lab[64];
+      snprintf(lab, sizeof lab, "gpu=%d,pid=%ld", g, pid);
+      double m = last_of(v, "nvml", "gpu.proc_mem_bytes", lab, now);
+      if (isfinite(m))
+        p->gpu_mem = (isfinite(p->gpu_mem) ? p->gpu_mem : 0) + m;
+    }
+    const char *comm = "";
+    for (size_t e = 0; e < v->nevents; e++)
+      if ((!strcmp(v->events[e].kind, "proc_start") || !strcmp(v->events[e].kind, "proc_exec")) &&
+          v->events[e].value == (double)pid)
+        comm = v->events[e].name; /* the newest wins: events are in time order */
+    tui_escape(comm, utf8, p->comm, sizeof p->comm);
+    /* insertion by first sample time: the order processes appeared */
+    size_t k = s->nprocs++;
+    struct top_proc tmp = *p;
+    while (k > 0 && first[k - 1] > x->t_first) {
+      s->procs[k] = s->procs[k - 1];
+      first[k] = first[k - 1];
+      k--;
+    }
+    s->procs[k] = tmp;
+    first[k] = x->t_first;
+  }
+  free(first);
+  return GS_OK;
+}
+
+static void load_steps(const struct runview *v, int64_t now, struct top_snap *s) {
+  s->steps_total = v->nsteps;
+  s->step_s = s->data_share = s->h2d_share = s->compute_share = s->steps_per_s = s->samples_per_s = NAN;
+  int64_t from = now - TOP_STEP_WINDOW_S * NS;
+  double total = 0, data = 0, h2d = 0, compute = 0, samples = 0;
+  size_t n = 0, nh2d = 0, nsamples = 0;
+  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+  for (size_t i = v->nsteps; i-- > 0 && v->steps[i].t > from;) {
+    const struct runview_step *st = &v->steps[i];
+    n++;
+    total += st->total;
+    if (isfinite(st->data))
+      data += st->data;
+    if (isfinite(st->h2d))
+      h2d += st->h2d, nh2d++;
+    if (isfinite(st->compute))
+      compute += st->compute;
+    if (isfinite(st->samples))
+      samples += st->samples, nsamples++;
+    t0 = st->t < t0 ? st->t : t0;
+    t1 = st->t > t1 ? st->t : t1;
+  }
+  if (!n || !(total > 0))
+    return;
+  s->step_s = total / (double)n;
+  s->data_share = data / total;
+  s->h2d_share = nh2d ? h2d / total : NAN;
+  s->compute_share = compute / total;
+  /* The span the steps cover: from the first one's start to the last one's end. */
+  double span = (double)(t1 - t0) / 1e9 + total / (double)n;
+  if (span > 0) {
+    s->steps_per_s = (double)n / span;
+    s->samples_per_s = nsamples == n ? samples / span : NAN;
+  }
+}
+
+int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct top_snap *s) {
+  memset(s, 0, sizeof *s);
+  s->cpu_total = s->step_s = s->data_share = s->h2d_share = s->compute_share = NAN;
+  s->steps_per_s = s->samples_per_s = s->speedup = s->share = NAN;
+  if (hist_s > TOP_HIST)
+    hist_s = TOP_HIST;
+  s->utf8 = utf8;
+  struct runview v;
+  int rc = runview_load(st, run_id, &v);
+  if (rc) {
+    runview_done(&v);
+    return rc;
+  }
+  s->run = v.run;
+  char buf[sizeof s->run.command];
+  snprintf(s->run.name, sizeof s->run.name, "%s", tui_escape(v.run.name, utf8, buf, sizeof s->run.name));
+  snprintf(s->run.command, sizeof s->run.command, "%s", tui_escape(v.run.command, utf8, buf, sizeof buf));
+  s->running = !strcmp(v.run.status, "running");
+  for (size_t i = 0; i < v.nseries; i++)
+    if (v.series[i].count > 0 && v.series[i].t_last > s->t_ns)
+      s->t_ns = v.series[i].t_last;
+  double ap = runview_param_num(&v, "attached.pid");
+  s->attached_pid = runview_param_bool(&v, "attached") == 1 && ap > 0 && ap < 1 << 30 ? (int)ap : 0;
+  if (!(rc = load_gpus(&v, s->t_ns, hist_s, utf8, s))) {
+    load_cores(&v, s->t_ns, s);
+    rc = load_procs(&v, s->t_ns, utf8, s);
+  }
+  load_steps(&v, s->t_ns, s);
+  runview_done(&v);
+  return rc;
+}
+
+void top_snap_done(struct top_snap *s) {
+  free(s->gpus);
+  free(s->procs);
+  s->gpus = NULL, s->procs = NULL;
+  s->ngpus = 0, s->nprocs = 0;
+}
+
+void top_finding_now(struct store *st, struct top_snap *s) {
+  struct store_finding *f = NULL;
+  size_t n = 0;
+  s->have_finding = 0;
+  if (doctor_diagnose(st, s->run.id, &f, &n) || !n) {
+    free(f);
+    return;
+  }
+  s->have_finding = 1;
+  char buf[sizeof f->title];
+  snprintf(s->rule, sizeof s->rule, "%s", tui_escape(f[0].rule, 0, buf, sizeof s->rule));
+  tui_escape(f[0].title, s->utf8, s->title, sizeof s->title);
+  /* the fix's first line is what fits */
+  char fix[sizeof s->fix];
+  size_t len = strcspn(f[0].fix, "\n");
+  len = len < sizeof fix - 1 ? len : sizeof fix - 1;
+  memcpy(fix, f[0].fix, len);
+  fix[len] = 0;
+  tui_escape(fix, s->utf8, s->fix, sizeof s->fix);
+  s->speedup = f[0].speedup;
+  s->share = f[0].share;
+  free(f);
+}

@@ -1,0 +1,92 @@
+/* tui: `gpuscope top`, the live view of a run in the terminal (ncurses). It only ever reads what the
+ * agent committed to the store, through the run view (runview.h) — re-loaded every refresh — and
+ * never talks to the agent, so watching a run cannot slow the agent or the job. A run that ends
+ * stays on screen, marked "finished".
+ *
+ * The screen is built in two steps so the second can be tested without a terminal: top_snap_load()
+ * turns the store into a snapshot of plain numbers (NAN where a figure was not measured: shown as
+ * "—", never as 0), and the drawing code lays a snapshot out for the terminal's size. */
+#ifndef GS_TUI_H
+#define GS_TUI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "store/store.h"
+
+struct tui_opts {
+  const char *store_url; /* NULL: the default store */
+  const char *run_ref;   /* a run reference; NULL: the newest running run */
+  char *const *argv;     /* non-NULL: `top -- CMD`: run CMD under `gpuscope run` and watch that run */
+  const char *self_exe;  /* the gpuscope binary to start for argv ("/proc/self/exe") */
+  int64_t refresh_ns;    /* how often the store is read again (default 1 s) */
+};
+
+/* Runs the live view until the user quits. Returns 0, or a negative GS_E code with a message:
+ * GS_ENOENT (no such run / nothing running), GS_EINVAL (not a terminal), GS_EIO. With argv, the
+ * job's output goes to a log file named on exit, and quitting while it runs stops it (SIGTERM to its
+ * agent, which passes it on); *job_status then holds the job's status as `gpuscope run` gives it
+ * (else 0). */
+int tui_top(const struct tui_opts *o, int *job_status);
+
+/* ---- the snapshot (top_model.c) ---- */
+
+#define TOP_MAX_GPUS 64
+#define TOP_MAX_CORES 1024
+#define TOP_HIST 512 /* history points kept per GPU (one per second) */
+
+struct top_gpu {
+  int index;
+  char name[64];                                                  /* escaped for the terminal */
+  double util, sm, mem_used, mem_total, power, power_limit, temp; /* NAN: not measured */
+  double hist[TOP_HIST]; /* util per second, oldest first, ending at the snapshot's time; NAN gaps */
+  size_t nhist;
+};
+
+struct top_proc {
+  int pid;
+  char comm[48];            /* escaped */
+  double cpu, rss, gpu_mem; /* cpu in % of one core; NAN unknown */
+};
+
+struct top_snap {
+  int utf8;             /* text escaped for a UTF-8 terminal */
+  struct store_run run; /* name, command escaped */
+  int running;          /* the run is still being recorded */
+  int64_t t_ns;         /* the newest data's time, ns since the run started */
+  int attached_pid;     /* > 0 when the run was recorded by `gpuscope attach` */
+  struct top_gpu *gpus; /* ngpus of them */
+  int ngpus;
+  double cpu_total; /* host CPU busy %, NAN unknown */
+  double cores[TOP_MAX_CORES];
+  int ncores;
+  struct top_proc *procs; /* the job's live processes, in the order they appeared */
+  size_t nprocs;
+  /* steps over the last TOP_STEP_WINDOW_S seconds of data */
+  size_t steps_total;
+  double step_s, data_share, h2d_share, compute_share, steps_per_s, samples_per_s; /* NAN unknown */
+  /* the doctor's current top finding */
+  int have_finding;
+  char rule[32], title[256], fix[256];
+  double speedup, share;
+};
+
+#define TOP_STEP_WINDOW_S 10
+
+/* Loads a snapshot of run_id from st, with hist_s seconds of GPU history (<= TOP_HIST); text is
+ * escaped by tui_escape(.., utf8, ..). Returns 0 or a GS_E code; free with top_snap_done() either
+ * way. The finding is not filled here (top_finding_now). */
+int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct top_snap *s);
+void top_snap_done(struct top_snap *s);
+
+/* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none). This
+ * is the one place the live view asks the doctor; today it diagnoses the whole run so far. */
+void top_finding_now(struct store *st, struct top_snap *s);
+
+/* Copies untrusted text (a process or run name) into out for the terminal: printable ASCII, and
+ * well-formed UTF-8 other than C1 controls when utf8 != 0; every other byte becomes '?'. Always
+ * NUL-terminates (n > 0). Returns out. */
+char *tui_escape(const char *in, int utf8, char *out, size_t n);
+
+#endif

@@ -1,0 +1,20 @@
+/* tui_int: what the live view's loop (top.c) and its drawing (top_draw.c) share. */
+#ifndef GS_TUI_INT_H
+#define GS_TUI_INT_H
+
+#include "tui/tui.h"
+
+struct top_ui {
+  int utf8;   /* the terminal's locale is UTF-8: block characters and em dashes */
+  int color;  /* colours on (a colour terminal, NO_COLOR unset or empty) */
+  int gpu;    /* the selected GPU (g) */
+  int scroll; /* first process shown */
+  int help;   /* the help box is open */
+};
+
+/* Starts colours unless NO_COLOR is set (non-empty) or the terminal has none; sets u->color. */
+void top_colors_init(struct top_ui *u);
+/* Draws the whole screen for s (erase, draw, one refresh). */
+void top_draw(struct top_ui *u, const struct top_snap *s);
+
+#endif
