@@ -6,7 +6,9 @@
  * line and sends it as one datagram with MSG_DONTWAIT; nothing blocks, allocates or raises a signal.
  * When the socket is full or the agent is gone, the message is dropped and counted (gpuscope_dropped()).
  * Without GPUSCOPE_SOCKET in the environment (the job runs without `gpuscope run`) every call is a
- * cheap no-op. All functions are thread-safe and async-signal-unsafe.
+ * cheap no-op, but for a look every 2 s at most (one lstat per directory) for the socket of an agent
+ * `gpuscope attach` started on the process (docs/protocol.md, "Attached runs"); the first one found
+ * is kept. All functions are thread-safe and async-signal-unsafe.
  *
  * The one piece of process-wide state is the socket, opened on the first call (pthread_once) and
  * kept for the life of the process; a forked child shares it, which is fine for datagrams. */
@@ -49,7 +51,9 @@ GPUSCOPE_API void gpuscope_mark(const char *name, double value);
 /* Messages dropped so far: socket full, agent gone, or a message too long to send. */
 GPUSCOPE_API unsigned long long gpuscope_dropped(void);
 
-/* 1 when GPUSCOPE_SOCKET named a usable socket path at the first call, else 0. */
+/* 1 when the client has an agent to send to: GPUSCOPE_SOCKET named a usable socket path at the
+ * first call, or (without GPUSCOPE_SOCKET) the socket of an agent `gpuscope attach` started on this
+ * process or an ancestor was found (looked for at most every 2 s; GPUSCOPE_ATTACH=0: never); else 0. */
 GPUSCOPE_API int gpuscope_enabled(void);
 
 #ifdef __cplusplus

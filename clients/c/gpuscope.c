@@ -2,9 +2,13 @@
  * locale (a job that called setlocale must still send "0.25", not "0,25") and sends it as one
  * datagram with MSG_DONTWAIT; a send that fails for any reason is counted, never reported, never
  * retried. The socket and the agent's address are set up once per process by pthread_once — the
- * documented process-wide state of this library; everything else is on the caller's stack. */
+ * documented process-wide state of this library; everything else is on the caller's stack. Without
+ * GPUSCOPE_SOCKET, a call looks (at most every LOOK_EVERY_NS, never waiting on another thread that
+ * looks) for the socket of an agent `gpuscope attach` started on this process or one of its three
+ * nearest ancestors (docs/protocol.md, "Attached runs"); the first one found is kept. */
 #include "gpuscope.h"
 
+#include <fcntl.h>
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,9 +26,20 @@
 #define MAX_DATAGRAM 4096
 #define MAX_VALUE 1024
 
+#define LOOK_EVERY_NS 2000000000LL
+#define ANCESTORS 3
+
 static pthread_once_t client_once = PTHREAD_ONCE_INIT;
 static int client_fd = -1;
 static struct sockaddr_un client_addr;
+/* client_fd and client_addr are written before client_ready is set (release) and read after it is
+ * seen set (acquire), so a sender never sees half an address. */
+static atomic_int client_ready;
+static int client_looking; /* no GPUSCOPE_SOCKET: look for an attach socket */
+static atomic_llong client_next_look_ns;
+static pthread_mutex_t client_look_mu = PTHREAD_MUTEX_INITIALIZER;
+static long long client_seen_mtime[2]; /* per socket directory, at the last look that found nothing */
+static pid_t client_seen_pid;          /* whose looks those were (a forked child looks afresh) */
 static locale_t client_c_locale;
 static atomic_ullong client_dropped;
 static long client_rank; /* this process's rank in a distributed job; 0 when none */
@@ -43,19 +59,114 @@ static long env_rank(void) {
 }
 
 static void client_init(void) {
-  const char *path = getenv("GPUSCOPE_SOCKET");
-  if (!path || !*path || strlen(path) >= sizeof client_addr.sun_path)
+  const char *path = getenv("GPUSCOPE_SOCKET"), *attach = getenv("GPUSCOPE_ATTACH");
+  client_rank = env_rank();
+  client_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+  if (!path || !*path) {
+    client_looking = !attach || strcmp(attach, "0");
+    return;
+  }
+  if (strlen(path) >= sizeof client_addr.sun_path)
     return;
   client_addr.sun_family = AF_UNIX;
   memcpy(client_addr.sun_path, path, strlen(path) + 1);
-  client_rank = env_rank();
-  client_c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
   client_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  atomic_store_explicit(&client_ready, client_fd >= 0, memory_order_release);
+}
+
+static long long client_mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The attach socket directories: $XDG_RUNTIME_DIR/gpuscope (when absolute), /tmp/gpuscope-UID. */
+static int client_dir(int i, char *buf, size_t n) {
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  int w = i == 0 ? (xdg && xdg[0] == '/' ? snprintf(buf, n, "%s/gpuscope", xdg) : -1)
+                 : snprintf(buf, n, "/tmp/gpuscope-%u", (unsigned)getuid());
+  return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* This process and its nearest ancestors, from /proc/PID/stat (stopping before init). */
+static int client_lineage(pid_t *pids) {
+  int n = 0;
+  pids[n++] = getpid();
+  while (n <= ANCESTORS) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pids[n - 1]);
+    int fd = open(path, O_RDONLY | O_CLOEXEC); /* not fopen: the client never allocates */
+    if (fd < 0)
+      break;
+    ssize_t r = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    buf[r > 0 ? r : 0] = 0;
+    const char *p = strrchr(buf, ')');
+    long ppid = p ? strtol(p + 4, NULL, 10) : 0; /* ") S PPID" */
+    if (ppid <= 1)
+      break;
+    pids[n++] = (pid_t)ppid;
+  }
+  return n;
+}
+
+/* Finds an attach socket for this process or an ancestor in a private directory of this user. One
+ * lstat per directory; the candidates are stat'ed only when the directory changed. */
+static int client_find(char *out, size_t n) {
+  pid_t pids[ANCESTORS + 1];
+  int npids = -1;
+  if (client_seen_pid != getpid()) {
+    client_seen_pid = getpid();
+    client_seen_mtime[0] = client_seen_mtime[1] = 0;
+  }
+  for (int i = 0; i < 2; i++) {
+    char dir[sizeof client_addr.sun_path];
+    struct stat sb;
+    if (client_dir(i, dir, sizeof dir) || lstat(dir, &sb) || !S_ISDIR(sb.st_mode) || sb.st_uid != getuid() ||
+        (sb.st_mode & 077))
+      continue;
+    long long mtime = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+    if (mtime == client_seen_mtime[i])
+      continue;
+    if (npids < 0)
+      npids = client_lineage(pids);
+    for (int k = 0; k < npids; k++) {
+      int w = snprintf(out, n, "%s/%d.sock", dir, (int)pids[k]);
+      if (w > 0 && (size_t)w < n && !stat(out, &sb) && S_ISSOCK(sb.st_mode))
+        return 1;
+    }
+    client_seen_mtime[i] = mtime;
+  }
+  return 0;
+}
+
+/* No GPUSCOPE_SOCKET: at most every LOOK_EVERY_NS, and never waiting for another thread's look,
+ * looks for an attach socket. Returns 1 once the client has an agent. */
+static int client_look(void) {
+  long long now = client_mono_ns();
+  if (now < atomic_load_explicit(&client_next_look_ns, memory_order_relaxed) || pthread_mutex_trylock(&client_look_mu))
+    return 0;
+  if (!atomic_load_explicit(&client_ready, memory_order_acquire) &&
+      now >= atomic_load_explicit(&client_next_look_ns, memory_order_relaxed)) {
+    atomic_store_explicit(&client_next_look_ns, now + LOOK_EVERY_NS, memory_order_relaxed);
+    char path[sizeof client_addr.sun_path];
+    int fd;
+    if (client_find(path, sizeof path) && (fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) >= 0) {
+      client_addr.sun_family = AF_UNIX;
+      memcpy(client_addr.sun_path, path, strlen(path) + 1);
+      client_fd = fd;
+      atomic_store_explicit(&client_ready, 1, memory_order_release);
+    }
+  }
+  pthread_mutex_unlock(&client_look_mu);
+  return atomic_load_explicit(&client_ready, memory_order_acquire);
 }
 
 static int client_on(void) {
   pthread_once(&client_once, client_init);
-  return client_fd >= 0;
+  if (atomic_load_explicit(&client_ready, memory_order_acquire))
+    return 1;
+  return client_looking && client_look();
 }
 
 /* Formats a line in the C locale; returns its length, or -1 when it does not fit a datagram. */

@@ -178,6 +178,8 @@ def test_without_socket_every_call_is_a_noop():
     r = Receiver()
     try:
         out = r.job(r"""
+import os
+os.environ["GPUSCOPE_ATTACH"] = "0"  # no looking for an attach socket either (docs/protocol.md)
 import gpuscope
 loader = [1, 2, 3]
 it = iter(gpuscope.watch(loader))
@@ -185,6 +187,12 @@ print(type(it).__name__, gpuscope.enabled(), gpuscope.dropped(), gpuscope.log("x
       gpuscope.param(a=1))
 """, env_socket=False)
         check(out.split() == ["list_iterator", "False", "0", "None", "None", "None"], f"got {out!r}")
+        # Looking for an attach socket (the default) sends nothing either while none exists.
+        out = r.job(r"""
+import gpuscope
+print(list(gpuscope.watch([1, 2, 3])), gpuscope.enabled(), gpuscope.dropped(), gpuscope.log("x", 1))
+""", env_socket=False)
+        check(out.split() == ["[1,", "2,", "3]", "False", "0", "None"], f"got {out!r}")
         check(not r.datagrams, "something was sent")
     finally:
         r.close()

@@ -11,7 +11,10 @@
 
 Under `gpuscope run -- python train.py` the agent sets GPUSCOPE_SOCKET; this module sends gs1 text
 messages (docs/protocol.md) to it over a UNIX datagram socket. Without GPUSCOPE_SOCKET every call is
-a cheap no-op and watch() hands the loader's own iterator back.
+a cheap no-op but for a look, at most every 2 s, for the socket of an agent that `gpuscope attach`
+started on this process later (GPUSCOPE_ATTACH=0: never; then watch() hands the loader's own iterator
+back). gpuscope.start(name=...) runs that agent from inside the script (a notebook's first cell);
+gpuscope.stop() ends its run.
 
 Promises: standard library only, Python >= 3.8; never blocks (non-blocking socket); never raises
 into the training loop (every error is swallowed and counted: dropped()); never adds a CUDA
@@ -24,7 +27,7 @@ the environment at import), as the random module's are of its hidden Random inst
 """
 from . import _core
 
-__all__ = ["log", "param", "mark", "watch", "phase", "flush", "dropped", "enabled", "set_rank"]
+__all__ = ["log", "param", "mark", "watch", "phase", "flush", "dropped", "enabled", "set_rank", "start", "stop"]
 __version__ = "0.1.0"
 PROTOCOL = _core.PROTOCOL
 
@@ -37,6 +40,8 @@ flush = _inst.flush
 dropped = _inst.dropped
 enabled = _inst.enabled
 set_rank = _inst.set_rank
+start = _inst.start
+stop = _inst.stop
 phase = _core.phase
 
 

@@ -17,6 +17,8 @@ import sys
 import threading
 import time
 
+from . import _attach
+
 PROTOCOL = "gs1"
 MAX_DATAGRAM = 4096
 MAX_VALUE = 1024
@@ -86,20 +88,29 @@ def _is_torch_loader(loader):
 class Client:
     """One process's connection to the agent: lines pending for the next datagram, the socket (opened
     on the first send), the dropped count, the params already sent, the step counter and the rank.
-    path None: disabled, every method is a cheap no-op. Thread-safe; no method ever raises."""
+    path None: no agent (yet), every method is a cheap no-op, but for the finder's rare look for an
+    attach socket when look is on. Thread-safe; no method ever raises."""
 
-    __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "lock", "params")
+    __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "lock", "params",
+                 "finder", "found", "early", "agent", "warned")
 
-    def __init__(self, path=None, rank=0):
+    def __init__(self, path=None, rank=0, look=False):
         self.path = path or None
         self.rank = rank  # > 0: steps carry rank=N, so each rank keeps its own step series
         self.steps = 0  # steps numbered from 0 across every watched loop and callback of the process
+        # Without a path, look (rarely) for the socket of an agent attached later (_attach.py).
+        self.finder = _attach.Finder() if look and self.path is None else None
+        self.found = False  # path is an attach socket the finder (or start()) found
+        self.early = {}  # params set before an agent was found, sent when one is
+        self.agent = None  # the `gpuscope attach` start() ran
+        self.warned = False
         self._reset()
 
     @classmethod
     def from_env(cls, environ=os.environ):
-        """The client a process started by `gpuscope run` needs: GPUSCOPE_SOCKET and the rank."""
-        return cls(environ.get("GPUSCOPE_SOCKET"), env_rank(environ))
+        """The client a process needs: GPUSCOPE_SOCKET (set by `gpuscope run`) and the rank; without
+        GPUSCOPE_SOCKET it looks for an attach socket, unless GPUSCOPE_ATTACH=0."""
+        return cls(environ.get("GPUSCOPE_SOCKET"), env_rank(environ), look=environ.get("GPUSCOPE_ATTACH") != "0")
 
     def _reset(self):
         self.sock = None
@@ -119,8 +130,74 @@ class Client:
     # -- the public functions of the gpuscope package (bound to default_client) --
 
     def enabled(self):
-        """True when this process reports to an agent (GPUSCOPE_SOCKET was set at import)."""
+        """True when this process reports to an agent: GPUSCOPE_SOCKET was set at import, or an
+        attached agent's socket was found (or start() began one)."""
         return self.path is not None
+
+    # -- an agent nobody told us about: `gpuscope attach`, start() and stop() --
+
+    def _look(self):
+        """No agent yet: asks the finder (at most every few seconds) for an attach socket. True once
+        there is one; the params set so far are sent to it first."""
+        f = self.finder
+        if f is None:
+            return False
+        path = f.look(mono())
+        if path is None:
+            return False
+        self._use(path)
+        return True
+
+    def _use(self, path):
+        with self.lock:
+            if self.path is None:
+                self.path, self.found = path, True
+                for k, s in self.early.items():
+                    self.params[k] = s
+                    self._add(f"gs1 param {k} {s}", mono())
+
+    def start(self, name=None, interval=None, store=None):
+        """Starts recording this process: runs `gpuscope attach --quiet PID` (the binary from
+        GPUSCOPE_BIN, else PATH) as a separate process that watches this one and its children until
+        this process exits or stop() is called; name, interval ("100ms") and store (a URL) go to its
+        options. Returns True when an agent watches this process (already so under `gpuscope run`).
+        Without the binary, or when it fails, it warns once on stderr and returns False: the script
+        runs on. Never raises."""
+        try:
+            if self.path is not None:
+                return True
+            try:
+                agent, path = _attach.spawn(name, interval, store)
+            except Exception as e:
+                if not self.warned:
+                    self.warned = True
+                    sys.stderr.write(f"gpuscope: not recording this run: {e}\n")
+                return False
+            self.agent = agent
+            self._use(path)
+            return True
+        except Exception:
+            return False
+
+    def stop(self):
+        """Ends the run start() began: sends what is pending, stops the agent (it closes the run and
+        diagnoses it) and waits for it. Returns True when it ended cleanly; False when start() began
+        none in this process. Never raises."""
+        try:
+            agent = self.agent
+            if agent is None or agent.owner != os.getpid():
+                return False
+            self.flush()
+            self.agent = None
+            ok = _attach.end(agent)
+            with self.lock:
+                if self.found:
+                    self.path, self.found, self.sock = None, False, None
+                    if self.finder is not None:
+                        self.finder.reset()
+            return ok
+        except Exception:
+            return False
 
     def dropped(self):
         """Messages that did not reach the agent: socket full or gone, or a bad argument. Never raises."""
@@ -147,7 +224,7 @@ class Client:
 
     def log(self, name, value, step=None):
         """Logs a metric value (a Python number). name: 1-128 of [A-Za-z0-9_./-]; step: int or None."""
-        if self.path is None:
+        if self.path is None and not self._look():
             return
         try:
             v = float(value)
@@ -161,7 +238,14 @@ class Client:
     def param(self, **kv):
         """Records run parameters: param(batch_size=64, precision="bf16"). Booleans are sent as
         true/false, None as none; a value repeated unchanged is not sent again."""
-        if self.path is None:
+        if self.path is None and not self._look():
+            if self.finder is not None:  # kept for an agent attached later
+                for k, v in kv.items():
+                    try:
+                        if len(self.early) < 1000 or k in self.early:
+                            self.early[k] = _param_text(v)
+                    except Exception:
+                        self.count_error()
             return
         for k, v in kv.items():
             try:
@@ -175,7 +259,7 @@ class Client:
 
     def mark(self, name, value=None):
         """Records a marker event (epoch, eval, checkpoint) with an optional number."""
-        if self.path is None:
+        if self.path is None and not self._look():
             return
         try:
             if value is None:
@@ -191,7 +275,7 @@ class Client:
         step are samples (an int), samples(batch), or the batch's first dimension. For a torch
         DataLoader, batch_size, num_workers, pin_memory, prefetch_factor and persistent_workers are
         recorded as params. len() works when the loader has one."""
-        if self.path is not None:
+        if self.path is not None or self.finder is not None:
             self.record_loader(loader)
         return _Watched(self, loader, samples)
 
@@ -226,6 +310,8 @@ class Client:
         """Sends one step: data wait, then the step's other phases; compute is span minus the phases.
         A step without a timed h2d phase carries no h2d= field: not measured is not zero. The step's
         number is taken under the lock with the line, so numbers follow the order of the lines."""
+        if self.path is None and not self._look():
+            return  # no agent (yet): the step is not counted either
         try:
             h2d = phases.pop("h2d", None) if phases else None
             compute = span - (h2d or 0.0)
@@ -300,7 +386,13 @@ class Client:
     def _send(self, chunk):  # the lock held
         try:
             self.sock.sendto(b"\n".join(chunk), self.path)
-        except Exception:  # full (EAGAIN), agent gone (ENOENT, ECONNREFUSED), anything
+        except (FileNotFoundError, ConnectionRefusedError):  # the agent is gone
+            self.ndropped += len(chunk)
+            if self.found:  # an attached agent ended: look for the next one
+                self.path, self.found = None, False
+                if self.finder is not None:
+                    self.finder.reset()
+        except Exception:  # full (EAGAIN), anything
             self.ndropped += len(chunk)
 
 
@@ -341,7 +433,7 @@ class _Watched:
         self.samples = samples
 
     def __iter__(self):
-        if self.client.path is None:
+        if self.client.path is None and self.client.finder is None:
             return iter(self.loader)
         return _watch(self.client, self.loader, self.samples)
 
@@ -410,7 +502,7 @@ class StepTimer:
         self.last_end = mono()
 
     def begin(self, samples=None):
-        if self.client.path is None:
+        if self.client.path is None and not self.client._look():
             return
         self.t_begin = mono()
         if self.last_end is None:
