@@ -134,6 +134,13 @@ static void draw_gpu(const struct top_ui *u, const struct top_gpu *g, int y, int
   snprintf(txt[1], sizeof txt[1], "%s", fmt_pct(u, g->sm, t, sizeof t));
   snprintf(txt[2], sizeof txt[2], "%s", fmt_gib(u, g->mem_used, t, sizeof t));
   snprintf(txt[3], sizeof txt[3], "%s", fmt_num(u, g->power, "W", t, sizeof t));
+  if (inner >= 14 && isfinite(g->mem_used) && isfinite(g->mem_total)) { /* room for the totals */
+    char t2[32];
+    snprintf(txt[2], sizeof txt[2], "%s/%s", fmt_gib(u, g->mem_used, t, sizeof t),
+             fmt_gib(u, g->mem_total, t2, sizeof t2));
+  }
+  if (inner >= 14 && isfinite(g->power) && isfinite(g->power_limit))
+    snprintf(txt[3], sizeof txt[3], "%.0f/%.0fW", g->power, g->power_limit);
   snprintf(txt[4], sizeof txt[4], "%s", fmt_num(u, g->temp, "C", t, sizeof t));
   x += 1;
   for (int i = 0; i < 5; i++) {
@@ -348,7 +355,11 @@ void top_draw(struct top_ui *u, const struct top_snap *s) {
     x += 1 + put(0, x + 1, 10, A_REVERSE | A_BOLD, " finished ");
   if (s->attached_pid) {
     snprintf(line, sizeof line, "  attached to pid %d", s->attached_pid);
-    put(0, x, COLS, A_NORMAL, line);
+    x += put(0, x, COLS, A_NORMAL, line);
+  }
+  if (COLS - x > 20 && s->run.command[0]) { /* a wide terminal: the command too */
+    x += put(0, x, 4, A_DIM, "  $ ");
+    put(0, x, COLS - x, A_DIM, s->run.command);
   }
   /* the row budget: procs get what is left, at least a few rows */
   int cpu_max = R >= 40 ? 4 : R >= 30 ? 2 : 1;
