@@ -171,6 +171,37 @@ def test_a_finished_run_stays_on_screen_finished_and_escaped():
         box.close()
 
 
+def test_the_process_list_scrolls_with_arrows_and_pages():
+    box = Sandbox()
+    try:
+        box.ok("run", "--quiet", "--name", "many", "--", "sh", "-c", "for i in $(seq 20); do sleep 2 & done; wait",
+               env={"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": SCN})
+        term = Term(box, [BIN, "top", "many"])
+        try:
+            first = term.wait_for(lambda x: re.search(r" 1-\d+ of 21\b", x), "a list longer than the screen")
+            keep("scroll-top.txt", first)
+            pids = lambda x: re.findall(r"^ +(\d+) ", x.split("COMMAND", 1)[1], re.M)
+            shown = pids(first)
+            term.keys("Down")
+            s = term.wait_for(lambda x: re.search(r" 2-\d+ of 21\b", x), "Down scrolls one")
+            check(pids(s)[0] == shown[1], f"one row down: {pids(s)[:2]} after {shown[:2]}")
+            term.keys("NPage")
+            term.keys("NPage")
+            s = term.wait_for(lambda x: re.search(r" (\d+)-21 of 21\b", x), "PgDn reaches the end")
+            keep("scroll-end.txt", s)
+            term.keys("PPage")
+            term.keys("PPage")
+            term.keys("Up")
+            s = term.wait_for(lambda x: re.search(r" 1-\d+ of 21\b", x), "PgUp and Up go back to the top")
+            check(pids(s) == shown, "the same rows as at first")
+            term.keys("q")
+            term.wait_for(lambda x: "EXIT=0" in x, "q quits")
+        finally:
+            term.close()
+    finally:
+        box.close()
+
+
 def test_no_color_means_no_colour_sequences():
     box = Sandbox()
     try:
