@@ -149,7 +149,7 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
     return GS_OK;
   if (!(s->procs = calloc(cap, sizeof *s->procs)))
     return gs_fail(GS_ENOMEM, "out of memory");
-  int64_t *first = calloc(cap, sizeof *first);
+  int64_t *first = calloc(cap, sizeof *first); /* each listed process's order of appearance */
   if (!first)
     return gs_fail(GS_ENOMEM, "out of memory");
   for (size_t i = 0; i < v->nseries; i++) {
@@ -174,21 +174,26 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
         p->gpu_mem = (isfinite(p->gpu_mem) ? p->gpu_mem : 0) + m;
     }
     const char *comm = "";
+    /* The order the processes appeared in: their proc_start events (in time order, and within a
+     * tick in the order the collector walked the tree, root first); one without comes last. */
+    int64_t order = (int64_t)v->nevents + (int64_t)s->nprocs;
     for (size_t e = 0; e < v->nevents; e++)
       if ((!strcmp(v->events[e].kind, "proc_start") || !strcmp(v->events[e].kind, "proc_exec")) &&
-          v->events[e].value == (double)pid)
-        comm = v->events[e].name; /* the newest wins: events are in time order */
+          v->events[e].value == (double)pid) {
+        comm = v->events[e].name; /* the newest wins */
+        if (order >= (int64_t)v->nevents)
+          order = (int64_t)e;
+      }
     tui_escape(comm, utf8, p->comm, sizeof p->comm);
-    /* insertion by first sample time: the order processes appeared */
     size_t k = s->nprocs++;
     struct top_proc tmp = *p;
-    while (k > 0 && first[k - 1] > x->t_first) {
+    while (k > 0 && first[k - 1] > order) {
       s->procs[k] = s->procs[k - 1];
       first[k] = first[k - 1];
       k--;
     }
     s->procs[k] = tmp;
-    first[k] = x->t_first;
+    first[k] = order;
   }
   free(first);
   return GS_OK;
