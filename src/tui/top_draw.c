@@ -129,7 +129,7 @@ static void draw_gpu(const struct top_ui *u, const struct top_gpu *g, int y, int
     inner = 5;
   double frac[5] = {g->util / 100, g->sm / 100, g->mem_total > 0 ? g->mem_used / g->mem_total : NAN,
                     g->power_limit > 0 ? g->power / g->power_limit : NAN, g->temp / 95};
-  char txt[5][32];
+  char txt[5][80];
   snprintf(txt[0], sizeof txt[0], "%s", fmt_pct(u, g->util, t, sizeof t));
   snprintf(txt[1], sizeof txt[1], "%s", fmt_pct(u, g->sm, t, sizeof t));
   snprintf(txt[2], sizeof txt[2], "%s", fmt_gib(u, g->mem_used, t, sizeof t));
