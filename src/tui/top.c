@@ -195,7 +195,9 @@ int tui_top(const struct tui_opts *o, int *job_status) {
   setlocale(LC_ALL, "");
   struct top_ui u = {.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8")};
   char def[1200];
-  struct store *st = store_open(o->store_url ? o->store_url : store_default_url(def, sizeof def));
+  /* Only read, but for top -- CMD: that store is created (as `gpuscope run` would) before the run. */
+  struct store *st = store_open_mode(o->store_url ? o->store_url : store_default_url(def, sizeof def),
+                                     o->argv ? STORE_WRITE : STORE_READ);
   if (!st)
     return GS_EIO;
   struct launched l = {.pid = 0, .status = -1};

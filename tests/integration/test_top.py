@@ -230,6 +230,7 @@ def test_top_needs_a_terminal_and_a_run():
     try:
         rc, out, err = box.gs("top", input="")
         check(rc == 2 and "needs a terminal" in err, f"not a terminal: {rc} {err}")
+        box.ok("run", "--quiet", "--", "true", env={"GPUSCOPE_NVML_LIB": "/nonexistent"})  # finished: not running
         term = Term(box, [BIN, "top"])
         try:
             s = term.wait_for(lambda x: "EXIT=" in x, "top with nothing running")
@@ -238,6 +239,14 @@ def test_top_needs_a_terminal_and_a_run():
             term.close()
         rc, out, err = box.gs("top", "a", "b")
         check(rc == 2 and "one RUN at most" in err, f"two runs: {rc} {err}")
+        missing = os.path.join(box.dir, "missing.db")
+        term = Term(box, [BIN, "top", "--store", "sqlite://" + missing])
+        try:
+            s = term.wait_for(lambda x: "EXIT=" in x, "top on a store that does not exist")
+            check("EXIT=3" in s, f"no store: exit 3: {s}")
+            check(not os.path.exists(missing), "top only reads: it created no store")
+        finally:
+            term.close()
     finally:
         box.close()
 
