@@ -1,7 +1,8 @@
 /* doctor/doctor: runs every rule over one run's signals, keeps the findings worth acting on, ranks
  * them by the share of run time they cost, and — when none is left — says so with one "healthy"
  * finding rather than inventing work. The rules live in rules_loop.c (the host side of the training
- * loop) and rules_gpu.c (what needs NVIDIA GPUs); signals.c loads what they read. */
+ * loop) and rules_gpu.c (what needs NVIDIA GPUs); signals*.c derive what they read from one run view
+ * (runview.h), over the run's usual window or one the caller names. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,8 +17,8 @@ const char *const doctor_rule_ids[] = {
 
 /* In order: periodic_stall first, so host_code_bound does not count the same idle time twice. */
 static void (*const RULES[])(struct dr_run *, struct dr_findings *) = {
-    dr_rule_periodic_stall, dr_rule_input,     dr_rule_host_code, dr_rule_batch,     dr_rule_mixed_precision,
-    dr_rule_pageable,       dr_rule_throttled, dr_rule_straggler, dr_rule_underused,
+    dr_rule_periodic_stall, dr_rule_input,           dr_rule_host_code_gpu, dr_rule_host_code_cpu, dr_rule_batch,
+    dr_rule_mixed_precision, dr_rule_pageable,      dr_rule_throttled,     dr_rule_straggler,     dr_rule_underused,
 };
 
 static int by_share(const void *a, const void *b) {
@@ -64,12 +65,12 @@ static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
             DR_MIN_SHARE * 100, (DR_MIN_SPEEDUP - 1) * 100);
 }
 
-int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
+int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, struct store_finding **out, size_t *n) {
   struct dr_run d;
   struct dr_findings fs = {0};
   *out = NULL;
   *n = 0;
-  int rc = dr_run_load(st, run_id, &d);
+  int rc = dr_run_load(v, from, to, &d);
   if (rc)
     goto done;
   for (size_t r = 0; r < sizeof RULES / sizeof *RULES && !fs.oom; r++)
@@ -94,6 +95,21 @@ done:
   free(fs.v);
   dr_run_done(&d);
   return rc;
+}
+
+int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
+  struct runview v;
+  *out = NULL;
+  *n = 0;
+  int rc = runview_load(st, run_id, &v);
+  if (!rc)
+    rc = doctor_diagnose_view(&v, INT64_MIN, INT64_MAX, out, n);
+  runview_done(&v);
+  return rc;
+}
+
+int doctor_is_stall(double gap_s, double typical_s) {
+  return gap_s - typical_s >= DR_STALL_MIN_S && gap_s >= DR_STALL_FACTOR * typical_s;
 }
 
 /* The part of the step (or window) a rule's fix shrinks; -1: not part of the model. */
@@ -137,15 +153,28 @@ void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combi
   out->speedup = 1 / left;
 }
 
-int doctor_run(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
+int doctor_run_view(const struct runview *v, struct store_finding **out, size_t *n) {
   struct store_finding *f = NULL;
   size_t nf = 0;
-  struct store_run run;
-  int rc = st->run_get(st, run_id, &run);
+  int rc = doctor_diagnose_view(v, INT64_MIN, INT64_MAX, &f, &nf);
   if (!rc)
-    rc = doctor_diagnose(st, run.id, &f, &nf);
+    rc = v->st->findings_write(v->st, v->run.id, f, nf);
+  if (out)
+    *out = f;
+  else
+    free(f);
+  *n = nf;
+  return rc;
+}
+
+int doctor_run(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
+  struct runview v;
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  int rc = runview_load(st, run_id, &v);
   if (!rc)
-    rc = st->findings_write(st, run.id, f, nf);
+    rc = doctor_run_view(&v, &f, &nf);
+  runview_done(&v);
   if (out)
     *out = f;
   else

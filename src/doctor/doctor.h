@@ -9,7 +9,9 @@
 #define GS_DOCTOR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "runview/runview.h"
 #include "store/store.h"
 
 /* Every rule id the doctor can emit, NULL-terminated, in the order docs/diagnosis.md lists them. */
@@ -20,10 +22,25 @@ extern const char *const doctor_rule_ids[];
  * fixing gets exactly one finding, rule "healthy". Returns 0 or a GS_E code (*out NULL, *n 0). */
 int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
 
+/* Diagnoses the run loaded in v over the window [from, to] (ns since run start; INT64_MIN /
+ * INT64_MAX: the usual window — the training steps when the client sent them, else the whole run),
+ * without writing anything: for a finished run (as doctor_diagnose does) and for the live findings
+ * of `serve` and `top` (e.g. the last 60 s of a run still going; steps are those wholly inside the
+ * window). Findings ranked in *out (malloc'd, caller frees), exactly one "healthy" when nothing is
+ * worth fixing. Returns 0 or a GS_E code (*out NULL, *n 0). v is only read. */
+int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, struct store_finding **out, size_t *n);
+
 /* Diagnoses run_id, replaces its findings in the store, and returns them ranked in *out (malloc'd,
  * caller frees; out may be NULL). When the diagnosis succeeds but the store refuses the write, the
  * findings are still returned and the write's GS_E code is returned. Returns 0 or a GS_E code. */
 int doctor_run(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
+/* doctor_run on a loaded view (the usual window), writing through v->st. */
+int doctor_run_view(const struct runview *v, struct store_finding **out, size_t *n);
+
+/* Is a gap of gap_s between two steps, where the typical gap is typical_s, a stall? The doctor's
+ * test (DR_STALL_MIN_S longer and DR_STALL_FACTOR times as long), exported so a chart of the gaps
+ * marks exactly the stalls a periodic_stall finding counts. */
+int doctor_is_stall(double gap_s, double typical_s);
 
 /* Several findings of one run usually share the same step time (an input-bound run's data wait is
  * both input_bound's and loader_workers' cost), so their speed-ups neither add nor multiply. One

@@ -1,5 +1,5 @@
 /* doctor/doctor_int: what the doctor's files share and nobody else sees — the signals of one run
- * as the rules read them (signals.c loads them once through the store interface), the thresholds
+ * as the rules read them (signals*.c derive them from one loaded run view, runview.h), the thresholds
  * every rule states in docs/diagnosis.md, and the helpers that build a finding (finding.c).
  *
  * Missing is not zero: every number here is NAN when its source was absent from the run, and a rule
@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "runview/runview.h"
 #include "store/store.h"
 
 /* ---- thresholds and model constants (docs/diagnosis.md states each; the rules use no others) ---- */
@@ -66,10 +67,6 @@
 #define DR_MIN_STEPS 3             /* steps (or a rank's steps) needed for any step figure */
 #define DR_LATENCY_MIN_EXTRA 2     /* input_latency advises at least this many workers more */
 #define DR_MAX_LOST 0.95           /* a speed-up 1 / (1 - lost) is never taken from more lost than this */
-#define DR_QUICK_POINTS 200000     /* a longer series is read from its 10 s rollups */
-#define DR_QUICK_RES_NS 10000000000LL
-#define DR_SLOW_POINTS 2000000 /* ... and from its 1 min rollups past two days at 10 Hz */
-#define DR_SLOW_RES_NS 60000000000LL
 #define DR_MIN_SHARE 0.03   /* a finding must cost at least this share of the run */
 #define DR_MIN_SPEEDUP 1.03 /* ... or promise at least this speed-up */
 
@@ -114,21 +111,8 @@ struct dr_rank {
   double data_mean, total_mean; /* seconds per step, NAN absent */
 };
 
-/* One step as the client reported it (times in ns since run start, phases in seconds; NAN absent). */
-struct dr_step {
-  int64_t t;
-  double total, data, h2d, compute, samples;
-};
-
 struct dr_run {
-  struct store *st;
-  struct store_run run;
-  struct store_series *series;
-  size_t nseries;
-  struct store_event *events;
-  size_t nevents;
-  struct gs_kv *params;
-  size_t nparams;
+  const struct runview *v; /* borrowed: the run's series, events, params and steps, loaded once */
   double duration_s;
   int64_t from, to; /* the analysis window: the training steps when the client sent them, else the run */
   double window_s;
@@ -153,7 +137,7 @@ struct dr_run {
   double job_cores;   /* tree CPU in cores, NAN unknown */
 
   /* the training loop */
-  struct dr_step *steps; /* in the window (warm-up step dropped) */
+  const struct runview_step *steps; /* the view's steps in the window (warm-up step dropped), borrowed */
   size_t nsteps;
   double step_mean, step_median, data_mean, h2d_mean, compute_mean, data_share, h2d_share;
   double samples_per_step, samples_per_s;
@@ -169,19 +153,29 @@ struct dr_run {
   double used_util; /* mean util of the used GPUs with util data, NAN none */
 };
 
-/* Loads every signal of run_id. Returns 0 or a GS_E code; dr_run_done frees. */
-int dr_run_load(struct store *st, const char *run_id, struct dr_run *d);
+/* Derives every signal of the run in v over [from, to] (ns since run start; INT64_MIN / INT64_MAX:
+ * the usual window, the training steps or else the whole run). v must outlive d. Returns 0 or a GS_E
+ * code; dr_run_done frees (also after a failure). (signals.c) */
+int dr_run_load(const struct runview *v, int64_t from, int64_t to, struct dr_run *d);
 void dr_run_done(struct dr_run *d);
 
-/* Windowed stats of a series by source/name/labels (labels NULL: pool every labels). Can't fail:
- * a read error leaves the stats empty (n == 0). */
-void dr_stats_of(struct dr_run *d, const char *source, const char *name, const char *labels, struct dr_stats *out);
+/* Windowed stats of a series by source/name/labels (labels NULL: pool every labels), through
+ * runview_stats over the analysis window. Can't fail: a read error leaves the stats empty (n == 0). */
+void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
+                 struct dr_stats *out);
 
 /* Loads a series' samples within the window into malloc'd arrays (NULL, 0 when absent). */
-int dr_samples(struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n);
+int dr_samples(const struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n);
 
-/* A param's value, or NULL. */
-const char *dr_param(const struct dr_run *d, const char *key);
+/* The signals by family, each filling its part of d from d->v within the window (called in this
+ * order by dr_run_load): the loop's figures and params (signals_loop.c), the host and the job's
+ * totals (signals_host.c), the job's processes (signals_procs.c), the GPUs (signals_gpu.c), and the
+ * ranks of a distributed job (signals_loop.c). Those that allocate return 0 or a GS_E code. */
+void dr_load_loop(struct dr_run *d);
+void dr_load_host(struct dr_run *d);
+int dr_load_procs(struct dr_run *d);
+int dr_load_gpus(struct dr_run *d);
+int dr_load_ranks(struct dr_run *d);
 
 /* ---- building findings (finding.c) ---- */
 
@@ -226,7 +220,8 @@ int dr_has(const struct dr_findings *fs, const char *rule);
 /* ---- the rules: each reads d and appends what it finds ---- */
 void dr_rule_input(struct dr_run *d, struct dr_findings *fs); /* input_bound, loader_workers,
                                                                  input_latency, io_bound */
-void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_host_code_gpu(struct dr_run *d, struct dr_findings *fs); /* host_code_bound, with GPUs */
+void dr_rule_host_code_cpu(struct dr_run *d, struct dr_findings *fs); /* host_code_bound, CPU-only */
 void dr_rule_batch(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs);
@@ -235,7 +230,7 @@ void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_underused(struct dr_run *d, struct dr_findings *fs);
 
-/* The loader_workers model (rules_input.c), exposed for its unit test: the step time with w loader
+/* The loader_workers model (rules_loop.c), exposed for its unit test: the step time with w loader
  * processes. */
 double dr_workers_step_s(const struct dr_run *d, double load_s, int w);
 

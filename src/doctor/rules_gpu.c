@@ -213,15 +213,6 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
 
 /* ---- throttled ---- */
 
-static const struct {
-  unsigned bit;
-  const char *name;
-} REASONS[] = {{0x4, "SwPowerCap"},
-               {0x8, "HwSlowdown"},
-               {0x20, "SwThermalSlowdown"},
-               {0x40, "HwThermalSlowdown"},
-               {0x80, "HwPowerBrakeSlowdown"}};
-
 void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
   const struct dr_gpu *worst = NULL;
   double worst_lost = -1, worst_ratio = NAN;
@@ -245,12 +236,15 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
   char reasons[160] = "";
   size_t len = 0;
   int thermal = 0, power = 0;
-  for (size_t r = 0; r < sizeof REASONS / sizeof *REASONS; r++)
-    if (worst->throttle_mask & REASONS[r].bit) {
-      len += (size_t)snprintf(reasons + len, sizeof reasons - len, "%s%s", len ? ", " : "", REASONS[r].name);
-      thermal |= REASONS[r].bit == 0x20 || REASONS[r].bit == 0x40;
-      power |= REASONS[r].bit == 0x4 || REASONS[r].bit == 0x80;
-    }
+  /* The heat and power reasons seen, in NVML's order (core's one table). */
+  for (size_t r = 0; r < gs_clock_reasons_n; r++) {
+    const struct gs_clock_reason *why = &gs_clock_reasons[r];
+    if (!(why->flags & GS_REASON_THROTTLE) || !(worst->throttle_mask & why->bit))
+      continue;
+    len += (size_t)snprintf(reasons + len, sizeof reasons - len, "%s%s", len ? ", " : "", why->name);
+    thermal |= !!(why->flags & GS_REASON_HEAT);
+    power |= !!(why->flags & GS_REASON_POWER);
+  }
   struct store_finding *f = dr_add(fs, d, "throttled", worst_lost, 1 / (1 - fmin(worst_lost, DR_MAX_LOST)));
   if (!f)
     return;

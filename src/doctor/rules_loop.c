@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
 
 /* ---- shared figures ---- */
@@ -455,68 +456,86 @@ static double stall_share(const struct dr_findings *fs) {
   return 0;
 }
 
-void dr_rule_host_code(struct dr_run *d, struct dr_findings *fs) {
+/* What both host_code_bound rules start from: 0 when the data wait (or an input finding) already
+ * explains the time; else 1, with the stall share already counted, the training process' cores, and
+ * whether the data wait is known (without step timings it is unknown, not zero). */
+static int host_code_start(const struct dr_run *d, const struct dr_findings *fs, double *stall, double *m,
+                           int *known) {
   if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
+    return 0;
+  *stall = stall_share(fs), *m = main_cpu(d);
+  *known = isfinite(d->data_share);
+  return 1;
+}
+
+/* host_code_bound with GPUs: the GPU idle, the data wait and the CPU not short. */
+void dr_rule_host_code_gpu(struct dr_run *d, struct dr_findings *fs) {
+  double stall, m;
+  int known;
+  if (!d->ngpus || !host_code_start(d, fs, &stall, &m, &known))
     return;
-  double stall = stall_share(fs), m = main_cpu(d);
-  int known = isfinite(d->data_share); /* without step timings the data wait is unknown, not zero */
   double ds = known ? d->data_share : 0;
-  if (d->ngpus) {
-    double util = d->used_util;
-    if (!isfinite(util) || saturated(d) != 0 || util >= DR_HOSTCODE_GPU_UTIL)
-      return;
-    /* Unknown data wait: the idle share is an upper bound of what host code costs. */
-    double share = fmax(0, 1 - util / 100 - ds - stall);
-    double speedup = fmax(1, DR_HOSTCODE_TARGET_UTIL / fmax(util, 1));
-    if (share < DR_HOSTCODE_MIN_SHARE)
-      return;
-    struct store_finding *f = dr_add(fs, d, "host_code_bound", share, speedup);
-    if (!f)
-      return;
-    int launch = isfinite(m) && m >= DR_LAUNCH_CORES;
-    if (!known)
-      dr_printf(f->title, sizeof f->title,
-                "Host code or data loading: the GPU is busy %.0f%% of the time and the CPU is not short (no step "
-                "timings, so the data wait is unknown)",
-                util);
-    else
-      dr_printf(f->title, sizeof f->title,
-                "Host code: the GPU is busy %.0f%% of the time, yet neither data nor CPU "
-                "is short (%s)",
-                util, launch ? "the Python thread is saturated: launch overhead" : "sync points");
-    struct dr_json j;
-    dr_json_begin(&j, f->evidence, sizeof f->evidence);
-    dr_json_num(&j, "gpu_util_pct", util);
-    dr_json_num(&j, "data_wait_share", d->data_share);
-    dr_json_num(&j, "main_process_cpu_cores", m);
-    dr_json_num(&j, "job_cpu_cores", d->job_cores);
-    dr_json_num(&j, "usable_cores", usable_cores(d));
-    dr_json_num(&j, "periodic_stall_share", stall);
-    dr_json_str(&j, "model", "with host overhead removed the GPU reaches ~90% busy: speed-up = 90 / util");
-    dr_printf(f->fix, sizeof f->fix,
-              "%s%s Profile one step and remove what makes the GPU wait: host syncs (loss.item(), .cpu(), "
-              "printing tensors, torch.cuda.synchronize()), many tiny kernels, Python work between steps.\n"
-              "PyTorch:\n"
-              "  from torch.profiler import profile, ProfilerActivity\n"
-              "  with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:\n"
-              "      train_step(x, y)\n"
-              "  print(p.key_averages().table(sort_by='self_cpu_time_total', row_limit=15))\n"
-              "  if step %% 100 == 0: print(loss.item())   # sync only when logging\n"
-              "  model = torch.compile(model)             # fuses small kernels (or CUDA graphs)\n"
-              "Keras:\n"
-              "  model.compile(optimizer, loss, jit_compile=True, steps_per_execution=32)",
-              known ? ""
-                    : "The job sent no step timings, so gpuscope cannot tell a data wait from host code: wrap the "
-                      "loader with gpuscope.watch(loader) to know which. ",
-              !known   ? "Meanwhile:"
-              : launch ? "The training process keeps a core busy (launch overhead: the GPU finishes each small "
-                         "kernel before Python issues the next)."
-                       : "The training process is mostly idle too: the loop waits on synchronisation or blocking "
-                         "calls.");
+  double util = d->used_util;
+  if (!isfinite(util) || saturated(d) != 0 || util >= DR_HOSTCODE_GPU_UTIL)
     return;
-  }
-  /* CPU-only: the CPU is the accelerator; a job that neither waits for data nor keeps a core busy is
-   * waiting on something else. */
+  /* Unknown data wait: the idle share is an upper bound of what host code costs. */
+  double share = fmax(0, 1 - util / 100 - ds - stall);
+  double speedup = fmax(1, DR_HOSTCODE_TARGET_UTIL / fmax(util, 1));
+  if (share < DR_HOSTCODE_MIN_SHARE)
+    return;
+  struct store_finding *f = dr_add(fs, d, "host_code_bound", share, speedup);
+  if (!f)
+    return;
+  int launch = isfinite(m) && m >= DR_LAUNCH_CORES;
+  if (!known)
+    dr_printf(f->title, sizeof f->title,
+              "Host code or data loading: the GPU is busy %.0f%% of the time and the CPU is not short (no step "
+              "timings, so the data wait is unknown)",
+              util);
+  else
+    dr_printf(f->title, sizeof f->title,
+              "Host code: the GPU is busy %.0f%% of the time, yet neither data nor CPU "
+              "is short (%s)",
+              util, launch ? "the Python thread is saturated: launch overhead" : "sync points");
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_num(&j, "gpu_util_pct", util);
+  dr_json_num(&j, "data_wait_share", d->data_share);
+  dr_json_num(&j, "main_process_cpu_cores", m);
+  dr_json_num(&j, "job_cpu_cores", d->job_cores);
+  dr_json_num(&j, "usable_cores", usable_cores(d));
+  dr_json_num(&j, "periodic_stall_share", stall);
+  dr_json_str(&j, "model", "with host overhead removed the GPU reaches ~90% busy: speed-up = 90 / util");
+  dr_printf(f->fix, sizeof f->fix,
+            "%s%s Profile one step and remove what makes the GPU wait: host syncs (loss.item(), .cpu(), "
+            "printing tensors, torch.cuda.synchronize()), many tiny kernels, Python work between steps.\n"
+            "PyTorch:\n"
+            "  from torch.profiler import profile, ProfilerActivity\n"
+            "  with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as p:\n"
+            "      train_step(x, y)\n"
+            "  print(p.key_averages().table(sort_by='self_cpu_time_total', row_limit=15))\n"
+            "  if step %% 100 == 0: print(loss.item())   # sync only when logging\n"
+            "  model = torch.compile(model)             # fuses small kernels (or CUDA graphs)\n"
+            "Keras:\n"
+            "  model.compile(optimizer, loss, jit_compile=True, steps_per_execution=32)",
+            known ? ""
+                  : "The job sent no step timings, so gpuscope cannot tell a data wait from host code: wrap the "
+                    "loader with gpuscope.watch(loader) to know which. ",
+            !known   ? "Meanwhile:"
+            : launch ? "The training process keeps a core busy (launch overhead: the GPU finishes each small "
+                       "kernel before Python issues the next)."
+                     : "The training process is mostly idle too: the loop waits on synchronisation or blocking "
+                       "calls.");
+}
+
+/* host_code_bound on a CPU-only run: the CPU is the accelerator; a job that neither waits for data nor
+ * keeps a core busy is waiting on something else. */
+void dr_rule_host_code_cpu(struct dr_run *d, struct dr_findings *fs) {
+  double stall, m;
+  int known;
+  if (d->ngpus || !host_code_start(d, fs, &stall, &m, &known))
+    return;
+  double ds = known ? d->data_share : 0;
   if (d->nsteps < DR_MIN_STEPS || !known || !isfinite(d->job_cores) || d->job_cores >= DR_HOSTCODE_CPU_CORES)
     return;
   double share = fmax(0, fmin(1 - d->job_cores, 1 - ds) - stall);
@@ -572,7 +591,7 @@ static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap,
   *typical = med;
   for (size_t i = 1; i < n && k < cap; i++) {
     double g = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
-    if (g - med >= DR_STALL_MIN_S && g >= DR_STALL_FACTOR * med)
+    if (doctor_is_stall(g, med))
       out[k++] = (struct stall){(double)d->steps[i - 1].t / 1e9, g - med, d->steps[i].data};
   }
   return k;
@@ -612,52 +631,55 @@ static size_t gpu_stalls(struct dr_run *d, struct stall *out, size_t cap, double
   return k;
 }
 
-void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
-  struct stall st[512];
-  double typical = NAN;
-  size_t n = step_stalls(d, st, 512, &typical);
-  const char *source = "step gaps";
-  if (n < DR_STALL_MIN_COUNT) {
-    n = gpu_stalls(d, st, 512, &typical);
-    source = "GPU idle gaps";
-  }
-  if (n < DR_STALL_MIN_COUNT || !(d->window_s > 0))
-    return;
-  double lost = 0, dsum = 0, data_in = 0, mean_gap = 0;
-  int data_known = 1;
+/* What the stalls add up to: the time they cost, the data wait inside them, and how regular they are
+ * (the mean and the coefficient of variation of the time between their starts). */
+struct stall_pattern {
+  double lost, data_in, period, cv;
+  int data_known;
+};
+
+static void stall_pattern(const struct stall *st, size_t n, struct stall_pattern *p) {
+  double dsum = 0, var = 0;
+  p->lost = p->data_in = 0;
+  p->data_known = 1;
   for (size_t i = 0; i < n; i++) {
-    lost += st[i].excess;
+    p->lost += st[i].excess;
     if (isfinite(st[i].data))
-      data_in += st[i].data;
+      p->data_in += st[i].data;
     else
-      data_known = 0;
+      p->data_known = 0;
   }
-  /* Regular spacing: the coefficient of variation of the time between stall starts. */
   for (size_t i = 1; i < n; i++)
     dsum += st[i].t - st[i - 1].t;
-  mean_gap = dsum / (double)(n - 1);
-  double var = 0;
+  p->period = dsum / (double)(n - 1);
   for (size_t i = 1; i < n; i++)
-    var += pow(st[i].t - st[i - 1].t - mean_gap, 2);
-  double cv = mean_gap > 0 ? sqrt(var / (double)(n - 1)) / mean_gap : INFINITY;
-  double share = lost / d->window_s;
-  if (cv > DR_STALL_REGULARITY || share < DR_STALL_MIN_SHARE)
-    return;
-  /* What the job said it was doing then: marks within a second before or during a stall. */
-  char marks[128] = "";
+    var += pow(st[i].t - st[i - 1].t - p->period, 2);
+  p->cv = p->period > 0 ? sqrt(var / (double)(n - 1)) / p->period : INFINITY;
+}
+
+/* What the job said it was doing then: the names of its marks within a second before or during a
+ * stall, comma-separated, into marks. */
+static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n, double typical, char *marks,
+                        size_t cap) {
   size_t mlen = 0;
-  for (size_t e = 0; e < d->nevents; e++) {
-    const struct store_event *ev = &d->events[e];
+  marks[0] = 0;
+  for (size_t e = 0; e < d->v->nevents; e++) {
+    const struct store_event *ev = &d->v->events[e];
     if (strcmp(ev->kind, "mark") || !ev->name[0])
       continue;
     double t = (double)ev->t / 1e9;
     int near = 0;
     for (size_t i = 0; i < n && !near; i++)
       near = t >= st[i].t - DR_STALL_MARK_S && t <= st[i].t + st[i].excess + typical * 2 + DR_STALL_MARK_S;
-    if (near && !strstr(marks, ev->name) && mlen + strlen(ev->name) + 3 < sizeof marks)
-      mlen += (size_t)snprintf(marks + mlen, sizeof marks - mlen, "%s%s", mlen ? ", " : "", ev->name);
+    if (near && !strstr(marks, ev->name) && mlen + strlen(ev->name) + 3 < cap)
+      mlen += (size_t)snprintf(marks + mlen, cap - mlen, "%s%s", mlen ? ", " : "", ev->name);
   }
-  int loader = data_known && data_in >= DR_STALL_LOADER * lost;
+}
+
+static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *source, size_t n, double typical,
+                          const struct stall_pattern *p, const char *marks) {
+  double share = p->lost / d->window_s, mean_gap = p->period, lost = p->lost;
+  int loader = p->data_known && p->data_in >= DR_STALL_LOADER * lost;
   struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
@@ -669,10 +691,10 @@ void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
   dr_json_int(&j, "stalls", (long long)n);
   dr_json_num(&j, "period_s", mean_gap);
   dr_json_num(&j, "mean_stall_s", lost / (double)n);
-  dr_json_num(&j, "spacing_cv", cv);
+  dr_json_num(&j, "spacing_cv", p->cv);
   dr_json_num(&j, "lost_s", lost);
   dr_json_num(&j, "typical_step_gap_s", typical);
-  dr_json_num(&j, "data_wait_in_stalls_s", data_known ? data_in : NAN);
+  dr_json_num(&j, "data_wait_in_stalls_s", p->data_known ? p->data_in : NAN);
   dr_json_str(&j, "marks", marks);
   dr_json_str(&j, "model", "speed-up if the stalls went away: 1 / (1 - stall share)");
   dr_printf(f->fix, sizeof f->fix,
@@ -693,4 +715,24 @@ void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
             loader ? "Keep workers alive (persistent_workers=True) and prefetch across the boundary."
                    : "Make checkpoints asynchronous, evaluate less often or on a subset, and overlap both with "
                      "training.");
+}
+
+void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
+  struct stall st[512];
+  double typical = NAN;
+  size_t n = step_stalls(d, st, 512, &typical);
+  const char *source = "step gaps";
+  if (n < DR_STALL_MIN_COUNT) {
+    n = gpu_stalls(d, st, 512, &typical);
+    source = "GPU idle gaps";
+  }
+  if (n < DR_STALL_MIN_COUNT || !(d->window_s > 0))
+    return;
+  struct stall_pattern p;
+  stall_pattern(st, n, &p);
+  if (p.cv > DR_STALL_REGULARITY || p.lost / d->window_s < DR_STALL_MIN_SHARE)
+    return;
+  char marks[128];
+  stall_marks(d, st, n, typical, marks, sizeof marks);
+  stall_finding(d, fs, source, n, typical, &p, marks);
 }

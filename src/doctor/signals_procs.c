@@ -1,0 +1,104 @@
+/* doctor/signals_procs: the job's processes over the analysis window — each one's CPU, memory,
+ * threads and the share of the window it lived; which one trains (the earliest long-lived process
+ * that is not a launcher such as sh -c or env), and which ones load data for it (long-lived
+ * processes started after it): their count, CPU and memory. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor_int.h"
+
+#define NS 1e9
+
+static int is_launcher(const char *comm) {
+  static const char *names[] = {"sh",      "bash", "dash",   "zsh",     "env",  "timeout", "nice",    "taskset",
+                                "numactl", "srun", "mpirun", "mpiexec", "time", "stdbuf",  "gpuscope"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcmp(comm, names[i]))
+      return 1;
+  return 0;
+}
+
+static double mean_in_window(const struct dr_run *d, const char *name, const char *labels, size_t *count) {
+  struct dr_stats s;
+  dr_stats_of(d, "proctree", name, labels, &s);
+  if (count)
+    *count = s.n;
+  return s.mean;
+}
+
+int dr_load_procs(struct dr_run *d) {
+  size_t cap = 0;
+  for (size_t i = 0; i < d->v->nseries; i++)
+    if (!strcmp(d->v->series[i].source, "proctree") && !strcmp(d->v->series[i].name, "proc.cpu_pct"))
+      cap++;
+  d->main_idx = -1;
+  d->worker_cpu = d->workers_cpu = d->worker_rss = NAN;
+  if (!cap)
+    return GS_OK;
+  d->procs = calloc(cap, sizeof *d->procs);
+  if (!d->procs)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  double interval = d->v->run.interval_ns > 0 ? (double)d->v->run.interval_ns : 1e9;
+  int64_t *start = calloc(cap, sizeof *start);
+  if (!start)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < d->v->nseries; i++) {
+    const struct store_series *s = &d->v->series[i];
+    if (strcmp(s->source, "proctree") || strcmp(s->name, "proc.cpu_pct") || strncmp(s->labels, "pid=", 4))
+      continue;
+    char *end;
+    long pid = strtol(s->labels + 4, &end, 10);
+    if (*end || pid <= 0 || pid > 1 << 30)
+      continue;
+    size_t count = 0;
+    struct dr_proc *p = &d->procs[d->nprocs];
+    p->pid = (int)pid;
+    p->cpu = mean_in_window(d, "proc.cpu_pct", s->labels, &count) / 100;
+    if (!count)
+      continue;
+    p->rss = mean_in_window(d, "proc.rss_bytes", s->labels, NULL);
+    p->threads = mean_in_window(d, "proc.threads", s->labels, NULL);
+    /* The share of the window the process was seen in: its first to last sample, plus one interval. */
+    double seen = fmin((double)s->t_last + interval, (double)d->to) - fmax((double)s->t_first, (double)d->from);
+    p->coverage = d->window_s > 0 ? fmax(0, seen) / (d->window_s * NS) : NAN;
+    p->dstate = NAN;
+    start[d->nprocs] = s->t_first;
+    for (size_t e = 0; e < d->v->nevents; e++)
+      if (!strcmp(d->v->events[e].kind, "proc_start") && d->v->events[e].value == (double)pid) {
+        dr_printf(p->comm, sizeof p->comm, "%s", d->v->events[e].name);
+        start[d->nprocs] = d->v->events[e].t;
+        break;
+      }
+    d->nprocs++;
+  }
+  /* The training process: the earliest long-lived one that is not a launcher (sh -c, env, ...). */
+  for (size_t i = 0; i < d->nprocs; i++) {
+    const struct dr_proc *p = &d->procs[i];
+    if (is_launcher(p->comm) || !(p->coverage >= 0.5))
+      continue;
+    if (d->main_idx < 0 || start[i] < start[d->main_idx])
+      d->main_idx = (int)i;
+  }
+  if (d->main_idx >= 0) {
+    double cpu = 0, rss = 0;
+    int nrss = 0;
+    for (size_t i = 0; i < d->nprocs; i++) {
+      const struct dr_proc *p = &d->procs[i];
+      if ((int)i == d->main_idx || start[i] < start[d->main_idx] || !(p->coverage >= 0.3) || is_launcher(p->comm))
+        continue;
+      d->nworkers++;
+      cpu += isfinite(p->cpu) ? p->cpu * fmin(p->coverage, 1) : 0;
+      if (isfinite(p->rss))
+        rss += p->rss, nrss++;
+    }
+    if (d->nworkers) {
+      d->workers_cpu = cpu;
+      d->worker_cpu = cpu / d->nworkers;
+      d->worker_rss = nrss ? rss / nrss : NAN;
+    }
+  }
+  free(start);
+  return GS_OK;
+}
+
