@@ -148,7 +148,7 @@ int cmd_report(int argc, char **argv) {
     rc = report_json(stdout, &r) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
   else if (!rc && !o.html)
     rc = report_text(stdout, &r, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
-  report_run_free(&r);
+  report_run_done(&r);
   st->close(st);
   return rc;
 }
@@ -187,7 +187,7 @@ int cmd_compare(int argc, char **argv) {
     rc = cli_error(GS_EXIT_FAIL, "out of memory");
   for (; !rc && loaded < o.nrefs; loaded++)
     if ((rc = report_load_or_exit(st, o.refs[loaded], o.rediagnose, &runs[loaded])))
-      report_run_free(&runs[loaded]);
+      report_run_done(&runs[loaded]);
   if (!rc && o.html) {
     struct compare_job j = {runs, o.nrefs};
     rc = report_write_file(o.html, write_compare_html, &j);
@@ -199,7 +199,7 @@ int cmd_compare(int argc, char **argv) {
   else if (!rc && !o.html)
     rc = report_compare_text(stdout, runs, o.nrefs, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
   for (size_t i = 0; i < loaded && runs; i++)
-    report_run_free(&runs[i]);
+    report_run_done(&runs[i]);
   free(runs);
   st->close(st);
   return rc;

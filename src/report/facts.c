@@ -1,6 +1,7 @@
-/* report/facts: loads one run for a report or a comparison — the run's record, series, events,
- * params, notes and findings (running the doctor first when the run has none), and the headline
- * figures: throughput, step split, GPU use, energy, idle GPU-hours. */
+/* report/facts: loads one run for a report or a comparison — one run view (runview.h: the run's
+ * record, series, events, params, notes, findings and steps), the doctor run on that same view when
+ * the run has no findings yet, and the headline figures read through it: throughput, step split, GPU
+ * use, energy, idle GPU-hours. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,10 +9,10 @@
 #include "doctor/doctor.h"
 #include "report/report_int.h"
 
-static double stat_mean(struct store *st, const struct report_run *r, const char *source, const char *name,
-                        const char *labels, double *max, double *min) {
+static double stat_mean(const struct report_run *r, const char *source, const char *name, const char *labels,
+                        double *max, double *min) {
   struct series_stats s;
-  if (report_stats(st, r->run.id, r->series, r->nseries, source, name, labels, &s) || !s.n) {
+  if (report_view_stats(&r->view, source, name, labels, &s) || !s.n) {
     if (max)
       *max = NAN;
     if (min)
@@ -25,10 +26,10 @@ static double stat_mean(struct store *st, const struct report_run *r, const char
   return s.mean;
 }
 
-static int load_gpus(struct store *st, struct report_run *r) {
+static int load_gpus(struct report_run *r) {
   int max = -1;
   for (size_t i = 0; i < r->nseries; i++) {
-    int g = !strcmp(r->series[i].source, "nvml") ? rp_gpu_label(r->series[i].labels) : -1;
+    int g = !strcmp(r->series[i].source, "nvml") ? runview_gpu_label(r->series[i].labels) : -1;
     if (g > max && r->series[i].count > 0)
       max = g;
   }
@@ -40,8 +41,8 @@ static int load_gpus(struct store *st, struct report_run *r) {
   for (int g = 0; g <= max; g++) {
     char lab[16], key[48];
     snprintf(lab, sizeof lab, "gpu=%d", g);
-    if (store_series_find(r->series, r->nseries, "nvml", "gpu.util_pct", lab) < 0 &&
-        store_series_find(r->series, r->nseries, "nvml", "gpu.mem_used_bytes", lab) < 0)
+    if (runview_find(&r->view, "nvml", "gpu.util_pct", lab) < 0 &&
+        runview_find(&r->view, "nvml", "gpu.mem_used_bytes", lab) < 0)
       continue;
     struct report_gpu *x = &r->gpus[r->ngpus++];
     x->index = g;
@@ -49,24 +50,24 @@ static int load_gpus(struct store *st, struct report_run *r) {
     const char *name = rp_param(r, key);
     snprintf(x->name, sizeof x->name, "%s", name ? name : "");
     double dummy;
-    x->util = stat_mean(st, r, "nvml", "gpu.util_pct", lab, &dummy, &x->util_min);
-    x->sm_active = stat_mean(st, r, "nvml", "gpu.sm_active_pct", lab, NULL, NULL);
-    x->tensor = stat_mean(st, r, "nvml", "gpu.tensor_active_pct", lab, NULL, NULL);
-    stat_mean(st, r, "nvml", "gpu.mem_used_bytes", lab, &x->mem_peak, NULL);
-    stat_mean(st, r, "nvml", "gpu.mem_total_bytes", lab, &x->mem_total, NULL);
-    x->power = stat_mean(st, r, "nvml", "gpu.power_w", lab, NULL, NULL);
-    stat_mean(st, r, "nvml", "gpu.power_limit_w", lab, &x->power_limit, NULL);
-    stat_mean(st, r, "nvml", "gpu.temp_c", lab, &x->temp_max, NULL);
+    x->util = stat_mean(r, "nvml", "gpu.util_pct", lab, &dummy, &x->util_min);
+    x->sm_active = stat_mean(r, "nvml", "gpu.sm_active_pct", lab, NULL, NULL);
+    x->tensor = stat_mean(r, "nvml", "gpu.tensor_active_pct", lab, NULL, NULL);
+    stat_mean(r, "nvml", "gpu.mem_used_bytes", lab, &x->mem_peak, NULL);
+    stat_mean(r, "nvml", "gpu.mem_total_bytes", lab, &x->mem_total, NULL);
+    x->power = stat_mean(r, "nvml", "gpu.power_w", lab, NULL, NULL);
+    stat_mean(r, "nvml", "gpu.power_limit_w", lab, &x->power_limit, NULL);
+    stat_mean(r, "nvml", "gpu.temp_c", lab, &x->temp_max, NULL);
     struct series_stats e;
     x->energy_j = NAN;
-    if (!report_stats(st, r->run.id, r->series, r->nseries, "nvml", "gpu.energy_j", lab, &e) && e.n >= 2 &&
+    if (!report_view_stats(&r->view, "nvml", "gpu.energy_j", lab, &e) && e.n >= 2 &&
         e.last >= e.first)
       x->energy_j = e.last - e.first;
   }
   return GS_OK;
 }
 
-static void figures(struct store *st, struct report_run *r) {
+static void figures(struct report_run *r) {
   r->gpu_util = r->sm_active = r->gpu_mem_peak = r->energy_j = r->energy_per_sample = NAN;
   r->gpu_hours = r->gpu_idle_hours = NAN;
   double util = 0, sm = 0, energy = 0, idle = 0;
@@ -97,48 +98,48 @@ static void figures(struct store *st, struct report_run *r) {
   }
   if (r->ngpus && isfinite(r->duration_s))
     r->gpu_hours = r->ngpus * r->duration_s / 3600;
-  r->host_cpu = stat_mean(st, r, "host", "host.cpu.busy_pct", "cpu=total", NULL, NULL);
-  r->job_cpu = stat_mean(st, r, "proctree", "tree.cpu_pct", "", NULL, NULL);
-  stat_mean(st, r, "proctree", "tree.rss_bytes", "", &r->job_rss_peak, NULL);
+  r->host_cpu = stat_mean(r, "host", "host.cpu.busy_pct", "cpu=total", NULL, NULL);
+  r->job_cpu = stat_mean(r, "proctree", "tree.cpu_pct", "", NULL, NULL);
+  stat_mean(r, "proctree", "tree.rss_bytes", "", &r->job_rss_peak, NULL);
+}
+
+/* Points the names every format reads at the view's (borrowed, freed with the view). */
+static void borrow_view(struct report_run *r) {
+  const struct runview *v = &r->view;
+  r->run = v->run;
+  r->series = v->series, r->nseries = v->nseries;
+  r->events = v->events, r->nevents = v->nevents;
+  r->params = v->params, r->nparams = v->nparams;
+  r->notes = v->notes, r->nnotes = v->nnotes;
+  r->findings = v->findings, r->nfindings = v->nfindings;
+  r->duration_s = v->duration_s;
 }
 
 int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r) {
   memset(r, 0, sizeof *r);
-  int rc;
-  if ((rc = st->run_get(st, ref, &r->run)) || (rc = st->series_list(st, r->run.id, &r->series, &r->nseries)) ||
-      (rc = st->events_read(st, r->run.id, &r->events, &r->nevents)) ||
-      (rc = st->params_read(st, r->run.id, &r->params, &r->nparams)) ||
-      (rc = st->notes_read(st, r->run.id, &r->notes, &r->nnotes)) ||
-      (rc = st->findings_read(st, r->run.id, &r->findings, &r->nfindings)))
+  int rc = runview_load(st, ref, &r->view);
+  borrow_view(r);
+  if (rc)
     return rc;
-  if (!r->nfindings || rediagnose) {
-    free(r->findings);
-    r->findings = NULL;
+  struct runview *v = &r->view;
+  if (!v->nfindings || rediagnose) {
     /* A store we may not write to still gets a report: the findings come back either way. */
-    r->nfindings = 0;
-    doctor_run(st, r->run.id, &r->findings, &r->nfindings);
+    struct store_finding *f = NULL;
+    size_t nf = 0;
+    doctor_run_view(v, &f, &nf);
+    free(v->findings);
+    v->findings = f, v->nfindings = nf;
     r->diagnosed = 1;
   }
-  int64_t last = 0;
-  for (size_t i = 0; i < r->nseries; i++)
-    if (r->series[i].count > 0 && r->series[i].t_last > last)
-      last = r->series[i].t_last;
-  /* In double: the store's times are untrusted and their difference may not fit an int64. */
-  double span = (double)r->run.end_wall_ns - (double)r->run.start_wall_ns;
-  int64_t dur = span > 0 && span < 9e18 ? (int64_t)span : last;
-  r->duration_s = dur > 0 ? (double)dur / 1e9 : NAN;
-  if ((rc = report_step_stats(st, r->run.id, r->series, r->nseries, &r->steps)) || (rc = load_gpus(st, r)))
+  borrow_view(r);
+  if ((rc = report_view_step_stats(v, &r->steps)) || (rc = load_gpus(r)))
     return rc;
-  figures(st, r);
+  figures(r);
   return GS_OK;
 }
 
-void report_run_free(struct report_run *r) {
-  free(r->series);
-  free(r->events);
-  store_kv_free(r->params, r->nparams);
-  store_notes_free(r->notes, r->nnotes);
-  free(r->findings);
+void report_run_done(struct report_run *r) {
+  runview_done(&r->view);
   free(r->gpus);
   memset(r, 0, sizeof *r);
 }

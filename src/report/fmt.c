@@ -408,24 +408,13 @@ const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f,
   return buf;
 }
 
-int rp_gpu_label(const char *labels) {
-  if (strncmp(labels, "gpu=", 4))
-    return -1;
-  char *end;
-  long g = strtol(labels + 4, &end, 10);
-  return end != labels + 4 && !*end && g >= 0 && g < 1024 ? (int)g : -1;
-}
-
 int rp_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;
 }
 
 const char *rp_param(const struct report_run *r, const char *key) {
-  for (size_t i = 0; i < r->nparams; i++)
-    if (r->params[i].key && !strcmp(r->params[i].key, key))
-      return r->params[i].value ? r->params[i].value : "";
-  return NULL;
+  return runview_param(&r->view, key);
 }
 
 const char *rp_gpus(const struct report_run *r, char *buf, size_t n) {

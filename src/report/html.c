@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 
 #define HEAT_COLS 300 /* time buckets of the CPU heat map and the step chart */
@@ -196,7 +197,7 @@ static void gpu_chart(FILE *out, struct store *st, const struct report_run *r, c
   double ymax = ymax_fixed, limit = NAN;
   for (size_t i = 0; i < r->nseries && n < 64; i++) {
     const struct store_series *s = &r->series[i];
-    int g = rp_gpu_label(s->labels);
+    int g = runview_gpu_label(s->labels);
     if (g < 0 || strcmp(s->source, "nvml") || strcmp(s->name, metric) || s->count <= 0)
       continue;
     if (rp_points_load(st, s, run_span(r), &pts[n]))
@@ -209,9 +210,9 @@ static void gpu_chart(FILE *out, struct store *st, const struct report_run *r, c
   }
   if (limit_metric)
     for (size_t i = 0; i < r->nseries; i++)
-      if (!strcmp(r->series[i].name, limit_metric) && rp_gpu_label(r->series[i].labels) >= 0) {
+      if (!strcmp(r->series[i].name, limit_metric) && runview_gpu_label(r->series[i].labels) >= 0) {
         struct series_stats ls;
-        if (!report_stats(st, r->run.id, r->series, r->nseries, "nvml", limit_metric, r->series[i].labels, &ls) &&
+        if (!report_view_stats(&r->view, "nvml", limit_metric, r->series[i].labels, &ls) &&
             ls.n && !(ls.max <= limit))
           limit = ls.max;
       }
@@ -341,7 +342,7 @@ static void job_cpu(FILE *out, struct store *st, const struct report_run *r) {
     const struct store_series *s = &r->series[i];
     struct series_stats ss;
     if (strcmp(s->source, "proctree") || strcmp(s->name, "proc.cpu_pct") ||
-        report_stats(st, r->run.id, r->series, r->nseries, "proctree", "proc.cpu_pct", s->labels, &ss) || !ss.n)
+        report_view_stats(&r->view, "proctree", "proc.cpu_pct", s->labels, &ss) || !ss.n)
       continue;
     procs[np++] = (struct busy){i, ss.mean};
   }
@@ -455,12 +456,38 @@ static void step_chart(FILE *out, struct store *st, const struct report_run *r) 
   rp_chart_end(&c);
 }
 
-/* One row per GPU (util below 10%) and one for the training loop (gaps between steps over three
- * typical steps), with the job's marks: where the accelerator waited. */
+/* The training loop's row of the idle timeline: the gaps between the view's steps that the doctor
+ * counts as stalls (doctor_is_stall against the median gap, as periodic_stall reads them), so the
+ * chart marks exactly the stalls a finding counts. */
+static void step_gaps(FILE *out, const struct rp_chart *c, const struct runview *v, double y, double rh) {
+  size_t n = v->nsteps;
+  if (n < 3)
+    return;
+  double *sorted = malloc((n - 1) * sizeof *sorted);
+  if (!sorted)
+    return;
+  for (size_t k = 1; k < n; k++)
+    sorted[k - 1] = ((double)v->steps[k].t - (double)v->steps[k - 1].t) / 1e9;
+  qsort(sorted, n - 1, sizeof *sorted, rp_cmp_double);
+  double med = sorted[(n - 1) / 2];
+  free(sorted);
+  for (size_t k = 1; k < n; k++) {
+    double t0 = (double)v->steps[k - 1].t / 1e9, t1 = (double)v->steps[k].t / 1e9;
+    if (!doctor_is_stall(t1 - t0, med))
+      continue;
+    fprintf(out,
+            "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#ff7f0e'><title>no step for %.2f s"
+            "</title></rect>\n",
+            rp_chart_x(c, t0), y + 3, fmax(rp_chart_x(c, t1) - rp_chart_x(c, t0), 1), rh - 6, t1 - t0);
+  }
+}
+
+/* One row per GPU (util below 10%) and one for the training loop (the gaps between steps the doctor
+ * counts as stalls), with the job's marks: where the accelerator waited. */
 static void idle_timeline(FILE *out, struct store *st, const struct report_run *r) {
   int gpus = 0;
   for (size_t i = 0; i < r->nseries; i++)
-    gpus += !strcmp(r->series[i].name, "gpu.util_pct") && rp_gpu_label(r->series[i].labels) >= 0;
+    gpus += !strcmp(r->series[i].name, "gpu.util_pct") && runview_gpu_label(r->series[i].labels) >= 0;
   long si = store_series_find(r->series, r->nseries, "client", "step.total_s", "");
   int rows = gpus + (si >= 0);
   if (!rows)
@@ -473,7 +500,7 @@ static void idle_timeline(FILE *out, struct store *st, const struct report_run *
   int row_i = 0;
   for (size_t i = 0; i < r->nseries; i++) {
     const struct store_series *s = &r->series[i];
-    int g = rp_gpu_label(s->labels);
+    int g = runview_gpu_label(s->labels);
     if (g < 0 || strcmp(s->name, "gpu.util_pct"))
       continue;
     struct rp_points p;
@@ -502,34 +529,7 @@ static void idle_timeline(FILE *out, struct store *st, const struct report_run *
   if (si >= 0) {
     double y = c.mt + row_i * rh;
     fprintf(out, "<text x='%d' y='%.1f' class='yl'>steps</text>\n", c.ml - 4, y + rh / 2 + 4);
-    int64_t *t = NULL;
-    double *v = NULL;
-    size_t n = 0;
-    if (!store_samples_load(st, r->series[si].id, &t, &v, &n) && n >= 3) {
-      double *gaps = malloc((n - 1) * sizeof *gaps);
-      if (gaps) {
-        for (size_t k = 1; k < n; k++)
-          gaps[k - 1] = ((double)t[k] - (double)t[k - 1]) / 1e9;
-        double med = 0;
-        double *sorted = malloc((n - 1) * sizeof *sorted);
-        if (sorted) {
-          memcpy(sorted, gaps, (n - 1) * sizeof *sorted);
-          qsort(sorted, n - 1, sizeof *sorted, rp_cmp_double);
-          med = sorted[(n - 1) / 2];
-          free(sorted);
-        }
-        for (size_t k = 1; k < n; k++)
-          if (gaps[k - 1] > 3 * med && gaps[k - 1] - med >= 0.2) {
-            double t0 = (double)t[k - 1] / 1e9, t1 = (double)t[k] / 1e9;
-            fprintf(out,
-                    "<rect x='%.1f' y='%.1f' width='%.1f' height='%.1f' fill='#ff7f0e'><title>no step for %.2f s"
-                    "</title></rect>\n",
-                    rp_chart_x(&c, t0), y + 3, fmax(rp_chart_x(&c, t1) - rp_chart_x(&c, t0), 1), rh - 6, t1 - t0);
-          }
-        free(gaps);
-      }
-    }
-    free(t), free(v);
+    step_gaps(out, &c, &r->view, y, rh);
   }
   for (size_t e = 0; e < r->nevents; e++)
     if (!strcmp(r->events[e].kind, "mark"))

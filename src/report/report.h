@@ -1,12 +1,14 @@
 /* report: turning a stored run into words and numbers — the end-of-run summary, the terminal, JSON
- * and self-contained HTML reports, and `compare`. Everything here reads through the store interface,
- * so a report looks the same whichever back end holds the run. The store is untrusted input: odd
+ * and self-contained HTML reports, and `compare`. Every format reads one run view (runview.h), the
+ * same object the doctor diagnoses, through the store interface, so a report looks the same whichever
+ * back end holds the run and a figure agrees with the finding it illustrates. The store is untrusted input: odd
  * strings are escaped or replaced, invalid evidence is shown as text, absent numbers stay absent. */
 #ifndef GS_REPORT_H
 #define GS_REPORT_H
 
 #include <stdio.h>
 
+#include "runview/runview.h"
 #include "store/store.h"
 
 /* Statistics of one series (or of several matching series, pooled). n == 0 when absent. */
@@ -17,11 +19,13 @@ struct series_stats {
   int64_t t_first, t_last;
 };
 
-/* Computes stats over every series of run matching source (NULL any), name, labels (NULL any).
- * Non-finite samples are skipped. A series of more than 200,000 points (a long run) is summarised from
- * its stored 10 s rollups (1 min past 2,000,000 points), so a week-long run reports in a moment: min and max stay
- * exact, the mean and percentiles are those of the bucket means, first and last are the first bucket's minimum and the
- * last one's maximum (exact for a counter), and n counts buckets. Returns 0 (st->n may be 0) or a GS_E code. */
+/* Computes stats over the whole run of every series matching source (NULL any), name, labels (NULL
+ * any), with the run view's one rollup policy (runview_stats: raw samples, or a long series' 10 s /
+ * 1 min rollups past RUNVIEW_QUICK_POINTS / RUNVIEW_SLOW_POINTS, n then counting buckets).
+ * Non-finite samples are skipped. Returns 0 (out->n may be 0) or a GS_E code. */
+int report_view_stats(const struct runview *v, const char *source, const char *name, const char *labels,
+                      struct series_stats *out);
+/* The same for a caller that holds no view: series are run's (from st->series_list). */
 int report_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
                  const char *source, const char *name, const char *labels, struct series_stats *out);
 
@@ -30,6 +34,10 @@ struct step_stats {
   size_t steps;
   double samples, samples_per_s, median_step_s, data_share, h2d_share, compute_share;
 };
+/* From the view's joined steps (warm-up dropped); each phase's share over the steps that reported that
+ * phase, not over all of them. Returns 0 or a GS_E code. */
+int report_view_step_stats(const struct runview *v, struct step_stats *out);
+/* The same for a caller that holds no view: loads run_id's steps (series unused, kept for callers). */
 int report_step_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
                       struct step_stats *out);
 
@@ -47,6 +55,8 @@ struct report_gpu {
 /* Everything a report or a comparison shows about one run, loaded once. Numbers are NAN when the run
  * lacks their source. */
 struct report_run {
+  struct runview view; /* the run, loaded once; the doctor ran on this same view when it ran */
+  /* Borrowed from view (the names every format reads): */
   struct store_run run;
   struct store_series *series;
   size_t nseries;
@@ -67,19 +77,20 @@ struct report_run {
   double host_cpu, job_cpu, job_rss_peak;
 };
 
-/* Loads run ref (id, prefix, name or "last") with its findings; when it has none yet, or when
- * rediagnose is set, runs the doctor first (storing the findings when the store allows). Returns 0,
- * GS_ENOENT / GS_EAMBIG for a bad reference, or another GS_E code. report_run_free() releases it
- * (also after a failure). */
+/* Loads run ref (id, prefix, name or "last") into r, a struct the caller owns, with its findings;
+ * when it has none yet, or when rediagnose is set, runs the doctor on the same view first (storing the
+ * findings when the store allows). st must stay open while r lives. Returns 0, GS_ENOENT / GS_EAMBIG
+ * for a bad reference, or another GS_E code. report_run_done() releases what r holds (also after a
+ * failure), not r itself. */
 int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r);
-void report_run_free(struct report_run *r);
+void report_run_done(struct report_run *r);
 
 /* The reports of one run. color: use ANSI colours (the CLI decides: a TTY and no NO_COLOR). Each
  * returns 0 or GS_EIO when writing failed. */
 int report_text(FILE *out, const struct report_run *r, int color);
 int report_json(FILE *out, const struct report_run *r);
 /* One self-contained HTML file (inline CSS and SVG, no script, no network). Reads samples and rollups
- * through st for the charts. */
+ * through st (the store r was loaded from) for the charts. */
 int report_html(FILE *out, struct store *st, const struct report_run *r);
 
 /* Side by side: throughput, step, data wait, GPU use, energy, speed-up vs the first run, differing

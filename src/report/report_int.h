@@ -52,8 +52,6 @@ const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const
  * findings share the same step time, so their gains do not add: fixing all: ~2.4x". */
 const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f, size_t nf);
 
-/* N for labels exactly "gpu=N" (0 <= N < 1024), else -1. */
-int rp_gpu_label(const char *labels);
 /* qsort comparator for doubles, ascending. */
 int rp_cmp_double(const void *a, const void *b);
 

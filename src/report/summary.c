@@ -1,6 +1,7 @@
 /* report/summary: the few lines `gpuscope run` prints when the job ends — how long, how busy the
  * host, the job and each GPU were, what the training loop reported, and last the doctor's top
- * findings (the full evidence and fixes are in `gpuscope report`). */
+ * findings (the full evidence and fixes are in `gpuscope report`). The run is read once, as a run
+ * view (runview.h). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,18 +11,16 @@
 #define SUMMARY_FINDINGS 3 /* findings the summary lists */
 
 /* The last block: the doctor's top findings, one line each, or the word that the run is healthy. */
-static void print_findings(FILE *out, struct store *st, const struct store_run *run) {
-  struct store_finding *f = NULL;
-  size_t nf = 0;
-  if (st->findings_read(st, run->id, &f, &nf) || !nf) {
-    free(f);
+static void print_findings(FILE *out, const struct runview *v) {
+  const struct store_finding *f = v->findings;
+  size_t nf = v->nfindings;
+  const struct store_run *run = &v->run;
+  if (!nf)
     return;
-  }
   if (nf == 1 && !strcmp(f[0].rule, "healthy")) {
     fputs("  diagnosis: ", out);
     rp_text(out, f[0].title, 0);
     fputc('\n', out);
-    free(f);
     return;
   }
   fprintf(out, "  diagnosis (evidence and fixes: gpuscope report %s):\n", run->id);
@@ -44,17 +43,16 @@ static void print_findings(FILE *out, struct store *st, const struct store_run *
     rp_text(out, comb, 0);
     fputc('\n', out);
   }
-  free(f);
 }
 
 void report_summary(FILE *out, struct store *st, const char *run_id) {
-  struct store_run run;
-  struct store_series *series = NULL;
-  size_t n = 0;
-  if (st->run_get(st, run_id, &run) || st->series_list(st, run_id, &series, &n)) {
+  struct runview v;
+  if (runview_load(st, run_id, &v)) {
     fprintf(out, "gpuscope: cannot summarise run %s: %s\n", run_id, gs_last_error());
+    runview_done(&v);
     return;
   }
+  const struct store_run run = v.run;
   char dur[32], b1[32], b2[32];
   double span = run.end_wall_ns > 0 ? ((double)run.end_wall_ns - (double)run.start_wall_ns) / 1e9 : NAN;
   rp_duration(dur, sizeof dur, span);
@@ -68,11 +66,11 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
   rp_text(out, run.status, 0);
   fprintf(out, ", %s (exit %d)\n", dur, run.exit_code);
   struct series_stats cpu, cg, tree, rss, mem;
-  report_stats(st, run_id, series, n, "host", "host.cpu.busy_pct", "cpu=total", &cpu);
-  report_stats(st, run_id, series, n, "host", "host.cgroup.cpu_used_pct_of_limit", "", &cg);
-  report_stats(st, run_id, series, n, "proctree", "tree.cpu_pct", "", &tree);
-  report_stats(st, run_id, series, n, "proctree", "tree.rss_bytes", "", &rss);
-  report_stats(st, run_id, series, n, "host", "host.mem.used_bytes", "", &mem);
+  report_view_stats(&v, "host", "host.cpu.busy_pct", "cpu=total", &cpu);
+  report_view_stats(&v, "host", "host.cgroup.cpu_used_pct_of_limit", "", &cg);
+  report_view_stats(&v, "proctree", "tree.cpu_pct", "", &tree);
+  report_view_stats(&v, "proctree", "tree.rss_bytes", "", &rss);
+  report_view_stats(&v, "host", "host.mem.used_bytes", "", &mem);
   if (cpu.n) {
     fprintf(out, "  host CPU: mean %.0f%%, peak %.0f%%", cpu.mean, cpu.max);
     if (cg.n)
@@ -88,10 +86,10 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
     char lab[16];
     snprintf(lab, sizeof lab, "gpu=%d", g);
     struct series_stats util, mu, sm;
-    if (report_stats(st, run_id, series, n, "nvml", "gpu.util_pct", lab, &util) || !util.n)
+    if (report_view_stats(&v, "nvml", "gpu.util_pct", lab, &util) || !util.n)
       break;
-    report_stats(st, run_id, series, n, "nvml", "gpu.mem_used_bytes", lab, &mu);
-    report_stats(st, run_id, series, n, "nvml", "gpu.sm_active_pct", lab, &sm);
+    report_view_stats(&v, "nvml", "gpu.mem_used_bytes", lab, &mu);
+    report_view_stats(&v, "nvml", "gpu.sm_active_pct", lab, &sm);
     fprintf(out, "  GPU %d: util mean %.0f%%, min %.0f%%", g, util.mean, util.min);
     if (sm.n)
       fprintf(out, "; SM active mean %.0f%%", sm.mean);
@@ -100,7 +98,7 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
     fputc('\n', out);
   }
   struct step_stats steps;
-  if (!report_step_stats(st, run_id, series, n, &steps) && steps.steps) {
+  if (!report_view_step_stats(&v, &steps) && steps.steps) {
     fprintf(out, "  steps: %zu, %s samples/s, median step %s", steps.steps,
             rp_num(b1, sizeof b1, steps.samples_per_s, 1, ""),
             rp_num(b2, sizeof b2, steps.median_step_s * 1e3, 1, "ms"));
@@ -108,6 +106,6 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
       fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
     fputc('\n', out);
   }
-  print_findings(out, st, &run);
-  free(series);
+  print_findings(out, &v);
+  runview_done(&v);
 }

@@ -130,7 +130,7 @@ static void test_long_run_keeps_a_short_dip_and_a_gap(void **state) {
   /* The idle-gap timeline marks the dip on GPU 0. */
   assert_non_null(strstr(page, "idle 3600"));
   free(page);
-  report_run_free(&r);
+  report_run_done(&r);
   free(ser);
   st->close(st);
 }
@@ -199,7 +199,7 @@ static void test_long_run_is_summarised_from_rollups_and_events(void **state) {
   assert_int_equal(r.ngpus, 1);
   assert_true(fabs(r.gpus[0].util - 97) < 1e-9 && r.gpus[0].util_min == 97);
   assert_true(r.gpus[0].mem_peak == 70e9 && fabs(r.gpu_idle_hours - 6 * 0.03) < 1e-6);
-  report_run_free(&r);
+  report_run_done(&r);
   st->close(st);
 }
 
