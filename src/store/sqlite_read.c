@@ -18,6 +18,12 @@
   "id, name, grp, status, command, cwd, host, user, tags, start_wall_ns, end_wall_ns, heartbeat_wall_ns,"              \
   " exit_code, agent_pid, boot_id, interval_ns"
 
+/* A REAL column that may be NULL: SQLite stores a NaN as NULL, so NULL reads back as unknown (NAN),
+ * never as the 0 sqlite3_column_double gives it. */
+static double column_num(sqlite3_stmt *st, int col) {
+  return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
+}
+
 static void read_run(sqlite3_stmt *st, struct store_run *r, int64_t *heartbeat, char *boot, size_t nboot) {
   memset(r, 0, sizeof *r);
   sq_copy_col(st, 0, r->id, sizeof r->id);
@@ -277,7 +283,7 @@ static int event_row(sqlite3_stmt *st, void *u) {
   e->t = sqlite3_column_int64(st, 0);
   sq_copy_col(st, 1, e->kind, sizeof e->kind);
   sq_copy_col(st, 2, e->name, sizeof e->name);
-  e->value = sqlite3_column_type(st, 3) == SQLITE_NULL ? NAN : sqlite3_column_double(st, 3);
+  e->value = column_num(st, 3);
   sq_copy_col(st, 4, e->labels, sizeof e->labels);
   sq_copy_col(st, 5, e->text, sizeof e->text);
   return GS_OK;
@@ -335,9 +341,9 @@ static int finding_row(sqlite3_stmt *st, void *u) {
     return GS_ENOMEM;
   sq_copy_col(st, 0, f->rule, sizeof f->rule);
   sq_copy_col(st, 1, f->severity, sizeof f->severity);
-  f->share = sqlite3_column_double(st, 2);
-  f->lost_s = sqlite3_column_double(st, 3);
-  f->speedup = sqlite3_column_double(st, 4);
+  f->share = column_num(st, 2);
+  f->lost_s = column_num(st, 3);
+  f->speedup = column_num(st, 4);
   sq_copy_col(st, 5, f->title, sizeof f->title);
   sq_copy_col(st, 6, f->evidence, sizeof f->evidence);
   sq_copy_col(st, 7, f->fix, sizeof f->fix);

@@ -220,12 +220,40 @@ static void test_store_read_mode_reads_and_refuses_writes(void **state) {
   st->close(st);
 }
 
+/* Missing is not zero: a finding's unknown figures (NAN) come back unknown, the known ones as written. */
+static void test_store_finding_unknown_figures_stay_unknown(void **state) {
+  (void)state;
+  struct store *st = open_db("findings");
+  assert_non_null(st);
+  struct store_run r;
+  begin(st, &r, "diagnosed");
+  struct store_finding f[2];
+  memset(f, 0, sizeof f);
+  snprintf(f[0].rule, sizeof f[0].rule, "periodic_stall");
+  f[0].share = 0.25, f[0].lost_s = NAN, f[0].speedup = 1.5;
+  snprintf(f[1].rule, sizeof f[1].rule, "healthy");
+  f[1].share = NAN, f[1].lost_s = 12.5, f[1].speedup = NAN;
+  assert_int_equal(st->findings_write(st, r.id, f, 2), 0);
+  struct store_finding *got = NULL;
+  size_t n = 0;
+  assert_int_equal(st->findings_read(st, r.id, &got, &n), 0);
+  assert_int_equal(n, 2);
+  assert_string_equal(got[0].rule, "periodic_stall");
+  assert_true(got[0].share == 0.25 && got[0].speedup == 1.5);
+  assert_true(isnan(got[0].lost_s));
+  assert_true(isnan(got[1].share) && isnan(got[1].speedup));
+  assert_true(got[1].lost_s == 12.5);
+  free(got);
+  st->close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_samples_roundtrip_across_flushes),
       cmocka_unit_test(test_store_resolves_runs),
       cmocka_unit_test(test_store_dead_agent_run_is_crashed),
       cmocka_unit_test(test_store_read_mode_reads_and_refuses_writes),
+      cmocka_unit_test(test_store_finding_unknown_figures_stay_unknown),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
