@@ -348,6 +348,57 @@ static void test_regular_gaps_between_steps_are_periodic_stalls(void **state) {
   fake_free(&f, fs);
 }
 
+/* The main loop's steps: data + compute seconds back to back, one split until switch_s, another after. */
+static void two_stretch_steps(struct fake *f, double switch_s, double data1, double comp1, double data2,
+                              double comp2) {
+  int ids[4] = {gs_sink_series(f->sink, "client", "step.total_s", "", "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.data_s", "", "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.compute_s", "", "s", GS_GAUGE),
+                gs_sink_series(f->sink, "client", "step.samples", "", "count", GS_GAUGE)};
+  for (double t = 0.5;;) {
+    double data = t < switch_s ? data1 : data2, comp = t < switch_s ? comp1 : comp2;
+    if (t + data + comp >= f->dur)
+      break;
+    t += data + comp;
+    int64_t at = T0 + (int64_t)(t * S);
+    gs_sink_put(f->sink, ids[0], at, data + comp);
+    gs_sink_put(f->sink, ids[1], at, data);
+    gs_sink_put(f->sink, ids[2], at, comp);
+    gs_sink_put(f->sink, ids[3], at, 32);
+  }
+}
+
+/* The live findings of serve and top: a window names a stretch of the run, and the doctor diagnoses
+ * that stretch alone — input-bound for the first 20 s, healthy after — while the usual window (the
+ * whole run) still sees the input wait. */
+static void test_window_of_a_run_gives_that_stretchs_finding(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 40);
+  host_and_job(&f, 2, 100, 2.0);
+  two_stretch_steps(&f, 20, 0.040, 0.010, 0.001, 0.020);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  struct runview v;
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  struct store_finding *w = NULL;
+  size_t nw = 0;
+  assert_int_equal(doctor_diagnose_view(&v, INT64_MIN, INT64_MAX, &w, &nw), 0);
+  expect_rules(w, nw, "input_bound");
+  assert_true(w[0].share < 0.6); /* the whole run: diluted by the healthy half */
+  free(w);
+  assert_int_equal(doctor_diagnose_view(&v, 0, 20 * S, &w, &nw), 0);
+  expect_rules(w, nw, "input_bound");
+  assert_true(fabs(w[0].share - 0.8) < 0.02);
+  assert_non_null(strstr(w[0].evidence, "\"data_wait_share\":0.8"));
+  free(w);
+  assert_int_equal(doctor_diagnose_view(&v, 20 * S, 40 * S, &w, &nw), 0);
+  expect_rules(w, nw, "healthy");
+  free(w);
+  runview_done(&v);
+  fake_free(&f, fs);
+}
+
 static void test_run_without_signals_is_healthy(void **state) {
   (void)state;
   struct fake f;
@@ -1013,6 +1064,7 @@ int main(void) {
       cmocka_unit_test(test_compute_bound_cpu_run_is_healthy),
       cmocka_unit_test(test_blocked_cpu_loop_is_host_code),
       cmocka_unit_test(test_regular_gaps_between_steps_are_periodic_stalls),
+      cmocka_unit_test(test_window_of_a_run_gives_that_stretchs_finding),
       cmocka_unit_test(test_run_without_signals_is_healthy),
       cmocka_unit_test(test_busy_gpu_is_healthy),
       cmocka_unit_test(test_gpu_rules),
