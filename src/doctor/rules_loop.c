@@ -145,64 +145,63 @@ static double memory_room(const struct dr_run *d) {
 
 /* ---- input-bound and its causes ---- */
 
-static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0, double load_s, double lcpu_lo,
-                               double lcpu_hi) {
+/* The loader_workers advice: at most as many processes as cores and memory allow (wmax, of which
+ * mem_cap by memory), recommended the fewest within DR_WORKERS_NEAR_BEST of the best step time (with
+ * headroom), and what the model promises for them. */
+struct workers_advice {
+  int wmax, mem_cap, rec;
+  double per, room; /* bytes per worker, memory room (NAN unknown) */
+  double s_new, speedup;
+};
+
+/* Returns 1 with a filled in when more workers would help, else 0. */
+static int advise_workers(const struct dr_run *d, int w0, double load_s, struct workers_advice *a) {
   double cores = d->cores;
   /* The model needs the cores the job may use: without them it would promise workers for cores that
    * are not there. */
   if (!isfinite(cores) || !isfinite(usable_cores(d)) || !isfinite(d->step_mean) || !isfinite(d->job_cores))
-    return;
-  int wmax = cores >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)floor(cores);
-  double per = bytes_per_worker(d), room = memory_room(d);
-  int mem_cap = DR_MAX_WORKERS;
-  if (isfinite(per) && per > 0 && isfinite(room)) {
-    double extra = floor(DR_WORKER_MEM_SAFETY * fmax(room, 0) / per);
-    mem_cap = extra >= DR_MAX_WORKERS ? DR_MAX_WORKERS : w0 + (int)extra;
+    return 0;
+  a->wmax = cores >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)floor(cores);
+  a->per = bytes_per_worker(d), a->room = memory_room(d);
+  a->mem_cap = DR_MAX_WORKERS;
+  if (isfinite(a->per) && a->per > 0 && isfinite(a->room)) {
+    double extra = floor(DR_WORKER_MEM_SAFETY * fmax(a->room, 0) / a->per);
+    a->mem_cap = extra >= DR_MAX_WORKERS ? DR_MAX_WORKERS : w0 + (int)extra;
   }
-  if (mem_cap < wmax)
-    wmax = mem_cap;
-  if (wmax <= w0)
-    return;
+  if (a->mem_cap < a->wmax)
+    a->wmax = a->mem_cap;
+  if (a->wmax <= w0)
+    return 0;
   /* The advice keeps headroom: the fewest workers that would still keep up if loading took a
    * quarter longer (batches vary); the estimate itself uses the measured load time. */
   double slack = load_s * DR_WORKER_HEADROOM, best = INFINITY;
-  for (int w = w0 + 1; w <= wmax; w++)
+  for (int w = w0 + 1; w <= a->wmax; w++)
     best = fmin(best, dr_workers_step_s(d, slack, w));
-  int rec = wmax;
-  for (int w = w0 + 1; w <= wmax; w++)
+  a->rec = a->wmax;
+  for (int w = w0 + 1; w <= a->wmax; w++)
     if (dr_workers_step_s(d, slack, w) <= best * DR_WORKERS_NEAR_BEST) {
-      rec = w;
+      a->rec = w;
       break;
     }
-  double s_new = dr_workers_step_s(d, load_s, rec), speedup = d->step_mean / s_new;
-  if (!(speedup >= DR_WORKERS_MIN_SPEEDUP))
-    return;
-  struct store_finding *f = dr_add(fs, d, "loader_workers", 1 - s_new / d->step_mean, speedup);
-  if (!f)
-    return;
+  a->s_new = dr_workers_step_s(d, load_s, a->rec);
+  a->speedup = d->step_mean / a->s_new;
+  return a->speedup >= DR_WORKERS_MIN_SPEEDUP;
+}
+
+static void workers_evidence(struct store_finding *f, const struct dr_run *d, int w0, double load_s,
+                             double lcpu_lo, double lcpu_hi, int threads, const struct workers_advice *a) {
   char est[256];
   struct dr_json ej;
   dr_json_begin(&ej, est, sizeof est);
-  for (int w = w0 + 1, k = 0; w <= wmax && k < 8; w++, k++) {
+  for (int w = w0 + 1, k = 0; w <= a->wmax && k < 8; w++, k++) {
     char key[16];
     snprintf(key, sizeof key, "%d", w);
     dr_json_num(&ej, key, d->step_mean / dr_workers_step_s(d, load_s, w));
   }
-  int threads = loads_in_threads(d);
-  if (isfinite(d->num_workers))
-    dr_printf(f->title, sizeof f->title, "Cheap win: raise num_workers from %d to %d (about %.1fx faster)", w0, rec,
-              speedup);
-  else if (w0 > 0)
-    dr_printf(f->title, sizeof f->title, "Cheap win: load in %d processes instead of %d (about %.1fx faster)", rec, w0,
-              speedup);
-  else
-    dr_printf(f->title, sizeof f->title,
-              "Cheap win: load in %d worker process%s, not in the training process%s (about %.1fx faster)", rec,
-              rec == 1 ? "" : "es", threads ? "'s threads" : "", speedup);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
   dr_json_int(&j, "num_workers", w0);
-  dr_json_int(&j, "recommended_workers", rec);
+  dr_json_int(&j, "recommended_workers", a->rec);
   dr_json_num(&j, "step_s", d->step_mean);
   dr_json_num(&j, "data_wait_s", d->data_mean);
   dr_json_num(&j, "compute_s", compute_h2d_s(d));
@@ -215,21 +214,45 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
   dr_json_num(&j, "other_work_cores", d->others_cores);
   if (threads)
     dr_json_num(&j, "main_process_threads", d->procs[d->main_idx].threads);
-  dr_json_num(&j, "memory_room_bytes", room);
-  dr_json_num(&j, "bytes_per_worker", per);
-  dr_json_num(&j, "predicted_step_s", s_new);
+  dr_json_num(&j, "memory_room_bytes", a->room);
+  dr_json_num(&j, "bytes_per_worker", a->per);
+  dr_json_num(&j, "predicted_step_s", a->s_new);
   dr_json_raw(&j, "speedup_by_workers", est);
   dr_json_str(&j, "model", "step = max(compute+h2d, load/workers, job CPU per step / usable cores)");
+}
+
+static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0, double load_s, double lcpu_lo,
+                               double lcpu_hi) {
+  struct workers_advice a;
+  if (!advise_workers(d, w0, load_s, &a))
+    return;
+  int rec = a.rec;
+  double speedup = a.speedup, s_new = a.s_new;
+  struct store_finding *f = dr_add(fs, d, "loader_workers", 1 - s_new / d->step_mean, speedup);
+  if (!f)
+    return;
+  int threads = loads_in_threads(d);
+  if (isfinite(d->num_workers))
+    dr_printf(f->title, sizeof f->title, "Cheap win: raise num_workers from %d to %d (about %.1fx faster)", w0, rec,
+              speedup);
+  else if (w0 > 0)
+    dr_printf(f->title, sizeof f->title, "Cheap win: load in %d processes instead of %d (about %.1fx faster)", rec, w0,
+              speedup);
+  else
+    dr_printf(f->title, sizeof f->title,
+              "Cheap win: load in %d worker process%s, not in the training process%s (about %.1fx faster)", rec,
+              rec == 1 ? "" : "es", threads ? "'s threads" : "", speedup);
+  workers_evidence(f, d, w0, load_s, lcpu_lo, lcpu_hi, threads, &a);
   int pf = d->persistent_workers == 1 ? 1 : 0;
   char lc[48], bs[32], mem[96], gil[200] = "";
   if (isfinite(d->batch_size))
     dr_printf(bs, sizeof bs, "%.0f", d->batch_size);
   else
     dr_printf(bs, sizeof bs, "B"); /* the job did not say its batch size */
-  if (!isfinite(per) || !isfinite(room))
+  if (!isfinite(a.per) || !isfinite(a.room))
     dr_printf(mem, sizeof mem, "memory for more workers not measured (check that %d more fit)", rec - w0);
   else
-    dr_printf(mem, sizeof mem, "memory for %s more workers", mem_cap >= DR_MAX_WORKERS ? "many" : "enough");
+    dr_printf(mem, sizeof mem, "memory for %s more workers", a.mem_cap >= DR_MAX_WORKERS ? "many" : "enough");
   if (threads)
     dr_printf(gil, sizeof gil,
               " The loading runs inside the training process: %.0f threads keep about %.1f cores busy — Python "
