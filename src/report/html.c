@@ -175,7 +175,10 @@ static void throttle_spans(struct rp_chart *c, const struct report_run *r, doubl
       snprintf(t, sizeof t, "GPU lost (%s)", e->labels);
       rp_chart_mark(c, (double)e->t / 1e9, "#000", t);
     }
-    if (strcmp(e->kind, "throttle_start"))
+    /* Only the reasons the doctor counts as throttling (heat, power), from core's one table: a chart
+     * that shaded SyncBoost or an applications-clocks setting would disagree with the finding. */
+    const struct gs_clock_reason *why = gs_clock_reason_named(e->name);
+    if (strcmp(e->kind, "throttle_start") || !why || !(why->flags & GS_REASON_THROTTLE))
       continue;
     double t1 = end;
     for (size_t j = i + 1; j < r->nevents; j++)
