@@ -237,4 +237,3 @@ int dr_load_gpus(struct dr_run *d) {
   d->used_util = n ? util / n : NAN;
   return GS_OK;
 }
-

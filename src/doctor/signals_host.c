@@ -43,4 +43,3 @@ void dr_load_host(struct dr_run *d) {
   if (d->host_busy.n && d->ncpu && isfinite(d->job_cores))
     d->others_cores = fmax(0, d->host_busy.mean / 100 * d->ncpu - d->job_cores);
 }
-

@@ -97,9 +97,8 @@ int dr_load_ranks(struct dr_run *d) {
     struct dr_stats total, data;
     dr_stats_of(d, "client", "step.total_s", s->labels, &total);
     dr_stats_of(d, "client", "step.data_s", s->labels, &data);
-    d->ranks[d->nranks++] = (struct dr_rank){.rank = r, .nsteps = total.n, .data_mean = data.mean,
-                                             .total_mean = total.mean};
+    d->ranks[d->nranks++] =
+        (struct dr_rank){.rank = r, .nsteps = total.n, .data_mean = data.mean, .total_mean = total.mean};
   }
   return GS_OK;
 }
-

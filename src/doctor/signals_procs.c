@@ -101,4 +101,3 @@ int dr_load_procs(struct dr_run *d) {
   free(start);
   return GS_OK;
 }
-
