@@ -29,6 +29,7 @@ static const struct command commands[] = {
     {"tune", cmd_tune, "try configurations for real and keep the fastest (grid, halving, doctor)"},
     {"devices", cmd_devices, "list NVIDIA GPUs and the metric families each offers"},
     {"migrate", cmd_migrate, "bring a store made by an older gpuscope to this schema version"},
+    {"serve", cmd_serve, "the run pages in a browser, live, and a JSON API (--listen, --token)"},
 };
 
 static void usage(FILE *out) {

@@ -1,0 +1,809 @@
+/* serve/api: the JSON API (docs/api.md) — the runs list, one run (its record, params, notes, series,
+ * events, findings, step split and GPU table), series windows, findings and compare. Every answer is
+ * built on a run view (runview.h); views and runs-list rows of finished runs are cached, since a
+ * finished run no longer changes. Called under the server's store lock. Store text is untrusted: it
+ * goes out through the report's JSON string writer; absent numbers are null. */
+#include <math.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "doctor/doctor.h"
+#include "report/report_int.h"
+#include "serve/serve_int.h"
+
+enum { SPARK_POINTS = 40 };
+
+double serve_sec(int64_t ns) { return (double)ns / 1e9; }
+
+void serve_json_key(FILE *out, const char *key) {
+  rp_json_str(out, key);
+  fputc(':', out);
+}
+
+static void jstr(FILE *out, const char *key, const char *v) {
+  serve_json_key(out, key);
+  rp_json_str(out, v);
+  fputc(',', out);
+}
+
+static void jnum(FILE *out, const char *key, double v) {
+  serve_json_key(out, key);
+  rp_json_num(out, v);
+  fputc(',', out);
+}
+
+void serve_json_finding(FILE *out, const struct store_finding *f) {
+  fputc('{', out);
+  jstr(out, "rule", f->rule);
+  jstr(out, "severity", f->severity);
+  jnum(out, "share", f->share);
+  jnum(out, "lost_s", f->lost_s);
+  jnum(out, "speedup", f->speedup);
+  jstr(out, "title", f->title);
+  serve_json_key(out, "evidence");
+  if (rp_json_object_valid(f->evidence))
+    fputs(f->evidence, out);
+  else
+    rp_json_str(out, f->evidence);
+  fputc(',', out);
+  serve_json_key(out, "fix");
+  rp_json_str(out, f->fix);
+  fputc('}', out);
+}
+
+void serve_json_findings(FILE *out, const struct store_finding *f, size_t n) {
+  fputc('[', out);
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      fputc(',', out);
+    serve_json_finding(out, &f[i]);
+  }
+  fputc(']', out);
+}
+
+/* ---- views ---- */
+
+/* The view of ref: a cached one for a finished run (owned by the cache: *fresh NULL), else loaded now
+ * into *fresh (the caller runs runview_done on it). Returns 0, or the GS_E code with the reply set. */
+static int view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
+                    struct runview *fresh, int *owned) {
+  struct store_run run;
+  *owned = 0;
+  int rc = s->st->run_get(s->st, ref, &run);
+  if (rc) {
+    serve_reply_error(r, rc == GS_ENOENT ? MHD_HTTP_NOT_FOUND : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT : 500, "%s",
+                      gs_last_error());
+    return rc;
+  }
+  int finished = strcmp(run.status, "running") != 0;
+  if (finished)
+    for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
+      if (s->views[i].loaded && !strcmp(s->views[i].id, run.id) && s->views[i].end_wall_ns == run.end_wall_ns &&
+          !strcmp(s->views[i].v.run.status, run.status)) {
+        s->views[i].used = ++s->clock;
+        *out = &s->views[i].v;
+        return GS_OK;
+      }
+  if (!finished) {
+    rc = runview_load(s->st, run.id, fresh);
+    if (rc) {
+      runview_done(fresh);
+      serve_reply_error(r, 500, "%s", gs_last_error());
+      return rc;
+    }
+    *owned = 1;
+    *out = fresh;
+    return GS_OK;
+  }
+  size_t k = 0; /* the least recently used slot */
+  for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
+    if (!s->views[i].loaded || s->views[i].used < s->views[k].used) {
+      k = i;
+      if (!s->views[i].loaded)
+        break;
+    }
+  struct serve_cached_view *c = &s->views[k];
+  if (c->loaded)
+    runview_done(&c->v);
+  memset(c, 0, sizeof *c);
+  rc = runview_load(s->st, run.id, &c->v);
+  if (rc) {
+    runview_done(&c->v);
+    memset(c, 0, sizeof *c);
+    serve_reply_error(r, 500, "%s", gs_last_error());
+    return rc;
+  }
+  c->loaded = 1;
+  snprintf(c->id, sizeof c->id, "%s", run.id);
+  c->end_wall_ns = run.end_wall_ns;
+  c->used = ++s->clock;
+  *out = &c->v;
+  return GS_OK;
+}
+
+/* ---- headline figures of one run ---- */
+
+struct steps_fig {
+  size_t n;
+  double samples_per_s, median_step_s, data_share, h2d_share, compute_share;
+};
+
+static int cmp_d(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The training loop's figures, as the report computes them: throughput over the wall time from the
+ * first kept step's start to the last step's end. */
+static void steps_figures(const struct runview *v, struct steps_fig *f) {
+  f->n = v->nsteps;
+  f->samples_per_s = f->median_step_s = f->data_share = f->h2d_share = f->compute_share = NAN;
+  if (!v->nsteps)
+    return;
+  double total = 0, data = 0, h2d = 0, samples = 0;
+  size_t nd = 0, nh = 0, ns = 0;
+  double *sorted = malloc(v->nsteps * sizeof *sorted);
+  for (size_t i = 0; i < v->nsteps; i++) {
+    const struct runview_step *st = &v->steps[i];
+    if (sorted)
+      sorted[i] = st->total;
+    total += st->total;
+    if (isfinite(st->data))
+      data += st->data, nd++;
+    if (isfinite(st->h2d))
+      h2d += st->h2d, nh++;
+    if (isfinite(st->samples))
+      samples += st->samples, ns++;
+  }
+  if (sorted) {
+    qsort(sorted, v->nsteps, sizeof *sorted, cmp_d);
+    size_t n = v->nsteps;
+    f->median_step_s = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    free(sorted);
+  }
+  if (total > 0) {
+    f->data_share = nd ? data / total : NAN;
+    f->h2d_share = nh ? h2d / total : NAN;
+    f->compute_share = nd ? 1 - f->data_share - (nh ? f->h2d_share : 0) : NAN;
+  }
+  double wall = serve_sec(v->steps[v->nsteps - 1].t - v->steps[0].t) + v->steps[0].total;
+  if (ns && wall > 0)
+    f->samples_per_s = samples / wall;
+}
+
+/* Mean of a series' stats over the run (NAN absent); also its min and max when asked. */
+static double stat(const struct runview *v, const char *name, const char *labels, double *min, double *max) {
+  struct runview_stats st;
+  runview_stats(v, NULL, name, labels, INT64_MIN, INT64_MAX, &st);
+  if (min)
+    *min = st.min;
+  if (max)
+    *max = st.max;
+  return st.mean;
+}
+
+static int max_gpu(const struct runview *v) {
+  int max = -1;
+  for (size_t i = 0; i < v->nseries; i++) {
+    int g = runview_gpu_label(v->series[i].labels);
+    if (g > max && v->series[i].count > 0 && !strncmp(v->series[i].name, "gpu.", 4))
+      max = g;
+  }
+  return max;
+}
+
+/* Share of a GPU's samples with clocks cut for heat or power; NAN when unknown (or too long to read). */
+static double throttled_share(const struct runview *v, const char *labels) {
+  long i = runview_find(v, NULL, "gpu.throttle_reasons", labels);
+  if (i < 0 || v->series[i].count <= 0 || v->series[i].count > RUNVIEW_SLOW_POINTS)
+    return NAN;
+  int64_t *t;
+  double *x;
+  size_t n;
+  if (runview_samples(v, v->series[i].id, INT64_MIN, INT64_MAX, &t, &x, &n) || !n)
+    return NAN;
+  unsigned long long mask = gs_clock_reasons_mask(GS_REASON_THROTTLE);
+  size_t k = 0;
+  for (size_t j = 0; j < n; j++)
+    k += x[j] >= 0 && x[j] < 1.8e19 && ((unsigned long long)x[j] & mask) != 0;
+  free(t);
+  free(x);
+  return (double)k / (double)n;
+}
+
+/* Mean GPU util over every GPU, as SPARK_POINTS bucket means (NAN where nothing was sampled). */
+static void spark(const struct runview *v, double *out) {
+  for (int i = 0; i < SPARK_POINTS; i++)
+    out[i] = NAN;
+  int64_t end = 0;
+  for (size_t i = 0; i < v->nseries; i++)
+    if (v->series[i].count > 0 && v->series[i].t_last > end)
+      end = v->series[i].t_last;
+  if (end <= 0)
+    return;
+  for (int i = 0; i < SPARK_POINTS; i++) {
+    struct runview_stats st;
+    int64_t a = end / SPARK_POINTS * i, b = i == SPARK_POINTS - 1 ? end : end / SPARK_POINTS * (i + 1) - 1;
+    if (!runview_stats(v, NULL, "gpu.util_pct", NULL, a, b, &st) && st.n)
+      out[i] = st.mean;
+  }
+}
+
+/* A wall-clock time in seconds since the epoch, to the millisecond (null when unknown). */
+static void jwall(FILE *out, const char *key, int64_t ns) {
+  serve_json_key(out, key);
+  if (ns > 0)
+    fprintf(out, "%.3f,", (double)ns / 1e9);
+  else
+    fputs("null,", out);
+}
+
+static void run_record(FILE *out, const struct store_run *run, double duration_s) {
+  jstr(out, "id", run->id);
+  jstr(out, "name", run->name);
+  jstr(out, "group", run->group);
+  jstr(out, "status", run->status);
+  jstr(out, "host", run->host);
+  jstr(out, "user", run->user);
+  jstr(out, "command", run->command);
+  jstr(out, "tags", run->tags);
+  jwall(out, "start", run->start_wall_ns);
+  jwall(out, "end", run->end_wall_ns);
+  jnum(out, "duration_s", duration_s);
+}
+
+/* The top finding worth showing: the first that is not "healthy", else the first. */
+static const struct store_finding *top_finding(const struct store_finding *f, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(f[i].rule, "healthy"))
+      return &f[i];
+  return n ? &f[0] : NULL;
+}
+
+/* A run's row: record, throughput, GPU use, top finding, sparkline. Without a trailing brace. */
+static void summary_members(FILE *out, const struct runview *v, const struct store_finding *f, size_t nf) {
+  struct steps_fig sf;
+  steps_figures(v, &sf);
+  run_record(out, &v->run, v->duration_s);
+  jnum(out, "samples_per_s", sf.samples_per_s);
+  jnum(out, "median_step_s", sf.median_step_s);
+  jnum(out, "data_share", sf.data_share);
+  jnum(out, "steps", (double)sf.n);
+  jnum(out, "gpus", (double)(max_gpu(v) + 1));
+  jnum(out, "gpu_util", stat(v, "gpu.util_pct", NULL, NULL, NULL));
+  serve_json_key(out, "top_finding");
+  const struct store_finding *top = top_finding(f, nf);
+  if (top)
+    serve_json_finding(out, top);
+  else
+    fputs("null", out);
+  fputc(',', out);
+  double sp[SPARK_POINTS];
+  spark(v, sp);
+  serve_json_key(out, "spark");
+  fputc('[', out);
+  for (int i = 0; i < SPARK_POINTS; i++) {
+    if (i)
+      fputc(',', out);
+    rp_json_num(out, sp[i]);
+  }
+  fputs("],", out);
+}
+
+/* ---- /api/runs ---- */
+
+static void api_runs(struct serve *s, struct serve_reply *r) {
+  struct store_run *runs;
+  size_t n;
+  int rc = s->st->runs_list(s->st, &runs, &n);
+  if (rc) {
+    serve_reply_error(r, 500, "%s", gs_last_error());
+    return;
+  }
+  fputs("{\"runs\":[", r->out);
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      fputc(',', r->out);
+    int finished = strcmp(runs[i].status, "running") != 0;
+    struct serve_cached_summary *c = NULL;
+    for (size_t k = 0; finished && k < s->nsummaries && !c; k++)
+      if (!strcmp(s->summaries[k].id, runs[i].id) && s->summaries[k].end_wall_ns == runs[i].end_wall_ns)
+        c = &s->summaries[k];
+    if (c) {
+      fputs(c->json, r->out);
+      continue;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    struct runview v;
+    memset(&v, 0, sizeof v);
+    if (!m || runview_load(s->st, runs[i].id, &v)) {
+      if (m)
+        fclose(m);
+      free(buf);
+      runview_done(&v);
+      fputc('{', r->out);
+      run_record(r->out, &runs[i], NAN);
+      fputs("\"error\":", r->out);
+      rp_json_str(r->out, gs_last_error());
+      fputc('}', r->out);
+      continue;
+    }
+    struct store_finding *f = v.findings;
+    size_t nf = v.nfindings;
+    fputc('{', m);
+    summary_members(m, &v, f, nf);
+    jnum(m, "findings", (double)nf);
+    fseek(m, -1, SEEK_CUR); /* the last comma */
+    fputc('}', m);
+    fclose(m);
+    runview_done(&v);
+    fwrite(buf, 1, len, r->out);
+    if (finished && s->nsummaries < SERVE_SUMMARY_CACHE) {
+      struct serve_cached_summary *ns = realloc(s->summaries, (s->nsummaries + 1) * sizeof *ns);
+      if (ns) {
+        s->summaries = ns;
+        c = &ns[s->nsummaries++];
+        snprintf(c->id, sizeof c->id, "%s", runs[i].id);
+        c->end_wall_ns = runs[i].end_wall_ns;
+        c->json = buf;
+        buf = NULL;
+      }
+    }
+    free(buf);
+  }
+  fputs("]}\n", r->out);
+  free(runs);
+}
+
+/* ---- /api/runs/REF ---- */
+
+static void gpu_table(FILE *out, const struct runview *v) {
+  int max = max_gpu(v);
+  fputc('[', out);
+  int first = 1;
+  for (int g = 0; g <= max; g++) {
+    char lab[16], key[48];
+    snprintf(lab, sizeof lab, "gpu=%d", g);
+    if (runview_find(v, NULL, "gpu.util_pct", lab) < 0 && runview_find(v, NULL, "gpu.mem_used_bytes", lab) < 0)
+      continue;
+    if (!first)
+      fputc(',', out);
+    first = 0;
+    snprintf(key, sizeof key, "gpu.%d.name", g);
+    const char *name = runview_param(v, key);
+    double umin, mpeak, mtot, plim, tmax;
+    fputc('{', out);
+    jnum(out, "index", g);
+    jstr(out, "name", name ? name : "");
+    jnum(out, "util", stat(v, "gpu.util_pct", lab, &umin, NULL));
+    jnum(out, "util_min", umin);
+    jnum(out, "sm_active", stat(v, "gpu.sm_active_pct", lab, NULL, NULL));
+    jnum(out, "tensor_active", stat(v, "gpu.tensor_active_pct", lab, NULL, NULL));
+    jnum(out, "dram_active", stat(v, "gpu.dram_active_pct", lab, NULL, NULL));
+    stat(v, "gpu.mem_used_bytes", lab, NULL, &mpeak);
+    stat(v, "gpu.mem_total_bytes", lab, NULL, &mtot);
+    jnum(out, "mem_peak_bytes", mpeak);
+    jnum(out, "mem_total_bytes", mtot);
+    jnum(out, "power_w", stat(v, "gpu.power_w", lab, NULL, NULL));
+    stat(v, "gpu.power_limit_w", lab, NULL, &plim);
+    jnum(out, "power_limit_w", plim);
+    stat(v, "gpu.temp_c", lab, NULL, &tmax);
+    jnum(out, "temp_max_c", tmax);
+    serve_json_key(out, "throttled_share");
+    rp_json_num(out, throttled_share(v, lab));
+    fputc('}', out);
+  }
+  fputc(']', out);
+}
+
+static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
+  const struct runview *v;
+  struct runview fresh;
+  int owned;
+  if (view_get(s, ref, r, &v, &fresh, &owned))
+    return;
+  FILE *out = r->out;
+  struct store_finding *f = v->findings;
+  size_t nf = v->nfindings;
+  int diagnosed = 0;
+  if (!nf && !doctor_diagnose(s->st, v->run.id, &f, &nf))
+    diagnosed = 1; /* not stored: the server writes nothing */
+  fputs("{\"run\":{", out);
+  summary_members(out, v, f, nf);
+  jnum(out, "exit_code", v->run.exit_code);
+  jnum(out, "interval_s", v->run.interval_ns > 0 ? serve_sec(v->run.interval_ns) : NAN);
+  jstr(out, "cwd", v->run.cwd);
+  fseek(out, -1, SEEK_CUR);
+  fputs("},\"params\":{", out);
+  for (size_t i = 0; i < v->nparams; i++) {
+    if (i)
+      fputc(',', out);
+    serve_json_key(out, v->params[i].key ? v->params[i].key : "");
+    rp_json_str(out, v->params[i].value);
+  }
+  fputs("},\"notes\":[", out);
+  for (size_t i = 0; i < v->nnotes; i++) {
+    if (i)
+      fputc(',', out);
+    rp_json_str(out, v->notes[i]);
+  }
+  fputs("],\"series\":[", out);
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *x = &v->series[i];
+    fputs(i ? ",{" : "{", out);
+    jnum(out, "id", (double)x->id);
+    jstr(out, "source", x->source);
+    jstr(out, "name", x->name);
+    jstr(out, "labels", x->labels);
+    jstr(out, "unit", x->unit);
+    jstr(out, "kind", gs_kind_name(x->kind));
+    jnum(out, "count", (double)x->count);
+    jnum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
+    serve_json_key(out, "t_last");
+    rp_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
+    fputc('}', out);
+  }
+  fputs("],\"events\":[", out);
+  for (size_t i = 0; i < v->nevents; i++) {
+    const struct store_event *e = &v->events[i];
+    fputs(i ? ",{" : "{", out);
+    jnum(out, "t", serve_sec(e->t));
+    jstr(out, "kind", e->kind);
+    jstr(out, "name", e->name);
+    jstr(out, "labels", e->labels);
+    jstr(out, "text", e->text);
+    serve_json_key(out, "value");
+    rp_json_num(out, e->value);
+    fputc('}', out);
+  }
+  fputs("],\"findings\":", out);
+  serve_json_findings(out, f, nf);
+  fprintf(out, ",\"findings_stored\":%s,\"steps\":{", diagnosed ? "false" : "true");
+  struct steps_fig sf;
+  steps_figures(v, &sf);
+  jnum(out, "n", (double)sf.n);
+  jnum(out, "samples_per_s", sf.samples_per_s);
+  jnum(out, "median_step_s", sf.median_step_s);
+  jnum(out, "data_share", sf.data_share);
+  jnum(out, "h2d_share", sf.h2d_share);
+  serve_json_key(out, "compute_share");
+  rp_json_num(out, sf.compute_share);
+  fputs("},\"host\":{", out);
+  jnum(out, "cpu_busy_pct", stat(v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
+  double rss;
+  jnum(out, "job_cpu_pct", stat(v, "tree.cpu_pct", "", NULL, NULL));
+  stat(v, "tree.rss_bytes", "", NULL, &rss);
+  serve_json_key(out, "job_rss_peak_bytes");
+  rp_json_num(out, rss);
+  fputs("},\"gpus\":", out);
+  gpu_table(out, v);
+  fputs("}\n", out);
+  if (diagnosed)
+    free(f);
+  if (owned)
+    runview_done(&fresh);
+}
+
+/* ---- /api/runs/REF/series ---- */
+
+/* A number argument: seconds (from, to) or a count (points). Returns 0, 1 absent, -1 bad. */
+static int num_arg(const struct serve_args *a, const char *key, double *out) {
+  const char *s = a->get(a->user, key);
+  if (!s)
+    return 1;
+  char *end;
+  double v = strtod(s, &end);
+  if (!*s || *end || !isfinite(v))
+    return -1;
+  *out = v;
+  return 0;
+}
+
+static int64_t sec_to_ns(double s) {
+  if (s > 9e9)
+    return INT64_MAX;
+  if (s < -9e9)
+    return INT64_MIN;
+  return (int64_t)llround(s * 1e9);
+}
+
+static void api_series(struct serve *s, const char *ref, const struct serve_args *a, struct serve_reply *r) {
+  double from = -INFINITY, to = INFINITY, points = SERVE_DEFAULT_POINTS;
+  int f1 = num_arg(a, "from", &from), f2 = num_arg(a, "to", &to), f3 = num_arg(a, "points", &points);
+  if (f1 < 0 || f2 < 0 || f3 < 0 || from > to || !(points >= 1 && points <= SERVE_MAX_POINTS)) {
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST,
+                      "from and to are seconds since the run's start (from <= to), points 1..%d", SERVE_MAX_POINTS);
+    return;
+  }
+  const char *ids = a->get(a->user, "id");
+  const char *name = a->get(a->user, "name");
+  if (!ids && !name) {
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "series needs id=N[,N...] or name=NAME[&labels=L]");
+    return;
+  }
+  const struct runview *v;
+  struct runview fresh;
+  int owned;
+  if (view_get(s, ref, r, &v, &fresh, &owned))
+    return;
+  int64_t fa = isfinite(from) ? sec_to_ns(from) : INT64_MIN, ta = isfinite(to) ? sec_to_ns(to) : INT64_MAX;
+  fprintf(r->out, "{\"run\":");
+  rp_json_str(r->out, v->run.id);
+  fputs(",\"series\":[", r->out);
+  int k = 0, bad = 0;
+  const char *labels = a->get(a->user, "labels");
+  if (name) {
+    for (size_t i = 0; i < v->nseries && !bad; i++)
+      if (!strcmp(v->series[i].name, name) && (!labels || !strcmp(v->series[i].labels, labels))) {
+        if (k++)
+          fputc(',', r->out);
+        bad = serve_series_json(r->out, v, &v->series[i], fa, ta, (size_t)points) != 0;
+      }
+  } else {
+    for (const char *p = ids; *p && !bad;) {
+      char *end;
+      long long id = strtoll(p, &end, 10);
+      if (end == p || (*end && *end != ',')) {
+        bad = 2;
+        break;
+      }
+      long idx = -1;
+      for (size_t i = 0; i < v->nseries; i++)
+        if (v->series[i].id == id)
+          idx = (long)i;
+      if (idx < 0) {
+        bad = 3;
+        break;
+      }
+      if (k++)
+        fputc(',', r->out);
+      bad = serve_series_json(r->out, v, &v->series[idx], fa, ta, (size_t)points) != 0;
+      p = *end ? end + 1 : end;
+      if (k > 256)
+        bad = 4;
+    }
+  }
+  if (bad == 2 || bad == 4)
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "id: a comma-separated list of at most 256 series ids");
+  else if (bad == 3)
+    serve_reply_error(r, MHD_HTTP_NOT_FOUND, "no such series in run %s", v->run.id);
+  else if (bad)
+    serve_reply_error(r, 500, "%s", gs_last_error());
+  else
+    fputs("]}\n", r->out);
+  if (owned)
+    runview_done(&fresh);
+}
+
+/* ---- /api/runs/REF/findings ---- */
+
+static void api_findings(struct serve *s, const char *ref, const struct serve_args *a, struct serve_reply *r) {
+  const struct runview *v;
+  struct runview fresh;
+  int owned;
+  if (view_get(s, ref, r, &v, &fresh, &owned))
+    return;
+  const char *live = a->get(a->user, "live");
+  int want_live = live && strcmp(live, "0");
+  struct store_finding *f = v->findings;
+  size_t nf = v->nfindings;
+  int computed = 0;
+  if (want_live || !nf) {
+    int rc = want_live ? serve_live_findings(s->st, v->run.id, &f, &nf) : doctor_diagnose(s->st, v->run.id, &f, &nf);
+    if (rc) {
+      serve_reply_error(r, 500, "%s", gs_last_error());
+      goto done;
+    }
+    computed = 1;
+  }
+  fprintf(r->out, "{\"run\":");
+  rp_json_str(r->out, v->run.id);
+  fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":null,\"findings\":", computed ? "false" : "true",
+          want_live ? "true" : "false");
+  serve_json_findings(r->out, f, nf);
+  fputs("}\n", r->out);
+  if (computed)
+    free(f);
+done:
+  if (owned)
+    runview_done(&fresh);
+}
+
+int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
+  return doctor_diagnose(st, run_id, out, n);
+}
+
+/* ---- /api/compare?runs=A,B,... ---- */
+
+struct cmp_run {
+  struct runview v;
+  struct steps_fig sf;
+  struct store_finding *f;
+  size_t nf;
+  int diagnosed;
+};
+
+static double speedup(const struct cmp_run *base, const struct cmp_run *x) {
+  double a = base->sf.samples_per_s, b = x->sf.samples_per_s;
+  if (a > 0 && b > 0)
+    return b / a;
+  a = base->sf.median_step_s, b = x->sf.median_step_s;
+  return a > 0 && b > 0 ? a / b : NAN;
+}
+
+static int has_rule(const struct cmp_run *x, const char *rule) {
+  for (size_t i = 0; i < x->nf; i++)
+    if (!strcmp(x->f[i].rule, rule))
+      return 1;
+  return 0;
+}
+
+static void api_compare(struct serve *s, const struct serve_args *a, struct serve_reply *r) {
+  const char *list = a->get(a->user, "runs");
+  if (!list || !*list) {
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "compare needs runs=A,B[,...] (the first is the baseline)");
+    return;
+  }
+  struct cmp_run *runs = calloc(SERVE_MAX_COMPARE, sizeof *runs);
+  size_t n = 0;
+  if (!runs) {
+    serve_reply_error(r, 500, "out of memory");
+    return;
+  }
+  for (const char *p = list; *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    char ref[256];
+    if (!len || len >= sizeof ref || n == SERVE_MAX_COMPARE) {
+      serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "runs: at most %d references, comma-separated",
+                        SERVE_MAX_COMPARE);
+      goto done;
+    }
+    memcpy(ref, p, len);
+    ref[len] = 0;
+    struct cmp_run *x = &runs[n++];
+    int rc = runview_load(s->st, ref, &x->v);
+    if (rc) {
+      serve_reply_error(r, rc == GS_ENOENT ? MHD_HTTP_NOT_FOUND : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT : 500, "%s",
+                        gs_last_error());
+      goto done;
+    }
+    steps_figures(&x->v, &x->sf);
+    x->f = x->v.findings;
+    x->nf = x->v.nfindings;
+    if (!x->nf && !doctor_diagnose(s->st, x->v.run.id, &x->f, &x->nf))
+      x->diagnosed = 1;
+    p = e ? e + 1 : p + len;
+  }
+  FILE *out = r->out;
+  fputs("{\"baseline\":", out);
+  rp_json_str(out, runs[0].v.run.id);
+  fputs(",\"runs\":[", out);
+  for (size_t i = 0; i < n; i++) {
+    fputs(i ? ",{" : "{", out);
+    summary_members(out, &runs[i].v, runs[i].f, runs[i].nf);
+    jnum(out, "h2d_share", runs[i].sf.h2d_share);
+    jnum(out, "compute_share", runs[i].sf.compute_share);
+    jnum(out, "sm_active", stat(&runs[i].v, "gpu.sm_active_pct", NULL, NULL, NULL));
+    double peak;
+    stat(&runs[i].v, "gpu.mem_used_bytes", NULL, NULL, &peak);
+    jnum(out, "gpu_mem_peak_bytes", peak);
+    jnum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
+    serve_json_key(out, "speedup");
+    rp_json_num(out, speedup(&runs[0], &runs[i]));
+    fputc('}', out);
+  }
+  /* Params whose value differs between the runs (absent counts as a value), in first-seen order. */
+  fputs("],\"params_differ\":[", out);
+  int k = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t p = 0; p < runs[i].v.nparams; p++) {
+      const char *key = runs[i].v.params[p].key ? runs[i].v.params[p].key : "";
+      int seen = 0;
+      for (size_t j = 0; j < i && !seen; j++)
+        seen = runview_param(&runs[j].v, key) != NULL;
+      if (seen)
+        continue;
+      int differ = 0;
+      const char *v0 = runview_param(&runs[0].v, key);
+      for (size_t j = 1; j < n && !differ; j++) {
+        const char *vj = runview_param(&runs[j].v, key);
+        differ = (!v0 != !vj) || (v0 && vj && strcmp(v0, vj));
+      }
+      if (!differ)
+        continue;
+      fputs(k++ ? ",{" : "{", out);
+      serve_json_key(out, "key");
+      rp_json_str(out, key);
+      fputs(",\"values\":[", out);
+      for (size_t j = 0; j < n; j++) {
+        const char *vj = runview_param(&runs[j].v, key);
+        if (j)
+          fputc(',', out);
+        if (vj)
+          rp_json_str(out, vj);
+        else
+          fputs("null", out);
+      }
+      fputs("]}", out);
+    }
+  /* Every rule any run has: in which runs, and its time lost in each. */
+  fputs("],\"findings\":[", out);
+  k = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t q = 0; q < runs[i].nf; q++) {
+      const struct store_finding *f = &runs[i].f[q];
+      int seen = 0;
+      for (size_t j = 0; j < i && !seen; j++)
+        seen = has_rule(&runs[j], f->rule);
+      for (size_t j = 0; j < q && !seen; j++)
+        seen = !strcmp(runs[i].f[j].rule, f->rule);
+      if (seen)
+        continue;
+      fputs(k++ ? ",{" : "{", out);
+      jstr(out, "rule", f->rule);
+      jstr(out, "title", f->title);
+      fputs("\"in\":[", out);
+      for (size_t j = 0; j < n; j++)
+        fprintf(out, "%s%s", j ? "," : "", has_rule(&runs[j], f->rule) ? "true" : "false");
+      fputs("],\"lost_s\":[", out);
+      for (size_t j = 0; j < n; j++) {
+        double lost = NAN;
+        for (size_t m = 0; m < runs[j].nf; m++)
+          if (!strcmp(runs[j].f[m].rule, f->rule))
+            lost = runs[j].f[m].lost_s;
+        if (j)
+          fputc(',', out);
+        rp_json_num(out, lost);
+      }
+      fputs("]}", out);
+    }
+  fputs("]}\n", out);
+done:
+  for (size_t i = 0; i < n; i++) {
+    if (runs[i].diagnosed)
+      free(runs[i].f);
+    runview_done(&runs[i].v);
+  }
+  free(runs);
+}
+
+/* ---- routing ---- */
+
+void serve_api(struct serve *s, const char *path, const struct serve_args *a, struct serve_reply *r) {
+  if (!strcmp(path, "runs")) {
+    api_runs(s, r);
+    return;
+  }
+  if (!strcmp(path, "compare")) {
+    api_compare(s, a, r);
+    return;
+  }
+  if (!strncmp(path, "runs/", 5) && path[5]) {
+    char ref[256];
+    const char *p = path + 5, *e = strchr(p, '/');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    if (len >= sizeof ref || !len) {
+      serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "bad run reference");
+      return;
+    }
+    memcpy(ref, p, len);
+    ref[len] = 0;
+    if (!e) {
+      api_run(s, ref, r);
+      return;
+    }
+    if (!strcmp(e, "/series")) {
+      api_series(s, ref, a, r);
+      return;
+    }
+    if (!strcmp(e, "/findings")) {
+      api_findings(s, ref, a, r);
+      return;
+    }
+  }
+  serve_reply_error(r, MHD_HTTP_NOT_FOUND, "no such API: /api/%s (see docs/api.md)", path);
+}

@@ -1,0 +1,244 @@
+/* serve/series: one series over a window in at most N points, for a chart. Raw samples when they fit;
+ * else min, max and mean per bucket, from the raw samples of a window short enough to read, or from
+ * the store's rollups (rollups_read) for a long one — so the answer's cost follows the number of
+ * points asked for, not the run's length, and a dip shorter than a bucket still shows as the
+ * bucket's minimum. Empty buckets and gaps in the samples are null (missing is not zero). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_int.h"
+#include "serve/serve_int.h"
+
+/* A window of at most this many raw samples is read raw; a longer one from rollups. */
+enum { RAW_READ_MAX = 200000 };
+/* A rollup resolution is used when the whole series holds at most this many of its buckets
+ * (rollups_read returns the whole series). */
+enum { ROLLUP_READ_MAX = 200000 };
+
+struct raw {
+  int64_t *t;
+  double *v;
+  size_t n, cap;
+};
+
+static int raw_put(void *user, int64_t t, double v) {
+  struct raw *r = user;
+  if (!isfinite(v))
+    return 0;
+  if (r->n == r->cap) {
+    size_t cap = r->cap ? r->cap * 2 : 1024;
+    int64_t *t2 = realloc(r->t, cap * sizeof *t2);
+    if (!t2)
+      return -1;
+    r->t = t2;
+    double *v2 = realloc(r->v, cap * sizeof *v2);
+    if (!v2)
+      return -1;
+    r->v = v2;
+    r->cap = cap;
+  }
+  r->t[r->n] = t;
+  r->v[r->n++] = v;
+  return 0;
+}
+
+struct buckets {
+  size_t n;
+  int64_t from, width;
+  double *mn, *mx, *sum;
+  int64_t *cnt; /* samples (or rollup buckets) in each; a bucket's time is its centre */
+};
+
+static void bucket_add(struct buckets *b, int64_t t, double mn, double mx, double mean) {
+  if (t < b->from)
+    return;
+  int64_t i = (t - b->from) / b->width;
+  if (i < 0 || (size_t)i >= b->n)
+    return;
+  if (!b->cnt[i] || mn < b->mn[i])
+    b->mn[i] = mn;
+  if (!b->cnt[i] || mx > b->mx[i])
+    b->mx[i] = mx;
+  b->sum[i] += mean;
+  b->cnt[i]++;
+}
+
+static void arr(FILE *out, const char *key, const double *v, size_t n, const int64_t *cnt, size_t a, size_t b) {
+  serve_json_key(out, key);
+  fputc('[', out);
+  for (size_t i = a; i < b; i++) {
+    if (i > a)
+      fputc(',', out);
+    if (cnt && !cnt[i])
+      fputs("null", out);
+    else
+      rp_json_num(out, v[i]);
+  }
+  (void)n;
+  fputc(']', out);
+}
+
+static void header(FILE *out, const struct store_series *s, const char *res, int64_t from, int64_t to) {
+  fputc('{', out);
+  fprintf(out, "\"id\":%lld,", (long long)s->id);
+  serve_json_key(out, "source");
+  rp_json_str(out, s->source);
+  fputc(',', out);
+  serve_json_key(out, "name");
+  rp_json_str(out, s->name);
+  fputc(',', out);
+  serve_json_key(out, "labels");
+  rp_json_str(out, s->labels);
+  fputc(',', out);
+  serve_json_key(out, "unit");
+  rp_json_str(out, s->unit);
+  fprintf(out, ",\"res\":\"%s\",\"from\":", res);
+  rp_json_num(out, serve_sec(from));
+  fputs(",\"to\":", out);
+  rp_json_num(out, serve_sec(to));
+  fputc(',', out);
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Raw samples, with a null where consecutive samples lie further apart than 2.5 typical spacings. */
+static void write_raw(FILE *out, const struct raw *r) {
+  int64_t gap = INT64_MAX;
+  if (r->n >= 3) {
+    int64_t *d = malloc((r->n - 1) * sizeof *d);
+    if (d) {
+      for (size_t i = 1; i < r->n; i++)
+        d[i - 1] = r->t[i] - r->t[i - 1];
+      qsort(d, r->n - 1, sizeof *d, cmp_i64);
+      int64_t med = d[(r->n - 1) / 2];
+      gap = med > 0 ? med * 5 / 2 : INT64_MAX;
+      free(d);
+    }
+  }
+  fputs("\"t\":[", out);
+  for (size_t i = 0; i < r->n; i++) {
+    if (i && r->t[i] - r->t[i - 1] > gap) {
+      rp_json_num(out, serve_sec(r->t[i - 1] + (r->t[i] - r->t[i - 1]) / 2));
+      fputc(',', out);
+    }
+    if (i)
+      fputc(',', out);
+    rp_json_num(out, serve_sec(r->t[i]));
+  }
+  fputs("],\"mean\":[", out);
+  for (size_t i = 0; i < r->n; i++) {
+    if (i && r->t[i] - r->t[i - 1] > gap)
+      fputs("null,", out);
+    if (i)
+      fputc(',', out);
+    rp_json_num(out, r->v[i]);
+  }
+  fputs("]}", out);
+}
+
+int serve_series_json(FILE *out, const struct runview *v, const struct store_series *s, int64_t from, int64_t to,
+                      size_t points) {
+  int rc = GS_OK;
+  if (s->count <= 0 || from > s->t_last || to < s->t_first) {
+    header(out, s, "raw", from < s->t_first ? s->t_first : from, to > s->t_last ? s->t_last : to);
+    fputs("\"t\":[],\"mean\":[]}", out);
+    return GS_OK;
+  }
+  if (from < s->t_first)
+    from = s->t_first;
+  if (to > s->t_last)
+    to = s->t_last;
+  double span_all = (double)s->t_last - (double)s->t_first + 1, span = (double)to - (double)from + 1;
+  double est = (double)s->count * span / span_all;
+  struct raw raw = {0};
+  if (est <= (double)points * 1.05 || est <= RAW_READ_MAX) {
+    rc = v->st->samples_read(v->st, s->id, from, to, raw_put, &raw);
+    if (rc < 0)
+      goto done;
+    rc = GS_OK;
+    if (raw.n <= points) {
+      header(out, s, "raw", from, to);
+      write_raw(out, &raw);
+      goto done;
+    }
+  }
+  struct buckets b = {.n = points, .from = from};
+  b.width = (int64_t)ceil(span / (double)points);
+  if (b.width < 1)
+    b.width = 1;
+  b.mn = calloc(points, sizeof *b.mn);
+  b.mx = calloc(points, sizeof *b.mx);
+  b.sum = calloc(points, sizeof *b.sum);
+  b.cnt = calloc(points, sizeof *b.cnt);
+  const char *res = "raw";
+  int64_t *rt = NULL;
+  double *rmn = NULL, *rmx = NULL, *rmean = NULL;
+  size_t rn = 0;
+  if (!b.mn || !b.mx || !b.sum || !b.cnt) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto free_buckets;
+  }
+  if (raw.n || est <= RAW_READ_MAX) {
+    for (size_t i = 0; i < raw.n; i++)
+      bucket_add(&b, raw.t[i], raw.v[i], raw.v[i], raw.v[i]);
+  } else {
+    /* The finest stored resolution whose whole series stays small enough to read. */
+    static const int64_t resolutions[] = {1000000000LL, 10000000000LL, 60000000000LL};
+    static const char *const names[] = {"1s", "10s", "60s"};
+    size_t k = 2;
+    for (size_t i = 0; i < 3; i++)
+      if (span_all / (double)resolutions[i] <= ROLLUP_READ_MAX) {
+        k = i;
+        break;
+      }
+    res = names[k];
+    rc = v->st->rollups_read(v->st, s->id, resolutions[k], &rt, &rmn, &rmx, &rmean, &rn);
+    if (rc)
+      goto free_buckets;
+    for (size_t i = 0; i < rn; i++)
+      if (rt[i] + resolutions[k] > from && rt[i] <= to && isfinite(rmn[i]) && isfinite(rmx[i]) &&
+          isfinite(rmean[i]))
+        bucket_add(&b, rt[i] < from ? from : rt[i], rmn[i], rmx[i], rmean[i]);
+  }
+  size_t a = 0, e = points;
+  while (a < e && !b.cnt[a])
+    a++;
+  while (e > a && !b.cnt[e - 1])
+    e--;
+  for (size_t i = a; i < e; i++)
+    if (b.cnt[i])
+      b.sum[i] /= (double)b.cnt[i];
+  header(out, s, res, from, to);
+  fprintf(out, "\"bucket_s\":");
+  rp_json_num(out, serve_sec(b.width));
+  fputs(",\"t\":[", out);
+  for (size_t i = a; i < e; i++) {
+    if (i > a)
+      fputc(',', out);
+    rp_json_num(out, serve_sec(b.from + b.width * (int64_t)i + b.width / 2));
+  }
+  fputs("],", out);
+  arr(out, "mean", b.sum, points, b.cnt, a, e);
+  fputc(',', out);
+  arr(out, "min", b.mn, points, b.cnt, a, e);
+  fputc(',', out);
+  arr(out, "max", b.mx, points, b.cnt, a, e);
+  fputc('}', out);
+free_buckets:
+  free(b.mn);
+  free(b.mx);
+  free(b.sum);
+  free(b.cnt);
+  free(rt);
+  free(rmn);
+  free(rmx);
+  free(rmean);
+done:
+  free(raw.t);
+  free(raw.v);
+  return rc;
+}

@@ -1,0 +1,74 @@
+/* serve: `gpuscope serve` — the run pages in a browser, live. An HTTP server (libmicrohttpd) that
+ * answers a JSON API over the store (docs/api.md: runs, run, series, steps, findings, compare, and a
+ * Server-Sent Events stream of newly committed samples and findings) and the web front end (web/),
+ * whose built assets are embedded in the binary. Every answer is built on a run view (runview.h)
+ * and, for downsampled series, on the store's min/max rollups, so an idle dip is never averaged away.
+ *
+ * The server writes nothing to the store. It listens on loopback by default; on any other address
+ * a token is required, checked in constant time on every request. Connections, header sizes and
+ * idle time per connection are limited (SERVE_* below). */
+#ifndef GS_SERVE_H
+#define GS_SERVE_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/store.h"
+
+#define SERVE_DEFAULT_LISTEN "127.0.0.1:7733"
+enum {
+  SERVE_MAX_CONNECTIONS = 64,    /* at once, all clients */
+  SERVE_MAX_PER_IP = 32,         /* at once, from one address */
+  SERVE_CONN_MEMORY = 32768,     /* per connection: request line and headers must fit */
+  SERVE_CONN_TIMEOUT_S = 30,     /* a client silent this long is dropped (live streams send a beat) */
+  SERVE_MAX_POINTS = 10000,      /* most points one series answer may hold */
+  SERVE_DEFAULT_POINTS = 1000,
+  SERVE_LIVE_WINDOW_S = 60,      /* the live diagnosis looks at this much of the end of the run */
+  SERVE_LIVE_FINDINGS_EVERY_S = 5,
+};
+
+struct serve_opts {
+  const char *listen;    /* "HOST:PORT", "[V6]:PORT" or ":PORT"; NULL: SERVE_DEFAULT_LISTEN */
+  const char *store_url; /* the store to read (opened once per worker, never written) */
+  const char *token;     /* NULL or "": none (only allowed on a loopback address) */
+  int quiet;             /* no log lines from the HTTP library */
+};
+
+/* An address parsed from --listen. */
+struct serve_addr {
+  char host[64];
+  int port;
+  int v6, loopback;
+};
+
+/* Parses "HOST:PORT" (numeric IPv4, "[IPv6]", "localhost", or empty for 127.0.0.1). Returns 0 or
+ * GS_EINVAL with a message. */
+int serve_addr_parse(const char *s, struct serve_addr *a);
+
+/* Runs the server until *stop becomes non-zero (a signal handler sets it). Returns 0, GS_EINVAL for
+ * bad options (a token missing for a non-loopback address), GS_EBUSY when the address cannot be
+ * bound, or the store's GS_E code when it cannot be opened; each with a message in gs_last_error(). */
+int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop);
+
+/* The findings shown live for a running run: the doctor over the run so far. A windowed doctor entry
+ * point (the last SERVE_LIVE_WINDOW_S) is to replace the whole-run diagnosis here, and only here.
+ * Returns 0 with *out malloc'd (caller frees), or a GS_E code (*out NULL, *n 0). Writes nothing. */
+int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
+
+/* Compares two byte strings in time that depends only on their lengths. 1 when equal. */
+int serve_token_equal(const char *a, size_t alen, const char *b, size_t blen);
+
+/* One built web asset, embedded by the build (web/CMakeLists.txt generates the table). */
+struct serve_asset {
+  const char *path; /* "/index.html", "/assets/app.js" */
+  const char *mime;
+  const unsigned char *data;
+  size_t len;
+};
+extern const struct serve_asset serve_assets[];
+extern const size_t serve_nassets;
+/* Why the assets are absent, when serve_nassets == 0 ("npm was not found at build time"). */
+extern const char serve_assets_missing[];
+
+#endif
