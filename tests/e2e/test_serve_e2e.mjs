@@ -1,0 +1,182 @@
+// End-to-end: `gpuscope serve` in a real headless Chromium (Debian's /usr/bin/chromium, driven by
+// puppeteer-core: no browser is ever downloaded). Two finished runs and one live run, all with the
+// simulated GPU (tests/gpusim) and a job that reports its steps over gs1; then the runs page, the
+// live run's page (charts have data and grow while the run goes on; the live finding appears), a
+// finished run's page, and the compare page (bars with speed-ups). Screenshots go to
+// $GS_BUILD_DIR/tests/e2e/screens/ — look at them.
+//
+// env: GPUSCOPE_BIN, GS_BUILD_DIR, GS_SOURCE_DIR, GS_PYTHON, GS_CHROMIUM, NODE_PATH (puppeteer-core)
+import { spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createRequire } from "node:module";
+
+const require = createRequire(import.meta.url);
+const puppeteer = require(process.env.GS_PUPPETEER || "puppeteer-core");
+const BIN = process.env.GPUSCOPE_BIN, BUILD = process.env.GS_BUILD_DIR, SRC = process.env.GS_SOURCE_DIR;
+const PY = process.env.GS_PYTHON || "/usr/bin/python3";
+const CHROMIUM = process.env.GS_CHROMIUM || "/usr/bin/chromium";
+const SIM = join(BUILD, "tests/gpusim/libnvidia-ml.so.1");
+const SHOTS = join(BUILD, "tests/e2e/screens");
+mkdirSync(SHOTS, { recursive: true });
+const dir = mkdtempSync(join(tmpdir(), "gs-e2e-"));
+const env = { ...process.env, GPUSCOPE_STORE: "sqlite://" + join(dir, "gs.db"), XDG_DATA_HOME: join(dir, "xdg"),
+  GPUSCOPE_NVML_LIB: SIM };
+delete env.GPUSIM_JOBPID;
+
+let failed = 0;
+const children = [];
+function check(cond, msg) { if (!cond) throw new Error(msg); }
+let shotPage = null, nstep = 0;
+async function step(name, fn) {
+  nstep++;
+  try { await fn(); console.log("ok   " + name); } catch (e) {
+    failed++;
+    console.log("FAIL " + name + ": " + e.message);
+    if (shotPage) await shotPage.screenshot({ path: join(SHOTS, `failed-${nstep}.png`), fullPage: true }).catch(() => {});
+  }
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// A job that waits DATA s for each batch and computes COMPUTE s, for N steps, reporting each.
+const job = join(dir, "job.py");
+writeFileSync(job, `
+import os, socket, sys, time
+data, comp, n = float(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+path = os.environ.get("GPUSCOPE_SOCKET")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def send(line):
+    if path: s.sendto(line.encode(), path)
+for kv in sys.argv[4:]:
+    k, v = kv.split("=", 1); send(f"gs1 param {k} {v}")
+for i in range(n):
+    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
+    while time.monotonic() - t1 < comp: pass
+    t2 = time.monotonic()
+    send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
+    send(f"gs1 metric loss {2.0 / (1 + i * 0.05):.4f} {i}")
+    if i == n // 2: send(f"gs1 mark epoch 1 t={t2:.6f}")
+`);
+
+function gsRun(name, scenario, data, compute, steps, params, wait = true) {
+  const args = ["run", "--quiet", "--interval", "100ms", "--name", name, "--", PY, job, String(data), String(compute),
+    String(steps), ...params];
+  const e = { ...env, GPUSIM_SCENARIO: join(SRC, "tests/gpusim/scenarios", scenario) };
+  if (wait) {
+    const r = spawnSync(BIN, args, { env: e, encoding: "utf8", timeout: 120000 });
+    check(r.status === 0, `gpuscope run ${name} exited ${r.status}: ${r.stderr}`);
+    return null;
+  }
+  const p = spawn(BIN, args, { env: e, stdio: "ignore" });
+  children.push(p);
+  return p;
+}
+
+async function startServe() {
+  const p = spawn(BIN, ["serve", "--listen", "127.0.0.1:0"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  children.push(p);
+  let out = "";
+  p.stdout.on("data", (d) => (out += d));
+  p.stderr.on("data", (d) => process.stderr.write(d));
+  for (let i = 0; i < 100 && !/:(\d+)\//.test(out); i++) await sleep(50);
+  const m = /127\.0\.0\.1:(\d+)\//.exec(out);
+  check(m, "serve printed no address: " + out);
+  return "http://127.0.0.1:" + m[1];
+}
+
+// The number of x values and of non-null values of line 1 of a chart on the page.
+async function chartPoints(page, id) {
+  return page.evaluate((id) => {
+    const w = document.querySelector(`[data-chart="${id}"]`);
+    if (!w || !w.gsPlot) return null;
+    const d = w.gsPlot.data;
+    return { x: d[0].length, last: d[0][d[0].length - 1], values: (d[1] || []).filter((v) => v !== null && v !== undefined).length };
+  }, id);
+}
+
+let browser;
+try {
+  check(existsSync(SIM), SIM + " is not built");
+  gsRun("slow-loader", "busy8_h200.scn", 0.03, 0.02, 60, ["num_workers=0", "batch_size=32", "pin_memory=false"]);
+  gsRun("fast-loader", "busy8_h200.scn", 0.004, 0.02, 60, ["num_workers=4", "batch_size=32", "pin_memory=true"]);
+  const live = gsRun("live-run", "throttled.scn", 0.03, 0.02, 500, ["num_workers=0", "batch_size=32"], false);
+  const base = await startServe();
+  await sleep(1500); // the live run's first flush
+  browser = await puppeteer.launch({
+    executablePath: CHROMIUM, headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--user-data-dir=" + join(dir, "chromium")],
+  });
+  const page = await browser.newPage();
+  shotPage = page;
+  await page.setViewport({ width: 1400, height: 1000 });
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(e.message));
+
+  await step("runs page lists the three runs with their status and a sparkline", async () => {
+    await page.goto(base + "/", { waitUntil: "networkidle2" });
+    await page.waitForSelector("#runs tbody tr[data-run]", { timeout: 10000 });
+    const rows = await page.$$eval("#runs tbody tr[data-run]", (t) => t.map((r) => r.innerText));
+    check(rows.length === 3, "rows: " + rows.length);
+    check(rows.some((r) => r.includes("live-run") && r.includes("running")), "the live run shows as running: " + rows.join(" | "));
+    check((await page.$$("#runs svg.spark path")).length === 3, "a sparkline per run");
+    await page.screenshot({ path: join(SHOTS, "runs.png"), fullPage: true });
+  });
+
+  await step("live run page: charts have data and grow while the run goes on; the live finding appears", async () => {
+    await page.goto(base + "/#/run/live-run", { waitUntil: "networkidle2" });
+    await page.waitForSelector('[data-chart="util"] canvas', { timeout: 10000 });
+    const a = await chartPoints(page, "util");
+    check(a && a.values > 0, "the util chart has data: " + JSON.stringify(a));
+    check(await page.$('[data-chart="steps"]'), "a step chart");
+    check(await page.$('[data-chart="cpu"]'), "a host CPU heat map");
+    await page.waitForSelector("#live-findings", { timeout: 15000 });
+    await page.waitForFunction(() => +(document.body.dataset.liveUpdates || 0) >= 2, { timeout: 15000 });
+    const b = await chartPoints(page, "util");
+    check(b.x > a.x && b.last > a.last, `the util chart grew: ${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
+    const findings = await page.$$eval("#findings article", (x) => x.map((f) => f.dataset.rule));
+    check(findings.length >= 1, "live findings shown");
+    await page.screenshot({ path: join(SHOTS, "run-live.png"), fullPage: true });
+  });
+
+  await step("finished run page: verdict card, GPU table of 8, findings with evidence and a copy button", async () => {
+    await page.goto(base + "/#/run/slow-loader", { waitUntil: "networkidle2" });
+    await page.waitForSelector('[data-chart="util"] canvas', { timeout: 10000 });
+    const verdict = await page.$eval("#verdict", (v) => v.innerText);
+    check(/samples\/s/.test(verdict), "the verdict card shows throughput: " + verdict);
+    check((await page.$$("#gpus tbody tr")).length === 8, "eight GPUs in the table");
+    check((await page.$$("#findings .fix .copy")).length >= 1, "a fix with a copy button");
+    const ev = await page.$$eval("#findings table.evidence td", (t) => t.map((x) => x.innerText).join(" "));
+    check(/ms|%|GiB/.test(ev), "evidence in units: " + ev.slice(0, 200));
+    for (const id of ["util", "activity", "memory", "power", "thermal", "pcie", "cpu", "steps"]) {
+      const p = await chartPoints(page, id);
+      check(p && p.values > 0, `chart ${id} has data: ${JSON.stringify(p)}`);
+    }
+    await page.screenshot({ path: join(SHOTS, "run-finished.png"), fullPage: true });
+  });
+
+  await step("compare page: throughput bars with speed-ups, the table, differing params", async () => {
+    await page.goto(base + "/#/compare/slow-loader,fast-loader", { waitUntil: "networkidle2" });
+    await page.waitForSelector("#bars .bar", { timeout: 10000 });
+    const bars = await page.$$eval("#bars .bar", (b) => b.map((x) => [x.innerText, x.dataset.speedup]));
+    check(bars.length === 2, "two bars");
+    check(/baseline/.test(bars[0][0]), "the first is the baseline: " + bars[0][0]);
+    check(+bars[1][1] > 1.3 && /×/.test(bars[1][0]), "the fast loader's bar says its speed-up: " + bars[1]);
+    const params = await page.$eval("#params-differ", (p) => p.innerText);
+    check(/num_workers/.test(params) && /pin_memory/.test(params), "differing params: " + params);
+    await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
+  });
+
+  await step("no script errors on any page", async () => check(!errors.length, errors.join("; ")));
+  live.kill("SIGTERM");
+} catch (e) {
+  failed++;
+  console.log("FAIL setup: " + e.message);
+} finally {
+  if (browser) await browser.close().catch(() => {});
+  for (const c of children) if (c.exitCode === null) c.kill("SIGTERM");
+  await sleep(300);
+  if (!process.env.GS_KEEP) rmSync(dir, { recursive: true, force: true });
+}
+process.exit(failed ? 1 : 0);
