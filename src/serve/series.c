@@ -186,15 +186,19 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
     for (size_t i = 0; i < raw.n; i++)
       bucket_add(&b, raw.t[i], raw.v[i], raw.v[i], raw.v[i]);
   } else {
-    /* The finest stored resolution whose whole series stays small enough to read. */
+    /* The coarsest rollup that still gives each point a few buckets, among those whose whole series
+     * (rollups_read returns it all) stays small enough to read; else the finest such. */
     static const int64_t resolutions[] = {1000000000LL, 10000000000LL, 60000000000LL};
     static const char *const names[] = {"1s", "10s", "60s"};
-    size_t k = 2;
-    for (size_t i = 0; i < 3; i++)
-      if (span_all / (double)resolutions[i] <= ROLLUP_READ_MAX) {
+    int k = -1;
+    for (int i = 2; i >= 0 && k < 0; i--)
+      if ((double)resolutions[i] <= (double)b.width / 2 && span_all / (double)resolutions[i] <= ROLLUP_READ_MAX)
         k = i;
-        break;
-      }
+    for (int i = 0; i < 3 && k < 0; i++)
+      if (span_all / (double)resolutions[i] <= ROLLUP_READ_MAX)
+        k = i;
+    if (k < 0)
+      k = 2;
     res = names[k];
     rc = v->st->rollups_read(v->st, s->id, resolutions[k], &rt, &rmn, &rmx, &rmean, &rn);
     if (rc)

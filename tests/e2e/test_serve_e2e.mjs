@@ -85,6 +85,22 @@ async function startServe() {
   return "http://127.0.0.1:" + m[1];
 }
 
+// Opens a page of the app and waits until it is drawn.
+async function open(page, base, hash) {
+  await page.goto(base + "/" + hash, { waitUntil: "networkidle2" });
+  await page.waitForFunction((h) => document.body.dataset.ready === (h || "#/"), { timeout: 15000 }, hash);
+}
+
+// Waits until the run has samples of a series (the agent's first flushes).
+async function waitSeries(base, run, name) {
+  for (let i = 0; i < 100; i++) {
+    const r = await fetch(`${base}/api/runs/${run}`).then((x) => (x.ok ? x.json() : null)).catch(() => null);
+    if (r && r.series.some((s) => s.name === name && s.count > 0)) return;
+    await sleep(200);
+  }
+  throw new Error(`${run} has no ${name} samples`);
+}
+
 // The number of x values and of non-null values of line 1 of a chart on the page.
 async function chartPoints(page, id) {
   return page.evaluate((id) => {
@@ -102,7 +118,8 @@ try {
   gsRun("fast-loader", "busy8_h200.scn", 0.004, 0.02, 60, ["num_workers=4", "batch_size=32", "pin_memory=true"]);
   const live = gsRun("live-run", "throttled.scn", 0.03, 0.02, 500, ["num_workers=0", "batch_size=32"], false);
   const base = await startServe();
-  await sleep(1500); // the live run's first flush
+  await waitSeries(base, "live-run", "gpu.util_pct");
+  await waitSeries(base, "live-run", "step.total_s");
   browser = await puppeteer.launch({
     executablePath: CHROMIUM, headless: true,
     args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
@@ -115,8 +132,7 @@ try {
   page.on("pageerror", (e) => errors.push(e.message));
 
   await step("runs page lists the three runs with their status and a sparkline", async () => {
-    await page.goto(base + "/", { waitUntil: "networkidle2" });
-    await page.waitForSelector("#runs tbody tr[data-run]", { timeout: 10000 });
+    await open(page, base, "");
     const rows = await page.$$eval("#runs tbody tr[data-run]", (t) => t.map((r) => r.innerText));
     check(rows.length === 3, "rows: " + rows.length);
     check(rows.some((r) => r.includes("live-run") && r.includes("running")), "the live run shows as running: " + rows.join(" | "));
@@ -125,8 +141,7 @@ try {
   });
 
   await step("live run page: charts have data and grow while the run goes on; the live finding appears", async () => {
-    await page.goto(base + "/#/run/live-run", { waitUntil: "networkidle2" });
-    await page.waitForSelector('[data-chart="util"] canvas', { timeout: 10000 });
+    await open(page, base, "#/run/live-run");
     const a = await chartPoints(page, "util");
     check(a && a.values > 0, "the util chart has data: " + JSON.stringify(a));
     check(await page.$('[data-chart="steps"]'), "a step chart");
@@ -141,8 +156,7 @@ try {
   });
 
   await step("finished run page: verdict card, GPU table of 8, findings with evidence and a copy button", async () => {
-    await page.goto(base + "/#/run/slow-loader", { waitUntil: "networkidle2" });
-    await page.waitForSelector('[data-chart="util"] canvas', { timeout: 10000 });
+    await open(page, base, "#/run/slow-loader");
     const verdict = await page.$eval("#verdict", (v) => v.innerText);
     check(/samples\/s/.test(verdict), "the verdict card shows throughput: " + verdict);
     check((await page.$$("#gpus tbody tr")).length === 8, "eight GPUs in the table");
@@ -157,8 +171,7 @@ try {
   });
 
   await step("compare page: throughput bars with speed-ups, the table, differing params", async () => {
-    await page.goto(base + "/#/compare/slow-loader,fast-loader", { waitUntil: "networkidle2" });
-    await page.waitForSelector("#bars .bar", { timeout: 10000 });
+    await open(page, base, "#/compare/slow-loader,fast-loader");
     const bars = await page.$$eval("#bars .bar", (b) => b.map((x) => [x.innerText, x.dataset.speedup]));
     check(bars.length === 2, "two bars");
     check(/baseline/.test(bars[0][0]), "the first is the baseline: " + bars[0][0]);

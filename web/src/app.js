@@ -464,6 +464,7 @@
   }
 
   async function pageRun(ref) {
+    const hash = location.hash, started = performance.now();
     const run = await api("runs/" + encodeURIComponent(ref));
     const R = run.run, id = R.id;
     crumbs(el("a", { href: "#/" }, "runs"), R.name || id);
@@ -529,12 +530,20 @@
     const since = lastT.size ? Math.min(...lastT.values()) : 0;
     const es = new EventSource(`/api/runs/${encodeURIComponent(id)}/live?since=${since}`);
     cleanup.push(() => { es.close(); $live.replaceChildren(); });
-    let pending = false;
+    let pending = false, rebuilt = false;
     es.addEventListener("samples", (ev) => {
       const msg = JSON.parse(ev.data);
       for (const s of msg.series) {
         const have = got.get(s.id);
-        if (!have) continue;
+        if (!have) {
+          // a series the page has not drawn yet (a GPU's first samples, a new process): draw the page
+          // again, at most every 5 s
+          if (!rebuilt && !ctx.window) {
+            rebuilt = true;
+            setTimeout(() => { if (location.hash === hash) route(); }, 5000 - Math.min(4000, performance.now() - started));
+          }
+          continue;
+        }
         const last = lastT.get(s.id) ?? -Infinity;
         for (let i = 0; i < s.t.length; i++) {
           if (s.t[i] <= last) continue;
@@ -628,6 +637,7 @@
 
   async function route() {
     for (const f of cleanup.splice(0)) f();
+    delete document.body.dataset.ready;
     const h = decodeURIComponent(location.hash.replace(/^#\/?/, ""));
     const [page, ...rest] = h.split("/");
     const arg = rest.join("/");
@@ -636,6 +646,7 @@
       else if (page === "compare" && arg) await pageCompare(arg);
       else await pageRuns();
       document.body.dataset.page = page || "runs";
+      document.body.dataset.ready = location.hash || "#/"; // the page is drawn (the e2e test waits on it)
     } catch (e) {
       $app.replaceChildren(el("p", { class: "error" }, "gpuscope: ", e.message));
       document.body.dataset.page = "error";

@@ -1,0 +1,322 @@
+"""Integration: `gpuscope serve`'s JSON API over real HTTP on loopback (docs/api.md). A real store with a
+week-long 10 Hz run made by bench/serve_gen (one 200 ms dip to 0 % on GPU 0) and short runs of a job
+that reports its steps; the server started on a free port. Status codes, JSON shapes, downsampling that
+keeps the dip, the token (refused and accepted, header and cookie), path traversal, oversized and
+body-carrying requests, the Host check, the live stream, and that the store is never written."""
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gstest import *  # noqa: E402,F403
+
+GEN = os.path.join(BUILD, "bench/serve_gen")
+WEEK_S = 7 * 24 * 3600
+DIP_AT = 300000.3  # seconds since the run's start: GPU 0 reads 0 % for 200 ms from here
+
+
+def setup(sb):
+    check(os.path.exists(GEN), f"{GEN} is not built")
+    p = subprocess.run([GEN, "--url", sb.store, "--days", "7", "--hz", "10", "--dip-at", str(DIP_AT),
+                        "--dip-ms", "200", "--name", "week"], capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"serve_gen failed: {p.stderr}")
+    sb.ok("run", "--quiet", "--name", "slow", "--", *sb.step_job(0.03, 0.01, 30, "num_workers=0", "batch_size=32"))
+    sb.ok("run", "--quiet", "--name", "fast", "--", *sb.step_job(0.005, 0.01, 30, "num_workers=4", "batch_size=32"))
+
+
+box = shared_sandbox(setup)
+
+
+class Server:
+    """`gpuscope serve` on a free loopback port, stopped with SIGTERM."""
+
+    def __init__(self, sb, *args, env=None):
+        e = dict(sb.env)
+        e.update(env or {})
+        self.p = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0", *args], env=e, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        line = self.p.stdout.readline()
+        if "listening on http://127.0.0.1:" not in line:
+            self.p.kill()
+            raise AssertionError(f"serve printed {line!r}; stderr: {self.p.stderr.read()}")
+        self.port = int(line.rsplit(":", 1)[1].strip().strip("/"))
+
+    def get(self, path, headers=None, method="GET"):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        c.request(method, path, headers=headers or {})
+        r = c.getresponse()
+        body = r.read()
+        c.close()
+        return r.status, dict(r.getheaders()), body
+
+    def json(self, path, status=200, headers=None):
+        st, h, body = self.get(path, headers)
+        check(st == status, f"GET {path}: {st} (wanted {status}): {body[:300]!r}")
+        check(h.get("Content-Type", "").startswith("application/json"), f"GET {path}: {h.get('Content-Type')}")
+        return json.loads(body)
+
+    def raw(self, data):
+        """Sends raw bytes; returns the status code of the answer (0 when the connection was closed)."""
+        s = socket.create_connection(("127.0.0.1", self.port), timeout=30)
+        try:
+            s.sendall(data)
+            got = b""
+            while b"\r\n" not in got:
+                part = s.recv(4096)
+                if not part:
+                    break
+                got += part
+        except (ConnectionResetError, BrokenPipeError):
+            return 0, b""
+        finally:
+            s.close()
+        if not got.startswith(b"HTTP/1."):
+            return 0, got
+        return int(got.split(b" ")[1]), got
+
+    def stop(self):
+        self.p.terminate()
+        rc = self.p.wait(timeout=30)
+        check(rc == 0, f"serve exited {rc} on SIGTERM")
+
+
+_server = []
+
+
+def server():
+    if not _server:
+        _server.append(Server(box()))
+    return _server[0]
+
+
+def dump(sb):
+    return subprocess.run(["sqlite3", sb.db, ".dump"], capture_output=True, text=True).stdout
+
+
+def test_runs_lists_every_run_with_its_figures():
+    runs = server().json("/api/runs")["runs"]
+    names = {r["name"]: r for r in runs}
+    check({"week", "slow", "fast"} <= set(names), f"runs {list(names)}")
+    for r in runs:
+        for k in ("id", "name", "group", "status", "start", "end", "duration_s", "samples_per_s", "gpu_util",
+                  "top_finding", "spark"):
+            check(k in r, f"run row lacks {k}: {r}")
+        check(len(r["spark"]) == 40, "40 sparkline points")
+    check(abs(names["week"]["duration_s"] - WEEK_S) < 1, f"week duration {names['week']['duration_s']}")
+    check(names["week"]["samples_per_s"] is None, "a run without steps has no throughput: null, not 0")
+    check(names["slow"]["samples_per_s"] > 0, "throughput of a stepped run")
+    check(97 <= names["week"]["gpu_util"] <= 100, f"week util {names['week']['gpu_util']}")
+
+
+def test_run_answers_record_series_events_findings_steps_and_gpus():
+    r = server().json("/api/runs/slow")
+    for k in ("run", "params", "notes", "series", "events", "findings", "steps", "host", "gpus"):
+        check(k in r, f"run lacks {k}")
+    check(r["params"].get("num_workers") == "0", f"params {r['params']}")
+    check(any(s["name"] == "step.total_s" and s["count"] > 0 for s in r["series"]), "the step series are listed")
+    check(r["findings"] and all({"rule", "severity", "title", "evidence", "fix", "speedup"} <= set(f)
+                                for f in r["findings"]), "findings with their fields")
+    check(isinstance(r["findings"][0]["evidence"], dict), "evidence is a JSON object, not text")
+    check(r["steps"]["n"] >= 20 and 0.5 < r["steps"]["data_share"] < 0.95, f"steps {r['steps']}")
+    check(r["gpus"] == [], "no GPU in this run: an empty table")
+    w = server().json("/api/runs/week")
+    check(len(w["gpus"]) == 1 and w["gpus"][0]["util_min"] == 0, f"the GPU table keeps the dip: {w['gpus']}")
+
+
+def _week_series(query):
+    w = server().json("/api/runs/week")
+    sid = next(s["id"] for s in w["series"] if s["name"] == "gpu.util_pct")
+    return server().json(f"/api/runs/week/series?id={sid}{query}")["series"][0]
+
+
+def test_downsampling_keeps_a_200ms_dip_in_a_week_long_series():
+    s = _week_series("&points=1000")
+    check(len(s["t"]) <= 1000 and len(s["t"]) >= 990, f"{len(s['t'])} points for 1000 asked")
+    check(s["res"] != "raw", f"a week is answered from rollups, not {s['res']}")
+    zero = [i for i, m in enumerate(s["min"]) if m == 0]
+    check(len(zero) == 1, f"exactly one bucket holds the dip: {zero}")
+    i = zero[0]
+    width = s["bucket_s"]
+    check(abs(s["t"][i] - DIP_AT) <= width, f"the dip's bucket is at {s['t'][i]} (dip at {DIP_AT}, width {width})")
+    check(s["mean"][i] > 90, f"the bucket's mean ({s['mean'][i]}) averages the dip away: only min shows it")
+    check(min(m for k, m in enumerate(s["min"]) if k != i) >= 97, "no other bucket dips")
+    check(all(a < b for a, b in zip(s["t"], s["t"][1:])), "times ascend")
+
+
+def test_a_zoom_around_the_dip_shows_it_at_full_resolution():
+    s = _week_series(f"&from={DIP_AT - 1800}&to={DIP_AT + 1800}&points=1000")
+    check(abs(s["from"] - (DIP_AT - 1800)) < 0.2 and abs(s["to"] - (DIP_AT + 1800)) < 0.2, f"window {s['from']}..{s['to']}")
+    check(min(x for x in s["min"] if x is not None) == 0, "the dip in the one-hour zoom")
+    s = _week_series(f"&from={DIP_AT - 1}&to={DIP_AT + 1}&points=1000")
+    check(s["res"] == "raw" and "min" not in s, "a short window is raw samples")
+    zeros = [t for t, v in zip(s["t"], s["mean"]) if v == 0]
+    check(len(zeros) == 2 and abs(zeros[0] - DIP_AT) < 0.11, f"two 100 ms samples at 0: {zeros}")
+
+
+def test_bad_requests_answer_400_404_or_409_with_a_json_error():
+    sv = server()
+    for path, status in (("/api/runs/nosuchrun", 404), ("/api/nothing", 404), ("/api/runs/week/series", 400),
+                         ("/api/runs/week/series?id=1&points=0", 400), ("/api/runs/week/series?id=1&from=5&to=1", 400),
+                         ("/api/runs/week/series?id=abc", 400), ("/api/runs/week/series?id=99999", 404),
+                         ("/api/runs/week/series?id=1&points=1e9", 400), ("/api/compare", 400),
+                         ("/api/compare?runs=week,nosuchrun", 404), ("/api/runs/week/live?since=-3", 400)):
+        body = sv.json(path, status)
+        check(isinstance(body.get("error"), str) and body["error"], f"{path}: error message {body}")
+
+
+def test_compare_has_speedups_differing_params_and_findings():
+    c = server().json("/api/compare?runs=slow,fast")
+    check([r["name"] for r in c["runs"]] == ["slow", "fast"], "runs in the order asked")
+    check(c["runs"][0]["speedup"] == 1, "the baseline's speed-up is 1")
+    check(c["runs"][1]["speedup"] > 1.5, f"the fast loader is faster: {c['runs'][1]['speedup']}")
+    check([p["key"] for p in c["params_differ"]] == ["num_workers"], f"differing params {c['params_differ']}")
+    check(c["params_differ"][0]["values"] == ["0", "4"], "their values")
+    check(all(len(f["in"]) == 2 for f in c["findings"]), "findings say in which runs")
+
+
+def test_findings_stored_and_live():
+    f = server().json("/api/runs/slow/findings")
+    check(f["stored"] is True and f["findings"], "the stored findings")
+    live = server().json("/api/runs/slow/findings?live=1")
+    check(live["live"] is True and [x["rule"] for x in live["findings"]] == [x["rule"] for x in f["findings"]],
+          "the live diagnosis of a finished run agrees with the stored one")
+
+
+def test_pages_and_assets():
+    st, h, body = server().get("/")
+    check(st == 200 and h["Content-Type"].startswith("text/html") and b"gpuscope" in body, f"/ -> {st}")
+    if b"was not built" not in body:
+        st, h, body = server().get("/assets/app.js")
+        check(st == 200 and "javascript" in h["Content-Type"] and len(body) > 1000, f"app.js -> {st}")
+    check(h.get("X-Content-Type-Options") == "nosniff", "nosniff")
+    st, _, _ = server().get("/assets/nothing.js")
+    check(st == 404, f"unknown asset -> {st}")
+
+
+def test_path_traversal_is_rejected():
+    sv = server()
+    for path in (b"/../etc/passwd", b"/assets/../../etc/passwd", b"/%2e%2e/etc/passwd", b"/assets/%2e%2e/%2e%2e/etc/passwd",
+                 b"/api/runs/..", b"/assets//app.js", b"/assets\\app.js"):
+        st, got = sv.raw(b"GET " + path + b" HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        check(st in (400, 404), f"GET {path!r} -> {st}")
+        check(b"root:" not in got, "no file content")
+
+
+def test_oversized_and_body_carrying_requests_are_rejected():
+    sv = server()
+    st, _ = sv.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
+    check(st in (0, 400, 413, 414, 431), f"a 70 KB header -> {st}")
+    st, _ = sv.raw(b"GET /api/runs?" + b"x" * 70000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    check(st in (0, 400, 413, 414, 431), f"a 70 KB URL -> {st}")
+    st, _, _ = sv.get("/api/runs", method="POST")
+    check(st == 405, f"POST -> {st}")
+    st, _ = sv.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+    check(st == 413, f"a GET with a body -> {st}")
+    check(sv.json("/api/runs")["runs"], "the server still answers")
+
+
+def test_another_sites_host_is_refused_without_a_token():
+    st, _, _ = server().get("/api/runs", headers={"Host": "evil.example:7733"})
+    check(st == 403, f"Host evil.example -> {st}")
+    st, _, _ = server().get("/api/runs", headers={"Host": f"localhost:{server().port}"})
+    check(st == 200, f"Host localhost -> {st}")
+
+
+def test_token_is_refused_or_accepted_on_every_request():
+    sv = Server(box(), "--token", "s3cret-t0ken")
+    try:
+        st, _, _ = sv.get("/api/runs")
+        check(st == 401, f"no token -> {st}")
+        st, _, _ = sv.get("/api/runs", headers={"Authorization": "Bearer s3cret-t0kem"})
+        check(st == 401, f"a wrong token -> {st}")
+        st, _, _ = sv.get("/api/runs", headers={"Authorization": "Bearer s3cret-t0ken-and-more"})
+        check(st == 401, f"a longer token -> {st}")
+        sv.json("/api/runs", headers={"Authorization": "Bearer s3cret-t0ken"})
+        st, h, _ = sv.get("/?token=wrong")
+        check(st == 401 and "Set-Cookie" not in h, f"/?token=wrong -> {st}")
+        st, h, _ = sv.get("/?token=s3cret-t0ken")
+        check(st == 302 and h.get("Location") == "/", f"/?token= redirects: {st} {h.get('Location')}")
+        cookie = h["Set-Cookie"].split(";")[0]
+        check("HttpOnly" in h["Set-Cookie"] and "SameSite=Strict" in h["Set-Cookie"], h["Set-Cookie"])
+        sv.json("/api/runs", headers={"Cookie": cookie})
+        st, _, _ = sv.get("/api/runs", headers={"Cookie": "gpuscope_token=nope"})
+        check(st == 401, f"a wrong cookie -> {st}")
+    finally:
+        sv.stop()
+    sv = Server(box(), env={"GPUSCOPE_TOKEN": "from-env"})
+    try:
+        st, _, _ = sv.get("/api/runs")
+        check(st == 401, "GPUSCOPE_TOKEN is required too")
+        sv.json("/api/runs", headers={"Authorization": "Bearer from-env"})
+    finally:
+        sv.stop()
+
+
+def test_a_non_loopback_address_needs_a_token():
+    rc, out, err = box().gs("serve", "--listen", "0.0.0.0:0", timeout=30)
+    check(rc == 2 and "needs a token" in err and err.count("\n") == 1, f"rc {rc}, stderr {err!r}")
+    rc, out, err = box().gs("serve", "--listen", "nonsense", timeout=30)
+    check(rc == 2 and "HOST:PORT" in err, f"rc {rc}, stderr {err!r}")
+    bad = os.path.join(box().dir, "bad.db")
+    with open(bad, "w") as f:
+        f.write("not sqlite at all")
+    rc, out, err = box().gs("serve", "--store", "sqlite://" + bad, timeout=30)
+    check(rc == 3 and err.startswith("gpuscope: "), f"a bad store: rc {rc}, {err!r}")
+
+
+def test_live_stream_sends_new_samples_then_the_status():
+    sb = box()
+    job = subprocess.Popen([BIN, "run", "--quiet", "--name", "live", "--", *sb.step_job(0.02, 0.02, 100)],
+                           env=sb.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            st, _, _ = server().get("/api/runs/live")
+            if st == 200:
+                break
+            time.sleep(0.2)
+        c = http.client.HTTPConnection("127.0.0.1", server().port, timeout=60)
+        c.request("GET", "/api/runs/live/live")
+        r = c.getresponse()
+        check(r.status == 200 and r.getheader("Content-Type") == "text/event-stream", f"live -> {r.status}")
+        events, t_seen = [], []
+        for line in r:
+            line = line.decode().rstrip("\n")
+            if line.startswith("event: "):
+                events.append(line[7:])
+            elif line.startswith("data: ") and events[-1] == "samples":
+                for s in json.loads(line[6:])["series"]:
+                    check(len(s["t"]) == len(s["v"]), "as many times as values")
+                    t_seen.extend(s["t"])
+            if events and events[-1] == "status" and line.startswith("data: "):
+                check(json.loads(line[6:])["status"] == "finished", line)
+                break
+        c.close()
+        check(events.count("samples") >= 2, f"samples came as the run went on: {events}")
+        check("findings" in events, f"the live findings came: {events}")
+        check(events[-1] == "status", f"the stream ends with the status: {events[-3:]}")
+        check(max(t_seen) > 3, f"samples up to the run's end ({max(t_seen)} s)")
+    finally:
+        job.wait(timeout=60)
+
+
+def test_the_store_is_never_written():
+    before = dump(box())
+    sv = server()
+    for path in ("/api/runs", "/api/runs/week", "/api/runs/slow/findings?live=1", "/api/compare?runs=slow,fast"):
+        sv.get(path)
+    check(dump(box()) == before, "the store's content is unchanged by serving it")
+
+
+def test_zz_sigterm_stops_the_server_cleanly():
+    server().stop()
+    _server.clear()
+
+
+if __name__ == "__main__":
+    run_tests(globals())
