@@ -210,9 +210,9 @@ def test_path_traversal_is_rejected():
 def test_oversized_and_body_carrying_requests_are_rejected():
     sv = server()
     st, _ = sv.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: " + b"a" * 70000 + b"\r\n\r\n")
-    check(st in (0, 400, 413, 414, 431), f"a 70 KB header -> {st}")
+    check(st == 431, f"a 70 KB header -> {st}")
     st, _ = sv.raw(b"GET /api/runs?" + b"x" * 70000 + b" HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-    check(st in (0, 400, 413, 414, 431), f"a 70 KB URL -> {st}")
+    check(st == 414, f"a 70 KB URL -> {st}")
     st, _, _ = sv.get("/api/runs", method="POST")
     check(st == 405, f"POST -> {st}")
     st, _ = sv.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
