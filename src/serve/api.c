@@ -64,12 +64,22 @@ void serve_json_findings(FILE *out, const struct store_finding *f, size_t n) {
 
 /* ---- views ---- */
 
-/* The view of ref: a cached one for a finished run (owned by the cache: *fresh NULL), else loaded now
- * into *fresh (the caller runs runview_done on it). Returns 0, or the GS_E code with the reply set. */
+void serve_cached_view_done(struct serve_cached_view *c) {
+  if (c->loaded)
+    runview_done(&c->v);
+  free(c->run_json);
+  free(c->diag);
+  memset(c, 0, sizeof *c);
+}
+
+/* The view of ref: a cached one for a finished run (owned by the cache, *entry its slot), else loaded
+ * now into *fresh (*owned set: the caller runs runview_done on it; *entry NULL). Returns 0, or the
+ * GS_E code with the reply set. */
 static int view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
-                    struct runview *fresh, int *owned) {
+                    struct runview *fresh, int *owned, struct serve_cached_view **entry) {
   struct store_run run;
   *owned = 0;
+  *entry = NULL;
   int rc = s->st->run_get(s->st, ref, &run);
   if (rc) {
     serve_reply_error(r, rc == GS_ENOENT ? MHD_HTTP_NOT_FOUND : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT : 500, "%s",
@@ -83,6 +93,7 @@ static int view_get(struct serve *s, const char *ref, struct serve_reply *r, con
           !strcmp(s->views[i].v.run.status, run.status)) {
         s->views[i].used = ++s->clock;
         *out = &s->views[i].v;
+        *entry = &s->views[i];
         return GS_OK;
       }
   if (!finished) {
@@ -104,9 +115,7 @@ static int view_get(struct serve *s, const char *ref, struct serve_reply *r, con
         break;
     }
   struct serve_cached_view *c = &s->views[k];
-  if (c->loaded)
-    runview_done(&c->v);
-  memset(c, 0, sizeof *c);
+  serve_cached_view_done(c);
   rc = runview_load(s->st, run.id, &c->v);
   if (rc) {
     runview_done(&c->v);
@@ -119,6 +128,35 @@ static int view_get(struct serve *s, const char *ref, struct serve_reply *r, con
   c->end_wall_ns = run.end_wall_ns;
   c->used = ++s->clock;
   *out = &c->v;
+  *entry = c;
+  return GS_OK;
+}
+
+/* The run's findings: the stored ones, else the doctor's diagnosis (kept with a cached view; else
+ * *owned is set and the caller frees *f). *stored says which. Returns 0 or a GS_E code. */
+static int findings_for(struct serve *s, struct serve_cached_view *e, const struct runview *v,
+                        struct store_finding **f, size_t *nf, int *owned, int *stored) {
+  *owned = 0;
+  *stored = v->nfindings > 0;
+  if (*stored) {
+    *f = v->findings;
+    *nf = v->nfindings;
+    return GS_OK;
+  }
+  if (e && e->diag_done) {
+    *f = e->diag;
+    *nf = e->ndiag;
+    return GS_OK;
+  }
+  int rc = doctor_diagnose(s->st, v->run.id, f, nf);
+  if (rc)
+    return rc;
+  if (e) {
+    e->diag = *f;
+    e->ndiag = *nf;
+    e->diag_done = 1;
+  } else
+    *owned = 1;
   return GS_OK;
 }
 
@@ -212,8 +250,11 @@ static double throttled_share(const struct runview *v, const char *labels) {
   return (double)k / (double)n;
 }
 
-/* Mean GPU util over every GPU, as SPARK_POINTS bucket means (NAN where nothing was sampled). */
+/* Mean GPU util over every GPU, as SPARK_POINTS bucket means (NAN where nothing was sampled): one
+ * read per GPU, of its raw samples or, for a long series, its 1 min rollups. */
 static void spark(const struct runview *v, double *out) {
+  double sum[SPARK_POINTS] = {0};
+  size_t cnt[SPARK_POINTS] = {0};
   for (int i = 0; i < SPARK_POINTS; i++)
     out[i] = NAN;
   int64_t end = 0;
@@ -222,12 +263,33 @@ static void spark(const struct runview *v, double *out) {
       end = v->series[i].t_last;
   if (end <= 0)
     return;
-  for (int i = 0; i < SPARK_POINTS; i++) {
-    struct runview_stats st;
-    int64_t a = end / SPARK_POINTS * i, b = i == SPARK_POINTS - 1 ? end : end / SPARK_POINTS * (i + 1) - 1;
-    if (!runview_stats(v, NULL, "gpu.util_pct", NULL, a, b, &st) && st.n)
-      out[i] = st.mean;
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *s = &v->series[i];
+    if (strcmp(s->name, "gpu.util_pct") || s->count <= 0)
+      continue;
+    int64_t *t = NULL;
+    double *x = NULL, *mn = NULL, *mx = NULL;
+    size_t n = 0;
+    int rc = s->count > RUNVIEW_QUICK_POINTS
+                 ? v->st->rollups_read(v->st, s->id, RUNVIEW_SLOW_RES_NS, &t, &mn, &mx, &x, &n)
+                 : runview_samples(v, s->id, INT64_MIN, INT64_MAX, &t, &x, &n);
+    for (size_t k = 0; !rc && k < n; k++) {
+      if (!isfinite(x[k]) || t[k] < 0)
+        continue;
+      int64_t b = t[k] / (end / SPARK_POINTS + 1);
+      if (b >= SPARK_POINTS)
+        b = SPARK_POINTS - 1;
+      sum[b] += x[k];
+      cnt[b]++;
+    }
+    free(t);
+    free(x);
+    free(mn);
+    free(mx);
   }
+  for (int i = 0; i < SPARK_POINTS; i++)
+    if (cnt[i])
+      out[i] = sum[i] / (double)cnt[i];
 }
 
 /* A wall-clock time in seconds since the epoch, to the millisecond (null when unknown). */
@@ -403,14 +465,21 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   const struct runview *v;
   struct runview fresh;
   int owned;
-  if (view_get(s, ref, r, &v, &fresh, &owned))
+  struct serve_cached_view *e;
+  if (view_get(s, ref, r, &v, &fresh, &owned, &e))
     return;
   FILE *out = r->out;
-  struct store_finding *f = v->findings;
-  size_t nf = v->nfindings;
-  int diagnosed = 0;
-  if (!nf && !doctor_diagnose(s->st, v->run.id, &f, &nf))
-    diagnosed = 1; /* not stored: the server writes nothing */
+  if (e && e->run_json) { /* a finished run's answer does not change */
+    fwrite(e->run_json, 1, e->run_json_len, out);
+    return;
+  }
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  int free_f = 0, stored = 1;
+  if (findings_for(s, e, v, &f, &nf, &free_f, &stored)) {
+    f = NULL; /* the doctor failed: no findings rather than no page */
+    nf = 0;
+  }
   fputs("{\"run\":{", out);
   summary_members(out, v, f, nf);
   jnum(out, "exit_code", v->run.exit_code);
@@ -461,7 +530,7 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   }
   fputs("],\"findings\":", out);
   serve_json_findings(out, f, nf);
-  fprintf(out, ",\"findings_stored\":%s,\"steps\":{", diagnosed ? "false" : "true");
+  fprintf(out, ",\"findings_stored\":%s,\"steps\":{", stored ? "true" : "false");
   struct steps_fig sf;
   steps_figures(v, &sf);
   jnum(out, "n", (double)sf.n);
@@ -481,8 +550,12 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   fputs("},\"gpus\":", out);
   gpu_table(out, v);
   fputs("}\n", out);
-  if (diagnosed)
+  if (free_f)
     free(f);
+  if (e && !fflush(out) && (e->run_json = malloc(r->len ? r->len : 1))) {
+    memcpy(e->run_json, r->body, r->len);
+    e->run_json_len = r->len;
+  }
   if (owned)
     runview_done(&fresh);
 }
@@ -527,7 +600,8 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
   const struct runview *v;
   struct runview fresh;
   int owned;
-  if (view_get(s, ref, r, &v, &fresh, &owned))
+  struct serve_cached_view *e;
+  if (view_get(s, ref, r, &v, &fresh, &owned, &e))
     return;
   int64_t fa = isfinite(from) ? sec_to_ns(from) : INT64_MIN, ta = isfinite(to) ? sec_to_ns(to) : INT64_MAX;
   fprintf(r->out, "{\"run\":");
@@ -584,28 +658,29 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   const struct runview *v;
   struct runview fresh;
   int owned;
-  if (view_get(s, ref, r, &v, &fresh, &owned))
+  struct serve_cached_view *e;
+  if (view_get(s, ref, r, &v, &fresh, &owned, &e))
     return;
   const char *live = a->get(a->user, "live");
   int want_live = live && strcmp(live, "0");
-  struct store_finding *f = v->findings;
-  size_t nf = v->nfindings;
-  int computed = 0;
-  if (want_live || !nf) {
-    int rc = want_live ? serve_live_findings(s->st, v->run.id, &f, &nf) : doctor_diagnose(s->st, v->run.id, &f, &nf);
-    if (rc) {
-      serve_reply_error(r, 500, "%s", gs_last_error());
-      goto done;
-    }
-    computed = 1;
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  int free_f = 0, stored = 0;
+  int rc = want_live ? serve_live_findings(s->st, v->run.id, &f, &nf)
+                     : findings_for(s, e, v, &f, &nf, &free_f, &stored);
+  if (want_live)
+    free_f = 1;
+  if (rc) {
+    serve_reply_error(r, 500, "%s", gs_last_error());
+    goto done;
   }
   fprintf(r->out, "{\"run\":");
   rp_json_str(r->out, v->run.id);
-  fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":null,\"findings\":", computed ? "false" : "true",
+  fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":null,\"findings\":", stored ? "true" : "false",
           want_live ? "true" : "false");
   serve_json_findings(r->out, f, nf);
   fputs("}\n", r->out);
-  if (computed)
+  if (free_f)
     free(f);
 done:
   if (owned)

@@ -391,6 +391,13 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
     slen = sizeof *a4;
   }
   (void)slen;
+  /* SIGINT and SIGTERM wait for the main thread's sigsuspend (the daemon's threads inherit the
+   * block): an idle server wakes for nothing. */
+  sigset_t block, old;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  sigaddset(&block, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &block, &old);
   unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
                    MHD_USE_ERROR_LOG | (s.addr.v6 ? MHD_USE_IPv6 : 0);
   struct MHD_Daemon *d = MHD_start_daemon(
@@ -411,16 +418,14 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   printf("gpuscope serve: listening on http://%s%s%s:%d/\n", s.addr.v6 ? "[" : "", s.addr.host,
          s.addr.v6 ? "]" : "", s.addr.port);
   fflush(stdout);
-  while (!*stop) {
-    struct timespec ts = {0, 200 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  while (!*stop)
+    sigsuspend(&old);
   MHD_stop_daemon(d);
   rc = GS_OK;
 done:
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
   for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-    if (s.views[i].loaded)
-      runview_done(&s.views[i].v);
+    serve_cached_view_done(&s.views[i]);
   for (size_t i = 0; i < s.nsummaries; i++)
     free(s.summaries[i].json);
   free(s.summaries);

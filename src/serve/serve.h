@@ -46,7 +46,9 @@ struct serve_addr {
  * GS_EINVAL with a message. */
 int serve_addr_parse(const char *s, struct serve_addr *a);
 
-/* Runs the server until *stop becomes non-zero (a signal handler sets it). Returns 0, GS_EINVAL for
+/* Runs the server until *stop becomes non-zero: the caller's SIGINT/SIGTERM handler sets it (the two
+ * signals are blocked in the server's threads and awaited with sigsuspend, so an idle server never
+ * wakes). Returns 0, GS_EINVAL for
  * bad options (a token missing for a non-loopback address), GS_EBUSY when the address cannot be
  * bound, or the store's GS_E code when it cannot be opened; each with a message in gs_last_error(). */
 int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop);

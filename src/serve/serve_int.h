@@ -18,7 +18,15 @@ struct serve_cached_view {
   unsigned long long used; /* LRU clock */
   struct runview v;
   int loaded;
+  char *run_json; /* the /api/runs/REF answer, once made */
+  size_t run_json_len;
+  struct store_finding *diag; /* the doctor's diagnosis when the run has no stored findings */
+  size_t ndiag;
+  int diag_done;
 };
+
+/* Frees what a cache slot holds and zeroes it. */
+void serve_cached_view_done(struct serve_cached_view *c);
 
 /* A finished run's row of the runs list, as JSON text. */
 struct serve_cached_summary {

@@ -510,6 +510,14 @@
         o.u.setScale("x", { min, max });
       });
     };
+    // one time axis: every chart spans the run's first to last sample, whatever its own series hold
+    const fitAll = () => {
+      if (ctx.window) return;
+      const xs = ctx.charts.map((o) => o.u.data[0]).filter((x) => x && x.length);
+      if (!xs.length) return;
+      const min = Math.min(...xs.map((x) => x[0])), max = Math.max(...xs.map((x) => x[x.length - 1]));
+      if (max > min) for (const o of ctx.charts) o.u.setScale("x", { min, max });
+    };
     const datas = build();
     plan.forEach((c, i) => {
       const { wrap, u } = makeChart(c, datas[i], ctx);
@@ -517,10 +525,12 @@
       ctx.charts.push({ u, wrap });
     });
     // double-click: back to the whole run (uPlot resets its own scale; the data is the whole run's)
+    fitAll();
     charts.addEventListener("dblclick", () => {
       ctx.window = null;
       const d = build();
       ctx.charts.forEach((o, i) => { o.u.setData(d[i]); });
+      fitAll();
     });
     if (!plan.length) charts.append(el("p", { class: "muted" }, "This run has no samples to draw."));
 
@@ -558,6 +568,7 @@
         pending = false;
         const d = build();
         ctx.charts.forEach((o, i) => o.u.setData(d[i]));
+        fitAll();
         document.body.dataset.liveUpdates = String(+(document.body.dataset.liveUpdates || 0) + 1);
       });
     });
