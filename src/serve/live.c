@@ -45,7 +45,7 @@ struct serve_live *serve_live_new(struct serve *s, const char *run_id, int64_t s
     return NULL;
   }
   l->s = s;
-  l->st = store_open(s->o->store_url);
+  l->st = store_open_mode(s->o->store_url, STORE_READ);
   if (!l->st) {
     free(l);
     return NULL;

@@ -370,7 +370,7 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   for (const char *p = s.token; p && *p; p++)
     if ((unsigned char)*p <= 0x20 || *p == ';' || *p == ',' || (unsigned char)*p >= 0x7f)
       return gs_fail(GS_EINVAL, "the token must be printable ASCII without spaces, ';' or ','");
-  s.st = store_open(o->store_url);
+  s.st = store_open_mode(o->store_url, STORE_READ);
   if (!s.st)
     return GS_EIO;
   pthread_mutex_init(&s.mu, NULL);
