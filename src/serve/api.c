@@ -593,6 +593,8 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
   }
   const char *ids = a->get(a->user, "id");
   const char *name = a->get(a->user, "name");
+  const char *band_arg = a->get(a->user, "band");
+  int band = !band_arg || strcmp(band_arg, "0");
   if (!ids && !name) {
     serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "series needs id=N[,N...] or name=NAME[&labels=L]");
     return;
@@ -614,7 +616,7 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
       if (!strcmp(v->series[i].name, name) && (!labels || !strcmp(v->series[i].labels, labels))) {
         if (k++)
           fputc(',', r->out);
-        bad = serve_series_json(r->out, v, &v->series[i], fa, ta, (size_t)points) != 0;
+        bad = serve_series_json(r->out, v, &v->series[i], fa, ta, (size_t)points, band) != 0;
       }
   } else {
     for (const char *p = ids; *p && !bad;) {
@@ -634,7 +636,7 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
       }
       if (k++)
         fputc(',', r->out);
-      bad = serve_series_json(r->out, v, &v->series[idx], fa, ta, (size_t)points) != 0;
+      bad = serve_series_json(r->out, v, &v->series[idx], fa, ta, (size_t)points, band) != 0;
       p = *end ? end + 1 : end;
       if (k > 256)
         bad = 4;

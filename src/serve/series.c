@@ -141,7 +141,7 @@ static void write_raw(FILE *out, const struct raw *r) {
 }
 
 int serve_series_json(FILE *out, const struct runview *v, const struct store_series *s, int64_t from, int64_t to,
-                      size_t points) {
+                      size_t points, int band) {
   int rc = GS_OK;
   if (s->count <= 0 || from > s->t_last || to < s->t_first) {
     header(out, s, "raw", from < s->t_first ? s->t_first : from, to > s->t_last ? s->t_last : to);
@@ -227,10 +227,12 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
   }
   fputs("],", out);
   arr(out, "mean", b.sum, points, b.cnt, a, e);
-  fputc(',', out);
-  arr(out, "min", b.mn, points, b.cnt, a, e);
-  fputc(',', out);
-  arr(out, "max", b.mx, points, b.cnt, a, e);
+  if (band) {
+    fputc(',', out);
+    arr(out, "min", b.mn, points, b.cnt, a, e);
+    fputc(',', out);
+    arr(out, "max", b.mx, points, b.cnt, a, e);
+  }
   fputc('}', out);
 free_buckets:
   free(b.mn);

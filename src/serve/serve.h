@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "store/store.h"
 
@@ -57,6 +58,13 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop);
  * point (the last SERVE_LIVE_WINDOW_S) is to replace the whole-run diagnosis here, and only here.
  * Returns 0 with *out malloc'd (caller frees), or a GS_E code (*out NULL, *n 0). Writes nothing. */
 int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
+
+/* Writes one self-contained HTML page to out: the run page of refs[0] (n == 1) or the compare page
+ * of refs (2..16, the first the baseline) — the same front end as the server's, its assets inlined
+ * and the data embedded, so it opens from file:// with no network. Reads st, writes nothing to it.
+ * Returns 0, GS_ENOENT / GS_EAMBIG for a bad reference, GS_EINVAL when the web UI was not built in,
+ * or another GS_E code; each with a message. */
+int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n);
 
 /* Compares two byte strings in time that depends only on their lengths. 1 when equal. */
 int serve_token_equal(const char *a, size_t alen, const char *b, size_t blen);

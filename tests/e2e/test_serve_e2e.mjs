@@ -181,6 +181,36 @@ try {
     await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
   });
 
+  await step("the self-contained run and compare pages open from file:// with no network", async () => {
+    const run = join(SHOTS, "..", "run.html"), cmp = join(SHOTS, "..", "compare.html");
+    for (const [file, refs] of [[run, ["slow-loader"]], [cmp, ["slow-loader", "fast-loader"]]]) {
+      const r = spawnSync(BIN, ["serve", "--html", file, ...refs], { env, encoding: "utf8" });
+      check(r.status === 0, `serve --html exited ${r.status}: ${r.stderr}`);
+    }
+    const fresh = await browser.newPage();
+    await fresh.setViewport({ width: 1400, height: 1000 });
+    const asked = [];
+    fresh.on("request", (q) => asked.push(q.url()));
+    fresh.on("pageerror", (e) => errors.push("file page: " + e.message));
+    await fresh.goto("file://" + run);
+    await fresh.waitForFunction(() => document.body.dataset.ready, { timeout: 15000 });
+    for (const id of ["util", "steps", "cpu"]) {
+      const p = await chartPoints(fresh, id);
+      check(p && p.values > 0, `file page chart ${id} has data: ${JSON.stringify(p)}`);
+    }
+    check((await fresh.$$("#gpus tbody tr")).length === 8, "the file page's GPU table");
+    await fresh.screenshot({ path: join(SHOTS, "file-run.png"), fullPage: true });
+    await fresh.goto("file://" + cmp);
+    await fresh.waitForFunction(() => document.body.dataset.ready, { timeout: 15000 });
+    const bars = await fresh.$$eval("#bars .bar", (b) => b.map((x) => x.dataset.speedup));
+    check(bars.length === 2 && +bars[1] > 1.3, "the file compare page's bars: " + bars);
+    check((await chartPoints(fresh, "gpu.util_pct")).values > 0, "the file compare page's overlay");
+    await fresh.screenshot({ path: join(SHOTS, "file-compare.png"), fullPage: true });
+    const net = asked.filter((u) => !u.startsWith("file://") && !u.startsWith("data:"));
+    check(!net.length, "requests beyond the file: " + net.join(" "));
+    await fresh.close();
+  });
+
   await step("no script errors on any page", async () => check(!errors.length, errors.join("; ")));
   live.kill("SIGTERM");
 } catch (e) {

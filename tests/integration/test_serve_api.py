@@ -313,6 +313,48 @@ def test_the_store_is_never_written():
     check(dump(box()) == before, "the store's content is unchanged by serving it")
 
 
+def test_html_page_is_self_contained_and_escapes_store_text():
+    sb = box()
+    evil = "</script><script>alert(1)</script><!--"
+    sb.ok("run", "--quiet", "--name", evil, "--", "true")
+    path = os.path.join(sb.dir, "evil.html")
+    sb.ok("serve", "--html", path, evil)
+    html = open(path, encoding="utf-8").read()
+    check(html.startswith("<!DOCTYPE html>") and html.rstrip().endswith("</html>"), html[:60])
+    if "was not built" in html:
+        return
+    check("<script>alert" not in html and "<!--" not in html, "the run name cannot close the script")
+    check("<link" not in html and " src=" not in html, "no external stylesheet or script")
+    check(html.count("<script>") == 3, "data, uPlot and the app inline")
+    check("\\u003c/script>\\u003cscript>alert(1)" in html, "the name is in the data, escaped")
+    path = os.path.join(sb.dir, "cmp.html")
+    sb.ok("serve", "--html", path, "slow", "fast")
+    html = open(path, encoding="utf-8").read()
+    check('"mode":"compare"' in html and '"params_differ":[{"key":"num_workers"' in html, "the compare data")
+
+
+def test_html_page_of_an_hour_on_eight_gpus_stays_near_a_megabyte():
+    sb = box()
+    p = subprocess.run([GEN, "--url", sb.store, "--hours", "1", "--gpus", "8", "--metrics", "6", "--name", "hour"],
+                       capture_output=True, text=True, timeout=300)
+    check(p.returncode == 0, p.stderr)
+    path = os.path.join(sb.dir, "hour.html")
+    sb.ok("serve", "--html", path, "hour")
+    size = os.path.getsize(path)
+    print(f"     one hour, 8 GPUs x 6 metrics at 10 Hz: {size / 1e6:.2f} MB")
+    check(size < 1.2e6, f"the page is {size} bytes")
+
+
+def test_html_page_refuses_bad_runs_and_files():
+    sb = box()
+    for args, code in ((["serve", "--html", os.path.join(sb.dir, "x.html"), "nosuchrun"], 2),
+                       (["serve", "--html", os.path.join(sb.dir, "x.html")], 2),
+                       (["serve", "--html", "/nonexistent/dir/x.html", "slow"], 2)):
+        rc, _, err = sb.gs(*args)
+        check(rc == code and err.startswith("gpuscope: ") and err.count("\n") == 1, f"{args}: rc {rc}, {err!r}")
+    check(not os.path.exists(os.path.join(sb.dir, "x.html")), "no file left behind")
+
+
 def test_zz_sigterm_stops_the_server_cleanly():
     server().stop()
     _server.clear()

@@ -28,7 +28,40 @@
     return e;
   }
 
+  // A self-contained page (gpuscope serve --html) carries its data: the API is answered from it.
+  const EMB = window.GS_EMBED || null;
+  function embRun(ref) {
+    const all = Object.values(EMB.runs);
+    const r = all.find((x) => x.run.id === ref) || all.find((x) => x.run.name === ref);
+    if (r) return r;
+    const c = EMB.compare && EMB.compare.runs.find((x) => x.id === ref || x.name === ref);
+    if (c) throw new Error(`this file holds the comparison, not run ${c.name || c.id}'s page`);
+    throw new Error("no run '" + ref + "' in this file");
+  }
+  function embApi(path) {
+    const [p, q] = path.split("?");
+    const args = new URLSearchParams(q || "");
+    const parts = p.split("/").map(decodeURIComponent);
+    if (p === "compare") return EMB.compare;
+    if (parts[0] === "runs" && parts.length === 2) return embRun(parts[1]);
+    if (parts[0] === "runs" && parts[2] === "series") {
+      const id = EMB.compare ? (EMB.compare.runs.find((x) => x.id === parts[1] || x.name === parts[1]) || {}).id
+        : embRun(parts[1]).run.id;
+      let list = EMB.series[id] || [];
+      if (args.has("id")) { const ids = args.get("id").split(",").map(Number); list = list.filter((s) => ids.includes(s.id)); }
+      if (args.has("name")) list = list.filter((s) => s.name === args.get("name") && (!args.has("labels") || s.labels === args.get("labels")));
+      const from = args.has("from") ? +args.get("from") : -Infinity, to = args.has("to") ? +args.get("to") : Infinity;
+      return { series: list.map((s) => {
+        const keep = s.t.map((t, i) => (t >= from && t <= to ? i : -1)).filter((i) => i >= 0);
+        const pick = (a) => a && keep.map((i) => a[i]);
+        return { ...s, t: pick(s.t), mean: pick(s.mean), min: pick(s.min), max: pick(s.max) };
+      }) };
+    }
+    throw new Error("this file holds one page only");
+  }
+
   async function api(path) {
+    if (EMB) return embApi(path);
     const r = await fetch("/api/" + path, { credentials: "same-origin" });
     const body = await r.json().catch(() => ({ error: "not JSON (" + r.status + ")" }));
     if (!r.ok) throw new Error(body.error || r.statusText);
@@ -467,7 +500,7 @@
     const hash = location.hash, started = performance.now();
     const run = await api("runs/" + encodeURIComponent(ref));
     const R = run.run, id = R.id;
-    crumbs(el("a", { href: "#/" }, "runs"), R.name || id);
+    crumbs(EMB ? "run" : el("a", { href: "#/" }, "runs"), R.name || id);
     const running = R.status === "running";
     const head = el("section", { class: "run-head" },
       el("h1", {}, R.name || id, " ", statusBadge(R.status)),
@@ -534,7 +567,7 @@
     });
     if (!plan.length) charts.append(el("p", { class: "muted" }, "This run has no samples to draw."));
 
-    if (!running) return;
+    if (!running || EMB) return;
     // ---- live: new samples extend the charts; the findings are recomputed by the server ----
     $live.replaceChildren(el("span", { class: "badge live-badge" }, "● live"));
     const since = lastT.size ? Math.min(...lastT.values()) : 0;
@@ -585,7 +618,7 @@
 
   async function pageCompare(list) {
     const c = await api("compare?runs=" + list.split(",").map(encodeURIComponent).join(","));
-    crumbs(el("a", { href: "#/" }, "runs"), "compare");
+    crumbs(EMB ? "" : el("a", { href: "#/" }, "runs"), "compare");
     const runs = c.runs;
     const tp = runs.map((r) => (fin(r.samples_per_s) ? r.samples_per_s : fin(r.median_step_s) && r.median_step_s > 0 ? 1 / r.median_step_s : null));
     const unit = runs.every((r) => fin(r.samples_per_s)) ? "samples/s" : "steps/s";
@@ -655,6 +688,7 @@
     try {
       if (page === "run" && arg) await pageRun(arg);
       else if (page === "compare" && arg) await pageCompare(arg);
+      else if (EMB) { history.replaceState(null, "", EMB.hash); await route(); return; }
       else await pageRuns();
       document.body.dataset.page = page || "runs";
       document.body.dataset.ready = location.hash || "#/"; // the page is drawn (the e2e test waits on it)
@@ -664,5 +698,6 @@
     }
   }
   window.addEventListener("hashchange", route);
+  if (EMB && !location.hash) history.replaceState(null, "", EMB.hash);
   route();
 })();
