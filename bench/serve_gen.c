@@ -15,8 +15,8 @@
 
 #include "store/store.h"
 
-static const char *const names[] = {"gpu.util_pct", "gpu.power_w", "gpu.temp_c", "gpu.mem_used_bytes",
-                                    "gpu.sm_active_pct", "gpu.sm_clock_mhz"};
+static const char *const names[] = {"gpu.util_pct",       "gpu.power_w",       "gpu.temp_c",
+                                    "gpu.mem_used_bytes", "gpu.sm_active_pct", "gpu.sm_clock_mhz"};
 static const char *const units[] = {"%", "W", "C", "B", "%", "MHz"};
 
 static uint32_t rnd(uint64_t *s) {
@@ -28,23 +28,41 @@ int main(int argc, char **argv) {
   const char *url = NULL, *name = "serve-gen";
   double hours = 24 * 7, dip_at = -1, dip_ms = 200;
   int gpus = 1, hz = 10, metrics = 1;
-  static const struct option opts[] = {
-      {"url", required_argument, 0, 'u'},   {"days", required_argument, 0, 'd'},   {"hours", required_argument, 0, 'H'},
-      {"gpus", required_argument, 0, 'g'},  {"hz", required_argument, 0, 'z'},     {"dip-at", required_argument, 0, 'a'},
-      {"dip-ms", required_argument, 0, 'm'}, {"name", required_argument, 0, 'n'},  {"metrics", required_argument, 0, 'M'},
-      {0, 0, 0, 0}};
+  static const struct option opts[] = {{"url", required_argument, 0, 'u'},     {"days", required_argument, 0, 'd'},
+                                       {"hours", required_argument, 0, 'H'},   {"gpus", required_argument, 0, 'g'},
+                                       {"hz", required_argument, 0, 'z'},      {"dip-at", required_argument, 0, 'a'},
+                                       {"dip-ms", required_argument, 0, 'm'},  {"name", required_argument, 0, 'n'},
+                                       {"metrics", required_argument, 0, 'M'}, {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
-    case 'u': url = optarg; break;
-    case 'd': hours = atof(optarg) * 24; break;
-    case 'H': hours = atof(optarg); break;
-    case 'g': gpus = atoi(optarg); break;
-    case 'z': hz = atoi(optarg); break;
-    case 'a': dip_at = atof(optarg); break;
-    case 'm': dip_ms = atof(optarg); break;
-    case 'n': name = optarg; break;
-    case 'M': metrics = atoi(optarg); break;
+    case 'u':
+      url = optarg;
+      break;
+    case 'd':
+      hours = atof(optarg) * 24;
+      break;
+    case 'H':
+      hours = atof(optarg);
+      break;
+    case 'g':
+      gpus = atoi(optarg);
+      break;
+    case 'z':
+      hz = atoi(optarg);
+      break;
+    case 'a':
+      dip_at = atof(optarg);
+      break;
+    case 'm':
+      dip_ms = atof(optarg);
+      break;
+    case 'n':
+      name = optarg;
+      break;
+    case 'M':
+      metrics = atoi(optarg);
+      break;
     default:
       fprintf(stderr, "usage: serve_gen --url URL [--days D | --hours H] [--gpus G] [--hz HZ] [--dip-at S] "
                       "[--dip-ms MS] [--name NAME] [--metrics 1..6]\n");
@@ -83,8 +101,12 @@ int main(int argc, char **argv) {
   for (int g = 0; g < gpus; g++) {
     snprintf(labels[g], sizeof labels[g], "gpu=%d", g);
     for (int m = 0; m < metrics; m++)
-      defs[g * metrics + m] = (struct gs_series_def){.id = g * metrics + m, .source = "nvml", .name = (char *)names[m],
-                                                     .labels = labels[g], .unit = (char *)units[m], .kind = GS_GAUGE};
+      defs[g * metrics + m] = (struct gs_series_def){.id = g * metrics + m,
+                                                     .source = "nvml",
+                                                     .name = (char *)names[m],
+                                                     .labels = labels[g],
+                                                     .unit = (char *)units[m],
+                                                     .kind = GS_GAUGE};
   }
   b.series = defs;
   b.n_series = (size_t)ns;
@@ -99,12 +121,24 @@ int main(int argc, char **argv) {
           double v;
           int dip = g == 0 && t >= dip0 && t < dip1;
           switch (m) {
-          case 0: v = dip ? 0 : 97 + rnd(&rng) % 4; break;
-          case 1: v = dip ? 200 : 640 + rnd(&rng) % 20; break;
-          case 2: v = 70 + (k / (hz * 60)) % 5; break;
-          case 3: v = 120.0 * 1073741824.0; break;
-          case 4: v = dip ? 0 : 88 + rnd(&rng) % 5; break;
-          default: v = 1980; break;
+          case 0:
+            v = dip ? 0 : 97 + rnd(&rng) % 4;
+            break;
+          case 1:
+            v = dip ? 200 : 640 + rnd(&rng) % 20;
+            break;
+          case 2:
+            v = 70 + (k / (hz * 60)) % 5;
+            break;
+          case 3:
+            v = 120.0 * 1073741824.0;
+            break;
+          case 4:
+            v = dip ? 0 : 88 + rnd(&rng) % 5;
+            break;
+          default:
+            v = 1980;
+            break;
           }
           b.points[b.n_points++] = (struct gs_point){.series = g * metrics + m, .t_ns = mono0 + t, .v = v};
         }

@@ -94,9 +94,12 @@ static int write_page(const char *url, const char *path, char *const *refs, size
 }
 
 int cmd_serve(int argc, char **argv) {
-  static const struct option longopts[] = {{"listen", required_argument, 0, 'l'}, {"store", required_argument, 0, 's'},
-                                           {"token", required_argument, 0, 't'},  {"quiet", no_argument, 0, 'q'},
-                                           {"html", required_argument, 0, 'H'},   {"help", no_argument, 0, 'h'},
+  static const struct option longopts[] = {{"listen", required_argument, 0, 'l'},
+                                           {"store", required_argument, 0, 's'},
+                                           {"token", required_argument, 0, 't'},
+                                           {"quiet", no_argument, 0, 'q'},
+                                           {"html", required_argument, 0, 'H'},
+                                           {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   struct cmd_serve_opts co = {{0}, 0};
   struct serve_opts o;

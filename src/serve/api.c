@@ -14,7 +14,9 @@
 
 enum { SPARK_POINTS = 40 };
 
-double serve_sec(int64_t ns) { return (double)ns / 1e9; }
+double serve_sec(int64_t ns) {
+  return (double)ns / 1e9;
+}
 
 void serve_json_key(FILE *out, const char *key) {
   rp_json_str(out, key);
@@ -82,8 +84,11 @@ static int view_get(struct serve *s, const char *ref, struct serve_reply *r, con
   *entry = NULL;
   int rc = s->st->run_get(s->st, ref, &run);
   if (rc) {
-    serve_reply_error(r, rc == GS_ENOENT ? MHD_HTTP_NOT_FOUND : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT : 500, "%s",
-                      gs_last_error());
+    serve_reply_error(r,
+                      rc == GS_ENOENT   ? MHD_HTTP_NOT_FOUND
+                      : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT
+                                        : 500,
+                      "%s", gs_last_error());
     return rc;
   }
   int finished = strcmp(run.status, "running") != 0;
@@ -134,8 +139,8 @@ static int view_get(struct serve *s, const char *ref, struct serve_reply *r, con
 
 /* The run's findings: the stored ones, else the doctor's diagnosis (kept with a cached view; else
  * *owned is set and the caller frees *f). *stored says which. Returns 0 or a GS_E code. */
-static int findings_for(struct serve *s, struct serve_cached_view *e, const struct runview *v,
-                        struct store_finding **f, size_t *nf, int *owned, int *stored) {
+static int findings_for(struct serve *s, struct serve_cached_view *e, const struct runview *v, struct store_finding **f,
+                        size_t *nf, int *owned, int *stored) {
   *owned = 0;
   *stored = v->nfindings > 0;
   if (*stored) {
@@ -668,8 +673,8 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   struct store_finding *f = NULL;
   size_t nf = 0;
   int free_f = 0, stored = 0;
-  int rc = want_live ? serve_live_findings(s->st, v->run.id, &f, &nf)
-                     : findings_for(s, e, v, &f, &nf, &free_f, &stored);
+  int rc =
+      want_live ? serve_live_findings(s->st, v->run.id, &f, &nf) : findings_for(s, e, v, &f, &nf, &free_f, &stored);
   if (want_live)
     free_f = 1;
   if (rc) {
@@ -735,8 +740,7 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     size_t len = e ? (size_t)(e - p) : strlen(p);
     char ref[256];
     if (!len || len >= sizeof ref || n == SERVE_MAX_COMPARE) {
-      serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "runs: at most %d references, comma-separated",
-                        SERVE_MAX_COMPARE);
+      serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "runs: at most %d references, comma-separated", SERVE_MAX_COMPARE);
       goto done;
     }
     memcpy(ref, p, len);
@@ -744,8 +748,11 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     struct cmp_run *x = &runs[n++];
     int rc = runview_load(s->st, ref, &x->v);
     if (rc) {
-      serve_reply_error(r, rc == GS_ENOENT ? MHD_HTTP_NOT_FOUND : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT : 500, "%s",
-                        gs_last_error());
+      serve_reply_error(r,
+                        rc == GS_ENOENT   ? MHD_HTTP_NOT_FOUND
+                        : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT
+                                          : 500,
+                        "%s", gs_last_error());
       goto done;
     }
     steps_figures(&x->v, &x->sf);

@@ -35,8 +35,10 @@ static int api_into(struct serve *s, const char *path, struct kv_args *args, FIL
   if (r.status != 200) {
     /* the body is {"error": "..."}: give its text as the message */
     const char *m = r.body ? strstr(r.body, "\"error\":\"") : NULL;
-    rc = gs_fail(r.status == 404 ? GS_ENOENT : r.status == 409 ? GS_EAMBIG : GS_EIO, "%.*s",
-                 m ? (int)strcspn(m + 9, "\"") : 20, m ? m + 9 : "the page's data failed");
+    rc = gs_fail(r.status == 404   ? GS_ENOENT
+                 : r.status == 409 ? GS_EAMBIG
+                                   : GS_EIO,
+                 "%.*s", m ? (int)strcspn(m + 9, "\"") : 20, m ? m + 9 : "the page's data failed");
   } else {
     while (r.len && (r.body[r.len - 1] == '\n'))
       r.len--;
@@ -47,9 +49,9 @@ static int api_into(struct serve *s, const char *path, struct kv_args *args, FIL
 }
 
 static int page_series(const struct store_series *s) {
-  static const char *const gpu[] = {"gpu.util_pct",      "gpu.sm_active_pct", "gpu.tensor_active_pct",
+  static const char *const gpu[] = {"gpu.util_pct",        "gpu.sm_active_pct",  "gpu.tensor_active_pct",
                                     "gpu.dram_active_pct", "gpu.mem_used_bytes", "gpu.power_w",
-                                    "gpu.power_limit_w", "gpu.temp_c",        "gpu.sm_clock_mhz",
+                                    "gpu.power_limit_w",   "gpu.temp_c",         "gpu.sm_clock_mhz",
                                     "gpu.pcie_rx_bytes_s", "gpu.pcie_tx_bytes_s"};
   if (s->count <= 0)
     return 0;
@@ -57,7 +59,8 @@ static int page_series(const struct store_series *s) {
     if (!strcmp(s->name, gpu[i]))
       return 1;
   if (!strcmp(s->name, "host.cpu.busy_pct"))
-    return !strncmp(s->labels, "cpu=", 4) && s->labels[4] && strspn(s->labels + 4, "0123456789") == strlen(s->labels + 4);
+    return !strncmp(s->labels, "cpu=", 4) && s->labels[4] &&
+           strspn(s->labels + 4, "0123456789") == strlen(s->labels + 4);
   if (!strcmp(s->name, "proc.cpu_pct") || !strcmp(s->name, "proc.rss_bytes"))
     return 2;
   return !strcmp(s->source, "client") && !*s->labels;

@@ -204,8 +204,7 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
     if (rc)
       goto free_buckets;
     for (size_t i = 0; i < rn; i++)
-      if (rt[i] + resolutions[k] > from && rt[i] <= to && isfinite(rmn[i]) && isfinite(rmx[i]) &&
-          isfinite(rmean[i]))
+      if (rt[i] + resolutions[k] > from && rt[i] <= to && isfinite(rmn[i]) && isfinite(rmx[i]) && isfinite(rmean[i]))
         bucket_add(&b, rt[i] < from ? from : rt[i], rmn[i], rmx[i], rmean[i]);
   }
   size_t a = 0, e = points;

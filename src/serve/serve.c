@@ -233,7 +233,10 @@ static enum MHD_Result live_stream(struct serve *s, struct MHD_Connection *c, co
   int rc = s->st->run_get(s->st, ref, &run);
   pthread_mutex_unlock(&s->mu);
   if (rc)
-    return queue_json_error(c, rc == GS_ENOENT ? MHD_HTTP_NOT_FOUND : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT : 500,
+    return queue_json_error(c,
+                            rc == GS_ENOENT   ? MHD_HTTP_NOT_FOUND
+                            : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT
+                                              : 500,
                             gs_last_error());
   const char *since = arg_get(c, "since");
   int64_t since_ns = -1;
@@ -268,8 +271,7 @@ static int is_live_path(const char *p) {
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
-                              const char *version, const char *upload_data, size_t *upload_data_size,
-                              void **con_cls) {
+                              const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
   (void)version;
   (void)upload_data;
   struct serve *s = cls;
@@ -285,8 +287,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return queue_json_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted");
   }
   const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if ((clen && strcmp(clen, "0")) ||
-      MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+  if ((clen && strcmp(clen, "0")) || MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
     return queue_json_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted");
   if (!host_ok(s, c))
     return queue_json_error(c, MHD_HTTP_FORBIDDEN, "Host header names another site");
@@ -363,8 +364,7 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   s.token = o->token && *o->token ? o->token : NULL;
   s.token_len = s.token ? strlen(s.token) : 0;
   if (!s.addr.loopback && !s.token)
-    return gs_fail(GS_EINVAL, "listening on %s (not loopback) needs a token: --token T or GPUSCOPE_TOKEN",
-                   s.addr.host);
+    return gs_fail(GS_EINVAL, "listening on %s (not loopback) needs a token: --token T or GPUSCOPE_TOKEN", s.addr.host);
   if (s.token_len > 256)
     return gs_fail(GS_EINVAL, "the token is longer than 256 bytes");
   for (const char *p = s.token; p && *p; p++)
@@ -398,14 +398,13 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   sigaddset(&block, SIGINT);
   sigaddset(&block, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-                   MHD_USE_ERROR_LOG | (s.addr.v6 ? MHD_USE_IPv6 : 0);
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+                   (s.addr.v6 ? MHD_USE_IPv6 : 0);
   struct MHD_Daemon *d = MHD_start_daemon(
       flags, (uint16_t)s.addr.port, NULL, NULL, handle, &s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, &s,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-      MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-      (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_CONN_MEMORY,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_CONN_TIMEOUT_S, MHD_OPTION_END);
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)SERVE_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_CONN_TIMEOUT_S, MHD_OPTION_END);
   if (!d) {
     rc = gs_fail(GS_EBUSY, "cannot listen on %s:%d (%s)", s.addr.host, s.addr.port,
                  errno ? strerror(errno) : "libmicrohttpd refused");
@@ -415,8 +414,8 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
   if (info && info->port)
     s.addr.port = (int)info->port;
-  printf("gpuscope serve: listening on http://%s%s%s:%d/\n", s.addr.v6 ? "[" : "", s.addr.host,
-         s.addr.v6 ? "]" : "", s.addr.port);
+  printf("gpuscope serve: listening on http://%s%s%s:%d/\n", s.addr.v6 ? "[" : "", s.addr.host, s.addr.v6 ? "]" : "",
+         s.addr.port);
   fflush(stdout);
   while (!*stop)
     sigsuspend(&old);

@@ -19,13 +19,13 @@
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:7733"
 enum {
-  SERVE_MAX_CONNECTIONS = 64,    /* at once, all clients */
-  SERVE_MAX_PER_IP = 32,         /* at once, from one address */
-  SERVE_CONN_MEMORY = 32768,     /* per connection: request line and headers must fit */
-  SERVE_CONN_TIMEOUT_S = 30,     /* a client silent this long is dropped (live streams send a beat) */
-  SERVE_MAX_POINTS = 10000,      /* most points one series answer may hold */
+  SERVE_MAX_CONNECTIONS = 64, /* at once, all clients */
+  SERVE_MAX_PER_IP = 32,      /* at once, from one address */
+  SERVE_CONN_MEMORY = 32768,  /* per connection: request line and headers must fit */
+  SERVE_CONN_TIMEOUT_S = 30,  /* a client silent this long is dropped (live streams send a beat) */
+  SERVE_MAX_POINTS = 10000,   /* most points one series answer may hold */
   SERVE_DEFAULT_POINTS = 1000,
-  SERVE_LIVE_WINDOW_S = 60,      /* the live diagnosis looks at this much of the end of the run */
+  SERVE_LIVE_WINDOW_S = 60, /* the live diagnosis looks at this much of the end of the run */
   SERVE_LIVE_FINDINGS_EVERY_S = 5,
 };
 
