@@ -170,6 +170,36 @@ try {
     await page.screenshot({ path: join(SHOTS, "run-finished.png"), fullPage: true });
   });
 
+  await step("zoom by dragging sets every chart's window and fetches it; a double-click resets", async () => {
+    const scales = () => page.evaluate(() => [...document.querySelectorAll("[data-chart]")]
+      .filter((w) => w.gsPlot).map((w) => [w.gsPlot.scales.x.min, w.gsPlot.scales.x.max, w.gsPlot.data[0].length]));
+    const before = await scales();
+    const over = await page.$('[data-chart="util"] .u-over');
+    await over.scrollIntoView();
+    const box = await over.boundingBox();
+    const y = box.y + box.height / 2;
+    await page.mouse.move(box.x + box.width * 0.3, y);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, y, { steps: 5 });
+    await page.mouse.move(box.x + box.width * 0.6, y, { steps: 5 });
+    await page.mouse.up();
+    await sleep(1000); // the window's data comes from the server
+    const after = await scales();
+    const [a0, a1] = after[0], [b0, b1] = before[0];
+    check(a1 - a0 < (b1 - b0) * 0.5 && a0 > b0, `the util chart zoomed: ${[b0, b1]} -> ${[a0, a1]}`);
+    check(after.every(([x0, x1]) => Math.abs(x0 - a0) < 1e-6 && Math.abs(x1 - a1) < 1e-6), "every chart has the same window");
+    const inWindow = await page.evaluate((lo, hi) => {
+      const d = document.querySelector('[data-chart="util"]').gsPlot.data[0];
+      return d.length > 0 && d[0] >= lo - 0.5 && d[d.length - 1] <= hi + 0.5;
+    }, a0, a1);
+    check(inWindow, "the util chart holds the window's data (fetched for it)");
+    await page.screenshot({ path: join(SHOTS, "run-zoomed.png") });
+    await over.click({ count: 2 });
+    await sleep(300);
+    const reset = await scales();
+    check(Math.abs(reset[0][0] - b0) < 1e-6 && Math.abs(reset[0][1] - b1) < 1e-6, `double-click resets: ${reset[0]} vs ${before[0]}`);
+  });
+
   await step("compare page: throughput bars with speed-ups, the table, differing params", async () => {
     await open(page, base, "#/compare/slow-loader,fast-loader");
     const bars = await page.$$eval("#bars .bar", (b) => b.map((x) => [x.innerText, x.dataset.speedup]));

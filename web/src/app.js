@@ -395,6 +395,9 @@
     if (chart.heat) opts.axes[1] = { values: (u, ticks) => ticks.map((v) => (Number.isInteger(v) && v < chart.lines.length ? "cpu " + v : "")), size: 70 };
     const u = new uPlot(opts, data, wrap);
     wrap.gsPlot = u; // for the end-to-end test
+    // the band's edges need no legend entries of their own
+    const rows = u.root.querySelectorAll(".u-legend .u-series");
+    series.forEach((sr, i) => { if (/ (min|max)$/.test(sr.label) && rows[i]) rows[i].style.display = "none"; });
 
     return { wrap, u };
   }
