@@ -220,6 +220,20 @@ def test_oversized_and_body_carrying_requests_are_rejected():
     check(sv.json("/api/runs")["runs"], "the server still answers")
 
 
+def test_connections_from_one_address_are_limited():
+    sv = server()
+    held = [socket.create_connection(("127.0.0.1", sv.port), timeout=10) for _ in range(32)]
+    try:
+        time.sleep(0.3)
+        st, _ = sv.raw(b"GET /api/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        check(st == 0, f"a 33rd connection from one address is closed unanswered, got {st}")
+    finally:
+        for h in held:
+            h.close()
+    time.sleep(0.3)
+    check(sv.json("/api/runs")["runs"], "the server answers again once they are gone")
+
+
 def test_another_sites_host_is_refused_without_a_token():
     st, _, _ = server().get("/api/runs", headers={"Host": "evil.example:7733"})
     check(st == 403, f"Host evil.example -> {st}")
