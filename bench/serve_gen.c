@@ -1,7 +1,8 @@
 /* bench/serve_gen: makes a long stored run for `gpuscope serve`'s API test and benchmark — G GPUs
  * sampled at HZ for a span, utilisation busy (97-100 %) except one short dip to 0 on GPU 0 at a
  * given time, fed through the store interface as the agent's writer does (st->run_append batches,
- * then st->run_end, which computes the rollups). The dip is what a downsampled chart must not lose.
+ * then st->run_end, which computes the rollups, and the doctor's findings stored as the agent stores
+ * them at a run's end). The dip is what a downsampled chart must not lose.
  * usage: serve_gen --url URL [--days D | --hours H] [--gpus G] [--hz HZ] [--dip-at S] [--dip-ms MS]
  *                  [--name NAME] [--metrics N]
  * Prints the run id. */
@@ -13,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "doctor/doctor.h"
 #include "store/store.h"
 
 static const char *const names[] = {"gpu.util_pct",       "gpu.power_w",       "gpu.temp_c",
@@ -153,6 +155,11 @@ int main(int argc, char **argv) {
   run.end_wall_ns = run.start_wall_ns + ticks * step;
   if (st->run_end(st, &run)) {
     fprintf(stderr, "serve_gen: %s\n", gs_last_error());
+    return 1;
+  }
+  size_t nf = 0;
+  if (doctor_run(st, run.id, NULL, &nf)) {
+    fprintf(stderr, "serve_gen: doctor: %s\n", gs_last_error());
     return 1;
   }
   printf("%s\n", run.id);

@@ -13,14 +13,17 @@ const browser = await puppeteer.launch({
 const page = await browser.newPage();
 await page.setViewport({ width: 1400, height: 1000 });
 const times = [];
+let first = null;
 for (let i = 0; i < 5; i++) {
   await page.goto("about:blank");
   await page.goto(url);
   const hash = new URL(url).hash;
   await page.waitForFunction((h) => document.body.dataset.ready === h, { timeout: 30000 }, hash);
   times.push(await page.evaluate(() => performance.now()));
+  if (first === null) first = times[0];
 }
 const charts = await page.$$eval("[data-chart] canvas", (c) => c.length);
 times.sort((a, b) => a - b);
-console.log(`run page painted: ${(times[2] / 1000).toFixed(2)} s median of 5 (${charts} charts, from navigation)`);
+console.log(`run page painted: first ${(first / 1000).toFixed(2)} s, then ${(times[2] / 1000).toFixed(2)} s median of 5 ` +
+  `(${charts} charts, from navigation to every chart drawn)`);
 await browser.close();
