@@ -121,20 +121,20 @@ static void write_raw(FILE *out, const struct raw *r) {
   }
   fputs("\"t\":[", out);
   for (size_t i = 0; i < r->n; i++) {
+    if (i)
+      fputc(',', out);
     if (i && r->t[i] - r->t[i - 1] > gap) {
       rp_json_num(out, serve_sec(r->t[i - 1] + (r->t[i] - r->t[i - 1]) / 2));
       fputc(',', out);
     }
-    if (i)
-      fputc(',', out);
     rp_json_num(out, serve_sec(r->t[i]));
   }
   fputs("],\"mean\":[", out);
   for (size_t i = 0; i < r->n; i++) {
-    if (i && r->t[i] - r->t[i - 1] > gap)
-      fputs("null,", out);
     if (i)
       fputc(',', out);
+    if (i && r->t[i] - r->t[i - 1] > gap)
+      fputs("null,", out);
     rp_json_num(out, r->v[i]);
   }
   fputs("]}", out);
