@@ -82,7 +82,8 @@ static int run_series(struct store *st, const char *id, FILE *out, int compare_o
     int want = page_series(s);
     if (compare_only)
       want = (!strcmp(s->name, "gpu.util_pct") && !strcmp(s->labels, "gpu=0")) ||
-             (!strcmp(s->name, "step.total_s") && !*s->labels && !strcmp(s->source, "client"));
+             ((!strcmp(s->name, "step.total_s") || !strcmp(s->name, "step.n")) && !*s->labels &&
+              !strcmp(s->source, "client"));
     if (want == 2)
       want = !strcmp(s->name, "proc.cpu_pct") ? ncpu++ < PAGE_PROCS : nrss++ < PAGE_PROCS;
     if (!want)

@@ -208,6 +208,11 @@ try {
     check(+bars[1][1] > 1.3 && /×/.test(bars[1][0]), "the fast loader's bar says its speed-up: " + bars[1]);
     const params = await page.$eval("#params-differ", (p) => p.innerText);
     check(/num_workers/.test(params) && /pin_memory/.test(params), "differing params: " + params);
+    check((await chartPoints(page, "step.total_s")).values > 0, "the overlaid step times");
+    await page.click("#align-step");
+    await page.waitForFunction(() => document.querySelector('[data-chart="step.total_s"]').gsPlot.series[0].label === "step");
+    const byStep = await chartPoints(page, "step.total_s");
+    check(byStep.values > 0 && byStep.last >= 50 && byStep.last <= 60, "aligned by step, up to the 60th: " + JSON.stringify(byStep));
     await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
   });
 
