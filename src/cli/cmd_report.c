@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "report/report.h"
+#include "serve/serve.h"
 
 struct report_opts {
   const char *store, *html;
@@ -111,9 +112,11 @@ struct html_job {
   const struct report_run *r;
 };
 
+/* The HTML report is the web app's run page, self-contained (serve/page.c): one front end. */
 static int write_html(FILE *out, void *user) {
   struct html_job *j = user;
-  return report_html(out, j->st, j->r);
+  char *ref = (char *)j->r->run.id;
+  return serve_page_write(out, j->st, &ref, 1);
 }
 
 int cmd_report(int argc, char **argv) {
@@ -154,13 +157,22 @@ int cmd_report(int argc, char **argv) {
 }
 
 struct compare_job {
+  struct store *st;
   const struct report_run *runs;
   size_t n;
 };
 
+/* The web app's compare page, self-contained (serve/page.c). */
 static int write_compare_html(FILE *out, void *user) {
   struct compare_job *j = user;
-  return report_compare_html(out, j->runs, j->n);
+  char **ids = calloc(j->n, sizeof *ids);
+  if (!ids)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < j->n; i++)
+    ids[i] = (char *)j->runs[i].run.id;
+  int rc = serve_page_write(out, j->st, ids, j->n);
+  free(ids);
+  return rc;
 }
 
 int cmd_compare(int argc, char **argv) {
@@ -189,7 +201,7 @@ int cmd_compare(int argc, char **argv) {
     if ((rc = report_load_or_exit(st, o.refs[loaded], o.rediagnose, &runs[loaded])))
       report_run_done(&runs[loaded]);
   if (!rc && o.html) {
-    struct compare_job j = {runs, o.nrefs};
+    struct compare_job j = {st, runs, o.nrefs};
     rc = report_write_file(o.html, write_compare_html, &j);
     if (!rc && !o.json && strcmp(o.html, "-"))
       printf("gpuscope: wrote %s (%zu runs)\n", o.html, o.nrefs);

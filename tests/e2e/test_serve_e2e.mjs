@@ -2,7 +2,8 @@
 // puppeteer-core: no browser is ever downloaded). Two finished runs and one live run, all with the
 // simulated GPU (tests/gpusim) and a job that reports its steps over gs1; then the runs page, the
 // live run's page (charts have data and grow while the run goes on; the live finding appears), a
-// finished run's page, and the compare page (bars with speed-ups). Screenshots go to
+// finished run's page (zoom and reset), the compare page (bars with speed-ups), and the same pages
+// written by report --html and compare --html, opened from file:// with no network. Screenshots go to
 // $GS_BUILD_DIR/tests/e2e/screens/ — look at them.
 //
 // env: GPUSCOPE_BIN, GS_BUILD_DIR, GS_SOURCE_DIR, GS_PYTHON, GS_CHROMIUM, NODE_PATH (puppeteer-core)
@@ -218,9 +219,10 @@ try {
 
   await step("the self-contained run and compare pages open from file:// with no network", async () => {
     const run = join(SHOTS, "..", "run.html"), cmp = join(SHOTS, "..", "compare.html");
-    for (const [file, refs] of [[run, ["slow-loader"]], [cmp, ["slow-loader", "fast-loader"]]]) {
-      const r = spawnSync(BIN, ["serve", "--html", file, ...refs], { env, encoding: "utf8" });
-      check(r.status === 0, `serve --html exited ${r.status}: ${r.stderr}`);
+    // report --html and compare --html write the same page as serve --html
+    for (const args of [["report", "slow-loader", "--html", run], ["compare", "slow-loader", "fast-loader", "--html", cmp]]) {
+      const r = spawnSync(BIN, args, { env, encoding: "utf8" });
+      check(r.status === 0, `${args.join(" ")} exited ${r.status}: ${r.stderr}`);
     }
     const fresh = await browser.newPage();
     await fresh.setViewport({ width: 1400, height: 1000 });
