@@ -1,7 +1,7 @@
 /* report/compare: `gpuscope compare RUN RUN...` — the runs side by side: throughput, median step,
  * data-wait share, GPU util and SM activity, memory peak, energy per sample, idle GPU-hours; each
  * run's speed-up over the first; the params that differ; the findings that appeared or disappeared
- * against the first run. Text and HTML here; the JSON form is in json.c. */
+ * against the first run. Text here; the JSON form is in json.c, the HTML page is serve's (serve/page.c). */
 #include <math.h>
 #include <string.h>
 
@@ -44,7 +44,7 @@ void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(voi
     }
 }
 
-/* ---- the rows, shared by text and HTML ---- */
+/* ---- the rows ---- */
 
 enum { ROW_THROUGHPUT, ROW_SPEEDUP, ROW_STEP, ROW_DATA, ROW_UTIL, ROW_SM, ROW_MEM, ROW_ENERGY, ROW_IDLE, ROWS };
 
@@ -169,95 +169,5 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
     }
     fputc('\n', out);
   }
-  return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;
-}
-
-/* ---- HTML ---- */
-
-struct html_diff {
-  FILE *out;
-  const struct report_run *runs;
-  size_t n;
-};
-
-static void html_param(void *user, const char *key) {
-  struct html_diff *h = user;
-  fputs("<tr><th>", h->out);
-  rp_html(h->out, key);
-  fputs("</th>", h->out);
-  for (size_t j = 0; j < h->n; j++) {
-    const char *v = rp_param(&h->runs[j], key);
-    fputs("<td>", h->out);
-    rp_html(h->out, v ? v : "—");
-    fputs("</td>", h->out);
-  }
-  fputs("</tr>\n", h->out);
-}
-
-int report_compare_html(FILE *out, const struct report_run *runs, size_t n) {
-  rp_html_begin(out, "gpuscope compare");
-  fprintf(out, "<h1>gpuscope compare: %zu runs</h1>\n<table class='cmp'>\n<tr><th></th>", n);
-  for (size_t i = 0; i < n; i++) {
-    fputs("<th>", out);
-    rp_html(out, runs[i].run.id);
-    if (runs[i].run.name[0]) {
-      fputs("<br>", out);
-      rp_html(out, runs[i].run.name);
-    }
-    fputs("</th>", out);
-  }
-  fputs("</tr>\n", out);
-  for (int row = 0; row < ROWS; row++) {
-    fprintf(out, "<tr><th>%s</th>", ROW_NAMES[row]);
-    for (size_t i = 0; i < n; i++) {
-      char b[64];
-      fputs("<td>", out);
-      rp_html(out, cell(b, sizeof b, row, runs, i));
-      fputs("</td>", out);
-    }
-    fputs("</tr>\n", out);
-  }
-  fputs("<tr><th>findings</th>", out);
-  for (size_t i = 0; i < n; i++) {
-    char b[512];
-    rule_list(b, sizeof b, &runs[i], NULL);
-    fputs("<td>", out);
-    rp_html(out, b);
-    if (i) {
-      rule_list(b, sizeof b, &runs[i], &runs[0]);
-      fputs("<br><span class='app'>appeared: ", out);
-      rp_html(out, b);
-      rule_list(b, sizeof b, &runs[0], &runs[i]);
-      fputs("</span><br><span class='gone'>disappeared: ", out);
-      rp_html(out, b);
-      fputs("</span>", out);
-    }
-    fputs("</td>", out);
-  }
-  fputs("</tr>\n</table>\n<h2>Params that differ</h2>\n<table class='cmp'>\n", out);
-  struct html_diff hd = {out, runs, n};
-  rp_differing_params(runs, n, html_param, &hd);
-  fputs("</table>\n", out);
-  /* Throughput as bars, so the speed-up reads at a glance. */
-  double max = 0;
-  for (size_t i = 0; i < n; i++)
-    if (runs[i].steps.samples_per_s > max)
-      max = runs[i].steps.samples_per_s;
-  if (max > 0) {
-    fprintf(out, "<h2>Throughput</h2>\n<svg class='chart' width='760' height='%zu' viewBox='0 0 760 %zu'>\n",
-            30 * n + 10, 30 * n + 10);
-    for (size_t i = 0; i < n; i++) {
-      double v = runs[i].steps.samples_per_s;
-      double w = v > 0 ? 500 * v / max : 0;
-      fprintf(out, "<text x='4' y='%zu' class='lab'>", 30 * i + 24);
-      rp_html(out, runs[i].run.name[0] ? runs[i].run.name : runs[i].run.id);
-      fprintf(out, "</text><rect x='200' y='%zu' width='%.1f' height='20' fill='#4a7fd4'/>", 30 * i + 8, w);
-      char b[32];
-      fprintf(out, "<text x='%.1f' y='%zu' class='lab'>%s</text>\n", 206 + w, 30 * i + 24,
-              rp_num(b, sizeof b, v, 1, "/s"));
-    }
-    fputs("</svg>\n", out);
-  }
-  rp_html_end(out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;
 }

@@ -1,8 +1,9 @@
-/* report: turning a stored run into words and numbers — the end-of-run summary, the terminal, JSON
- * and self-contained HTML reports, and `compare`. Every format reads one run view (runview.h), the
- * same object the doctor diagnoses, through the store interface, so a report looks the same whichever
- * back end holds the run and a figure agrees with the finding it illustrates. The store is untrusted input: odd
- * strings are escaped or replaced, invalid evidence is shown as text, absent numbers stay absent. */
+/* report: turning a stored run into words and numbers — the end-of-run summary, the terminal and
+ * JSON reports, and `compare` (the HTML report is the web app's page, written by serve/page.c). Every
+ * format reads one run view (runview.h), the same object the doctor diagnoses, through the store
+ * interface, so a report looks the same whichever back end holds the run and a figure agrees with the
+ * finding it illustrates. The store is untrusted input: odd strings are escaped or replaced, invalid
+ * evidence is shown as text, absent numbers stay absent. */
 #ifndef GS_REPORT_H
 #define GS_REPORT_H
 
@@ -89,14 +90,10 @@ void report_run_done(struct report_run *r);
  * returns 0 or GS_EIO when writing failed. */
 int report_text(FILE *out, const struct report_run *r, int color);
 int report_json(FILE *out, const struct report_run *r);
-/* One self-contained HTML file (inline CSS and SVG, no script, no network). Reads samples and rollups
- * through st (the store r was loaded from) for the charts. */
-int report_html(FILE *out, struct store *st, const struct report_run *r);
 
 /* Side by side: throughput, step, data wait, GPU use, energy, speed-up vs the first run, differing
  * params, findings that appeared or disappeared. */
 int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int color);
 int report_compare_json(FILE *out, const struct report_run *runs, size_t n);
-int report_compare_html(FILE *out, const struct report_run *runs, size_t n);
 
 #endif

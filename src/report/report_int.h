@@ -72,47 +72,4 @@ int rp_has_rule(const struct report_run *r, const char *rule);
  * in first-seen order. */
 void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *key), void *user);
 
-/* ---- charts (svg.c) ---- */
-
-/* A series ready to draw: raw samples for short series, min/max/mean rollups for long ones (so a short
- * dip still shows as the band's lower edge). Times in seconds since the run's start. */
-struct rp_points {
-  size_t n;
-  double *t, *mn, *mx, *mean;
-  double step_s; /* typical spacing: a longer pause between points is drawn as a gap */
-};
-/* Loads series_id for a run of duration_s. Returns 0 or a GS_E code; rp_points_free() releases. */
-int rp_points_load(struct store *st, const struct store_series *s, double duration_s, struct rp_points *p);
-void rp_points_free(struct rp_points *p);
-
-struct rp_chart {
-  FILE *out;
-  int w, h, ml, mr, mt, mb;
-  double x0, x1, y0, y1;
-  int legend;
-};
-/* Opens an inline SVG chart with axes over x0..x1 seconds and y0..y1 (yunit for the y labels; NULL:
- * no y labels, for rows of a heat map or a timeline). */
-void rp_chart_begin(struct rp_chart *c, FILE *out, const char *title, double x0, double x1, double y0, double y1,
-                    const char *yunit, int height);
-/* The min..max band and the mean line of p; gaps where points are missing. */
-void rp_chart_series(struct rp_chart *c, const struct rp_points *p, const char *color, const char *label);
-/* A shaded stretch of time (throttling, idle) and a vertical marker (an event). */
-void rp_chart_span(struct rp_chart *c, double t0, double t1, const char *color, const char *title);
-void rp_chart_mark(struct rp_chart *c, double t, const char *color, const char *title);
-/* A horizontal reference line (a limit). */
-void rp_chart_hline(struct rp_chart *c, double y, const char *color, const char *title);
-void rp_chart_end(struct rp_chart *c);
-/* A colour of the palette for series i. */
-const char *rp_color(int i);
-/* x and y of a data point in the chart's pixels. */
-double rp_chart_x(const struct rp_chart *c, double t);
-double rp_chart_y(const struct rp_chart *c, double v);
-
-/* ---- HTML pieces (html.c) ---- */
-
-/* The page's head (title, inline CSS) and its end. */
-void rp_html_begin(FILE *out, const char *title);
-void rp_html_end(FILE *out);
-
 #endif

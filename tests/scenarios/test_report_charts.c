@@ -1,6 +1,7 @@
 /* Unit tests of the report's charts and pages on synthetic runs written straight into a store: a long
- * run is drawn from min/max rollups in which a dip shorter than a bucket still shows; a gap in the
- * samples is a gap in the line; the HTML page of a long multi-GPU run is written in one piece; a run
+ * run is drawn (serve's downsampler, what the web page's charts read) in buckets whose minimum keeps a
+ * dip shorter than a bucket; a gap in the samples is a gap (null) in the line; the HTML page of a long
+ * multi-GPU run (the web app's page) is written in one piece; a run
  * too long to read raw is diagnosed and summarised from rollups and throttle events; the JSON
  * checker accepts what JSON allows and nothing else. */
 #include <math.h>
@@ -17,6 +18,8 @@
 
 #include "doctor/doctor.h"
 #include "report/report_int.h"
+#include "runview/runview.h"
+#include "serve/serve_int.h"
 #include "store/store.h"
 
 #define S 1000000000LL
@@ -82,56 +85,91 @@ static struct store *long_run(struct store_run *run) {
   return st;
 }
 
-static const struct store_series *series_of(const struct store_series *s, size_t n, const char *name,
-                                            const char *labels) {
-  long i = store_series_find(s, n, "nvml", name, labels);
+/* The numbers of array key in json ("null" as NAN), at most max. */
+static size_t json_numbers(const char *json, const char *key, double *out, size_t max) {
+  char k[32];
+  snprintf(k, sizeof k, "\"%s\":[", key);
+  const char *p = strstr(json, k);
+  if (!p)
+    return 0;
+  p += strlen(k);
+  size_t n = 0;
+  while (*p && *p != ']' && n < max) {
+    if (!strncmp(p, "null", 4)) {
+      out[n++] = NAN;
+      p += 4;
+    } else {
+      char *e;
+      out[n++] = strtod(p, &e);
+      p = e;
+    }
+    if (*p == ',')
+      p++;
+  }
+  return n;
+}
+
+/* One series of the run as the web page's charts get it (serve's downsampler), as JSON text. */
+static char *chart_json(const struct runview *v, const char *labels, size_t points) {
+  long i = runview_find(v, NULL, "gpu.util_pct", labels);
   assert_true(i >= 0);
-  return &s[i];
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  assert_int_equal(serve_series_json(m, v, &v->series[i], INT64_MIN, INT64_MAX, points, 1), 0);
+  fclose(m);
+  return buf;
 }
 
 static void test_long_run_keeps_a_short_dip_and_a_gap(void **state) {
   (void)state;
   struct store_run run;
   struct store *st = long_run(&run);
-  struct store_series *ser;
-  size_t n;
-  assert_int_equal(st->series_list(st, run.id, &ser, &n), 0);
-  struct rp_points p;
-  assert_int_equal(rp_points_load(st, series_of(ser, n, "gpu.util_pct", "gpu=0"), 7200, &p), 0);
-  /* 72,001 raw points become the stored 10 s rollups: 721 buckets, light enough for a chart. */
-  if (!(p.n > 700 && p.n < 750))
-    fail_msg("%zu points", p.n);
+  struct runview v;
+  assert_int_equal(runview_load(st, run.id, &v), 0);
+  /* 72,001 raw points become 720 buckets of 10 s, light enough for a chart. */
+  static double mn[800], mean[800];
+  char *json = chart_json(&v, "gpu=0", 720);
+  size_t n = json_numbers(json, "min", mn, 800);
+  assert_int_equal(json_numbers(json, "mean", mean, 800), n);
+  if (!(n > 700 && n <= 720))
+    fail_msg("%zu points", n);
   double lowest = INFINITY, lowest_mean = INFINITY;
-  for (size_t i = 0; i < p.n; i++) {
-    lowest = fmin(lowest, p.mn[i]);
-    lowest_mean = fmin(lowest_mean, p.mean[i]);
+  for (size_t i = 0; i < n; i++) {
+    lowest = fmin(lowest, mn[i]);
+    lowest_mean = fmin(lowest_mean, mean[i]);
   }
   assert_true(lowest == 0);      /* the 0.3 s dip is the bucket's minimum ... */
   assert_true(lowest_mean > 60); /* ... though its mean hides it */
-  rp_points_free(&p);
-  assert_int_equal(rp_points_load(st, series_of(ser, n, "gpu.util_pct", "gpu=1"), 7200, &p), 0);
+  free(json);
+  json = chart_json(&v, "gpu=1", 720);
+  n = json_numbers(json, "min", mn, 800);
   int gap = 0;
-  for (size_t i = 1; i < p.n; i++)
-    gap |= p.t[i] - p.t[i - 1] > 3 * p.step_s;
-  assert_true(gap); /* the silent 100 s are a gap, never zeros */
-  for (size_t i = 0; i < p.n; i++)
-    assert_true(p.mn[i] == 97);
-  rp_points_free(&p);
+  for (size_t i = 0; i < n; i++) {
+    gap |= isnan(mn[i]);
+    assert_true(isnan(mn[i]) || mn[i] == 97);
+  }
+  assert_true(gap); /* the silent 100 s are a gap (null), never zeros */
+  free(json);
+  runview_done(&v);
 
-  struct report_run r;
-  assert_int_equal(report_run_load(st, run.id, 0, &r), 0);
+  /* The HTML report: the web app's page with the run's data in it (or, in a build without the
+   * web UI, a clear refusal). */
   char *page = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&page, &len);
-  assert_int_equal(report_html(out, st, &r), 0);
+  char *ref = run.id;
+  int rc = serve_page_write(out, st, &ref, 1);
   fclose(out);
-  assert_non_null(strstr(page, "GPU utilisation"));
-  assert_non_null(strstr(page, "</html>"));
-  /* The idle-gap timeline marks the dip on GPU 0. */
-  assert_non_null(strstr(page, "idle 3600"));
+  if (!serve_nassets) {
+    assert_int_equal(rc, GS_EINVAL);
+  } else {
+    assert_int_equal(rc, 0);
+    assert_non_null(strstr(page, "window.GS_EMBED"));
+    assert_non_null(strstr(page, "\"gpu.util_pct\""));
+    assert_non_null(strstr(page, "</html>"));
+  }
   free(page);
-  report_run_done(&r);
-  free(ser);
   st->close(st);
 }
 
