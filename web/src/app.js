@@ -139,7 +139,8 @@
     (values || []).forEach((v, i) => {
       if (!fin(v)) { pen = false; return; }
       const x = (i / Math.max(1, values.length - 1)) * (w - 2) + 1, y = h - 1 - (Math.min(100, Math.max(0, v)) / 100) * (h - 2);
-      d += (pen ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1);
+      // a point with no neighbour is drawn as a dot (a zero-length, round-capped segment)
+      d += (pen ? "L" : "M") + x.toFixed(1) + " " + y.toFixed(1) + (pen ? "" : "l0.01 0");
       pen = true;
     });
     const path = document.createElementNS(ns, "path");
