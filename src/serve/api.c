@@ -7,6 +7,7 @@
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "doctor/doctor.h"
 #include "report/report_int.h"
@@ -360,6 +361,43 @@ static void summary_members(FILE *out, const struct runview *v, const struct sto
 
 /* ---- /api/runs ---- */
 
+static double mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A running run's live findings for its row (the doctor over the run so far), kept for
+ * SERVE_LIVE_LIST_S so a list polled every few seconds does not diagnose each time. Owned by s. */
+static void live_for_list(struct serve *s, const char *id, struct store_finding **f, size_t *n) {
+  double now = mono_s();
+  struct serve_live_list *slot = NULL, *oldest = &s->live[0];
+  for (size_t i = 0; i < SERVE_LIVE_LIST && !slot; i++) {
+    if (!strcmp(s->live[i].id, id))
+      slot = &s->live[i];
+    else if (s->live[i].at < oldest->at)
+      oldest = &s->live[i];
+  }
+  if (!slot) {
+    slot = oldest;
+    free(slot->f);
+    memset(slot, 0, sizeof *slot);
+    snprintf(slot->id, sizeof slot->id, "%s", id);
+  }
+  if (!slot->f || now - slot->at >= SERVE_LIVE_LIST_S) {
+    struct store_finding *nf = NULL;
+    size_t nn = 0;
+    if (!serve_live_findings(s->st, id, &nf, &nn)) {
+      free(slot->f);
+      slot->f = nf;
+      slot->n = nn;
+    }
+    slot->at = now;
+  }
+  *f = slot->f;
+  *n = slot->n;
+}
+
 static void api_runs(struct serve *s, struct serve_reply *r) {
   struct store_run *runs;
   size_t n;
@@ -400,9 +438,12 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
     }
     struct store_finding *f = v.findings;
     size_t nf = v.nfindings;
+    if (!finished && !nf)
+      live_for_list(s, runs[i].id, &f, &nf); /* a running run: its live diagnosis */
     fputc('{', m);
     summary_members(m, &v, f, nf);
-    jnum(m, "findings", (double)nf);
+    jnum(m, "findings", (double)v.nfindings);
+    fprintf(m, "\"top_finding_live\":%s,", !finished && !v.nfindings && nf ? "true" : "false");
     fseek(m, -1, SEEK_CUR); /* the last comma */
     fputc('}', m);
     fclose(m);

@@ -208,5 +208,7 @@ done:
   for (size_t i = 0; i < s.nsummaries; i++)
     free(s.summaries[i].json);
   free(s.summaries);
+  for (size_t i = 0; i < SERVE_LIVE_LIST; i++)
+    free(s.live[i].f);
   return rc;
 }

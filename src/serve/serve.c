@@ -428,6 +428,8 @@ done:
   for (size_t i = 0; i < s.nsummaries; i++)
     free(s.summaries[i].json);
   free(s.summaries);
+  for (size_t i = 0; i < SERVE_LIVE_LIST; i++)
+    free(s.live[i].f);
   s.st->close(s.st);
   pthread_mutex_destroy(&s.mu);
   return rc;

@@ -35,6 +35,15 @@ struct serve_cached_summary {
   char *json;
 };
 
+/* A running run's live findings for the runs list, recomputed at most every SERVE_LIVE_LIST_S. */
+enum { SERVE_LIVE_LIST = 16, SERVE_LIVE_LIST_S = 30 };
+struct serve_live_list {
+  char id[32];
+  double at; /* monotonic seconds */
+  struct store_finding *f;
+  size_t n;
+};
+
 struct serve {
   const struct serve_opts *o;
   struct serve_addr addr;
@@ -49,6 +58,7 @@ struct serve {
   unsigned long long clock;
   struct serve_cached_summary *summaries;
   size_t nsummaries;
+  struct serve_live_list live[SERVE_LIVE_LIST];
 };
 
 /* One answer: status, MIME type and a body written through out (an open_memstream). */

@@ -137,6 +137,7 @@ try {
     const rows = await page.$$eval("#runs tbody tr[data-run]", (t) => t.map((r) => r.innerText));
     check(rows.length === 3, "rows: " + rows.length);
     check(rows.some((r) => r.includes("live-run") && r.includes("running")), "the live run shows as running: " + rows.join(" | "));
+    check(await page.$('#runs tr[data-run] .finding-cell .live-badge'), "the live run's top finding, live");
     const sparks = await page.$$eval("#runs svg.spark path", (p) => p.map((x) => x.getTotalLength() > 0 || /l0\.01/.test(x.getAttribute("d"))));
     check(sparks.length === 3 && sparks.every(Boolean), "a drawn sparkline per run: " + sparks);
     await page.screenshot({ path: join(SHOTS, "runs.png"), fullPage: true });

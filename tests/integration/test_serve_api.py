@@ -300,6 +300,9 @@ def test_live_stream_sends_new_samples_then_the_status():
             if st == 200:
                 break
             time.sleep(0.2)
+        row = next(r for r in server().json("/api/runs")["runs"] if r["name"] == "live")
+        if row["status"] == "running":
+            check(row["top_finding_live"] is True and row["top_finding"], f"a running run's live top finding: {row}")
         c = http.client.HTTPConnection("127.0.0.1", server().port, timeout=60)
         c.request("GET", "/api/runs/live/live")
         r = c.getresponse()

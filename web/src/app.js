@@ -219,7 +219,8 @@
           el("td", { class: "num" }, secs(r.duration_s)),
           el("td", { class: "num" }, sps(r.samples_per_s)),
           el("td", { class: "spark-cell" }, sparkline(r.spark), " ", pctv(r.gpu_util)),
-          el("td", { class: "finding-cell" }, f ? el("span", { class: "sev sev-" + f.severity }, f.title) : DASH),
+          el("td", { class: "finding-cell" }, f ? el("span", { class: "sev sev-" + f.severity }, f.title,
+            r.top_finding_live ? el("span", { class: "badge live-badge" }, "live") : null) : DASH),
           el("td", { class: "num" }, f && fin(f.speedup) && f.speedup > 1.0001 ? speed(f.speedup) : DASH));
       });
       table.replaceChildren(el("thead", {}, head), el("tbody", {}, body));
