@@ -387,7 +387,8 @@ static void live_for_list(struct serve *s, const char *id, struct store_finding 
   if (!slot->f || now - slot->at >= SERVE_LIVE_LIST_S) {
     struct store_finding *nf = NULL;
     size_t nn = 0;
-    if (!serve_live_findings(s->st, id, &nf, &nn)) {
+    double w;
+    if (!serve_live_findings(s->st, id, &nf, &nn, &w)) {
       free(slot->f);
       slot->f = nf;
       slot->n = nn;
@@ -714,8 +715,9 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   struct store_finding *f = NULL;
   size_t nf = 0;
   int free_f = 0, stored = 0;
+  double window_s = NAN;
   int rc =
-      want_live ? serve_live_findings(s->st, v->run.id, &f, &nf) : findings_for(s, e, v, &f, &nf, &free_f, &stored);
+      want_live ? serve_live_findings_view(v, &f, &nf, &window_s) : findings_for(s, e, v, &f, &nf, &free_f, &stored);
   if (want_live)
     free_f = 1;
   if (rc) {
@@ -724,8 +726,9 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   }
   fprintf(r->out, "{\"run\":");
   rp_json_str(r->out, v->run.id);
-  fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":null,\"findings\":", stored ? "true" : "false",
-          want_live ? "true" : "false");
+  fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":", stored ? "true" : "false", want_live ? "true" : "false");
+  rp_json_num(r->out, window_s);
+  fputs(",\"findings\":", r->out);
   serve_json_findings(r->out, f, nf);
   fputs("}\n", r->out);
   if (free_f)
@@ -735,8 +738,28 @@ done:
     runview_done(&fresh);
 }
 
-int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
-  return doctor_diagnose(st, run_id, out, n);
+int serve_live_findings_view(const struct runview *v, struct store_finding **out, size_t *n, double *window_s) {
+  *window_s = NAN;
+  if (strcmp(v->run.status, "running"))
+    return doctor_diagnose_view(v, INT64_MIN, INT64_MAX, out, n);
+  int64_t end = v->duration_ns, from = end - (int64_t)SERVE_LIVE_WINDOW_S * 1000000000LL;
+  if (from < 0)
+    from = 0;
+  if (end > 0)
+    *window_s = serve_sec(end - from);
+  return doctor_diagnose_view(v, end > 0 ? from : INT64_MIN, end > 0 ? end : INT64_MAX, out, n);
+}
+
+int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n, double *window_s) {
+  struct runview v;
+  *out = NULL;
+  *n = 0;
+  *window_s = NAN;
+  int rc = runview_load(st, run_id, &v);
+  if (!rc)
+    rc = serve_live_findings_view(&v, out, n, window_s);
+  runview_done(&v);
+  return rc;
 }
 
 /* ---- /api/compare?runs=A,B,... ---- */

@@ -165,13 +165,16 @@ static int poll_samples(struct serve_live *l, FILE *out, int *any) {
 static void poll_findings(struct serve_live *l, FILE *out) {
   struct store_finding *f;
   size_t n;
-  if (serve_live_findings(l->st, l->run_id, &f, &n))
+  double window_s;
+  if (serve_live_findings(l->st, l->run_id, &f, &n, &window_s))
     return;
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (m) {
-    fprintf(m, "{\"live\":true,\"window_s\":null,\"findings\":");
+    fprintf(m, "{\"live\":true,\"window_s\":");
+    rp_json_num(m, window_s);
+    fputs(",\"findings\":", m);
     serve_json_findings(m, f, n);
     fputc('}', m);
     fclose(m);

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "runview/runview.h"
 #include "store/store.h"
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:7733"
@@ -54,10 +55,12 @@ int serve_addr_parse(const char *s, struct serve_addr *a);
  * bound, or the store's GS_E code when it cannot be opened; each with a message in gs_last_error(). */
 int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop);
 
-/* The findings shown live for a running run: the doctor over the run so far. A windowed doctor entry
- * point (the last SERVE_LIVE_WINDOW_S) is to replace the whole-run diagnosis here, and only here.
- * Returns 0 with *out malloc'd (caller frees), or a GS_E code (*out NULL, *n 0). Writes nothing. */
-int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
+/* The findings shown live: for a running run, the doctor over its last SERVE_LIVE_WINDOW_S (all of it
+ * when shorter; *window_s says how long, NAN when unknown); for a finished run, the doctor's usual
+ * window (*window_s NAN). Returns 0 with *out malloc'd (caller frees), or a GS_E code (*out NULL, *n
+ * 0). Writes nothing. The first form loads the run; the second reads a loaded view. */
+int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n, double *window_s);
+int serve_live_findings_view(const struct runview *v, struct store_finding **out, size_t *n, double *window_s);
 
 /* Writes one self-contained HTML page to out: the run page of refs[0] (n == 1) or the compare page
  * of refs (2..16, the first the baseline) — the same front end as the server's, its assets inlined

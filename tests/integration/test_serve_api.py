@@ -307,11 +307,16 @@ def test_live_stream_sends_new_samples_then_the_status():
         c.request("GET", "/api/runs/live/live")
         r = c.getresponse()
         check(r.status == 200 and r.getheader("Content-Type") == "text/event-stream", f"live -> {r.status}")
-        events, t_seen = [], []
+        events, t_seen, windows = [], [], []
         for line in r:
             line = line.decode().rstrip("\n")
             if line.startswith("event: "):
                 events.append(line[7:])
+            elif line.startswith("data: ") and events[-1] == "findings":
+                msg = json.loads(line[6:])
+                if msg["live"] and msg["window_s"] is not None:  # null before the first samples
+                    check(0 < msg["window_s"] <= 60, f"the live diagnosis's window: {msg['window_s']}")
+                    windows.append(msg["window_s"])
             elif line.startswith("data: ") and events[-1] == "samples":
                 for s in json.loads(line[6:])["series"]:
                     check(len(s["t"]) == len(s["v"]), "as many times as values")

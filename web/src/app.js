@@ -483,9 +483,11 @@
         el("td", { class: "num" }, num(g.temp_max_c, 0, "°C")), el("td", { class: "num" }, pct(g.throttled_share, 1))))));
   }
 
-  function findingsList(findings, live) {
+  function findingsList(findings, live, window_s) {
+    const over = fin(window_s) ? "the last " + secs(window_s) : "the run so far";
     const box = el("section", { id: "findings", class: "findings" },
-      el("h2", {}, "Findings", live ? el("span", { class: "badge live-badge", id: "live-findings" }, "live · recomputed every 5 s") : null));
+      el("h2", {}, "Findings", live ? el("span", { class: "badge live-badge", id: "live-findings" },
+        "live · " + over + ", recomputed every 5 s") : null));
     if (!findings.length) box.append(el("p", { class: "muted" }, "none"));
     for (const f of findings) {
       const ev = f.evidence && typeof f.evidence === "object" ? f.evidence : null;
@@ -612,7 +614,7 @@
     });
     es.addEventListener("findings", (ev) => {
       const msg = JSON.parse(ev.data);
-      const nb = findingsList(msg.findings, msg.live);
+      const nb = findingsList(msg.findings, msg.live, msg.window_s);
       findingsBox.replaceWith(nb);
       findingsBox = nb;
     });
