@@ -6,9 +6,9 @@ PYTHON      ?= /usr/bin/python3
 BUILD       ?= build
 BUILD_ASAN  ?= build-asan
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
-DEB_BUILD    = cmake make gcc pkg-config libsqlite3-dev libncurses-dev
+DEB_BUILD    = cmake make gcc pkg-config libsqlite3-dev libncurses-dev libmicrohttpd-dev
 DEB_DEMO     = $(DEB_BUILD) python3 python3-torch python3-torchvision python3-pil python3-numpy
-DEB_CHECK    = $(DEB_DEMO) libcmocka-dev clang libclang-rt-14-dev sqlite3 procps python3-pip tmux
+DEB_CHECK    = $(DEB_DEMO) libcmocka-dev clang libclang-rt-14-dev sqlite3 procps python3-pip tmux chromium
 CONFIGURE    = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # The tests' configuration fails, naming the Debian package, when one of theirs is missing.
 TESTS_ON     = -DBUILD_TESTING=ON -DGS_WERROR=ON
@@ -19,11 +19,15 @@ MAKEFLAGS   += --no-print-directory
 
 all: build
 
+# npm builds the web front end (embedded in the binary). A Node.js that brings its own npm (such as
+# NodeSource's nodejs package) is kept; otherwise Debian's nodejs and npm are installed.
+DEB_NPM      = $(shell command -v npm >/dev/null 2>&1 || echo nodejs npm)
+
 deps-demo:
-	@scripts/deps.sh $(DEB_DEMO)
+	@scripts/deps.sh $(DEB_DEMO) $(DEB_NPM)
 
 deps-check:
-	@scripts/deps.sh $(DEB_CHECK)
+	@scripts/deps.sh $(DEB_CHECK) $(DEB_NPM)
 
 # gpuscope alone: what a user or a packager builds.
 build:
