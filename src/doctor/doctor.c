@@ -108,6 +108,32 @@ int doctor_diagnose(struct store *st, const char *run_id, struct store_finding *
   return rc;
 }
 
+int doctor_proc_roles(const struct runview *v, int64_t from, int64_t to, struct doctor_proc_role **out, size_t *n) {
+  struct dr_run d;
+  *out = NULL;
+  *n = 0;
+  int rc = dr_run_load(v, from, to, &d);
+  if (!rc && d.nprocs && !(*out = calloc(d.nprocs, sizeof **out)))
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; !rc && i < d.nprocs; i++)
+    (*out)[(*n)++] = (struct doctor_proc_role){.pid = d.procs[i].pid, .role = d.procs[i].role};
+  dr_run_done(&d);
+  return rc;
+}
+
+const char *doctor_role_name(enum doctor_role role) {
+  switch (role) {
+  case DOCTOR_ROLE_LAUNCHER:
+    return "launcher";
+  case DOCTOR_ROLE_TRAINER:
+    return "trainer";
+  case DOCTOR_ROLE_WORKER:
+    return "loader worker";
+  default:
+    return "";
+  }
+}
+
 int doctor_is_stall(double gap_s, double typical_s) {
   return gap_s - typical_s >= DR_STALL_MIN_S && gap_s >= DR_STALL_FACTOR * typical_s;
 }

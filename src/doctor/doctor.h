@@ -37,6 +37,22 @@ int doctor_run(struct store *st, const char *run_id, struct store_finding **out,
 /* doctor_run on a loaded view (the usual window), writing through v->st. */
 int doctor_run_view(const struct runview *v, struct store_finding **out, size_t *n);
 
+/* What a process of the job is to the training, as the doctor tells them apart: a launcher (sh -c,
+ * env, srun, ...), the training process (the earliest long-lived process that is not a launcher),
+ * or a loader worker (a long-lived process started after the training one); anything else is
+ * other (short-lived helpers, processes seen too briefly to say). */
+enum doctor_role { DOCTOR_ROLE_OTHER = 0, DOCTOR_ROLE_LAUNCHER, DOCTOR_ROLE_TRAINER, DOCTOR_ROLE_WORKER };
+struct doctor_proc_role {
+  int pid;
+  enum doctor_role role;
+};
+/* The roles of the job's processes over the window [from, to] (as doctor_diagnose_view reads it), in
+ * *out (malloc'd, caller frees; NULL and 0 when the run has no process series). Returns 0 or a GS_E
+ * code. */
+int doctor_proc_roles(const struct runview *v, int64_t from, int64_t to, struct doctor_proc_role **out, size_t *n);
+/* "launcher", "trainer", "loader worker" or "" for other. */
+const char *doctor_role_name(enum doctor_role role);
+
 /* Is a gap of gap_s between two steps, where the typical gap is typical_s, a stall? The doctor's
  * test (DR_STALL_MIN_S longer and DR_STALL_FACTOR times as long), exported so a chart of the gaps
  * marks exactly the stalls a periodic_stall finding counts. */

@@ -101,6 +101,7 @@ struct dr_proc {
   double coverage; /* share of the window it was seen */
   double dstate;   /* NAN: unknown (per-process state is not collected) */
   double threads;  /* mean threads, NAN unknown */
+  int role;        /* enum doctor_role */
 };
 
 /* One rank of a distributed job as its own step series tell it (step.* labelled rank=R; rank 0 is

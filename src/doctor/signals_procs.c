@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
 
 #define NS 1e9
@@ -80,13 +81,17 @@ int dr_load_procs(struct dr_run *d) {
     if (d->main_idx < 0 || start[i] < start[d->main_idx])
       d->main_idx = (int)i;
   }
+  for (size_t i = 0; i < d->nprocs; i++)
+    d->procs[i].role = is_launcher(d->procs[i].comm) ? DOCTOR_ROLE_LAUNCHER : DOCTOR_ROLE_OTHER;
   if (d->main_idx >= 0) {
     double cpu = 0, rss = 0;
     int nrss = 0;
+    d->procs[d->main_idx].role = DOCTOR_ROLE_TRAINER;
     for (size_t i = 0; i < d->nprocs; i++) {
-      const struct dr_proc *p = &d->procs[i];
+      struct dr_proc *p = &d->procs[i];
       if ((int)i == d->main_idx || start[i] < start[d->main_idx] || !(p->coverage >= 0.3) || is_launcher(p->comm))
         continue;
+      p->role = DOCTOR_ROLE_WORKER;
       d->nworkers++;
       cpu += isfinite(p->cpu) ? p->cpu * fmin(p->coverage, 1) : 0;
       if (isfinite(p->rss))

@@ -141,6 +141,8 @@ static int reload(struct store *st, const char *id, const struct top_ui *u, stru
   memcpy(next.title, cur->title, sizeof next.title);
   memcpy(next.fix, cur->fix, sizeof next.fix);
   next.speedup = cur->speedup, next.share = cur->share;
+  memcpy(next.roles, cur->roles, sizeof next.roles);
+  next.nroles = cur->nroles;
   top_snap_done(cur);
   *cur = next;
   return GS_OK;

@@ -283,6 +283,15 @@ static const char *ralign(const char *s, int w, char *out, size_t n) {
   return out;
 }
 
+/* What the doctor says process pid is to the training ("trainer" or "loader worker"), or "" when it
+ * does not know (yet) or the process is a launcher (sh -c, env: its command says so already). */
+static const char *proc_role(const struct top_snap *s, int pid) {
+  for (size_t i = 0; i < s->nroles; i++)
+    if (s->roles[i].pid == pid && s->roles[i].role != DOCTOR_ROLE_LAUNCHER)
+      return doctor_role_name(s->roles[i].role);
+  return "";
+}
+
 static void draw_procs(struct top_ui *u, const struct top_snap *s, int y, int rows) {
   char line[256], a[32], b[32], c[32], ra[48], rb[48], rc[48];
   snprintf(line, sizeof line, "%7s %6s %9s %9s  %s", "PID", "CPU%", "RSS", "GPU MEM", "COMMAND (the job's processes)");
@@ -298,10 +307,11 @@ static void draw_procs(struct top_ui *u, const struct top_snap *s, int y, int ro
   for (int i = 0; i < body && (size_t)(u->scroll + i) < s->nprocs; i++) {
     const struct top_proc *p = &s->procs[u->scroll + i];
     int root = p->pid == (s->attached_pid ? s->attached_pid : s->procs[0].pid);
-    snprintf(line, sizeof line, "%7d %s %s %s  %s%s", p->pid,
+    const char *role = proc_role(s, p->pid);
+    snprintf(line, sizeof line, "%7d %s %s %s  %s%s%s%s", p->pid,
              ralign(fmt_num(u, p->cpu, "", a, sizeof a), 6, ra, sizeof ra),
              ralign(fmt_gib(u, p->rss, b, sizeof b), 9, rb, sizeof rb),
-             ralign(fmt_gib(u, p->gpu_mem, c, sizeof c), 9, rc, sizeof rc), p->comm,
+             ralign(fmt_gib(u, p->gpu_mem, c, sizeof c), 9, rc, sizeof rc), p->comm, *role ? "  " : "", role,
              root ? (s->attached_pid ? "  (attached)" : "  (launched)") : "");
     put(y + 1 + i, 0, COLS, A_NORMAL, line);
   }

@@ -274,11 +274,32 @@ void top_snap_done(struct top_snap *s) {
   s->ngpus = 0, s->nprocs = 0;
 }
 
+/* The roles of the window's processes into s (what fits). */
+static void keep_roles(const struct runview *v, int64_t from, int64_t to, struct top_snap *s) {
+  struct doctor_proc_role *r = NULL;
+  size_t n = 0;
+  s->nroles = 0;
+  if (!doctor_proc_roles(v, from, to, &r, &n))
+    for (size_t i = 0; i < n && s->nroles < TOP_MAX_ROLES; i++)
+      s->roles[s->nroles++] = r[i];
+  free(r);
+}
+
 void top_finding_now(struct store *st, struct top_snap *s) {
   struct store_finding *f = NULL;
   size_t n = 0;
   s->have_finding = 0;
-  if (doctor_diagnose(st, s->run.id, &f, &n) || !n) {
+  struct runview v;
+  int64_t live = (int64_t)TOP_LIVE_WINDOW_S * NS;
+  int64_t from = s->running ? (s->t_ns > live ? s->t_ns - live : 0) : INT64_MIN;
+  int64_t to = s->running ? s->t_ns : INT64_MAX;
+  int rc = runview_load(st, s->run.id, &v);
+  if (!rc) {
+    keep_roles(&v, from, to, s);
+    rc = doctor_diagnose_view(&v, from, to, &f, &n);
+  }
+  runview_done(&v);
+  if (rc || !n) {
     free(f);
     return;
   }

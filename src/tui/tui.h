@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "doctor/doctor.h"
 #include "store/store.h"
 
 struct tui_opts {
@@ -35,6 +36,8 @@ int tui_top(const struct tui_opts *o, int *job_status);
 #define TOP_MAX_GPUS 64
 #define TOP_MAX_CORES 1024
 #define TOP_HIST 512 /* history points kept per GPU (one per second) */
+#define TOP_MAX_ROLES 256
+#define TOP_LIVE_WINDOW_S 60
 
 struct top_gpu {
   int index;
@@ -66,10 +69,13 @@ struct top_snap {
   /* steps over the last TOP_STEP_WINDOW_S seconds of data */
   size_t steps_total;
   double step_s, data_share, h2d_share, compute_share, steps_per_s, samples_per_s; /* NAN unknown */
-  /* the doctor's current top finding */
+  /* the doctor's current top finding, over the last TOP_LIVE_WINDOW_S seconds while the run goes on
+   * (the usual window once it finished), and what each process is to the training over that window */
   int have_finding;
   char rule[32], title[256], fix[256];
   double speedup, share;
+  struct doctor_proc_role roles[TOP_MAX_ROLES];
+  size_t nroles;
 };
 
 #define TOP_STEP_WINDOW_S 10
@@ -80,8 +86,10 @@ struct top_snap {
 int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct top_snap *s);
 void top_snap_done(struct top_snap *s);
 
-/* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none). This
- * is the one place the live view asks the doctor; today it diagnoses the whole run so far. */
+/* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none), and the
+ * roles of its processes (trainer, loader worker, launcher). This is the one place the live view asks
+ * the doctor: over the last TOP_LIVE_WINDOW_S seconds of a running run (doctor_diagnose_view), over
+ * the doctor's usual window once it finished. */
 void top_finding_now(struct store *st, struct top_snap *s);
 
 /* Copies untrusted text (a process or run name) into out for the terminal: printable ASCII, and

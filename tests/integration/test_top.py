@@ -108,6 +108,10 @@ def test_top_follows_a_simulated_gpu_run_through_keys_and_resizes():
         check(len(procs) >= 3, f"the training process and its two loader workers: {procs}")
         check("(launched)" in procs[0][4], f"the launched process first: {procs}")
         check(">GPU0" in s and "GPU0 util, last" in s, "GPU 0 selected first")
+        s = term.wait_for(lambda x: re.search(r"^ +\d+ .*  python3  trainer", x, re.M) and
+                          len(re.findall(r"^ +\d+ .*  python3  loader worker", x, re.M)) == 2,
+                          "the doctor names the training process and its two loader workers")
+        keep("80x24-roles.txt", s)
 
         term.keys("g")
         s = term.wait_for(lambda x: ">GPU1" in x and "GPU1 util, last" in x, "g selects GPU 1")

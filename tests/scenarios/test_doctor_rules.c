@@ -399,6 +399,49 @@ static void test_window_of_a_run_gives_that_stretchs_finding(void **state) {
   fake_free(&f, fs);
 }
 
+/* The roles top names: the launcher (sh -c), the training process, its loader workers (long-lived,
+ * started after it), and a helper seen too briefly to be a worker. */
+static void test_proc_roles_name_launcher_trainer_and_workers(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 4, 60, 1.0); /* pid 100, python3, from the start */
+  constant(&f, "proctree", "proc.cpu_pct", "pid=99", 0);
+  gs_sink_event(f.sink, T0, "proc_start", "sh", 99, "", "");
+  for (int pid = 101; pid <= 102; pid++) {
+    char lab[16];
+    snprintf(lab, sizeof lab, "pid=%d", pid);
+    int id = gs_sink_series(f.sink, "proctree", "proc.cpu_pct", lab, "%", GS_GAUGE);
+    for (int64_t t = 10; t <= 200; t++)
+      gs_sink_put(f.sink, id, T0 + t * S / 10, 80);
+    gs_sink_event(f.sink, T0 + S, "proc_start", "python3", pid, "", "");
+  }
+  int brief = gs_sink_series(f.sink, "proctree", "proc.cpu_pct", "pid=103", "%", GS_GAUGE);
+  for (int64_t t = 50; t <= 60; t++)
+    gs_sink_put(f.sink, brief, T0 + t * S / 10, 50);
+  gs_sink_event(f.sink, T0 + 5 * S, "proc_start", "nvidia-smi", 103, "", "");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  struct runview v;
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  struct doctor_proc_role *roles = NULL;
+  size_t nr = 0;
+  assert_int_equal(doctor_proc_roles(&v, INT64_MIN, INT64_MAX, &roles, &nr), 0);
+  assert_int_equal(nr, 5);
+  for (size_t i = 0; i < nr; i++) {
+    enum doctor_role want = roles[i].pid == 99    ? DOCTOR_ROLE_LAUNCHER
+                            : roles[i].pid == 100 ? DOCTOR_ROLE_TRAINER
+                            : roles[i].pid == 103 ? DOCTOR_ROLE_OTHER
+                                                  : DOCTOR_ROLE_WORKER;
+    assert_int_equal(roles[i].role, want);
+  }
+  assert_string_equal(doctor_role_name(DOCTOR_ROLE_WORKER), "loader worker");
+  assert_string_equal(doctor_role_name(DOCTOR_ROLE_OTHER), "");
+  free(roles);
+  runview_done(&v);
+  fake_free(&f, fs);
+}
+
 static void test_run_without_signals_is_healthy(void **state) {
   (void)state;
   struct fake f;
@@ -1065,6 +1108,7 @@ int main(void) {
       cmocka_unit_test(test_blocked_cpu_loop_is_host_code),
       cmocka_unit_test(test_regular_gaps_between_steps_are_periodic_stalls),
       cmocka_unit_test(test_window_of_a_run_gives_that_stretchs_finding),
+      cmocka_unit_test(test_proc_roles_name_launcher_trainer_and_workers),
       cmocka_unit_test(test_run_without_signals_is_healthy),
       cmocka_unit_test(test_busy_gpu_is_healthy),
       cmocka_unit_test(test_gpu_rules),
