@@ -108,6 +108,85 @@ static void writer_stop(struct writer *w) {
   pthread_mutex_destroy(&w->mu);
 }
 
+/* ---- signals ---- */
+
+/* Signals gpuscope passes on to the job when they are sent to gpuscope itself. Every one of them
+ * would otherwise kill gpuscope and orphan the job. */
+static const int FORWARDED[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+#define N_FORWARDED (sizeof FORWARDED / sizeof *FORWARDED)
+
+/* The dispositions gpuscope was started with, so the job gets them back: a signal inherited as
+ * ignored (nohup, `trap '' HUP`, a shell's background job) stays ignored for the job, and gpuscope
+ * ignores it too instead of forwarding it. */
+struct sigstate {
+  int ignored[N_FORWARDED];
+  struct sigaction pipe_old, chld_old;
+  sigset_t mask, orig; /* what the signalfd reads; the mask before */
+  int fd;
+};
+
+static int sig_was_ignored(int sig) {
+  struct sigaction sa;
+  return sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_IGN;
+}
+
+/* Blocks the forwarded signals (those not inherited as ignored) and SIGCHLD, reads them through a
+ * signalfd, and ignores SIGPIPE (a closed stderr must not kill gpuscope). Returns 0, or GS_EIO with a
+ * message (the dispositions and mask are then as they were). */
+static int sig_setup(struct sigstate *ss) {
+  sigemptyset(&ss->mask);
+  sigaddset(&ss->mask, SIGCHLD);
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    if (!(ss->ignored[i] = sig_was_ignored(FORWARDED[i])))
+      sigaddset(&ss->mask, FORWARDED[i]);
+  struct sigaction ign = {.sa_handler = SIG_IGN}, dfl = {.sa_handler = SIG_DFL};
+  sigaction(SIGPIPE, &ign, &ss->pipe_old);
+  sigaction(SIGCHLD, &dfl, &ss->chld_old); /* an inherited SIG_IGN would reap the job behind our back */
+  sigprocmask(SIG_BLOCK, &ss->mask, &ss->orig);
+  ss->fd = signalfd(-1, &ss->mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if (ss->fd < 0) {
+    int e = errno;
+    sigprocmask(SIG_SETMASK, &ss->orig, NULL);
+    sigaction(SIGPIPE, &ss->pipe_old, NULL);
+    sigaction(SIGCHLD, &ss->chld_old, NULL);
+    return gs_fail(GS_EIO, "cannot watch signals (signalfd: %s)", strerror(e));
+  }
+  return GS_OK;
+}
+
+static void sig_done(struct sigstate *ss) {
+  if (ss->fd < 0)
+    return;
+  close(ss->fd);
+  ss->fd = -1;
+  sigprocmask(SIG_SETMASK, &ss->orig, NULL);
+  sigaction(SIGPIPE, &ss->pipe_old, NULL);
+  sigaction(SIGCHLD, &ss->chld_old, NULL);
+}
+
+/* In the job, before exec: the dispositions and mask gpuscope was started with. */
+static void sig_restore_for_job(const struct sigstate *ss) {
+  struct sigaction dfl = {.sa_handler = SIG_DFL}, ign = {.sa_handler = SIG_IGN};
+  for (size_t i = 0; i < N_FORWARDED; i++)
+    sigaction(FORWARDED[i], ss->ignored[i] ? &ign : &dfl, NULL);
+  sigaction(SIGPIPE, ss->pipe_old.sa_handler == SIG_IGN ? &ign : &dfl, NULL);
+  sigaction(SIGCHLD, ss->chld_old.sa_handler == SIG_IGN ? &ign : &dfl, NULL);
+  sigprocmask(SIG_SETMASK, &ss->orig, NULL);
+}
+
+/* Sends sig to the job and every process of its tree (gpuscope is their subreaper, so orphans are
+ * ours too): a job behind `sh -c` or a launcher script must not leave its real work running. */
+static void sig_forward(pid_t job, int sig) {
+  pid_t *tree = NULL;
+  int n = collect_list_descendants(getpid(), &tree);
+  if (job > 0)
+    kill(job, sig);
+  for (int i = 0; i < n; i++)
+    if (tree[i] != job)
+      kill(tree[i], sig);
+  free(tree);
+}
+
 /* ---- launching the job ---- */
 
 static void join_argv(char *const *argv, char *buf, size_t n) {
@@ -122,9 +201,10 @@ static void join_argv(char *const *argv, char *buf, size_t n) {
   }
 }
 
-/* Forks and execs the job with the signal mask cleared. An exec failure comes back through a
- * close-on-exec pipe as errno, so "not found" (127) and "not executable" (126) are told apart. */
-static pid_t launch(char *const *argv, const sigset_t *orig, int *exec_errno) {
+/* Forks and execs the job with the signal dispositions and mask gpuscope started with. An exec
+ * failure comes back through a close-on-exec pipe as errno, so "not found" (127) and "not
+ * executable" (126) are told apart. */
+static pid_t launch(char *const *argv, const struct sigstate *ss, int *exec_errno) {
   int pfd[2];
   *exec_errno = 0;
   if (pipe2(pfd, O_CLOEXEC))
@@ -136,11 +216,7 @@ static pid_t launch(char *const *argv, const sigset_t *orig, int *exec_errno) {
   }
   if (pid == 0) {
     close(pfd[0]);
-    struct sigaction dfl = {.sa_handler = SIG_DFL};
-    int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGPIPE};
-    for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-      sigaction(sigs[i], &dfl, NULL);
-    sigprocmask(SIG_SETMASK, orig, NULL);
+    sig_restore_for_job(ss);
     execvp(argv[0], argv);
     int e = errno;
     ssize_t wr = write(pfd[1], &e, sizeof e);
@@ -241,7 +317,7 @@ static void tags_to_params(struct gs_sink *s, const char *tags) {
     if (!eq)
       continue;
     *eq = 0;
-    char key[300];
+    char key[1100];
     snprintf(key, sizeof key, "tag.%s", kv);
     gs_sink_param(s, key, eq + 1);
   }
@@ -272,110 +348,200 @@ int64_t agent_flush_default(int64_t interval_ns) {
   return f < 1000000000LL ? 1000000000LL : f > 10000000000LL ? 10000000000LL : f;
 }
 
-int agent_run(const struct agent_opts *o, int *job_status) {
-  int rc = GS_OK, sfd = -1, exec_errno = 0;
-  char err[256] = "";
-  struct store *st = NULL;
-  struct gs_sink *sink = NULL;
-  struct ingest *in = NULL;
+/* Everything one run holds, so setup, loop and finish can be read apart. */
+struct agent {
+  const struct agent_opts *o;
+  struct store *st;
+  struct gs_sink *sink;
+  struct ingest *in;
   struct opened cols[8];
-  size_t ncols = 0;
+  size_t ncols;
   struct store_run run;
-  struct writer w = {0};
-  int writer_on = 0;
-  sigset_t mask, orig;
-  struct attach_target target = {.pidfd = -1};
-  const int attach = o->attach_pid > 0;
-  *job_status = 1;
+  struct writer w;
+  int writer_on;
+  struct sigstate sig;
+  pid_t job;
+  int exec_errno, job_done, waiting_tree, stop_sent;
+  int attach;                  /* o->attach_pid > 0: watch a running process, launch nothing */
+  struct attach_target target; /* the attached process (pidfd -1 without pidfd_open) */
+  int *job_status;
+  char no_gpu[256];
+  int nvml_open;         /* the GPU collector is on: watch that its data keeps coming */
+  int64_t gpu_stalled_at; /* when GPU data stopped (0: it flows) */
+  int64_t last_watch;
+};
 
-  if (attach && (rc = attach_target_open(o->attach_pid, &target)))
+/* GPU data that stops while the NVML collector is on means a driver call has not returned (the
+ * collector samples from its own thread, so nothing else stalls). Say so on the run — a note and
+ * the param nvml.data_stopped_at_s that the report reads — rather than let a report judge a run
+ * on GPU data that ended early without a word. */
+#define GPU_STALL_MIN_NS (5 * LIVE_NS)
+#define GPU_STALL_TICKS 10
+
+static void watch_gpu(struct agent *a, int64_t now) {
+  if (!a->nvml_open || now - a->last_watch < LIVE_NS)
+    return;
+  a->last_watch = now;
+  int64_t last = gs_sink_source_last_t(a->sink, "nvml");
+  if (!last)
+    last = a->run.mono_start_ns;
+  int64_t limit = GPU_STALL_TICKS * a->o->interval_ns;
+  if (limit < GPU_STALL_MIN_NS)
+    limit = GPU_STALL_MIN_NS;
+  char at[32];
+  if (!a->gpu_stalled_at && now - last > limit) {
+    a->gpu_stalled_at = last;
+    snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / 1e9);
+    gs_sink_note(a->sink, "nvml: no GPU data after %s s of the run: a driver call has not returned; GPU figures "
+                 "after that are missing", at);
+    gs_sink_param(a->sink, "nvml.data_stopped_at_s", at);
+    if (!a->o->quiet)
+      fprintf(stderr, "\rgpuscope: no GPU data since %s s into the run (a driver call has not returned)\033[K\n", at);
+  } else if (a->gpu_stalled_at && last > a->gpu_stalled_at) {
+    snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / 1e9);
+    gs_sink_note(a->sink, "nvml: GPU data back at %s s of the run", at);
+    gs_sink_param(a->sink, "nvml.data_resumed_at_s", at);
+    a->gpu_stalled_at = 0;
+  }
+}
+
+/* Opens the store, records the run, the client channel, the signals and the writer. Returns 0 or a
+ * GS_E code with a message; GS_ESTORE when the store cannot be opened or written. */
+static int agent_setup(struct agent *a) {
+  const struct agent_opts *o = a->o;
+  int rc;
+  char err[256] = "";
+  if (a->attach && (rc = attach_target_open(o->attach_pid, &a->target)))
     return rc;
-  if (!(st = store_open(o->store_url))) {
-    attach_target_done(&target);
-    return gs_last_error()[0] ? GS_EIO : GS_EIO;
-  }
-  if (attach && attach_ingest_open(o->attach_pid, &in, err, sizeof err) == GS_EBUSY) {
-    rc = gs_fail(GS_EBUSY, "attach: %s", err);
-    goto out;
-  }
-  if (!(sink = gs_sink_new())) {
-    rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
-  }
-  run_fill(&run, o);
-  if ((rc = st->run_begin(st, &run)))
-    goto out;
-  tags_to_params(sink, o->tags);
-  if (attach)
-    attach_params(sink, o->attach_pid, in, err);
-  else if ((in = ingest_open(err, sizeof err)))
-    setenv("GPUSCOPE_SOCKET", ingest_socket_path(in), 1);
-  else
+  if (!(a->st = store_open(o->store_url)))
+    return GS_ESTORE;
+  if (a->attach && attach_ingest_open(o->attach_pid, &a->in, err, sizeof err) == GS_EBUSY)
+    return gs_fail(GS_EBUSY, "attach: %s", err);
+  /* Runs of agents that died (SIGKILL, a lost node) are settled as crashed now, by the next start. */
+  struct store_run *old = NULL;
+  size_t nold = 0;
+  if (!a->st->runs_list(a->st, &old, &nold))
+    free(old);
+  if (!(a->sink = gs_sink_new()))
+    return gs_fail(GS_ENOMEM, "out of memory");
+  run_fill(&a->run, o);
+  if (a->st->run_begin(a->st, &a->run))
+    return GS_ESTORE;
+  tags_to_params(a->sink, o->tags);
+  if (a->attach) {
+    attach_params(a->sink, o->attach_pid, a->in, err);
+  } else if ((a->in = ingest_open(err, sizeof err))) {
+    setenv("GPUSCOPE_SOCKET", ingest_socket_path(a->in), 1);
+  } else {
     unsetenv("GPUSCOPE_SOCKET");
-  setenv("GPUSCOPE_RUN_ID", run.id, 1);
-
-  if (!attach)
+    gs_sink_note(a->sink, "client channel off: %s (the job's steps, metrics and params are not recorded)", err);
+    fprintf(stderr, "gpuscope: client channel off: %s\n", err);
+  }
+  setenv("GPUSCOPE_RUN_ID", a->run.id, 1);
+  if (!a->attach)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-  sigemptyset(&mask);
-  int sigs[] = {SIGCHLD, SIGINT, SIGTERM, SIGHUP};
-  for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-    sigaddset(&mask, sigs[i]);
-  sigprocmask(SIG_BLOCK, &mask, &orig);
-  sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+  if ((rc = sig_setup(&a->sig)))
+    return rc;
+  a->w = (struct writer){.st = a->st, .run = &a->run, .sink = a->sink,
+                         .flush_ns = o->flush_ns ? o->flush_ns : agent_flush_default(o->interval_ns)};
+  if ((rc = writer_start(&a->w)))
+    return rc;
+  a->writer_on = 1;
+  return GS_OK;
+}
 
-  w = (struct writer){.st = st, .run = &run, .sink = sink, .flush_ns = o->flush_ns ? o->flush_ns : agent_flush_default(o->interval_ns)};
-  if ((rc = writer_start(&w)))
-    goto out;
-  writer_on = 1;
-
-  pid_t job = attach ? o->attach_pid : launch(o->argv, &orig, &exec_errno);
-  if (job < 0) {
-    rc = gs_fail(GS_EIO, "cannot start %s: %s", o->argv[0], strerror(errno));
-    goto out;
-  }
-  int job_done = 0;
-  if (exec_errno) {
+/* Starts the job and opens the collectors on it. Returns 0 or a GS_E code (the job not started). */
+static int agent_start_job(struct agent *a) {
+  const struct agent_opts *o = a->o;
+  a->job = a->attach ? o->attach_pid : launch(o->argv, &a->sig, &a->exec_errno);
+  if (a->job < 0)
+    return gs_fail(GS_EIO, "cannot start %s: %s", o->argv[0], strerror(errno));
+  if (a->exec_errno) {
     fprintf(stderr, "gpuscope: %s: %s\n", o->argv[0],
-            exec_errno == ENOENT ? "command not found" : strerror(exec_errno));
+            a->exec_errno == ENOENT ? "command not found" : strerror(a->exec_errno));
     int ws;
-    waitpid(job, &ws, 0);
-    *job_status = exec_errno == ENOENT ? 127 : 126;
-    job_done = 1;
+    waitpid(a->job, &ws, 0);
+    *a->job_status = a->exec_errno == ENOENT ? 127 : 126;
+    a->job_done = 1;
+    return GS_OK;
   }
-
-  char no_gpu[256] = "";
-  struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = job, .interval_ns = o->interval_ns,
-                                 .subreaper = !attach};
-  for (size_t i = 0; collect_registry[i] && ncols < sizeof cols / sizeof *cols && !job_done; i++) {
+  struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = a->job, .interval_ns = o->interval_ns,
+                                 .subreaper = !a->attach};
+  char err[256];
+  for (size_t i = 0; collect_registry[i] && a->ncols < sizeof a->cols / sizeof *a->cols; i++) {
     err[0] = 0;
-    void *ctx = collect_registry[i]->open(&copts, sink, err, sizeof err);
-    if (ctx)
-      cols[ncols++] = (struct opened){collect_registry[i], ctx};
-    else if (err[0]) {
-      gs_sink_note(sink, "%s collector off: %s", collect_registry[i]->name, err);
+    void *ctx = collect_registry[i]->open(&copts, a->sink, err, sizeof err);
+    if (ctx) {
+      a->cols[a->ncols++] = (struct opened){collect_registry[i], ctx};
+      a->nvml_open |= collect_registry[i] == &collector_nvml;
+    } else if (err[0]) {
+      gs_sink_note(a->sink, "%s collector off: %s", collect_registry[i]->name, err);
       if (collect_registry[i] == &collector_nvml)
-        snprintf(no_gpu, sizeof no_gpu, "%s", err);
+        snprintf(a->no_gpu, sizeof a->no_gpu, "%s", err);
     }
   }
+  return GS_OK;
+}
 
-  struct live live = {.on = !o->quiet && isatty(2), .start = run.mono_start_ns};
+/* Reads what the signalfd holds: reaps children (the job's end), passes other signals on. */
+static void agent_signals(struct agent *a) {
+  struct signalfd_siginfo si;
+  while (read(a->sig.fd, &si, sizeof si) == (ssize_t)sizeof si) {
+    if (a->attach && si.ssi_signo != SIGCHLD) {
+      /* Attached: the process is not ours, so a signal is never passed on; it ends the run. */
+      if (!a->job_done)
+        a->job_done = attach_end(a->sink, a->job_status, "interrupted");
+    } else if (si.ssi_signo == SIGCHLD) {
+      int ws;
+      pid_t p;
+      while ((p = waitpid(-1, &ws, WNOHANG)) > 0)
+        if (p == a->job && !a->job_done) {
+          *a->job_status = shell_status(ws);
+          a->job_done = 1;
+          a->waiting_tree = a->o->wait_tree && collect_count_descendants(getpid()) > 0;
+        }
+    } else if (si.ssi_code != SI_KERNEL && (pid_t)si.ssi_pid != getpid()) {
+      /* Sent to gpuscope itself (kill, a scheduler): pass it on to the job's whole tree. A
+       * terminal's ^C already reached the job through the process group, so it is not sent twice. */
+      if (!a->job_done || a->waiting_tree)
+        sig_forward(a->job_done ? 0 : a->job, (int)si.ssi_signo);
+    }
+  }
+}
+
+/* tune's trials: SIGTERM the job once the client numbered o->stop_after_steps steps (the client
+ * numbers them from 0, so step N-1 is the N-th). */
+static void stop_after_steps(struct agent *a) {
+  if (a->o->stop_after_steps <= 0 || a->attach || a->job_done || a->stop_sent)
+    return;
+  if (gs_sink_last(a->sink, gs_sink_find(a->sink, "client", "step.n", "")) + 1 >= (double)a->o->stop_after_steps)
+    a->stop_sent = !kill(a->job, SIGTERM);
+}
+
+/* Samples every tick, drains the client socket, handles signals, until the job (and with
+ * --wait-tree its tree) is gone. */
+static void agent_loop(struct agent *a) {
+  const struct agent_opts *o = a->o;
+  struct gs_sink *sink = a->sink;
+  struct live live = {.on = !o->quiet && isatty(2), .start = a->run.mono_start_ns};
   live.cpu = gs_sink_find(sink, "host", "host.cpu.busy_pct", "cpu=total");
   live.cg_cpu = gs_sink_find(sink, "host", "host.cgroup.cpu_used_pct_of_limit", "");
   live.mem = gs_sink_find(sink, "host", "host.mem.used_bytes", "");
   live.tree_cpu = gs_sink_find(sink, "proctree", "tree.cpu_pct", "");
   live.tree_rss = gs_sink_find(sink, "proctree", "tree.rss_bytes", "");
   int64_t next = gs_mono_ns(), last_live = 0;
-  int waiting_tree = 0, stop_sent = 0;
   for (;;) {
     int64_t now = gs_mono_ns();
     if (now >= next) {
-      for (size_t i = 0; i < ncols; i++)
-        if (cols[i].ctx && cols[i].c->sample(cols[i].ctx, sink, next) == GS_COLLECT_DISABLE) {
-          gs_sink_note(sink, "%s collector switched off during the run", cols[i].c->name);
-          cols[i].c->close(cols[i].ctx);
-          cols[i].ctx = NULL;
+      for (size_t i = 0; i < a->ncols; i++)
+        if (a->cols[i].ctx && a->cols[i].c->sample(a->cols[i].ctx, sink, next) == GS_COLLECT_DISABLE) {
+          gs_sink_note(sink, "%s collector switched off during the run", a->cols[i].c->name);
+          a->cols[i].c->close(a->cols[i].ctx);
+          a->cols[i].ctx = NULL;
+          a->nvml_open &= a->cols[i].c != &collector_nvml;
         }
-      writer_kick(&w);
+      writer_kick(&a->w);
+      watch_gpu(a, now);
       if (live.on && now - last_live >= LIVE_NS) {
         live_print(&live, sink, now);
         last_live = now;
@@ -383,123 +549,116 @@ int agent_run(const struct agent_opts *o, int *job_status) {
       next += o->interval_ns;
       if (next <= now) /* we fell behind (suspended?): skip the missed ticks */
         next = now + o->interval_ns;
-      if (waiting_tree && collect_count_descendants(getpid()) == 0)
+      if (a->waiting_tree && collect_count_descendants(getpid()) == 0)
         break;
-      if (attach && !job_done && target.pidfd < 0 && attach_target_gone(&target))
-        job_done = attach_end(sink, job_status, "exited");
+      if (a->attach && !a->job_done && a->target.pidfd < 0 && attach_target_gone(&a->target))
+        a->job_done = attach_end(sink, a->job_status, "exited");
     }
-    if (job_done && !waiting_tree)
+    if (a->job_done && !a->waiting_tree)
       break;
     int64_t wait_ns = next - gs_mono_ns();
     if (wait_ns < 0)
       wait_ns = 0;
     struct timespec ts = {.tv_sec = wait_ns / 1000000000LL, .tv_nsec = wait_ns % 1000000000LL};
-    struct pollfd pf[3] = {{.fd = sfd, .events = POLLIN},
-                           {.fd = in ? ingest_fd(in) : -1, .events = POLLIN},
-                           {.fd = job_done ? -1 : target.pidfd, .events = POLLIN}};
+    struct pollfd pf[3] = {{.fd = a->sig.fd, .events = POLLIN},
+                           {.fd = a->in ? ingest_fd(a->in) : -1, .events = POLLIN},
+                           {.fd = a->job_done ? -1 : a->target.pidfd, .events = POLLIN}};
     int n = ppoll(pf, 3, &ts, NULL);
     if (n <= 0)
       continue;
     if (pf[1].revents & POLLIN) {
-      ingest_poll(in, sink, gs_mono_ns());
-      /* tune's trials: steps are numbered from 0 by the client, so step N-1 is the N-th step. */
-      if (o->stop_after_steps > 0 && !attach && !job_done && !stop_sent &&
-          gs_sink_last(sink, gs_sink_find(sink, "client", "step.n", "")) + 1 >= (double)o->stop_after_steps)
-        stop_sent = !kill(job, SIGTERM);
+      ingest_poll(a->in, sink, gs_mono_ns());
+      stop_after_steps(a);
     }
     if (pf[2].revents & (POLLIN | POLLHUP | POLLERR))
-      job_done = attach_end(sink, job_status, "exited");
-    if (!(pf[0].revents & POLLIN))
-      continue;
-    struct signalfd_siginfo si;
-    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-      if (attach && si.ssi_signo != SIGCHLD) {
-        if (!job_done)
-          job_done = attach_end(sink, job_status, "interrupted");
-      } else if (si.ssi_signo == SIGCHLD) {
-        int ws;
-        pid_t p;
-        while ((p = waitpid(-1, &ws, WNOHANG)) > 0)
-          if (p == job && !job_done) {
-            *job_status = shell_status(ws);
-            job_done = 1;
-            waiting_tree = o->wait_tree && collect_count_descendants(getpid()) > 0;
-          }
-      } else if (!job_done && si.ssi_code != SI_KERNEL) {
-        /* Sent to gpuscope itself (kill, a scheduler): pass it on. A terminal's ^C already reached
-         * the job through the process group, so it is not sent twice. */
-        kill(job, (int)si.ssi_signo);
-      }
-    }
+      a->job_done = attach_end(sink, a->job_status, "exited");
+    if (pf[0].revents & POLLIN)
+      agent_signals(a);
   }
-  int64_t end = gs_mono_ns();
-  if (in)
-    ingest_poll(in, sink, end);
-  for (size_t i = 0; i < ncols; i++)
-    if (cols[i].ctx)
-      cols[i].c->sample(cols[i].ctx, sink, end);
   if (live.on)
     fprintf(stderr, "\r\033[K");
+}
 
-  int left = attach ? 0 : collect_count_descendants(getpid());
+/* The end: last samples, collectors closed, the final flush, the run closed with the job's status,
+ * the diagnosis and the summary. */
+static void agent_finish(struct agent *a) {
+  const struct agent_opts *o = a->o;
+  int64_t end = gs_mono_ns();
+  if (a->in) {
+    ingest_poll(a->in, a->sink, end);
+    ingest_finish(a->in, a->sink, end);
+  }
+  for (size_t i = 0; i < a->ncols; i++)
+    if (a->cols[i].ctx)
+      a->cols[i].c->sample(a->cols[i].ctx, a->sink, end);
+  int left = a->attach ? 0 : collect_count_descendants(getpid());
   /* Collector summaries are taken now, then the collectors closed, so a collector with its own
    * thread (NVML) gets its last values into the sink before the writer's final flush. */
   char *col_summary = NULL;
   size_t col_summary_len = 0;
   FILE *mem = open_memstream(&col_summary, &col_summary_len);
-  for (size_t i = 0; i < ncols; i++) {
-    if (mem && cols[i].ctx && cols[i].c->summary) {
+  for (size_t i = 0; i < a->ncols; i++) {
+    if (mem && a->cols[i].ctx && a->cols[i].c->summary) {
       fprintf(mem, "  ");
-      cols[i].c->summary(cols[i].ctx, mem);
+      a->cols[i].c->summary(a->cols[i].ctx, mem);
     }
-    if (cols[i].ctx)
-      cols[i].c->close(cols[i].ctx);
-    cols[i].ctx = NULL;
+    if (a->cols[i].ctx)
+      a->cols[i].c->close(a->cols[i].ctx);
+    a->cols[i].ctx = NULL;
   }
-  if (mem && no_gpu[0])
-    fprintf(mem, "  GPUs: none (%s)\n", no_gpu);
+  if (mem && a->no_gpu[0])
+    fprintf(mem, "  GPUs: none (%s)\n", a->no_gpu);
   if (mem)
     fclose(mem);
-  writer_stop(&w);
-  writer_on = 0;
-  run.end_wall_ns = run.start_wall_ns + (end - run.mono_start_ns);
-  run.exit_code = attach ? -1 : *job_status; /* a non-child's exit status is unknowable */
-  snprintf(run.status, sizeof run.status, "%s",
-           *job_status == 0 ? "finished" : *job_status > 128 && !exec_errno ? "killed" : "failed");
-  if (st->run_end(st, &run))
+  writer_stop(&a->w);
+  a->writer_on = 0;
+  a->run.end_wall_ns = a->run.start_wall_ns + (end - a->run.mono_start_ns);
+  a->run.exit_code = a->attach ? -1 : *a->job_status; /* a non-child's exit status is unknowable */
+  snprintf(a->run.status, sizeof a->run.status, "%s",
+           *a->job_status == 0 ? "finished" : *a->job_status > 128 && !a->exec_errno ? "killed" : "failed");
+  if (a->st->run_end(a->st, &a->run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
   char unkept[512];
-  if (store_write_summary(st, unkept, sizeof unkept))
+  if (store_write_summary(a->st, unkept, sizeof unkept))
     fprintf(stderr, "gpuscope: %s\n", unkept);
   size_t nfind = 0;
-  if (doctor_run(st, run.id, NULL, &nfind))
+  if (doctor_run(a->st, a->run.id, NULL, &nfind))
     fprintf(stderr, "gpuscope: diagnosis failed: %s\n", gs_last_error());
   if (!o->quiet) {
     /* Collector and client lines first, so the summary ends with the diagnosis. */
     if (col_summary)
       fputs(col_summary, stderr);
-    if (in)
-      ingest_summary(in, stderr);
+    if (a->in)
+      ingest_summary(a->in, stderr);
     if (left > 0)
       fprintf(stderr, "  %d process%s of the job still running after it exited (use --wait-tree to wait)\n", left,
               left == 1 ? "" : "es");
-    report_summary(stderr, st, run.id);
+    report_summary(stderr, a->st, a->run.id);
   }
   free(col_summary);
-out:
-  if (writer_on)
-    writer_stop(&w);
-  for (size_t i = 0; i < ncols; i++)
-    if (cols[i].ctx)
-      cols[i].c->close(cols[i].ctx);
-  ingest_close(in);
-  if (sfd >= 0) {
-    close(sfd);
-    sigprocmask(SIG_SETMASK, &orig, NULL);
+}
+
+int agent_run(const struct agent_opts *o, int *job_status) {
+  struct agent a = {.o = o, .job_status = job_status, .sig = {.fd = -1}, .attach = o->attach_pid > 0,
+                    .target = {.pidfd = -1}};
+  *job_status = 1;
+  int rc = agent_setup(&a);
+  if (!rc)
+    rc = agent_start_job(&a);
+  if (!rc) {
+    agent_loop(&a);
+    agent_finish(&a);
   }
-  attach_target_done(&target);
-  gs_sink_free(sink);
-  if (st)
-    st->close(st);
+  if (a.writer_on)
+    writer_stop(&a.w);
+  for (size_t i = 0; i < a.ncols; i++)
+    if (a.cols[i].ctx)
+      a.cols[i].c->close(a.cols[i].ctx);
+  ingest_close(a.in);
+  sig_done(&a.sig);
+  attach_target_done(&a.target);
+  gs_sink_free(a.sink);
+  if (a.st)
+    a.st->close(a.st);
   return rc;
 }

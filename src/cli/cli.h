@@ -1,10 +1,11 @@
 /* cli: the gpuscope program — main() dispatches to one function per sub-command, each in its own
  * file. Sub-commands parse arguments and print; the work is done by the subsystems.
  *
- * Exit codes (README "Exit codes"): 0 ok; 1 unexpected failure; 2 bad usage, bad input or unknown
- * run; 3 the store cannot be opened (missing, a folder, unreadable, read-only for a write) or is
- * not a gpuscope store. `gpuscope run` exits with the job's status instead (128+N when the job
- * died of signal N, 127 not found, 126 not executable). */
+ * Exit codes (README "Exit codes"): 0 ok; 1 unexpected failure (a read that fails on an open store,
+ * no memory, a fork or signalfd that fails); 2 bad usage, bad input or unknown run; 3 the store
+ * cannot be opened (missing, a folder, unreadable, read-only for a write), created or written, or is
+ * not a gpuscope store. `gpuscope run` exits with the job's status instead (128+N when the job died
+ * of signal N, 127 not found, 126 not executable). */
 #ifndef GS_CLI_H
 #define GS_CLI_H
 

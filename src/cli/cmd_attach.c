@@ -89,7 +89,9 @@ int cmd_attach(int argc, char **argv) {
   int status = 0;
   rc = agent_run(&a.o, &status);
   if (rc)
-    return cli_error(rc == GS_EINVAL || rc == GS_ENOENT || rc == GS_EBUSY ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s",
-                     gs_last_error());
+    return cli_error(rc == GS_EINVAL || rc == GS_ENOENT || rc == GS_EBUSY ? GS_EXIT_USAGE
+                     : rc == GS_ESTORE                                    ? GS_EXIT_STORE
+                                                                          : GS_EXIT_FAIL,
+                     "%s", gs_last_error());
   return status;
 }

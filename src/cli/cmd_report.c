@@ -1,7 +1,7 @@
 /* cli/cmd_report: `gpuscope report RUN` — one run's diagnosis (the doctor runs first when the run has
  * no findings yet) as terminal text, JSON, or a self-contained HTML file — and `gpuscope compare RUN
  * RUN...`, which shares its options and file writing. Exit codes as cli.h: 2 for bad usage or an
- * unknown run, 3 when the store cannot be read. */
+ * unknown run, 3 when the store cannot be opened, 1 when reading it fails. */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -70,7 +70,7 @@ static int report_load_or_exit(struct store *st, const char *ref, int rediagnose
   int rc = report_run_load(st, ref, rediagnose, r);
   if (rc == GS_OK)
     return 0;
-  return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG || rc == GS_EINVAL ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s",
+  return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG || rc == GS_EINVAL ? GS_EXIT_USAGE : GS_EXIT_FAIL, "%s",
                    gs_last_error());
 }
 

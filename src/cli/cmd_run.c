@@ -36,13 +36,19 @@ int cmd_run(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, "+:qh", longopts, NULL)) != -1) {
     switch (c) {
     case 'n':
+      if (strlen(optarg) >= sizeof((struct store_run *)0)->name)
+        return cli_error(GS_EXIT_USAGE, "--name is %zu bytes long; a run name is at most %zu", strlen(optarg),
+                         sizeof((struct store_run *)0)->name - 1);
       o.name = optarg;
       break;
     case 't':
       if (!strchr(optarg, '=') || optarg[0] == '=' || strchr(optarg, ','))
         return cli_error(GS_EXIT_USAGE, "--tag wants KEY=VALUE (no commas), got '%s'", optarg);
+      if (strlen(optarg) + 1 > sizeof tags)
+        return cli_error(GS_EXIT_USAGE, "--tag is %zu bytes long; the tags of a run are at most %zu bytes in all",
+                         strlen(optarg), sizeof tags - 1);
       if (strlen(tags) + strlen(optarg) + 2 > sizeof tags)
-        return cli_error(GS_EXIT_USAGE, "too many tags");
+        return cli_error(GS_EXIT_USAGE, "too many tags: they are at most %zu bytes in all", sizeof tags - 1);
       if (tags[0])
         strcat(tags, ",");
       strcat(tags, optarg);
@@ -94,7 +100,8 @@ int cmd_run(int argc, char **argv) {
     o.store_url = store_default_url(def, sizeof def);
   int status = 0;
   int rc = agent_run(&o, &status);
-  if (rc)
-    return cli_error(rc == GS_EINVAL ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s", gs_last_error());
+  if (rc) /* README's table: 3 only when the store cannot be opened, created or written */
+    return cli_error(rc == GS_EINVAL ? GS_EXIT_USAGE : rc == GS_ESTORE ? GS_EXIT_STORE : GS_EXIT_FAIL, "%s",
+                     gs_last_error());
   return status;
 }

@@ -91,7 +91,7 @@ int cli_get_run(struct store *st, const char *ref, struct store_run *run) {
   int rc = st->run_get(st, ref, run);
   if (rc == GS_OK)
     return 0;
-  return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG ? GS_EXIT_USAGE : GS_EXIT_STORE, "%s", gs_last_error());
+  return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG ? GS_EXIT_USAGE : GS_EXIT_FAIL, "%s", gs_last_error());
 }
 
 int cli_open_run(const char *url, const char *ref, struct store **st, struct store_run *run) {

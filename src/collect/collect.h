@@ -50,6 +50,9 @@ const char *collect_path(const struct collector_opts *o, const char *path, char 
 /* Counts the live descendants of pid (children, grandchildren...), reading every thread's children
  * list. Used at the end of a run to report what the job left behind. */
 int collect_count_descendants(pid_t pid);
+/* Lists the live descendants of pid (parents before their children) into *out, which the caller
+ * frees (it may be NULL when there are none). Returns how many; 0 when none or out of memory. */
+int collect_list_descendants(pid_t pid, pid_t **out);
 
 /* ---- NVML specifics (collect/nvml*.c) ---- */
 

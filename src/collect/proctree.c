@@ -412,11 +412,20 @@ const struct collector collector_proctree = {
 };
 
 int collect_count_descendants(pid_t pid) {
+  pid_t *v = NULL;
+  int n = collect_list_descendants(pid, &v);
+  free(v);
+  return n;
+}
+
+int collect_list_descendants(pid_t pid, pid_t **out) {
   struct proctree t = {.opts = {.root = "/"}};
   add_found(&t, pid);
   for (size_t i = 0; i < t.n_found; i++)
     add_children(&t, t.found[i], 1);
   int n = (int)t.n_found - 1;
-  free(t.found);
-  return n;
+  if (n > 0)
+    memmove(t.found, t.found + 1, (size_t)n * sizeof *t.found);
+  *out = t.found;
+  return n < 0 ? 0 : n;
 }

@@ -22,6 +22,7 @@ enum {
   GS_ECORRUPT = -5, /* a file is not what it should be */
   GS_EBUSY = -6,   /* locked or in use */
   GS_EAMBIG = -7,  /* a reference matches more than one thing */
+  GS_ESTORE = -8,  /* the store cannot be opened, created or written (the message says why) */
 };
 
 /* The last error message of this thread (never NULL; "" when none). */
@@ -140,6 +141,10 @@ void gs_sink_put(struct gs_sink *s, int series, int64_t t_ns, double v);
 
 /* The most recent value put into a series, or NAN when none. Thread-safe. */
 double gs_sink_last(struct gs_sink *s, int series);
+
+/* The latest time put into any series of source (the largest t_ns), or 0 when none has a point yet.
+ * Thread-safe; walks the series, so call it at most about once a second. */
+int64_t gs_sink_source_last_t(struct gs_sink *s, const char *source);
 
 /* Finds a series id by source/name/labels without creating it; -1 when absent. */
 int gs_sink_find(struct gs_sink *s, const char *source, const char *name, const char *labels);

@@ -12,6 +12,7 @@
 struct series_slot {
   char *key; /* source \x1f name \x1f labels */
   double last;
+  int64_t last_t; /* 0: no point yet */
 };
 
 struct gs_sink {
@@ -150,7 +151,7 @@ int gs_sink_series(struct gs_sink *s, const char *source, const char *name, cons
     goto out;
   }
   b->n_series++;
-  s->series[s->n_series] = (struct series_slot){.key = k, .last = NAN};
+  s->series[s->n_series] = (struct series_slot){.key = k, .last = NAN, .last_t = 0};
   id = (int)s->n_series++;
   s->table[slot] = id;
 out:
@@ -166,6 +167,8 @@ void gs_sink_put(struct gs_sink *s, int series, int64_t t_ns, double v) {
   if ((size_t)series < s->n_series && PUSH(b->points, b->n_points, b->cap_points)) {
     b->points[b->n_points++] = (struct gs_point){.series = series, .t_ns = t_ns, .v = v};
     s->series[series].last = v;
+    if (t_ns > s->series[series].last_t)
+      s->series[series].last_t = t_ns;
   }
   pthread_mutex_unlock(&s->mu);
 }
@@ -179,6 +182,17 @@ double gs_sink_last(struct gs_sink *s, int series) {
     v = s->series[series].last;
   pthread_mutex_unlock(&s->mu);
   return v;
+}
+
+int64_t gs_sink_source_last_t(struct gs_sink *s, const char *source) {
+  size_t n = strlen(source);
+  int64_t t = 0;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->n_series; i++)
+    if (!strncmp(s->series[i].key, source, n) && s->series[i].key[n] == '\x1f' && s->series[i].last_t > t)
+      t = s->series[i].last_t;
+  pthread_mutex_unlock(&s->mu);
+  return t;
 }
 
 void gs_sink_event(struct gs_sink *s, int64_t t_ns, const char *kind, const char *name, double value,

@@ -4,6 +4,7 @@
  * the sink under the names ingest.h fixes. Bad messages are counted per kind, and the first of each
  * kind is logged to stderr and noted on the run; the counts are kept as run params. A per-run limit
  * on distinct client series, params and marks keeps a runaway client from growing the agent. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -12,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ingest/ingest.h"
@@ -40,6 +42,7 @@ struct ingest {
   size_t n_last;
   size_t client_series; /* distinct client series created */
   uint64_t bad_written; /* bad + limited, as last written as params */
+  uint64_t dropped_written; /* counts.client_dropped, as last written */
   int64_t counts_ns;    /* when the counts were last written */
   char buf[INGEST_MAX_DATAGRAM + 1];
 };
@@ -82,6 +85,45 @@ static int bind_socket(struct ingest *in, char *err, size_t errlen) {
   return GS_OK;
 }
 
+/* Removes the socket directories that agents killed with SIGKILL left in base: ours (same owner,
+ * 0700, named gpuscope-*), whose socket nobody reads any more (a datagram connect() is refused), or
+ * empty for a minute (killed between mkdtemp and bind). A live agent's socket accepts the connect,
+ * so it is never touched; anything else in a directory makes rmdir fail and keeps it. */
+static void clean_stale_dirs(const char *base) {
+  DIR *d = opendir(base);
+  if (!d)
+    return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, "gpuscope-", 9))
+      continue;
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path) - 5], sock[sizeof dir + 5];
+    struct stat st;
+    if ((size_t)snprintf(dir, sizeof dir, "%s/%s", base, e->d_name) >= sizeof dir || lstat(dir, &st) ||
+        !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0777) != 0700)
+      continue;
+    snprintf(sock, sizeof sock, "%s/sock", dir);
+    struct stat ss;
+    if (lstat(sock, &ss)) {
+      if (errno == ENOENT && time(NULL) - st.st_mtime > 60)
+        rmdir(dir);
+      continue;
+    }
+    if (!S_ISSOCK(ss.st_mode))
+      continue;
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    memcpy(a.sun_path, sock, strlen(sock) + 1);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      continue;
+    int dead = connect(fd, (struct sockaddr *)&a, sizeof a) && errno == ECONNREFUSED;
+    close(fd);
+    if (dead && !unlink(sock))
+      rmdir(dir);
+  }
+  closedir(d);
+}
+
 struct ingest *ingest_open(char *err, size_t errlen) {
   struct ingest *in = ingest_new(err, errlen);
   if (!in)
@@ -90,6 +132,7 @@ struct ingest *ingest_open(char *err, size_t errlen) {
   /* A long TMPDIR would not fit sun_path (108 bytes): fall back to /tmp. */
   if (!tmp || !*tmp || strlen(tmp) > 64)
     tmp = "/tmp";
+  clean_stale_dirs(tmp);
   snprintf(in->dir, sizeof in->dir, "%s/gpuscope-XXXXXX", tmp);
   if (!mkdtemp(in->dir)) {
     snprintf(err, errlen, "cannot create a directory in %s: %s", tmp, strerror(errno));
@@ -351,35 +394,50 @@ static int route(struct ingest *in, struct gs_sink *sink, const struct ingest_ms
     gs_sink_event(sink, msg_time(in, m, now_ns), "mark", cstr(name, sizeof name, m->name),
                   m->has & INGEST_HAS_VALUE ? m->value : NAN, "", "");
     return 1;
+  case INGEST_DROPPED:
+    in->counts.client_dropped += (uint64_t)m->step;
+    return 1;
   default:
     return 0;
   }
 }
 
-/* Keeps the bad-message counts on the run as params, at most once a second while they change. */
+/* Keeps the bad-message counts (and what the clients dropped) on the run as params, at most once a
+ * second while they change, so a run whose agent dies still has them. */
 static void write_counts(struct ingest *in, struct gs_sink *sink, int64_t now_ns, int drained) {
   uint64_t bad = total(in->counts.bad) + in->counts.limited;
-  if (bad == in->bad_written || (!drained && now_ns - in->counts_ns < COUNTS_EVERY_NS))
+  if ((bad == in->bad_written && in->counts.client_dropped == in->dropped_written) ||
+      (!drained && now_ns - in->counts_ns < COUNTS_EVERY_NS))
     return;
-  char key[32], val[160];
-  int o = snprintf(val, sizeof val, "%llu (", (unsigned long long)total(in->counts.bad));
-  for (int k = 1; k <= INGEST_NKINDS; k++) {
-    int kind = k % INGEST_NKINDS; /* metric, param, step, mark, then other */
-    o += snprintf(val + o, sizeof val - (size_t)o, "%s%s %llu", k > 1 ? ", " : "", ingest_kind_name(kind),
-                  (unsigned long long)in->counts.bad[kind]);
-    snprintf(key, sizeof key, "ingest.bad.%s", ingest_kind_name(kind));
-    char num[24];
-    snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.bad[kind]);
-    gs_sink_param(sink, key, num);
+  char num[24];
+  if (in->counts.client_dropped != in->dropped_written) {
+    snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.client_dropped);
+    gs_sink_param(sink, "ingest.client_dropped", num);
+    in->dropped_written = in->counts.client_dropped;
   }
-  snprintf(val + o, sizeof val - (size_t)o, ")");
-  gs_sink_param(sink, "ingest.bad_messages", val);
-  if (in->counts.limited) {
-    char num[24];
-    snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.limited);
-    gs_sink_param(sink, "ingest.limited", num);
+  if (bad != in->bad_written) {
+    /* In this order: metric, param, step, mark, other, and dropped only when there were bad ones. */
+    static const int order[] = {INGEST_METRIC, INGEST_PARAM, INGEST_STEP, INGEST_MARK, INGEST_OTHER, INGEST_DROPPED};
+    char key[32], val[200];
+    int o = snprintf(val, sizeof val, "%llu (", (unsigned long long)total(in->counts.bad));
+    for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
+      int kind = order[k];
+      if (kind == INGEST_DROPPED && !in->counts.bad[kind])
+        continue;
+      o += snprintf(val + o, sizeof val - (size_t)o, "%s%s %llu", k ? ", " : "", ingest_kind_name(kind),
+                    (unsigned long long)in->counts.bad[kind]);
+      snprintf(key, sizeof key, "ingest.bad.%s", ingest_kind_name(kind));
+      snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.bad[kind]);
+      gs_sink_param(sink, key, num);
+    }
+    snprintf(val + o, sizeof val - (size_t)o, ")");
+    gs_sink_param(sink, "ingest.bad_messages", val);
+    if (in->counts.limited) {
+      snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.limited);
+      gs_sink_param(sink, "ingest.limited", num);
+    }
+    in->bad_written = bad;
   }
-  in->bad_written = bad;
   in->counts_ns = now_ns;
 }
 
@@ -421,6 +479,17 @@ int ingest_poll(struct ingest *in, struct gs_sink *sink, int64_t now_ns) {
   return accepted;
 }
 
+void ingest_finish(struct ingest *in, struct gs_sink *sink, int64_t now_ns) {
+  if (!in || !sink)
+    return;
+  write_counts(in, sink, now_ns, 1);
+  if (in->counts.client_dropped)
+    gs_sink_note(sink,
+                 "client: the job's client dropped %llu messages it could not send (socket full or agent busy); "
+                 "%llu steps arrived, so step figures are built on part of the steps",
+                 (unsigned long long)in->counts.client_dropped, (unsigned long long)in->counts.ok[INGEST_STEP]);
+}
+
 void ingest_summary(const struct ingest *in, FILE *out) {
   if (!in)
     return;
@@ -440,6 +509,10 @@ void ingest_summary(const struct ingest *in, FILE *out) {
             (unsigned long long)c->bad[INGEST_MARK], (unsigned long long)c->bad[INGEST_OTHER]);
   if (c->limited)
     fprintf(out, "  client: %llu messages dropped by per-run limits\n", (unsigned long long)c->limited);
+  if (c->client_dropped)
+    fprintf(out, "  client: %llu messages dropped by the job's client (socket full or agent busy): step figures are "
+                 "partial\n",
+            (unsigned long long)c->client_dropped);
 }
 
 void ingest_close(struct ingest *in) {

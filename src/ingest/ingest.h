@@ -37,6 +37,9 @@ int ingest_fd(const struct ingest *in);
  * their t= when sane, else at now_ns. Pass the same sink on every call (series ids are cached).
  * Returns the number of messages accepted. Never fails the run: every error is counted. */
 int ingest_poll(struct ingest *in, struct gs_sink *sink, int64_t now_ns);
+/* At the run's end, after the last ingest_poll: writes the final counts as params, and a note when
+ * the job's clients dropped messages (the report then warns that its step figures are partial). */
+void ingest_finish(struct ingest *in, struct gs_sink *sink, int64_t now_ns);
 /* One or two lines for the end-of-run summary: messages accepted and rejected per kind. */
 void ingest_summary(const struct ingest *in, FILE *out);
 /* Closes the socket and removes it and its directory. NULL is a no-op. */
@@ -48,7 +51,15 @@ struct ingest *ingest_open_at(const char *path, char *err, size_t errlen);
 
 /* ---- the parser: a pure function (no I/O, no allocation, no state), fuzzed in tests/fuzz ---- */
 
-enum ingest_kind { INGEST_OTHER = 0, INGEST_METRIC, INGEST_PARAM, INGEST_STEP, INGEST_MARK, INGEST_NKINDS };
+enum ingest_kind {
+  INGEST_OTHER = 0,
+  INGEST_METRIC,
+  INGEST_PARAM,
+  INGEST_STEP,
+  INGEST_MARK,
+  INGEST_DROPPED, /* the client's count of messages it could not send since its last such message */
+  INGEST_NKINDS
+};
 
 #define INGEST_MAX_DATAGRAM 4096 /* bytes in one datagram */
 #define INGEST_MAX_NAME 128      /* bytes in a name, a param key or a phase name */
@@ -88,7 +99,7 @@ struct ingest_msg {
   struct ingest_str name; /* metric and mark name, param key */
   struct ingest_str text; /* param value (printable UTF-8, may be empty) */
   double value;
-  int64_t step; /* metric's step, or the step message's number */
+  int64_t step; /* metric's step, or the step message's number; dropped: the count */
   double t;     /* seconds on CLOCK_MONOTONIC */
   double data_s, h2d_s, compute_s;
   int64_t samples;
@@ -102,7 +113,7 @@ struct ingest_msg {
  * out->error set. Can't fail otherwise; reads only s[0..n). The grammar is docs/protocol.md's. */
 int ingest_parse_line(const char *s, size_t n, struct ingest_msg *out);
 
-/* "metric", "param", "step", "mark", or "other". */
+/* "metric", "param", "step", "mark", "dropped", or "other". */
 const char *ingest_kind_name(enum ingest_kind k);
 
 /* Counters since ingest_open, indexed by enum ingest_kind: messages accepted and rejected (a datagram
@@ -111,6 +122,7 @@ const char *ingest_kind_name(enum ingest_kind k);
 struct ingest_counts {
   uint64_t ok[INGEST_NKINDS], bad[INGEST_NKINDS];
   uint64_t limited;
+  uint64_t client_dropped; /* what the clients said they dropped (sum of their dropped messages) */
 };
 void ingest_counts(const struct ingest *in, struct ingest_counts *out);
 

@@ -303,6 +303,15 @@ static int parse_step(struct cursor *c, struct ingest_msg *m) {
   return 0;
 }
 
+/* dropped N — N >= 1 messages the client could not send since its last dropped message */
+static int parse_dropped(struct cursor *c, struct ingest_msg *m) {
+  if (!more(c))
+    return fail(m, "no count");
+  if (parse_count(next_token(c), &m->step) || m->step < 1)
+    return fail(m, "dropped count is not a count (1-999999999999999)");
+  return more(c) ? fail(m, "unexpected field after the count") : 0;
+}
+
 int ingest_parse_line(const char *s, size_t n, struct ingest_msg *m) {
   memset(m, 0, sizeof *m);
   m->kind = INGEST_OTHER;
@@ -329,10 +338,14 @@ int ingest_parse_line(const char *s, size_t n, struct ingest_msg *m) {
     m->kind = INGEST_MARK;
     return parse_mark(&c, m);
   }
+  if (str_is(k, "dropped")) {
+    m->kind = INGEST_DROPPED;
+    return parse_dropped(&c, m);
+  }
   return fail(m, "unknown message kind");
 }
 
 const char *ingest_kind_name(enum ingest_kind k) {
-  static const char *const names[] = {"other", "metric", "param", "step", "mark"};
+  static const char *const names[] = {"other", "metric", "param", "step", "mark", "dropped"};
   return k >= INGEST_OTHER && k < INGEST_NKINDS ? names[k] : "other";
 }
