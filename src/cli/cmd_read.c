@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "collect/collect.h"
+#include "report/report.h"
 
 struct read_opts {
   const char *store, *metric, *run;
@@ -80,9 +81,10 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
   return -1;
 }
 
-/* Reports the store's last error, closes it, and returns the store exit code. */
+/* Reports the store's last error, closes it, and returns 1: the store opened, so a failed read is an
+ * unexpected failure (README's table keeps 3 for a store that cannot be opened). */
 static int close_fail(struct store *st) {
-  int rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+  int rc = cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
   st->close(st);
   return rc;
 }
@@ -90,14 +92,14 @@ static int close_fail(struct store *st) {
 /* Prints `, "key": ` and value as a JSON string: one field of an object already opened. */
 static void json_field(const char *key, const char *value) {
   printf(", \"%s\": ", key);
-  gs_json_str(stdout, value);
+  report_json_str(stdout, value);
 }
 
 /* Opens a series' JSON object in a list (first: no comma before it) with its source, name, labels
  * and unit; the caller adds the rest and closes it. */
 static void json_series_open(const struct store_series *s, int first) {
   printf("%s\n {\"source\": ", first ? "" : ",");
-  gs_json_str(stdout, s->source);
+  report_json_str(stdout, s->source);
   json_field("name", s->name);
   json_field("labels", s->labels);
   json_field("unit", s->unit);
@@ -128,7 +130,7 @@ int cmd_runs(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       struct store_run *r = &runs[i];
       printf("%s\n {\"id\": ", i ? "," : "");
-      gs_json_str(stdout, r->id);
+      report_json_str(stdout, r->id);
       json_field("name", r->name);
       json_field("status", r->status);
       printf(", \"start_wall_ns\": %lld, \"duration_s\": ", (long long)r->start_wall_ns);
@@ -152,8 +154,12 @@ int cmd_runs(int argc, char **argv) {
       fmt_time(r->start_wall_ns, start, sizeof start);
       if (r->end_wall_ns)
         gs_fmt_duration(r->end_wall_ns - r->start_wall_ns, dur, sizeof dur);
-      printf("%-26s  %-16.16s  %-8s  %-19s  %10s  %.60s\n", r->id, r->name[0] ? r->name : "-", r->status, start, dur,
-             r->command);
+      char id[32], name[17], status[16], cmd[61];
+      report_term_copy(id, sizeof id, r->id);
+      report_term_copy(name, sizeof name, r->name[0] ? r->name : "-");
+      report_term_copy(status, sizeof status, r->status);
+      report_term_copy(cmd, sizeof cmd, r->command);
+      printf("%-26s  %-16s  %-8s  %-19s  %10s  %s\n", id, name, status, start, dur, cmd);
     }
   }
   free(runs);
@@ -172,19 +178,31 @@ static int series_matches(const struct store_series *s, const char *glob) {
 struct show_ctx {
   const struct store_series *s;
   int json, csv, first;
+  char source[32], name[160], labels[256], unit[16]; /* the series' names, safe for a terminal */
 };
+
+/* The series' source, name, labels and unit as four CSV fields (no newline). */
+static void csv_series(const struct store_series *s) {
+  report_csv_field(stdout, s->source);
+  putchar(',');
+  report_csv_field(stdout, s->name);
+  putchar(',');
+  report_csv_field(stdout, s->labels);
+  putchar(',');
+  report_csv_field(stdout, s->unit);
+}
 
 static int print_sample(void *u, int64_t t, double v) {
   struct show_ctx *c = u;
   if (c->csv) {
-    printf("%s,%s,\"%s\",%s,%.6f,%.15g\n", c->s->source, c->s->name, c->s->labels, c->s->unit, (double)t / 1e9, v);
+    csv_series(c->s);
+    printf(",%.6f,%.15g\n", (double)t / 1e9, v);
   } else if (c->json) {
     printf("%s[%.6f, ", c->first ? "" : ", ", (double)t / 1e9);
     gs_json_num(stdout, v);
     printf("]");
   } else {
-    printf("%10.3f  %-10s %-32s %-24s %.6g %s\n", (double)t / 1e9, c->s->source, c->s->name, c->s->labels, v,
-           c->s->unit);
+    printf("%10.3f  %-10s %-32s %-24s %.6g %s\n", (double)t / 1e9, c->source, c->name, c->labels, v, c->unit);
   }
   c->first = 0;
   return 0;
@@ -194,7 +212,7 @@ static int show_events(struct store *st, const struct store_run *run, const stru
   struct store_event *ev = NULL;
   size_t n = 0;
   if (st->events_read(st, run->id, &ev, &n))
-    return cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+    return cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
   if (o->csv)
     printf("t_s,kind,name,value,labels,text\n");
   if (o->json)
@@ -205,16 +223,21 @@ static int show_events(struct store *st, const struct store_run *run, const stru
     if (e->t < o->from || e->t > o->to || (o->metric && fnmatch(o->metric, e->kind, 0) && fnmatch(o->metric, e->name, 0)))
       continue;
     if (o->csv) {
-      printf("%.6f,%s,\"%s\",", (double)e->t / 1e9, e->kind, e->name);
+      printf("%.6f,", (double)e->t / 1e9);
+      report_csv_field(stdout, e->kind);
+      putchar(',');
+      report_csv_field(stdout, e->name);
+      putchar(',');
       if (isfinite(e->value))
         printf("%.15g", e->value);
-      printf(",\"%s\",\"", e->labels);
-      for (const char *p = e->text; *p; p++)
-        printf(*p == '"' ? "\"\"" : "%c", *p);
-      printf("\"\n");
+      putchar(',');
+      report_csv_field(stdout, e->labels);
+      putchar(',');
+      report_csv_field(stdout, e->text);
+      putchar('\n');
     } else if (o->json) {
       printf("%s\n {\"t_s\": %.6f, \"kind\": ", first ? "" : ",", (double)e->t / 1e9);
-      gs_json_str(stdout, e->kind);
+      report_json_str(stdout, e->kind);
       json_field("name", e->name);
       printf(", \"value\": ");
       gs_json_num(stdout, e->value);
@@ -222,7 +245,11 @@ static int show_events(struct store *st, const struct store_run *run, const stru
       json_field("text", e->text);
       printf("}");
     } else {
-      printf("%10.3f  %-16s %-24s %-20s %s\n", (double)e->t / 1e9, e->kind, e->name, e->labels, e->text);
+      char kind[32], name[128], labels[256];
+      printf("%10.3f  %-16s %-24s %-20s ", (double)e->t / 1e9, report_term_copy(kind, sizeof kind, e->kind),
+             report_term_copy(name, sizeof name, e->name), report_term_copy(labels, sizeof labels, e->labels));
+      report_term(stdout, e->text);
+      putchar('\n');
     }
     first = 0;
   }
@@ -236,21 +263,31 @@ static int show_params(struct store *st, const struct store_run *run, const stru
   struct gs_kv *kv = NULL;
   size_t n = 0;
   if (st->params_read(st, run->id, &kv, &n))
-    return cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+    return cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
   if (o->json) {
     printf("{");
     for (size_t i = 0; i < n; i++) {
       printf("%s\n ", i ? "," : "");
-      gs_json_str(stdout, kv[i].key);
+      report_json_str(stdout, kv[i].key);
       printf(": ");
-      gs_json_str(stdout, kv[i].value);
+      report_json_str(stdout, kv[i].value);
     }
     printf("%s}\n", n ? "\n" : "");
   } else {
     if (o->csv)
       printf("key,value\n");
-    for (size_t i = 0; i < n; i++)
-      printf(o->csv ? "%s,\"%s\"\n" : "%-32s %s\n", kv[i].key, kv[i].value);
+    for (size_t i = 0; i < n; i++) {
+      if (o->csv) {
+        report_csv_field(stdout, kv[i].key);
+        putchar(',');
+        report_csv_field(stdout, kv[i].value);
+      } else {
+        char key[160];
+        printf("%-32s ", report_term_copy(key, sizeof key, kv[i].key));
+        report_term(stdout, kv[i].value);
+      }
+      putchar('\n');
+    }
   }
   store_kv_free(kv, n);
   return GS_EXIT_OK;
@@ -260,17 +297,19 @@ static int show_notes(struct store *st, const struct store_run *run, const struc
   char **notes = NULL;
   size_t n = 0;
   if (st->notes_read(st, run->id, &notes, &n))
-    return cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+    return cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
   if (o->json) {
     printf("[");
     for (size_t i = 0; i < n; i++) {
       printf("%s", i ? ", " : "");
-      gs_json_str(stdout, notes[i]);
+      report_json_str(stdout, notes[i]);
     }
     printf("]\n");
   } else {
-    for (size_t i = 0; i < n; i++)
-      printf("%s\n", notes[i]);
+    for (size_t i = 0; i < n; i++) {
+      report_term(stdout, notes[i]);
+      putchar('\n');
+    }
   }
   store_notes_free(notes, n);
   return GS_EXIT_OK;
@@ -305,28 +344,34 @@ int cmd_show(int argc, char **argv) {
     printf("source,name,labels,unit,t_s,value\n");
   if (o.json) {
     printf("{\"run\": ");
-    gs_json_str(stdout, run.id);
+    report_json_str(stdout, run.id);
     printf(", \"series\": [");
   }
   for (size_t i = 0; i < n && !rc; i++) {
     if (!series_matches(&series[i], o.metric))
       continue;
     struct show_ctx c = {.s = &series[i], .json = o.json, .csv = o.csv, .first = 1};
+    report_term_copy(c.source, sizeof c.source, series[i].source);
+    report_term_copy(c.name, sizeof c.name, series[i].name);
+    report_term_copy(c.labels, sizeof c.labels, series[i].labels);
+    report_term_copy(c.unit, sizeof c.unit, series[i].unit);
     if (o.json) {
       json_series_open(&series[i], !shown);
       printf(", \"points\": [");
     }
     if (st->samples_read(st, series[i].id, o.from, o.to, print_sample, &c))
-      rc = cli_error(GS_EXIT_STORE, "%s", gs_last_error());
+      rc = cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
     if (o.json)
       printf("]}");
     shown++;
   }
   if (o.json)
     printf("%s]}\n", shown ? "\n" : "");
-  if (!rc && o.metric && !shown)
-    fprintf(stderr, "gpuscope: no series of run %s matches '%s' (see 'gpuscope metrics %s')\n", run.id, o.metric,
-            run.id);
+  if (!rc && o.metric && !shown) {
+    char glob[256];
+    fprintf(stderr, "gpuscope: no series of run %s matches '%s' (see 'gpuscope metrics %s')\n", run.id,
+            report_term_copy(glob, sizeof glob, o.metric), run.id);
+  }
   free(series);
   st->close(st);
   return rc;
@@ -345,11 +390,11 @@ static int print_catalog(const struct read_opts *o) {
         continue;
       if (o->json) {
         printf("%s\n {\"source\": ", first ? "" : ",");
-        gs_json_str(stdout, c->name);
+        report_json_str(stdout, c->name);
         json_field("name", d->name);
         json_field("unit", d->unit);
         printf(", \"kind\": \"%s\", \"help\": ", gs_kind_name(d->kind));
-        gs_json_str(stdout, d->help);
+        report_json_str(stdout, d->help);
         printf("}");
       } else {
         printf("%-9s %-36s %-6s %s\n", c->name, d->name, d->unit, d->help);
@@ -395,8 +440,10 @@ int cmd_metrics(int argc, char **argv) {
       json_series_open(s, !shown);
       printf(", \"kind\": \"%s\", \"count\": %lld}", gs_kind_name(s->kind), (long long)s->count);
     } else {
-      printf("%-10s %-36s %-28s %-6s %-8s %8lld\n", s->source, s->name, s->labels, s->unit, gs_kind_name(s->kind),
-             (long long)s->count);
+      char src[32], name[160], labels[256], unit[16];
+      printf("%-10s %-36s %-28s %-6s %-8s %8lld\n", report_term_copy(src, sizeof src, s->source),
+             report_term_copy(name, sizeof name, s->name), report_term_copy(labels, sizeof labels, s->labels),
+             report_term_copy(unit, sizeof unit, s->unit), gs_kind_name(s->kind), (long long)s->count);
     }
     shown++;
   }

@@ -42,6 +42,22 @@ int report_view_step_stats(const struct runview *v, struct step_stats *out);
 int report_step_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
                       struct step_stats *out);
 
+/* ---- writing untrusted store text (export.c): every command's output goes through these ---- */
+
+/* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
+void report_json_str(FILE *out, const char *s);
+/* A number as JSON, or null when not finite. */
+void report_json_num(FILE *out, double v);
+/* s for a terminal: escape sequences and control characters dropped, tabs and newlines as spaces,
+ * invalid UTF-8 replaced. */
+void report_term(FILE *out, const char *s);
+/* The same into dst (n bytes with the NUL), cut at a character boundary: for padded table columns.
+ * Returns dst. */
+const char *report_term_copy(char *dst, size_t n, const char *s);
+/* s as one RFC 4180 CSV field: always quoted, '"' doubled, newlines kept inside the quotes, other
+ * control characters dropped, invalid UTF-8 replaced. */
+void report_csv_field(FILE *out, const char *s);
+
 /* Prints the short end-of-run summary of run_id (what `gpuscope run` shows at the end), ending with
  * the top findings. */
 void report_summary(FILE *out, struct store *st, const char *run_id);
