@@ -4,7 +4,9 @@
  *
  * The promise: it costs next to nothing and can never hurt the job. Every call formats one short
  * line and sends it as one datagram with MSG_DONTWAIT; nothing blocks, allocates or raises a signal.
- * When the socket is full or the agent is gone, the message is dropped and counted (gpuscope_dropped()).
+ * When the socket is full or the agent is gone, the message is dropped and counted (gpuscope_dropped());
+ * the count goes to the agent ("gs1 dropped N") with the next send that gets through, so the report
+ * warns that its step figures are partial.
  * Without GPUSCOPE_SOCKET in the environment (the job runs without `gpuscope run`) every call is a
  * cheap no-op, but for a look every 2 s at most (one lstat per directory) for the socket of an agent
  * `gpuscope attach` started on the process (docs/protocol.md, "Attached runs"); the first one found

@@ -42,6 +42,7 @@ static long long client_seen_mtime[2]; /* per socket directory, at the last look
 static pid_t client_seen_pid;          /* whose looks those were (a forked child looks afresh) */
 static locale_t client_c_locale;
 static atomic_ullong client_dropped;
+static atomic_ullong client_reported; /* of client_dropped, how many the agent was told ("gs1 dropped N") */
 static long client_rank; /* this process's rank in a distributed job; 0 when none */
 
 /* The rank the usual launchers give each process: torchrun/accelerate (RANK), Slurm, Open MPI, MPICH. */
@@ -181,11 +182,37 @@ __attribute__((format(printf, 3, 4))) static int client_format(char *buf, size_t
   return n >= 0 && (size_t)n < cap ? n : -1;
 }
 
+static int client_sendto(const char *buf, int n) {
+  return n >= 0 && n <= MAX_DATAGRAM &&
+         sendto(client_fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&client_addr,
+                sizeof client_addr) == n;
+}
+
+/* Tells the agent how many messages it missed since the last time (one more datagram, only after
+ * drops), so a report built on part of the steps says so. A count is claimed before it is sent, so
+ * two threads never report the same drops; a failed send gives the claim back. */
+static void client_report_dropped(void) {
+  unsigned long long d = atomic_load_explicit(&client_dropped, memory_order_relaxed);
+  unsigned long long r = atomic_load_explicit(&client_reported, memory_order_relaxed);
+  if (d <= r || !atomic_compare_exchange_strong(&client_reported, &r, d))
+    return;
+  char buf[64];
+  if (!client_sendto(buf, client_format(buf, sizeof buf, "gs1 dropped %llu", d - r)))
+    atomic_fetch_sub_explicit(&client_reported, d - r, memory_order_relaxed);
+}
+
 static void client_send(const char *buf, int n) {
-  if (n < 0 || n > MAX_DATAGRAM ||
-      sendto(client_fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&client_addr,
-             sizeof client_addr) != n)
+  if (!client_sendto(buf, n))
     atomic_fetch_add_explicit(&client_dropped, 1, memory_order_relaxed);
+  else if (atomic_load_explicit(&client_dropped, memory_order_relaxed) !=
+           atomic_load_explicit(&client_reported, memory_order_relaxed))
+    client_report_dropped();
+}
+
+/* At exit: one last try to report drops of the final burst (the process-wide socket stays open). */
+__attribute__((destructor)) static void client_at_exit(void) {
+  if (client_fd >= 0)
+    client_report_dropped();
 }
 
 static double client_now_s(void) {

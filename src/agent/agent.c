@@ -648,6 +648,15 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   if (!rc) {
     agent_loop(&a);
     agent_finish(&a);
+  } else if (a.run.id[0] && rc != GS_ESTORE) { /* recorded, but the job never ran: close the run */
+    char why[512];
+    snprintf(why, sizeof why, "%s", gs_last_error());
+    if (a.writer_on)
+      writer_stop(&a.w), a.writer_on = 0;
+    a.run.end_wall_ns = gs_wall_ns();
+    snprintf(a.run.status, sizeof a.run.status, "failed");
+    a.st->run_end(a.st, &a.run);
+    gs_fail(rc, "%s", why);
   }
   if (a.writer_on)
     writer_stop(&a.w);

@@ -24,6 +24,12 @@
 #define MAX_MARKS 100000       /* mark messages per run */
 #define RCVBUF_BYTES (1 << 20) /* room for bursts while the run loop samples */
 #define COUNTS_EVERY_NS 1000000000LL
+/* Steps kept per second and rank. A real training loop makes 1 to a few hundred steps a second; a
+ * client that reports far more (a step per sample, a loop in a benchmark) would grow the store and
+ * every reader of the run without bound. The steps over the cap are counted, not stored, and the run
+ * says so (param ingest.steps_over_cap, a note, the summary). docs/protocol.md. */
+#define MAX_STEPS_PER_S 1000
+#define STEP_WINDOW_NS 1000000000LL
 
 enum { STEP_N, STEP_DATA, STEP_H2D, STEP_COMPUTE, STEP_TOTAL, STEP_SAMPLES, STEP_NSERIES };
 
@@ -40,6 +46,9 @@ struct ingest {
   int64_t last_step_ns; /* step points move strictly forward, all step series together */
   int64_t *last_ns;     /* by sink series id: the last metric point's time */
   size_t n_last;
+  struct step_window *windows; /* by the sink id of a rank's step.n series: steps kept this second */
+  size_t n_windows;
+  uint64_t steps_over_cap, over_cap_written;
   size_t client_series; /* distinct client series created */
   uint64_t bad_written; /* bad + limited, as last written as params */
   uint64_t dropped_written; /* counts.client_dropped, as last written */
@@ -48,6 +57,11 @@ struct ingest {
 };
 
 #define LOGGED_LIMIT (1u << INGEST_NKINDS)
+
+struct step_window {
+  int64_t start; /* 0: none yet */
+  uint32_t kept;
+};
 
 static struct ingest *ingest_new(char *err, size_t errlen) {
   struct ingest *in = calloc(1, sizeof *in);
@@ -269,6 +283,31 @@ static int64_t *last_slot(struct ingest *in, int id) {
   return &in->last_ns[id];
 }
 
+/* Whether one more step of the rank whose step.n series is id fits the per-second cap at time t;
+ * counts the ones that do not. */
+static int step_fits(struct ingest *in, int id, int64_t t) {
+  if ((size_t)id >= in->n_windows) {
+    size_t n = in->n_windows ? in->n_windows : 16;
+    while (n <= (size_t)id)
+      n *= 2;
+    struct step_window *w = realloc(in->windows, n * sizeof *w);
+    if (!w)
+      return 1;
+    memset(w + in->n_windows, 0, (n - in->n_windows) * sizeof *w);
+    in->windows = w;
+    in->n_windows = n;
+  }
+  struct step_window *w = &in->windows[id];
+  if (!w->start || t - w->start >= STEP_WINDOW_NS)
+    *w = (struct step_window){.start = t, .kept = 0};
+  if (w->kept >= MAX_STEPS_PER_S) {
+    in->steps_over_cap++;
+    return 0;
+  }
+  w->kept++;
+  return 1;
+}
+
 /* The message's time: its t= when it falls within this channel's life (same clock, so anything else
  * is a bug or another time namespace), else the arrival time. */
 static int64_t msg_time(const struct ingest *in, const struct ingest_msg *m, int64_t now_ns) {
@@ -339,6 +378,8 @@ static int put_step(struct ingest *in, struct gs_sink *sink, const struct ingest
   int64_t t = msg_time(in, m, now_ns);
   if (t <= *last)
     t = *last + 1;
+  if (!step_fits(in, ids[STEP_N], t))
+    return 1; /* valid and counted as received; not stored, and the run says how many */
   *last = t;
   double sum = 0;
   int any = 0;
@@ -406,10 +447,16 @@ static int route(struct ingest *in, struct gs_sink *sink, const struct ingest_ms
  * second while they change, so a run whose agent dies still has them. */
 static void write_counts(struct ingest *in, struct gs_sink *sink, int64_t now_ns, int drained) {
   uint64_t bad = total(in->counts.bad) + in->counts.limited;
-  if ((bad == in->bad_written && in->counts.client_dropped == in->dropped_written) ||
+  if ((bad == in->bad_written && in->counts.client_dropped == in->dropped_written &&
+       in->steps_over_cap == in->over_cap_written) ||
       (!drained && now_ns - in->counts_ns < COUNTS_EVERY_NS))
     return;
   char num[24];
+  if (in->steps_over_cap != in->over_cap_written) {
+    snprintf(num, sizeof num, "%llu", (unsigned long long)in->steps_over_cap);
+    gs_sink_param(sink, "ingest.steps_over_cap", num);
+    in->over_cap_written = in->steps_over_cap;
+  }
   if (in->counts.client_dropped != in->dropped_written) {
     snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.client_dropped);
     gs_sink_param(sink, "ingest.client_dropped", num);
@@ -483,6 +530,12 @@ void ingest_finish(struct ingest *in, struct gs_sink *sink, int64_t now_ns) {
   if (!in || !sink)
     return;
   write_counts(in, sink, now_ns, 1);
+  if (in->steps_over_cap)
+    gs_sink_note(sink,
+                 "client: %llu of %llu steps not stored: more than %d steps a second (per rank) are counted "
+                 "only; step figures are built on the steps kept",
+                 (unsigned long long)in->steps_over_cap, (unsigned long long)in->counts.ok[INGEST_STEP],
+                 MAX_STEPS_PER_S);
   if (in->counts.client_dropped)
     gs_sink_note(sink,
                  "client: the job's client dropped %llu messages it could not send (socket full or agent busy); "
@@ -509,6 +562,9 @@ void ingest_summary(const struct ingest *in, FILE *out) {
             (unsigned long long)c->bad[INGEST_MARK], (unsigned long long)c->bad[INGEST_OTHER]);
   if (c->limited)
     fprintf(out, "  client: %llu messages dropped by per-run limits\n", (unsigned long long)c->limited);
+  if (in->steps_over_cap)
+    fprintf(out, "  client: %llu steps not stored (over the cap of %d steps a second): step figures are partial\n",
+            (unsigned long long)in->steps_over_cap, MAX_STEPS_PER_S);
   if (c->client_dropped)
     fprintf(out, "  client: %llu messages dropped by the job's client (socket full or agent busy): step figures are "
                  "partial\n",
@@ -525,5 +581,6 @@ void ingest_close(struct ingest *in) {
   if (in->own_dir)
     rmdir(in->dir);
   free(in->last_ns);
+  free(in->windows);
   free(in);
 }

@@ -309,6 +309,7 @@ static int parse_dropped(struct cursor *c, struct ingest_msg *m) {
     return fail(m, "no count");
   if (parse_count(next_token(c), &m->step) || m->step < 1)
     return fail(m, "dropped count is not a count (1-999999999999999)");
+  m->has |= INGEST_HAS_STEP;
   return more(c) ? fail(m, "unexpected field after the count") : 0;
 }
 

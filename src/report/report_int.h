@@ -62,6 +62,14 @@ const char *rp_gpus(const struct report_run *r, char *buf, size_t n);
 /* The run's wall-clock start as "YYYY-MM-DD HH:MM:SS" (local time). */
 const char *rp_when(int64_t wall_ns, char *buf, size_t n);
 
+/* ---- gaps in a run's data (gaps.c) ---- */
+
+/* 1 when the agent saw GPU data stop (and not resume) in these run params. */
+int rp_gpu_data_stopped(const struct gs_kv *kv, size_t n);
+/* Writes one line (after indent) per gap in the run's data the params record: GPU data that
+ * stopped, messages the client dropped, steps over the agent's cap. Returns the lines written. */
+int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n);
+
 /* ---- compare (compare.c) ---- */
 
 /* Throughput of r relative to base (samples/s, else inverse median step); NAN when neither has both. */

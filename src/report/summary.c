@@ -106,6 +106,7 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
       fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
     fputc('\n', out);
   }
+  rp_data_gaps(out, "  ! ", v.params, v.nparams);
   print_findings(out, &v);
   runview_done(&v);
 }

@@ -2,6 +2,8 @@
  * each GPU's use, then the findings ranked by time lost, each with its cost, estimated speed-up,
  * evidence numbers and fix. Colour only when the caller says (a TTY without NO_COLOR). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report/report_int.h"
@@ -171,6 +173,15 @@ int report_text(FILE *out, const struct report_run *r, int color) {
     fprintf(out, "  GPU energy %s (%s per sample); idle GPU-hours %s of %s\n",
             rp_num(b1, sizeof b1, r->energy_j / 3.6e6, 4, "kWh"), rp_num(b2, sizeof b2, r->energy_per_sample, 3, "J"),
             rp_num(b3, sizeof b3, r->gpu_idle_hours, 3, ""), rp_num(b4, sizeof b4, r->gpu_hours, 3, ""));
+
+  char gaps[32], *gap_text = NULL;
+  size_t gap_len = 0;
+  snprintf(gaps, sizeof gaps, "  %s!%s ", s.yellow, s.reset);
+  FILE *g = open_memstream(&gap_text, &gap_len);
+  int ngaps = g ? rp_data_gaps(g, gaps, r->params, r->nparams) : 0;
+  if (g && !fclose(g) && ngaps)
+    fprintf(out, "\n%sgaps in the data%s\n%s", s.bold, s.reset, gap_text);
+  free(gap_text);
 
   fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s.bold, s.reset, r->diagnosed ? " (diagnosed now)" : "");
   if (!r->nfindings)

@@ -43,8 +43,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     REQUIRE(rc == GS_EINVAL && m.error && *m.error);
   } else {
     REQUIRE(!m.error && m.kind != INGEST_OTHER);
-    if (m.kind != INGEST_STEP)
+    if (m.kind != INGEST_STEP && m.kind != INGEST_DROPPED)
       check_name(base, size, m.name);
+    if (m.kind == INGEST_DROPPED)
+      REQUIRE((m.has & INGEST_HAS_STEP) && m.step >= 1);
     if (m.kind == INGEST_PARAM) {
       check_slice(base, size, m.text, INGEST_MAX_TEXT);
       for (size_t i = 0; i < m.text.n; i++)

@@ -120,6 +120,24 @@ static void test_full_socket_drops_and_counts(void **state) {
   gs_batch_free(gs_sink_take(sink));
 }
 
+/* After drops, the next send that gets through tells the agent how many it missed (issue 11). */
+static void test_dropped_count_reaches_the_agent(void **state) {
+  (void)state;
+  unsigned long long dropped = gpuscope_dropped();
+  assert_true(dropped > 0); /* the flood before */
+  gpuscope_mark("after", 1);
+  ingest_poll(agent, sink, gs_mono_ns());
+  struct ingest_counts c;
+  ingest_counts(agent, &c);
+  assert_int_equal(c.client_dropped, dropped);
+  assert_int_equal(c.ok[INGEST_MARK] > 0, 1);
+  gpuscope_mark("again", 1); /* told once: no second count */
+  ingest_poll(agent, sink, gs_mono_ns());
+  ingest_counts(agent, &c);
+  assert_int_equal(c.client_dropped, dropped);
+  gs_batch_free(gs_sink_take(sink));
+}
+
 static void test_agent_gone_drops_and_counts(void **state) {
   (void)state;
   ingest_close(agent);
@@ -162,6 +180,7 @@ int main(void) {
       cmocka_unit_test(test_numbers_are_sent_in_the_c_locale),
       cmocka_unit_test(test_long_param_value_is_cut_at_a_character),
       cmocka_unit_test(test_full_socket_drops_and_counts),
+      cmocka_unit_test(test_dropped_count_reaches_the_agent),
       cmocka_unit_test(test_agent_gone_drops_and_counts),
   };
   int rc = cmocka_run_group_tests(tests, NULL, NULL);

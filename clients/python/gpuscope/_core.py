@@ -91,8 +91,8 @@ class Client:
     path None: no agent (yet), every method is a cheap no-op, but for the finder's rare look for an
     attach socket when look is on. Thread-safe; no method ever raises."""
 
-    __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "lock", "params",
-                 "finder", "found", "early", "agent", "warned")
+    __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "nreported", "lock",
+                 "params", "finder", "found", "early", "agent", "warned")
 
     def __init__(self, path=None, rank=0, look=False):
         self.path = path or None
@@ -118,6 +118,7 @@ class Client:
         self.nbytes = 0
         self.last = 0.0
         self.ndropped = 0
+        self.nreported = 0  # of ndropped, how many the agent has been told about ("gs1 dropped N")
         self.lock = threading.Lock()
         self.params = {}
 
@@ -382,6 +383,19 @@ class Client:
             chunk.append(b)
         if chunk:
             self._send(chunk)
+        self._report_dropped()
+
+    def _report_dropped(self):  # the lock held
+        """Tells the agent how many messages it missed since the last time, so a report built on part
+        of the steps says so; counted as told only once the datagram went out."""
+        n = self.ndropped - self.nreported
+        if n <= 0 or self.path is None:
+            return
+        try:
+            self.sock.sendto(f"gs1 dropped {n}".encode(), self.path)
+            self.nreported += n
+        except Exception:
+            pass
 
     def _send(self, chunk):  # the lock held
         try:
