@@ -142,6 +142,7 @@ def test_python_client_reports_its_drops_and_the_report_warns():
     check(prm.get("ingest.client_dropped") == str(dropped), f"agent: {prm.get('ingest.client_dropped')}, "
                                                               f"client: {dropped}")
     check("dropped by the job's client" in err, err)
+    print(f"     the client dropped {dropped} messages while the agent was stopped; the agent was told {dropped}")
     text = sb.ok("report", "drops", "--no-color")
     check("dropped" in text and str(dropped) in text, f"the report must warn:\n{text}")
     sb.close()
@@ -155,6 +156,7 @@ def test_hung_gpu_call_is_a_note_and_not_healthy():
     check(rc == 0, err)
     notes = sb.ok("show", "hung", "--notes")
     check("no GPU data after" in notes, f"notes:\n{notes}")
+    print("     " + next(n for n in notes.splitlines() if "no GPU data after" in n))
     check("nvml.data_stopped_at_s" in params(sb, "hung"), "param")
     check("no GPU data" in err, f"stderr: {err}")
     text = sb.ok("report", "hung", "--no-color")

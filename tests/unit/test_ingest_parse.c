@@ -176,6 +176,22 @@ static void test_sixteen_phases_are_allowed(void **state) {
   assert_int_equal(m.n_phases, 16);
 }
 
+static void test_dropped_count_parses_and_bad_counts_are_rejected(void **state) {
+  (void)state;
+  struct ingest_msg m;
+  assert_int_equal(parse("gs1 dropped 42", &m), 0);
+  assert_int_equal(m.kind, INGEST_DROPPED);
+  assert_int_equal(m.step, 42);
+  const char *bad[] = {"gs1 dropped", "gs1 dropped 0", "gs1 dropped -1", "gs1 dropped 1.5", "gs1 dropped 3 4",
+                       "gs1 dropped 1234567890123456"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    int rc = parse(bad[i], &m);
+    if (rc != GS_EINVAL || m.kind != INGEST_DROPPED || !m.error)
+      fail_msg("'%s': rc %d kind %d", bad[i], rc, m.kind);
+  }
+  assert_string_equal(ingest_kind_name(INGEST_DROPPED), "dropped");
+}
+
 static void test_kind_names(void **state) {
   (void)state;
   assert_string_equal(ingest_kind_name(INGEST_METRIC), "metric");
@@ -193,6 +209,7 @@ int main(void) {
       cmocka_unit_test(test_line_need_not_be_nul_terminated),
       cmocka_unit_test(test_every_rule_rejects_with_a_reason),
       cmocka_unit_test(test_sixteen_phases_are_allowed),
+      cmocka_unit_test(test_dropped_count_parses_and_bad_counts_are_rejected),
       cmocka_unit_test(test_kind_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
