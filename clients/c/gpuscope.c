@@ -43,7 +43,7 @@ static pid_t client_seen_pid;          /* whose looks those were (a forked child
 static locale_t client_c_locale;
 static atomic_ullong client_dropped;
 static atomic_ullong client_reported; /* of client_dropped, how many the agent was told ("gs1 dropped N") */
-static long client_rank; /* this process's rank in a distributed job; 0 when none */
+static long client_rank;              /* this process's rank in a distributed job; 0 when none */
 
 /* The rank the usual launchers give each process: torchrun/accelerate (RANK), Slurm, Open MPI, MPICH. */
 static long env_rank(void) {

@@ -101,7 +101,9 @@ int cmd_run(int argc, char **argv) {
   int status = 0;
   int rc = agent_run(&o, &status);
   if (rc) /* README's table: 3 only when the store cannot be opened, created or written */
-    return cli_error(rc == GS_EINVAL ? GS_EXIT_USAGE : rc == GS_ESTORE ? GS_EXIT_STORE : GS_EXIT_FAIL, "%s",
-                     gs_last_error());
+    return cli_error(rc == GS_EINVAL   ? GS_EXIT_USAGE
+                     : rc == GS_ESTORE ? GS_EXIT_STORE
+                                       : GS_EXIT_FAIL,
+                     "%s", gs_last_error());
   return status;
 }

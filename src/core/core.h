@@ -15,14 +15,14 @@
 /* Error codes: functions return 0 or one of these (negative). */
 enum {
   GS_OK = 0,
-  GS_EINVAL = -1,  /* bad argument or input */
-  GS_ENOMEM = -2,  /* allocation failed */
-  GS_EIO = -3,     /* an OS call failed */
-  GS_ENOENT = -4,  /* not found */
+  GS_EINVAL = -1,   /* bad argument or input */
+  GS_ENOMEM = -2,   /* allocation failed */
+  GS_EIO = -3,      /* an OS call failed */
+  GS_ENOENT = -4,   /* not found */
   GS_ECORRUPT = -5, /* a file is not what it should be */
-  GS_EBUSY = -6,   /* locked or in use */
-  GS_EAMBIG = -7,  /* a reference matches more than one thing */
-  GS_ESTORE = -8,  /* the store cannot be opened, created or written (the message says why) */
+  GS_EBUSY = -6,    /* locked or in use */
+  GS_EAMBIG = -7,   /* a reference matches more than one thing */
+  GS_ESTORE = -8,   /* the store cannot be opened, created or written (the message says why) */
 };
 
 /* The last error message of this thread (never NULL; "" when none). */

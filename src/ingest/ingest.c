@@ -49,10 +49,10 @@ struct ingest {
   struct step_window *windows; /* by the sink id of a rank's step.n series: steps kept this second */
   size_t n_windows;
   uint64_t steps_over_cap, over_cap_written;
-  size_t client_series; /* distinct client series created */
-  uint64_t bad_written; /* bad + limited, as last written as params */
+  size_t client_series;     /* distinct client series created */
+  uint64_t bad_written;     /* bad + limited, as last written as params */
   uint64_t dropped_written; /* counts.client_dropped, as last written */
-  int64_t counts_ns;    /* when the counts were last written */
+  int64_t counts_ns;        /* when the counts were last written */
   char buf[INGEST_MAX_DATAGRAM + 1];
 };
 
@@ -566,8 +566,9 @@ void ingest_summary(const struct ingest *in, FILE *out) {
     fprintf(out, "  client: %llu steps not stored (over the cap of %d steps a second): step figures are partial\n",
             (unsigned long long)in->steps_over_cap, MAX_STEPS_PER_S);
   if (c->client_dropped)
-    fprintf(out, "  client: %llu messages dropped by the job's client (socket full or agent busy): step figures are "
-                 "partial\n",
+    fprintf(out,
+            "  client: %llu messages dropped by the job's client (socket full or agent busy): step figures are "
+            "partial\n",
             (unsigned long long)c->client_dropped);
 }
 

@@ -26,7 +26,8 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
     fprintf(out, "%sGPU data stopped at ", indent);
     rp_text(out, kv_get(kv, n, "nvml.data_stopped_at_s"), 0);
     fputs(" s (a driver call did not return): the GPU figures cover only the run's start, and no verdict "
-          "below is one on the GPUs\n", out);
+          "below is one on the GPUs\n",
+          out);
     lines++;
   }
   if ((v = kv_get(kv, n, "ingest.client_dropped")) && strcmp(v, "0")) {
@@ -39,7 +40,8 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
     fprintf(out, "%s", indent);
     rp_text(out, v, 0);
     fputs(" steps over the agent's cap of 1000 a second were counted, not stored: step figures are built on "
-          "the steps kept\n", out);
+          "the steps kept\n",
+          out);
     lines++;
   }
   return lines;

@@ -182,8 +182,8 @@ static void test_dropped_count_parses_and_bad_counts_are_rejected(void **state) 
   assert_int_equal(parse("gs1 dropped 42", &m), 0);
   assert_int_equal(m.kind, INGEST_DROPPED);
   assert_int_equal(m.step, 42);
-  const char *bad[] = {"gs1 dropped", "gs1 dropped 0", "gs1 dropped -1", "gs1 dropped 1.5", "gs1 dropped 3 4",
-                       "gs1 dropped 1234567890123456"};
+  const char *bad[] = {"gs1 dropped",     "gs1 dropped 0",   "gs1 dropped -1",
+                       "gs1 dropped 1.5", "gs1 dropped 3 4", "gs1 dropped 1234567890123456"};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     int rc = parse(bad[i], &m);
     if (rc != GS_EINVAL || m.kind != INGEST_DROPPED || !m.error)
