@@ -417,11 +417,6 @@ static int agent_setup(struct agent *a) {
     return GS_ESTORE;
   if (a->attach && attach_ingest_open(o->attach_pid, &a->in, err, sizeof err) == GS_EBUSY)
     return gs_fail(GS_EBUSY, "attach: %s", err);
-  /* Runs of agents that died (SIGKILL, a lost node) are settled as crashed now, by the next start. */
-  struct store_run *old = NULL;
-  size_t nold = 0;
-  if (!a->st->runs_list(a->st, &old, &nold))
-    free(old);
   if (!(a->sink = gs_sink_new()))
     return gs_fail(GS_ENOMEM, "out of memory");
   run_fill(&a->run, o);
