@@ -392,11 +392,15 @@ static void watch_gpu(struct agent *a, int64_t now) {
   if (!a->gpu_stalled_at && now - last > limit) {
     a->gpu_stalled_at = last;
     snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / 1e9);
-    gs_sink_note(a->sink, "nvml: no GPU data after %s s of the run: a driver call has not returned; GPU figures "
-                 "after that are missing", at);
+    gs_sink_note(a->sink,
+                 "nvml: no GPU data after %s s of the run: a driver call has not returned (or no GPU answers); "
+                 "GPU figures after that are missing",
+                 at);
     gs_sink_param(a->sink, "nvml.data_stopped_at_s", at);
+    gs_sink_param(a->sink, "nvml.data_resumed_at_s", ""); /* a stall after a resumption */
     if (!a->o->quiet)
-      fprintf(stderr, "\rgpuscope: no GPU data since %s s into the run (a driver call has not returned)\033[K\n", at);
+      fprintf(stderr, "%sgpuscope: no GPU data since %s s into the run (a driver call has not returned)\n",
+              isatty(2) ? "\r\033[K" : "", at);
   } else if (a->gpu_stalled_at && last > a->gpu_stalled_at) {
     snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / 1e9);
     gs_sink_note(a->sink, "nvml: GPU data back at %s s of the run", at);

@@ -16,7 +16,8 @@ static const char *kv_get(const struct gs_kv *kv, size_t n, const char *key) {
 }
 
 int rp_gpu_data_stopped(const struct gs_kv *kv, size_t n) {
-  return kv_get(kv, n, "nvml.data_stopped_at_s") && !kv_get(kv, n, "nvml.data_resumed_at_s");
+  const char *resumed = kv_get(kv, n, "nvml.data_resumed_at_s"); /* "" after a later stall */
+  return kv_get(kv, n, "nvml.data_stopped_at_s") && !(resumed && *resumed);
 }
 
 int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n) {
