@@ -27,8 +27,10 @@
 /* Steps kept per second and rank. A real training loop makes 1 to a few hundred steps a second; a
  * client that reports far more (a step per sample, a loop in a benchmark) would grow the store and
  * every reader of the run without bound. The steps over the cap are counted, not stored, and the run
- * says so (param ingest.steps_over_cap, a note, the summary). docs/protocol.md. */
+ * says so (param ingest.steps_over_cap, a note, the summary, the report). docs/protocol.md. */
 #define MAX_STEPS_PER_S 1000
+/* The same for each client metric series (a value per step is plenty): param ingest.metrics_over_cap. */
+#define MAX_METRIC_POINTS_PER_S 1000
 #define STEP_WINDOW_NS 1000000000LL
 
 enum { STEP_N, STEP_DATA, STEP_H2D, STEP_COMPUTE, STEP_TOTAL, STEP_SAMPLES, STEP_NSERIES };
@@ -49,6 +51,7 @@ struct ingest {
   struct step_window *windows; /* by the sink id of a rank's step.n series: steps kept this second */
   size_t n_windows;
   uint64_t steps_over_cap, over_cap_written;
+  uint64_t metrics_over_cap, metrics_over_cap_written;
   size_t client_series;     /* distinct client series created */
   uint64_t bad_written;     /* bad + limited, as last written as params */
   uint64_t dropped_written; /* counts.client_dropped, as last written */
@@ -283,9 +286,9 @@ static int64_t *last_slot(struct ingest *in, int id) {
   return &in->last_ns[id];
 }
 
-/* Whether one more step of the rank whose step.n series is id fits the per-second cap at time t;
- * counts the ones that do not. */
-static int step_fits(struct ingest *in, int id, int64_t t) {
+/* Whether one more point of series id (a rank's step.n for steps) fits cap points in the second
+ * (of message time) that its window started; counts the ones that do not in *over. */
+static int rate_fits(struct ingest *in, int id, int64_t t, uint32_t cap, uint64_t *over) {
   if ((size_t)id >= in->n_windows) {
     size_t n = in->n_windows ? in->n_windows : 16;
     while (n <= (size_t)id)
@@ -300,8 +303,8 @@ static int step_fits(struct ingest *in, int id, int64_t t) {
   struct step_window *w = &in->windows[id];
   if (!w->start || t - w->start >= STEP_WINDOW_NS)
     *w = (struct step_window){.start = t, .kept = 0};
-  if (w->kept >= MAX_STEPS_PER_S) {
-    in->steps_over_cap++;
+  if (w->kept >= cap) {
+    (*over)++;
     return 0;
   }
   w->kept++;
@@ -333,6 +336,8 @@ static int put_metric(struct ingest *in, struct gs_sink *sink, const struct inge
   int64_t t = msg_time(in, m, now_ns);
   if (t <= *last)
     t = *last + 1;
+  if (!rate_fits(in, id, t, MAX_METRIC_POINTS_PER_S, &in->metrics_over_cap))
+    return 1; /* valid and counted as received; not stored, and the run says how many */
   *last = t;
   gs_sink_put(sink, id, t, m->value);
   if (sid >= 0)
@@ -378,7 +383,7 @@ static int put_step(struct ingest *in, struct gs_sink *sink, const struct ingest
   int64_t t = msg_time(in, m, now_ns);
   if (t <= *last)
     t = *last + 1;
-  if (!step_fits(in, ids[STEP_N], t))
+  if (!rate_fits(in, ids[STEP_N], t, MAX_STEPS_PER_S, &in->steps_over_cap))
     return 1; /* valid and counted as received; not stored, and the run says how many */
   *last = t;
   double sum = 0;
@@ -448,7 +453,7 @@ static int route(struct ingest *in, struct gs_sink *sink, const struct ingest_ms
 static void write_counts(struct ingest *in, struct gs_sink *sink, int64_t now_ns, int drained) {
   uint64_t bad = total(in->counts.bad) + in->counts.limited;
   if ((bad == in->bad_written && in->counts.client_dropped == in->dropped_written &&
-       in->steps_over_cap == in->over_cap_written) ||
+       in->steps_over_cap == in->over_cap_written && in->metrics_over_cap == in->metrics_over_cap_written) ||
       (!drained && now_ns - in->counts_ns < COUNTS_EVERY_NS))
     return;
   char num[24];
@@ -456,6 +461,11 @@ static void write_counts(struct ingest *in, struct gs_sink *sink, int64_t now_ns
     snprintf(num, sizeof num, "%llu", (unsigned long long)in->steps_over_cap);
     gs_sink_param(sink, "ingest.steps_over_cap", num);
     in->over_cap_written = in->steps_over_cap;
+  }
+  if (in->metrics_over_cap != in->metrics_over_cap_written) {
+    snprintf(num, sizeof num, "%llu", (unsigned long long)in->metrics_over_cap);
+    gs_sink_param(sink, "ingest.metrics_over_cap", num);
+    in->metrics_over_cap_written = in->metrics_over_cap;
   }
   if (in->counts.client_dropped != in->dropped_written) {
     snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.client_dropped);
@@ -536,6 +546,9 @@ void ingest_finish(struct ingest *in, struct gs_sink *sink, int64_t now_ns) {
                  "only; step figures are built on the steps kept",
                  (unsigned long long)in->steps_over_cap, (unsigned long long)in->counts.ok[INGEST_STEP],
                  MAX_STEPS_PER_S);
+  if (in->metrics_over_cap)
+    gs_sink_note(sink, "client: %llu metric values not stored: more than %d a second in one series are counted only",
+                 (unsigned long long)in->metrics_over_cap, MAX_METRIC_POINTS_PER_S);
   if (in->counts.client_dropped)
     gs_sink_note(sink,
                  "client: the job's client dropped %llu messages it could not send (socket full or agent busy); "
@@ -565,6 +578,9 @@ void ingest_summary(const struct ingest *in, FILE *out) {
   if (in->steps_over_cap)
     fprintf(out, "  client: %llu steps not stored (over the cap of %d steps a second): step figures are partial\n",
             (unsigned long long)in->steps_over_cap, MAX_STEPS_PER_S);
+  if (in->metrics_over_cap)
+    fprintf(out, "  client: %llu metric values not stored (over the cap of %d a second per series)\n",
+            (unsigned long long)in->metrics_over_cap, MAX_METRIC_POINTS_PER_S);
   if (c->client_dropped)
     fprintf(out,
             "  client: %llu messages dropped by the job's client (socket full or agent busy): step figures are "

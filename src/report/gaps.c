@@ -1,7 +1,7 @@
 /* report/gaps: what a run's data is missing, said before any verdict on it — GPU data that stopped
  * (a driver call that never returned, param nvml.data_stopped_at_s from the agent), messages the
- * job's client dropped (ingest.client_dropped), steps over the agent's per-second cap
- * (ingest.steps_over_cap). A "healthy" finding on such a run is no verdict on what is missing. */
+ * job's client dropped (ingest.client_dropped), steps and metric values over the agent's per-second
+ * caps (ingest.steps_over_cap, ingest.metrics_over_cap). A "healthy" finding on such a run is no verdict on what is missing. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +43,12 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
     fputs(" steps over the agent's cap of 1000 a second were counted, not stored: step figures are built on "
           "the steps kept\n",
           out);
+    lines++;
+  }
+  if ((v = kv_get(kv, n, "ingest.metrics_over_cap")) && strcmp(v, "0")) {
+    fprintf(out, "%s", indent);
+    rp_text(out, v, 0);
+    fputs(" metric values over the agent's cap of 1000 a second per series were counted, not stored\n", out);
     lines++;
   }
   return lines;

@@ -64,6 +64,26 @@ def test_step_flood_keeps_memory_bounded_and_says_what_it_kept():
     sb.close()
 
 
+METRIC_FLOOD = FLOOD.replace('f"gs1 step {i} data=0.001 compute=0.002 samples=8"', 'f"gs1 metric loss {i}"')
+
+
+def test_metric_flood_is_capped_too():
+    sb = Sandbox()
+    job = os.path.join(sb.dir, "mflood.py")
+    open(job, "w").write(METRIC_FLOOD)
+    p = subprocess.run([BIN, "run", "--name", "mflood", "--", PYTHON, job, "2"], env=sb.env, capture_output=True,
+                       text=True, timeout=120)
+    check(p.returncode == 0, p.stderr)
+    sent = int(p.stdout.split()[-1])
+    over = int(params(sb, "mflood").get("ingest.metrics_over_cap", "0"))
+    kept = next(m["count"] for m in sb.json("metrics", "mflood", "--json") if m["name"] == "loss")
+    dur = sb.json("runs", "--json")[0]["duration_s"]
+    print(f"     metric flood: {sent} values sent, {kept} kept, {over} over the cap, {dur:.1f} s")
+    check(kept <= 1000 * (dur + 1) and over > 0 and kept + over == sent, f"kept {kept}, over {over}, sent {sent}")
+    check("metric values not stored" in p.stderr, p.stderr)
+    sb.close()
+
+
 def test_socket_dirs_of_killed_agents_are_cleaned_at_the_next_start():
     sb = Sandbox()
     tmp = os.path.join(sb.dir, "tmp")
