@@ -43,7 +43,14 @@ const char *gs_fmt_duration(int64_t ns, char *buf, size_t n);
 /* Formats bytes ("512 B", "3.4 MiB"). */
 const char *gs_fmt_bytes(double bytes, char *buf, size_t n);
 
-/* Writes s as a JSON string literal (quoted, escaped) to out. NULL writes "". */
+/* Decodes one UTF-8 code point at s (NUL-terminated); invalid or overlong bytes give U+FFFD and
+ * consume one byte. Returns the bytes consumed (0 at the end). */
+size_t gs_utf8_next(const char *s, uint32_t *cp);
+/* Writes code point c as UTF-8 to out (a FILE *). */
+void gs_utf8_put(void *out_file, uint32_t c);
+/* Writes s as a JSON string literal to out (a FILE *): '"' and '\\' escaped, newline and tab as
+ * \n and \t, other control characters and DEL as \u00XX, invalid UTF-8 replaced by U+FFFD. NULL
+ * writes "". The one JSON string writer: the report's rp_json_str and every command use it. */
 void gs_json_str(void *out_file, const char *s);
 /* Writes a number as JSON (null when not finite). */
 void gs_json_num(void *out_file, double v);

@@ -99,32 +99,64 @@ const char *gs_kind_name(enum gs_kind k) {
   return "gauge";
 }
 
+size_t gs_utf8_next(const char *s, uint32_t *cp) {
+  const unsigned char *p = (const unsigned char *)s;
+  if (!p[0])
+    return 0;
+  if (p[0] < 0x80) {
+    *cp = p[0];
+    return 1;
+  }
+  size_t len = p[0] >= 0xf0 && p[0] <= 0xf4   ? 4
+               : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+               : p[0] >= 0xc2 && p[0] < 0xe0  ? 2
+                                              : 0;
+  uint32_t c = len == 4 ? p[0] & 0x07u : len == 3 ? p[0] & 0x0fu : p[0] & 0x1fu;
+  for (size_t i = 1; i < len; i++) {
+    if ((p[i] & 0xc0) != 0x80) {
+      len = 0;
+      break;
+    }
+    c = c << 6 | (p[i] & 0x3fu);
+  }
+  /* Overlong forms, surrogates and values past U+10FFFF are invalid. */
+  if (!len || (len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) || (c >= 0xd800 && c < 0xe000)) {
+    *cp = 0xfffd;
+    return 1;
+  }
+  *cp = c;
+  return len;
+}
+
+void gs_utf8_put(void *out_file, uint32_t c) {
+  FILE *out = out_file;
+  if (c < 0x80)
+    fputc((int)c, out);
+  else if (c < 0x800)
+    fputc((int)(0xc0 | c >> 6), out), fputc((int)(0x80 | (c & 0x3f)), out);
+  else if (c < 0x10000)
+    fputc((int)(0xe0 | c >> 12), out), fputc((int)(0x80 | (c >> 6 & 0x3f)), out), fputc((int)(0x80 | (c & 0x3f)), out);
+  else
+    fputc((int)(0xf0 | c >> 18), out), fputc((int)(0x80 | (c >> 12 & 0x3f)), out),
+        fputc((int)(0x80 | (c >> 6 & 0x3f)), out), fputc((int)(0x80 | (c & 0x3f)), out);
+}
+
 void gs_json_str(void *out_file, const char *s) {
   FILE *out = out_file;
   fputc('"', out);
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    switch (*p) {
-    case '"':
-      fputs("\\\"", out);
-      break;
-    case '\\':
-      fputs("\\\\", out);
-      break;
-    case '\n':
+  uint32_t c;
+  size_t k;
+  for (const char *p = s ? s : ""; (k = gs_utf8_next(p, &c)); p += k) {
+    if (c == '"' || c == '\\')
+      fputc('\\', out), fputc((int)c, out);
+    else if (c == '\n')
       fputs("\\n", out);
-      break;
-    case '\t':
+    else if (c == '\t')
       fputs("\\t", out);
-      break;
-    case '\r':
-      fputs("\\r", out);
-      break;
-    default:
-      if (*p < 0x20)
-        fprintf(out, "\\u%04x", *p);
-      else
-        fputc(*p, out);
-    }
+    else if (c < 0x20 || c == 0x7f)
+      fprintf(out, "\\u%04x", (unsigned)c);
+    else
+      gs_utf8_put(out, c);
   }
   fputc('"', out);
 }

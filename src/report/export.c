@@ -1,6 +1,7 @@
 /* report/export: the one writer of untrusted store text (run names, commands, tags, labels, params,
  * event and note text) for every output gpuscope prints — the read-back commands (`runs`, `show`,
- * `metrics`) as well as `report` and `compare`: JSON strings and numbers (fmt.c's rp_json_*),
+ * `metrics`) as well as `report` and `compare`: JSON strings (core's gs_json_str, which rp_json_str
+ * is too) and numbers,
  * terminal text with escape sequences and control characters dropped (fmt.c's rp_text, and a copy
  * into a buffer for padded table columns), and RFC 4180 CSV fields. */
 #include <string.h>
@@ -8,7 +9,7 @@
 #include "report/report_int.h"
 
 void report_json_str(FILE *out, const char *s) {
-  rp_json_str(out, s);
+  gs_json_str(out, s);
 }
 
 void report_json_num(FILE *out, double v) {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -101,11 +102,44 @@ static void test_sink_carries_events_params_notes(void **state) {
   gs_sink_free(s);
 }
 
+/* The one JSON string writer: escapes, control characters as \u00XX, invalid UTF-8 replaced. */
+static void test_json_str_escapes_and_repairs_utf8(void **state) {
+  (void)state;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  gs_json_str(f, "a\"b\\c\n\t\x1b[2J\x7f\xff\xc3\xa9");
+  fclose(f);
+  assert_string_equal(buf, "\"a\\\"b\\\\c\\n\\t\\u001b[2J\\u007f\xef\xbf\xbd\xc3\xa9\"");
+  free(buf);
+}
+
+static void test_sink_source_last_time_is_the_latest_point(void **state) {
+  (void)state;
+  struct gs_sink *s = gs_sink_new();
+  int a = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  int b = gs_sink_series(s, "nvml", "gpu.temp_c", "gpu=0", "C", GS_GAUGE);
+  int c = gs_sink_series(s, "nvmlx", "other", "", "", GS_GAUGE);
+  assert_int_equal(gs_sink_source_last_t(s, "nvml"), 0); /* no point yet */
+  gs_sink_put(s, a, 100, 1);
+  gs_sink_put(s, b, 300, 1);
+  gs_sink_put(s, a, 200, 1);
+  gs_sink_put(s, c, 900, 1); /* another source, even with a prefix in common */
+  assert_int_equal(gs_sink_source_last_t(s, "nvml"), 300);
+  gs_batch_free(gs_sink_take(s));
+  gs_sink_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_duration_accepts_units),        cmocka_unit_test(test_duration_rejects_garbage),
-      cmocka_unit_test(test_sink_series_are_deduplicated),  cmocka_unit_test(test_sink_many_series_survive_rehash),
-      cmocka_unit_test(test_sink_drops_non_finite_values),  cmocka_unit_test(test_sink_carries_events_params_notes),
+      cmocka_unit_test(test_duration_accepts_units),
+      cmocka_unit_test(test_duration_rejects_garbage),
+      cmocka_unit_test(test_sink_series_are_deduplicated),
+      cmocka_unit_test(test_sink_many_series_survive_rehash),
+      cmocka_unit_test(test_sink_drops_non_finite_values),
+      cmocka_unit_test(test_sink_carries_events_params_notes),
+      cmocka_unit_test(test_json_str_escapes_and_repairs_utf8),
+      cmocka_unit_test(test_sink_source_last_time_is_the_latest_point),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
