@@ -159,5 +159,64 @@ def test_closed_stderr_does_not_kill_gpuscope():
     sb.close()
 
 
+def test_term_during_wait_tree_reaches_the_orphans():
+    sb = Sandbox()
+    pidfile = os.path.join(sb.dir, "pid")
+    p = subprocess.Popen([BIN, "run", "--quiet", "--wait-tree", "--", "sh", "-c",
+                          f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}; exit 0"],
+                         env=sb.env, stderr=subprocess.DEVNULL)
+    check(wait_for(pidfile), "the job did not start")
+    pid = int(open(pidfile).read())
+    time.sleep(0.5)  # the shell has exited; gpuscope waits for the orphan
+    p.send_signal(signal.SIGTERM)
+    try:
+        rc = p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.kill(pid, signal.SIGKILL)
+        p.wait(timeout=20)
+        raise AssertionError("SIGTERM during --wait-tree did not reach the job's orphan")
+    check(rc == 0 and not alive(pid), f"rc {rc} (the job's own), orphan alive: {alive(pid)}")
+    sb.close()
+
+
+def test_terminal_ctrl_c_reaches_the_job_once():
+    import pty
+    sb = Sandbox()
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(BIN, [BIN, "run", "--quiet", "--", "sh", "-c",
+                        "trap 'echo GOT-INT; exit 9' INT; echo READY; while :; do sleep 0.05; done"], sb.env)
+    import select
+    out, deadline = b"", time.time() + 20
+    while b"READY" not in out and time.time() < deadline:
+        if select.select([fd], [], [], 0.5)[0]:
+            out += os.read(fd, 4096)
+    check(b"READY" in out, f"the job did not start: {out!r}")
+    time.sleep(0.3)
+    os.write(fd, b"\x03")  # the terminal sends SIGINT to the foreground group: gpuscope and the job
+    st = None
+    while time.time() < deadline:
+        if not select.select([fd], [], [], 0.5)[0]:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                st = status
+                break
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        out += chunk
+    else:
+        os.kill(pid, signal.SIGKILL)
+    if st is None:
+        _, st = os.waitpid(pid, 0)
+    rc = os.waitstatus_to_exitcode(st)
+    check(rc == 9 and out.count(b"GOT-INT") == 1, f"rc {rc}, output {out!r}: ^C must reach the job once")
+    sb.close()
+
+
 if __name__ == "__main__":
     run_tests(globals())
