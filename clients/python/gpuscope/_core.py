@@ -361,6 +361,8 @@ class Client:
         self.last = now
         lines, self.lines, self.nbytes = self.lines, [], 0
         if not lines:
+            if self.sock is not None and self.ndropped > self.nreported:
+                self._report_dropped()  # a flush with nothing pending (at exit) still reports drops
             return
         try:
             if self.sock is None:
