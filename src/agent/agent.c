@@ -366,7 +366,7 @@ struct agent {
   struct attach_target target; /* the attached process (pidfd -1 without pidfd_open) */
   int *job_status;
   char no_gpu[256];
-  int nvml_open;         /* the GPU collector is on: watch that its data keeps coming */
+  int nvml_open;          /* the GPU collector is on: watch that its data keeps coming */
   int64_t gpu_stalled_at; /* when GPU data stopped (0: it flows) */
   int64_t last_watch;
 };
@@ -441,7 +441,9 @@ static int agent_setup(struct agent *a) {
     prctl(PR_SET_CHILD_SUBREAPER, 1);
   if ((rc = sig_setup(&a->sig)))
     return rc;
-  a->w = (struct writer){.st = a->st, .run = &a->run, .sink = a->sink,
+  a->w = (struct writer){.st = a->st,
+                         .run = &a->run,
+                         .sink = a->sink,
                          .flush_ns = o->flush_ns ? o->flush_ns : agent_flush_default(o->interval_ns)};
   if ((rc = writer_start(&a->w)))
     return rc;
@@ -464,8 +466,8 @@ static int agent_start_job(struct agent *a) {
     a->job_done = 1;
     return GS_OK;
   }
-  struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = a->job, .interval_ns = o->interval_ns,
-                                 .subreaper = !a->attach};
+  struct collector_opts copts = {
+      .root = o->root ? o->root : "/", .pid = a->job, .interval_ns = o->interval_ns, .subreaper = !a->attach};
   char err[256];
   for (size_t i = 0; collect_registry[i] && a->ncols < sizeof a->cols / sizeof *a->cols; i++) {
     err[0] = 0;
@@ -614,7 +616,9 @@ static void agent_finish(struct agent *a) {
   a->run.end_wall_ns = a->run.start_wall_ns + (end - a->run.mono_start_ns);
   a->run.exit_code = a->attach ? -1 : *a->job_status; /* a non-child's exit status is unknowable */
   snprintf(a->run.status, sizeof a->run.status, "%s",
-           *a->job_status == 0 ? "finished" : *a->job_status > 128 && !a->exec_errno ? "killed" : "failed");
+           *a->job_status == 0                      ? "finished"
+           : *a->job_status > 128 && !a->exec_errno ? "killed"
+                                                    : "failed");
   if (a->st->run_end(a->st, &a->run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
   char unkept[512];
@@ -638,8 +642,8 @@ static void agent_finish(struct agent *a) {
 }
 
 int agent_run(const struct agent_opts *o, int *job_status) {
-  struct agent a = {.o = o, .job_status = job_status, .sig = {.fd = -1}, .attach = o->attach_pid > 0,
-                    .target = {.pidfd = -1}};
+  struct agent a = {
+      .o = o, .job_status = job_status, .sig = {.fd = -1}, .attach = o->attach_pid > 0, .target = {.pidfd = -1}};
   *job_status = 1;
   int rc = agent_setup(&a);
   if (!rc)
