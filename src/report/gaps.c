@@ -1,8 +1,8 @@
 /* report/gaps: what a run's data is missing, said before any verdict on it — GPU data that stopped
  * (a driver call that never returned, param nvml.data_stopped_at_s from the agent), messages the
  * job's client dropped (ingest.client_dropped), steps and metric values over the agent's per-second
- * caps (ingest.steps_over_cap, ingest.metrics_over_cap). A "healthy" finding on such a run is no verdict on what is
- * missing. */
+ * caps (ingest.steps_over_cap, ingest.metrics_over_cap). A "healthy" finding on such a run is no
+ * verdict on what is missing. */
 #include <stdlib.h>
 #include <string.h>
 
