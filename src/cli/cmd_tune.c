@@ -186,8 +186,10 @@ int cmd_tune(int argc, char **argv) {
     c.o.store_url = store_default_url(def, sizeof def);
   struct tune_result r;
   int trc = tune_run(&c.o, &r);
+  /* 3 only when the store is what failed (README's table); anything else is 1. */
+  int fail = trc == GS_ESTORE ? GS_EXIT_STORE : GS_EXIT_FAIL;
   if (trc && !r.n) {
-    rc = cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
+    rc = cli_error(fail, "tune: %s", gs_last_error());
     tune_result_done(&r);
     goto out;
   }
@@ -199,7 +201,7 @@ int cmd_tune(int argc, char **argv) {
   if (st)
     st->close(st);
   if (trc)
-    rc = cli_error(GS_EXIT_STORE, "tune: stopped: %s", gs_last_error());
+    rc = cli_error(fail, "tune: stopped: %s", gs_last_error());
   else
     rc = r.interrupted ? 130 : r.best < 0 ? GS_EXIT_FAIL : GS_EXIT_OK;
   tune_result_done(&r);

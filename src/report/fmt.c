@@ -21,12 +21,9 @@ void rp_json_str(FILE *out, const char *s) {
   gs_json_str(out, s);
 }
 
-void rp_json_num(FILE *out, double v) {
-  if (isfinite(v))
-    fprintf(out, "%.10g", v);
-  else
-    fputs("null", out);
-}
+/* One number writer for every JSON gpuscope prints (show, metrics, runs, report, compare, serve):
+ * core's, so `show --json` and `report --json` give a value the same digits. */
+void rp_json_num(FILE *out, double v) { gs_json_num(out, v); }
 
 /* ---- a JSON checker (RFC 8259 grammar; no allocation) ---- */
 

@@ -438,7 +438,7 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
   snprintf(t->run_id, sizeof t->run_id, "%s", id);
   struct store *st = store_open(o->store_url);
   if (!st) {
-    rc = GS_EIO;
+    rc = GS_ESTORE;
     snprintf(t->reason, sizeof t->reason, "%s", gs_last_error());
     goto out;
   }

@@ -346,7 +346,7 @@ static int doctor(struct ctx *c) {
     }
     struct store *st = store_open(c->o->store_url);
     if (!st)
-      return GS_EIO;
+      return GS_ESTORE;
     struct store_finding *f = NULL;
     size_t nf = 0;
     int rc = doctor_diagnose(st, c->r->trials[cur].run_id, &f, &nf);
@@ -397,7 +397,7 @@ int tune_run(const struct tune_opts *o, struct tune_result *r) {
   r->best = r->winner = r->recommended = -1;
   struct store *st = store_open(o->store_url); /* fail early, before any trial */
   if (!st)
-    return GS_EIO;
+    return GS_ESTORE; /* the message says why */
   st->close(st);
   struct sigaction sa = {.sa_sigaction = on_sigint, .sa_flags = SA_SIGINFO}, old[3];
   static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
