@@ -1,5 +1,5 @@
 /* store: where runs live. A `struct store` is a table of function pointers with one back end per
- * URL scheme (sqlite:// today; postgres:// is planned and must pass the same suite). The run loop's
+ * URL scheme (sqlite://, and postgresql:// or postgres:// for a shared server; both pass one suite). The run loop's
  * writer thread appends batches taken from the sink; read-back commands, the doctor and reports
  * read runs, series, samples, events, params and notes.
  *
