@@ -218,13 +218,17 @@ static int add_param(struct group_store *g, const char *key, const char *value) 
   return GS_OK;
 }
 
-/* "gpu=N" (exactly) -> N, else -1. */
-static int gpu_of(const char *labels) {
+/* N for labels "gpu=N" or "gpu=N,..." (a GPU's own series, or a process on it), else -1; *rest is
+ * what follows N. */
+static int gpu_of(const char *labels, const char **rest) {
   char *end;
-  if (strncmp(labels, "gpu=", 4) || !labels[4])
+  if (strncmp(labels, "gpu=", 4) || labels[4] < '0' || labels[4] > '9')
     return -1;
   long n = strtol(labels + 4, &end, 10);
-  return *end || n < 0 || n > 1023 ? -1 : (int)n;
+  if ((*end && *end != ',') || n > 1023)
+    return -1;
+  *rest = end;
+  return (int)n;
 }
 
 /* "" -> 0, "rank=R" -> R, else -1. */
@@ -287,9 +291,11 @@ static int add_run_series(struct group_store *g, size_t i, int *gpu_base) {
   char val[200], key[64];
   for (size_t k = 0; k < n; k++) {
     struct store_series x = s[k];
-    int gpu = gpu_of(x.labels), rank = is_step(&x) ? rank_of(x.labels) : -1;
+    const char *rest = "";
+    int gpu = gpu_of(s[k].labels, &rest), rank = is_step(&x) ? rank_of(x.labels) : -1;
     if (gpu >= 0) {
-      snprintf(x.labels, sizeof x.labels, "gpu=%d", *gpu_base + gpu);
+      if (snprintf(x.labels, sizeof x.labels, "gpu=%d%s", *gpu_base + gpu, rest) >= (int)sizeof x.labels)
+        x.labels[sizeof x.labels - 1] = 0;
       gpus = gpu + 1 > gpus ? gpu + 1 : gpus;
       snprintf(key, sizeof key, "group.gpu.%d.host", *gpu_base + gpu);
       if ((rc = add_param(g, key, r->host)))
@@ -327,7 +333,8 @@ static int add_run_series(struct group_store *g, size_t i, int *gpu_base) {
   return rc;
 }
 
-static int add_run_events(struct group_store *g, size_t i) {
+/* Run i's events on the group's clock, their GPU renumbered from gpu_base, others' labelled with the host. */
+static int add_run_events(struct group_store *g, size_t i, int gpu_base) {
   struct store_event *e = NULL;
   size_t n = 0;
   int rc = g->src->events_read(g->src, g->runs[i].id, &e, &n);
@@ -342,7 +349,11 @@ static int add_run_events(struct group_store *g, size_t i) {
   for (size_t k = 0; k < n; k++) {
     struct store_event x = e[k];
     x.t += g->offset[i];
-    if (i > 0)
+    const char *rest = "";
+    int gpu = gpu_of(e[k].labels, &rest);
+    if (gpu >= 0 && snprintf(x.labels, sizeof x.labels, "gpu=%d%s", gpu_base + gpu, rest) >= (int)sizeof x.labels)
+      x.labels[sizeof x.labels - 1] = 0;
+    if (gpu < 0 && i > 0)
       add_host_label(x.labels, sizeof x.labels, g->runs[i].host);
     g->events[g->nevents++] = x;
   }
@@ -355,14 +366,22 @@ static int by_time(const void *a, const void *b) {
   return x->t < y->t ? -1 : x->t > y->t;
 }
 
-static int add_run_params_notes(struct group_store *g, size_t i) {
+/* Run i's params (a GPU's, gpu.N.*, renumbered from gpu_base like its series) and notes. */
+static int add_run_params_notes(struct group_store *g, size_t i, int gpu_base) {
   struct gs_kv *kv = NULL;
   char **notes = NULL;
   size_t nkv = 0, nn = 0;
   const struct store_run *r = &g->runs[i];
   int rc = g->src->params_read(g->src, r->id, &kv, &nkv);
-  for (size_t k = 0; !rc && k < nkv; k++)
-    rc = add_param(g, kv[k].key, kv[k].value);
+  for (size_t k = 0; !rc && k < nkv; k++) {
+    char key[300], *end;
+    long n = !strncmp(kv[k].key, "gpu.", 4) ? strtol(kv[k].key + 4, &end, 10) : -1;
+    if (n >= 0 && end != kv[k].key + 4 && *end == '.' &&
+        snprintf(key, sizeof key, "gpu.%ld%s", gpu_base + n, end) < (int)sizeof key)
+      rc = add_param(g, key, kv[k].value);
+    else
+      rc = add_param(g, kv[k].key, kv[k].value);
+  }
   if (kv)
     store_kv_free(kv, nkv);
   if (rc || (rc = g->src->notes_read(g->src, r->id, &notes, &nn)))
@@ -444,23 +463,23 @@ struct store *store_group_open(struct store *src, const char *name) {
       runs[g->nruns++] = runs[i];
   g->runs = runs;
   g->base = (struct store){.version = 2,
-                          .scheme = src->scheme,
-                          .schema_found = src->schema_found,
-                          .read_only = 1,
-                          .run_begin = g_run_begin,
-                          .run_append = g_run_append,
-                          .run_end = g_run_end,
-                          .runs_list = g_runs_list,
-                          .run_get = g_run_get,
-                          .series_list = g_series_list,
-                          .samples_read = g_samples_read,
-                          .rollups_read = g_rollups_read,
-                          .events_read = g_events_read,
-                          .params_read = g_params_read,
-                          .notes_read = g_notes_read,
-                          .findings_write = g_findings_write,
-                          .findings_read = g_findings_read,
-                          .close = g_close};
+                           .scheme = src->scheme,
+                           .schema_found = src->schema_found,
+                           .read_only = 1,
+                           .run_begin = g_run_begin,
+                           .run_append = g_run_append,
+                           .run_end = g_run_end,
+                           .runs_list = g_runs_list,
+                           .run_get = g_run_get,
+                           .series_list = g_series_list,
+                           .samples_read = g_samples_read,
+                           .rollups_read = g_rollups_read,
+                           .events_read = g_events_read,
+                           .params_read = g_params_read,
+                           .notes_read = g_notes_read,
+                           .findings_write = g_findings_write,
+                           .findings_read = g_findings_read,
+                           .close = g_close};
   g->src = src;
   if (!g->nruns) {
     gs_fail(GS_ENOENT, "no run or group '%s' in this store (see 'gpuscope runs')", name);
@@ -486,11 +505,14 @@ struct store *store_group_open(struct store *src, const char *name) {
     len += (size_t)snprintf(list + len, sizeof list - len, "%s%s@%s", i ? "," : "", g->runs[i].id, g->runs[i].host);
   snprintf(num, sizeof num, "%zu", g->nruns);
   int gpu_base = 0;
-  if (add_param(g, "group.runs", list) || add_param(g, "group.nruns", num) || add_param(g, "group.hosts", g->group.host))
+  if (add_param(g, "group.runs", list) || add_param(g, "group.nruns", num) ||
+      add_param(g, "group.hosts", g->group.host))
     goto fail;
-  for (size_t i = 0; i < g->nruns; i++)
-    if (add_run_series(g, i, &gpu_base) || add_run_events(g, i) || add_run_params_notes(g, i))
+  for (size_t i = 0; i < g->nruns; i++) {
+    int base = gpu_base;
+    if (add_run_series(g, i, &gpu_base) || add_run_events(g, i, base) || add_run_params_notes(g, i, base))
       goto fail;
+  }
   if (g->nevents > 1)
     qsort(g->events, g->nevents, sizeof *g->events, by_time);
   return &g->base;

@@ -102,7 +102,8 @@ static int create_database(struct pg_store *s) {
   PGresult *r = PQexec(c, sql);
   const char *state = PQresultErrorField(r, PG_DIAG_SQLSTATE);
   int rc = GS_OK;
-  if (PQresultStatus(r) != PGRES_COMMAND_OK && !(state && !strcmp(state, "42P04"))) /* made by another agent */
+  /* made by another agent meanwhile: 42P04, or 23505 when both creations ran at once */
+  if (PQresultStatus(r) != PGRES_COMMAND_OK && !(state && (!strcmp(state, "42P04") || !strcmp(state, "23505"))))
     rc = gs_fail(GS_EIO, "store %s: cannot create database %s: %s", s->name, db, PQresultErrorMessage(r));
   PQclear(r);
   PQfinish(c);
