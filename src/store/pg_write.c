@@ -71,8 +71,9 @@ int pg_run_begin(struct store *base, struct store_run *r) {
 
 /* ---- chunks ---- */
 
-/* Upserts the series' open chunk as the row (series_id, t0). */
-static int write_chunk(struct pg_store *s, struct pg_wseries *w) {
+/* Queues the upsert of the series' open chunk as the row (series_id, t0) on the pipeline of the
+ * append in progress (libpq copies the parameters: the encoder may move on at once). */
+static int write_chunk(struct pg_store *s, struct pg_wseries *w, int *queued) {
   char sid[8], t0[8], t1[8], n[4];
   put_be64(sid, w->db_id);
   put_be64(t0, w->enc.t0);
@@ -81,11 +82,43 @@ static int write_chunk(struct pg_store *s, struct pg_wseries *w) {
   const char *vals[] = {sid, t0, t1, n, (const char *)w->enc.buf};
   int lens[] = {8, 8, 8, 4, (int)chunk_enc_bytes(&w->enc)};
   int fmts[] = {1, 1, 1, 1, 1};
-  PGresult *r = PQexecPrepared(s->conn, "gs_chunk", 5, vals, lens, fmts, 0);
-  int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, r, "cannot write samples");
-  PQclear(r);
-  if (!rc)
-    w->dirty = 0;
+  if (!PQsendQueryPrepared(s->conn, "gs_chunk", 5, vals, lens, fmts, 0))
+    return pg_fail(s, NULL, "cannot write samples");
+  (*queued)++;
+  w->dirty = 0;
+  return GS_OK;
+}
+
+/* Reads the results of the queued upserts and the pipeline's sync, and leaves pipeline mode:
+ * one round trip for every chunk of the flush. Returns the first failure. */
+static int pipeline_finish(struct pg_store *s, int queued, int rc) {
+  if (pg_conn_lost(s))
+    return rc ? rc : pg_fail(s, NULL, "cannot write samples");
+  int synced = PQpipelineSync(s->conn) == 1;
+  if (!synced && !rc)
+    rc = pg_fail(s, NULL, "cannot write samples");
+  /* each query's result is followed by a NULL; two NULLs in a row: nothing more is coming */
+  for (int got = 0, nulls = 0; synced && got <= queued && nulls < 2 && !pg_conn_lost(s);) {
+    PGresult *r = PQgetResult(s->conn);
+    if (!r) {
+      nulls++;
+      continue;
+    }
+    nulls = 0;
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      break;
+    }
+    if (st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED && !rc)
+      rc = pg_fail(s, r, "cannot write samples");
+    got++;
+    PQclear(r);
+  }
+  if (pg_conn_lost(s))
+    return rc ? rc : pg_fail(s, NULL, "cannot write samples");
+  if (PQexitPipelineMode(s->conn) != 1 && !rc)
+    rc = pg_fail(s, NULL, "cannot write samples");
   return rc;
 }
 
@@ -166,8 +199,10 @@ static int add_series(struct pg_store *s, const struct store_run *r, const struc
 }
 
 static int write_points(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
-  int rc;
-  for (size_t i = 0; i < b->n_points; i++) {
+  if (!PQenterPipelineMode(s->conn))
+    return pg_fail(s, NULL, "cannot write samples");
+  int rc = GS_OK, queued = 0;
+  for (size_t i = 0; i < b->n_points && !rc; i++) {
     const struct gs_point *p = &b->points[i];
     if (p->series < 0 || (size_t)p->series >= s->n_ws || s->ws[p->series].db_id < 0)
       continue;
@@ -177,18 +212,19 @@ static int write_points(struct pg_store *s, const struct store_run *r, const str
       continue; /* out of order or already stored (a replay): a series only moves forward */
     if (w->enc.n >= PG_CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > PG_CHUNK_MAX_SPAN_NS) ||
         chunk_enc_bytes(&w->enc) + PG_CHUNK_MAX_POINT_BYTES > PG_CHUNK_MAX_BYTES) {
-      if (w->dirty && (rc = write_chunk(s, w))) /* the full chunk's last points; the next starts a row */
-        return rc;
+      if (w->dirty && (rc = write_chunk(s, w, &queued))) /* the full chunk's last points; the next starts a row */
+        break;
       chunk_enc_done(&w->enc);
     }
     if (chunk_enc_put(&w->enc, t, p->v))
-      return gs_fail(GS_ENOMEM, "out of memory");
-    w->dirty = 1;
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+    else
+      w->dirty = 1;
   }
-  for (size_t i = 0; i < s->n_ws; i++)
-    if (s->ws[i].dirty && (rc = write_chunk(s, &s->ws[i])))
-      return rc;
-  return GS_OK;
+  for (size_t i = 0; i < s->n_ws && !rc; i++)
+    if (s->ws[i].dirty)
+      rc = write_chunk(s, &s->ws[i], &queued);
+  return pipeline_finish(s, queued, rc);
 }
 
 static int write_events(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {

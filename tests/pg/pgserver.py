@@ -11,7 +11,8 @@ As a program, it runs a command with a server up and GS_TEST_STORE_URL / PGPASSF
 
     python3 tests/pg/pgserver.py -- CMD ARGS...    (exit status: CMD's)
 
-The server's binaries are found in $GS_PG_BINDIR, else `pg_config --bindir`, else
+fsync is off (a test server's data is thrown away; GS_PG_FSYNC=on for benchmarks). The server's
+binaries are found in $GS_PG_BINDIR, else `pg_config --bindir`, else
 /usr/lib/postgresql/*/bin."""
 import glob
 import os
@@ -74,7 +75,8 @@ class PgServer:
         os.unlink(pwfile)
         with open(os.path.join(self.data, "postgresql.conf"), "a") as f:
             f.write(f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\nunix_socket_directories = ''\n"
-                    "fsync = off\nmax_connections = 100\nshared_buffers = 32MB\n")
+                    f"fsync = {os.environ.get('GS_PG_FSYNC', 'off')}\nmax_connections = 100\n"
+                    "shared_buffers = 128MB\n")
         self.passfile = os.path.join(self.dir, "pgpass")
         with open(self.passfile, "w") as f:
             f.write(f"127.0.0.1:{self.port}:*:{USER}:{PASSWORD}\n")
