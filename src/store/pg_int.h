@@ -32,6 +32,7 @@ struct pg_wseries { /* writer state of one sink series */
   int added;        /* its series row was inserted by the transaction in progress */
   struct chunk_enc enc;
   int dirty;
+  int sealed; /* enc holds the last full chunk (read back for its times): new points start a chunk */
 };
 
 struct pg_store {

@@ -160,7 +160,8 @@ int pg_series_list(struct store *base, const char *run_id, struct store_series *
       pg_query(s,
                "SELECT s.id, s.source, s.name, s.labels, s.unit, s.kind, coalesce(sum(c.n), 0),"
                " coalesce(min(c.t0), 0), coalesce(max(c.t1), 0) FROM series s"
-               " LEFT JOIN chunks c ON c.series_id = s.id WHERE s.run_id = $1"
+               " LEFT JOIN (SELECT series_id, t0, t1, n FROM chunks UNION ALL"
+               " SELECT series_id, t0, t1, n FROM open_chunks) c ON c.series_id = s.id WHERE s.run_id = $1"
                " GROUP BY s.id ORDER BY s.source COLLATE \"C\", s.name COLLATE \"C\", s.labels COLLATE \"C\"",
                1, p, "cannot list series");
   if (!res)
@@ -213,11 +214,14 @@ int pg_samples_read(struct store *base, int64_t series_id, int64_t from, int64_t
   snprintf(b, sizeof b, "%lld", (long long)from);
   snprintf(c, sizeof c, "%lld", (long long)to);
   const char *p[] = {a, b, c};
-  /* The first chunk needed is the last to start at or before `from`: one index seek. */
+  /* The first full chunk needed is the last to start at or before `from`: one index seek; the open
+   * chunk, when the series has one, is the last. */
   PGresult *res = PQexecParams(s->conn,
-                               "SELECT n, data FROM chunks WHERE series_id = $1::bigint AND t0 <= $3::bigint"
-                               " AND t0 >= coalesce((SELECT t0 FROM chunks WHERE series_id = $1::bigint"
-                               " AND t0 <= $2::bigint ORDER BY t0 DESC LIMIT 1), $2::bigint) ORDER BY t0",
+                               "SELECT n, data FROM (SELECT t0, n, data FROM chunks WHERE series_id = $1::bigint"
+                               " AND t0 <= $3::bigint AND t0 >= coalesce((SELECT t0 FROM chunks WHERE"
+                               " series_id = $1::bigint AND t0 <= $2::bigint ORDER BY t0 DESC LIMIT 1), $2::bigint)"
+                               " UNION ALL SELECT t0, n, data FROM open_chunks WHERE series_id = $1::bigint"
+                               " AND t0 <= $3::bigint AND t1 >= $2::bigint) c ORDER BY t0",
                                3, NULL, p, NULL, NULL, 1);
   if (PQresultStatus(res) != PGRES_TUPLES_OK) {
     int rc = pg_fail(s, res, "cannot read samples");

@@ -71,9 +71,10 @@ int pg_run_begin(struct store *base, struct store_run *r) {
 
 /* ---- chunks ---- */
 
-/* Queues the upsert of the series' open chunk as the row (series_id, t0) on the pipeline of the
- * append in progress (libpq copies the parameters: the encoder may move on at once). */
-static int write_chunk(struct pg_store *s, struct pg_wseries *w, int *queued) {
+/* Queues the write of the series' chunk on the pipeline of the append in progress (libpq copies the
+ * parameters: the encoder may move on at once): the open chunk into its series' row of
+ * open_chunks, or, seal, the full chunk into chunks. */
+static int write_chunk(struct pg_store *s, struct pg_wseries *w, int *queued, int seal) {
   char sid[8], t0[8], t1[8], n[4];
   put_be64(sid, w->db_id);
   put_be64(t0, w->enc.t0);
@@ -82,7 +83,7 @@ static int write_chunk(struct pg_store *s, struct pg_wseries *w, int *queued) {
   const char *vals[] = {sid, t0, t1, n, (const char *)w->enc.buf};
   int lens[] = {8, 8, 8, 4, (int)chunk_enc_bytes(&w->enc)};
   int fmts[] = {1, 1, 1, 1, 1};
-  if (!PQsendQueryPrepared(s->conn, "gs_chunk", 5, vals, lens, fmts, 0))
+  if (!PQsendQueryPrepared(s->conn, seal ? "gs_seal" : "gs_chunk", 5, vals, lens, fmts, 0))
     return pg_fail(s, NULL, "cannot write samples");
   (*queued)++;
   w->dirty = 0;
@@ -126,30 +127,34 @@ static int enc_put(void *u, int64_t t, double v) {
   return chunk_enc_put(u, t, v) ? -1 : 0;
 }
 
-/* Makes a series' writer state match the database: its open chunk is its last chunk. */
+/* Makes a series' writer state match the database: its open chunk is its row in open_chunks; without
+ * one, its last full chunk is read for its times (points at or before its end are stored already). */
 static int reload_open_chunk(struct pg_store *s, struct pg_wseries *w) {
   chunk_enc_done(&w->enc);
   chunk_enc_init(&w->enc);
-  w->dirty = 0;
+  w->dirty = w->sealed = 0;
   char sid[24];
   snprintf(sid, sizeof sid, "%lld", (long long)w->db_id);
   const char *p[] = {sid};
-  PGresult *r =
-      PQexecParams(s->conn, "SELECT n, data FROM chunks WHERE series_id = $1::bigint ORDER BY t0 DESC LIMIT 1", 1, NULL,
-                   p, NULL, NULL, 1);
+  PGresult *r = PQexecParams(s->conn,
+                             "SELECT n, data, 0 FROM open_chunks WHERE series_id = $1::bigint UNION ALL"
+                             " (SELECT n, data, 1 FROM chunks WHERE series_id = $1::bigint ORDER BY t0 DESC LIMIT 1)",
+                             1, NULL, p, NULL, NULL, 1);
   if (PQresultStatus(r) != PGRES_TUPLES_OK) {
     int rc = pg_fail(s, r, "cannot read the open chunks");
     PQclear(r);
     return rc;
   }
-  if (PQntuples(r) == 1) {
-    uint32_t n;
+  if (PQntuples(r) >= 1) {
+    uint32_t n, sealed;
     memcpy(&n, PQgetvalue(r, 0, 0), 4);
+    memcpy(&sealed, PQgetvalue(r, 0, 2), 4);
     if (chunk_decode((const uint8_t *)PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1), ntohl(n), enc_put,
                      &w->enc)) { /* a corrupt last chunk stays as it is; new points start their own */
       chunk_enc_done(&w->enc);
       chunk_enc_init(&w->enc);
-    }
+    } else
+      w->sealed = ntohl(sealed) == 1;
   }
   PQclear(r);
   return GS_OK;
@@ -210,11 +215,13 @@ static int write_points(struct pg_store *s, const struct store_run *r, const str
     int64_t t = p->t_ns - r->mono_start_ns;
     if (w->enc.n && t <= w->enc.t_prev)
       continue; /* out of order or already stored (a replay): a series only moves forward */
-    if (w->enc.n >= PG_CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > PG_CHUNK_MAX_SPAN_NS) ||
+    if (w->sealed || w->enc.n >= PG_CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > PG_CHUNK_MAX_SPAN_NS) ||
         chunk_enc_bytes(&w->enc) + PG_CHUNK_MAX_POINT_BYTES > PG_CHUNK_MAX_BYTES) {
-      if (w->dirty && (rc = write_chunk(s, w, &queued))) /* the full chunk's last points; the next starts a row */
+      /* full: into chunks, once (the series' open row is replaced by the next chunk below) */
+      if (!w->sealed && w->enc.n && (rc = write_chunk(s, w, &queued, 1)))
         break;
       chunk_enc_done(&w->enc);
+      w->sealed = 0;
     }
     if (chunk_enc_put(&w->enc, t, p->v))
       rc = gs_fail(GS_ENOMEM, "out of memory");
@@ -223,7 +230,7 @@ static int write_points(struct pg_store *s, const struct store_run *r, const str
   }
   for (size_t i = 0; i < s->n_ws && !rc; i++)
     if (s->ws[i].dirty)
-      rc = write_chunk(s, &s->ws[i], &queued);
+      rc = write_chunk(s, &s->ws[i], &queued, 0);
   return pipeline_finish(s, queued, rc);
 }
 
@@ -283,7 +290,7 @@ static void forget_transaction(struct pg_store *s) {
     }
     chunk_enc_done(&w->enc);
     chunk_enc_init(&w->enc);
-    w->dirty = 0;
+    w->dirty = w->sealed = 0;
   }
   s->stale = 1;
 }
@@ -458,6 +465,24 @@ static int write_rollups(struct pg_store *s, const char *run_id) {
   return rc;
 }
 
+/* The run is over: its open chunks move into chunks, where every finished run's chunks are. */
+static int seal_open_chunks(struct pg_store *s, const char *run_id) {
+  const char *p[] = {run_id};
+  PGresult *r = pg_query(s,
+                         "WITH moved AS (DELETE FROM open_chunks o USING series x WHERE o.series_id = x.id AND"
+                         " x.run_id = $1 RETURNING o.*) INSERT INTO chunks SELECT * FROM moved"
+                         " ON CONFLICT (series_id, t0) DO UPDATE SET t1 = excluded.t1, n = excluded.n,"
+                         " data = excluded.data",
+                         1, p, "cannot close the open chunks");
+  if (!r)
+    return GS_EIO;
+  PQclear(r);
+  for (size_t i = 0; i < s->n_ws; i++) /* the writer's state follows: a later append starts new chunks */
+    if (s->ws[i].enc.n)
+      s->ws[i].sealed = 1;
+  return GS_OK;
+}
+
 /* Status, exit code, end time, and the notes on what the store went through, in one transaction. */
 static int write_end(struct pg_store *s, const struct store_run *r) {
   int rc = pg_exec(s, "BEGIN", "cannot end run");
@@ -533,7 +558,7 @@ int pg_run_end(struct store *base, const struct store_run *r) {
   }
   if (!kept)
     store_pending_clear(&s->pending);
-  if ((rc = pg_exec(s, "BEGIN", "cannot write rollups")))
+  if ((rc = pg_exec(s, "BEGIN", "cannot write rollups")) || (rc = seal_open_chunks(s, r->id)))
     return rc;
   if ((rc = write_rollups(s, r->id)) || (rc = pg_exec(s, "COMMIT", "cannot write rollups"))) {
     pg_rollback(s); /* the run is closed; its rollups are computed from the chunks when read */

@@ -22,7 +22,15 @@
 /* Schema version 2, as SQLite's (store.h). Indexes: what the readers look up — runs by name, by
  * group and newest first; series by run (the unique key); chunks by (series_id, t0), the primary
  * key every sample read seeks; rollups by (series_id, res_ns, t); events, notes, findings by run.
- * events and notes have a unique key so a replayed spool never stores one twice. */
+ * events and notes have a unique key so a replayed spool never stores one twice.
+ *
+ * The open chunk of each series (rewritten at every flush) lives in open_chunks, one row per series,
+ * and a full chunk is inserted into chunks once: every update of a row leaves a dead version behind
+ * in PostgreSQL, so the rewrites stay in a small table that HOT updates and vacuum keep small
+ * (fillfactor 50 leaves each page room for the next version), and chunks is append-only and dense —
+ * the layout SQLite's back end gets from its rowid -N rows. A chunk (at most ~4 KB of codec that does
+ * not compress further) stays in its row: no TOAST (toast_tuple_target 8160), no compression
+ * (STORAGE EXTERNAL). Readers take both tables. */
 static const char *SCHEMA_V2[] = {
     "CREATE TABLE meta(key text PRIMARY KEY, value text)",
     "CREATE TABLE runs(id text PRIMARY KEY, name text NOT NULL DEFAULT '', grp text NOT NULL DEFAULT '',"
@@ -36,7 +44,11 @@ static const char *SCHEMA_V2[] = {
     "CREATE TABLE series(id bigserial PRIMARY KEY, run_id text NOT NULL, source text, name text, labels text,"
     " unit text, kind integer, UNIQUE(run_id, source, name, labels))",
     "CREATE TABLE chunks(series_id bigint, t0 bigint, t1 bigint, n integer, data bytea,"
-    " PRIMARY KEY(series_id, t0))",
+    " PRIMARY KEY(series_id, t0)) WITH (toast_tuple_target = 8160)",
+    "ALTER TABLE chunks ALTER COLUMN data SET STORAGE EXTERNAL",
+    "CREATE TABLE open_chunks(series_id bigint PRIMARY KEY, t0 bigint, t1 bigint, n integer, data bytea)"
+    " WITH (toast_tuple_target = 8160, fillfactor = 50)",
+    "ALTER TABLE open_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
     "CREATE TABLE rollups(series_id bigint, res_ns bigint, t bigint, n integer, min double precision,"
     " max double precision, mean double precision, PRIMARY KEY(series_id, res_ns, t))",
     "CREATE TABLE events(run_id text, t bigint, kind text, name text, value double precision, labels text,"
@@ -199,6 +211,10 @@ static int prepare(struct pg_store *s, const char *name, const char *sql) {
 static int writer_prepare(struct pg_store *s) {
   int rc;
   if ((rc = prepare(s, "gs_chunk",
+                    "INSERT INTO open_chunks(series_id, t0, t1, n, data) VALUES($1::bigint, $2::bigint, $3::bigint,"
+                    " $4::integer, $5::bytea) ON CONFLICT (series_id) DO UPDATE"
+                    " SET t0 = excluded.t0, t1 = excluded.t1, n = excluded.n, data = excluded.data")) ||
+      (rc = prepare(s, "gs_seal",
                     "INSERT INTO chunks(series_id, t0, t1, n, data) VALUES($1::bigint, $2::bigint, $3::bigint,"
                     " $4::integer, $5::bytea) ON CONFLICT (series_id, t0) DO UPDATE"
                     " SET t1 = excluded.t1, n = excluded.n, data = excluded.data")) ||
