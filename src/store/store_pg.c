@@ -233,6 +233,20 @@ static int writer_prepare(struct pg_store *s) {
   return GS_OK;
 }
 
+/* Whether a failed connection is the server being away (refused, timed out, restarting: worth a
+ * spool and a retry) rather than a refusal that waiting will not change (a wrong password, no such
+ * role, a bad option), which `gpuscope run` reports at once. */
+static int server_away(const char *msg) {
+  static const char *const away[] = {
+      "Connection refused",     "timeout expired",          "Network is unreachable",       "No route to host",
+      "the database system is", "could not translate host", "server closed the connection", "Connection reset",
+      "Connection timed out",   "too many clients"};
+  for (size_t i = 0; i < sizeof away / sizeof *away; i++)
+    if (strstr(msg, away[i]))
+      return 1;
+  return 0;
+}
+
 int pg_connect(struct pg_store *s) {
   if (s->conn)
     PQfinish(s->conn);
@@ -254,8 +268,8 @@ int pg_connect(struct pg_store *s) {
       one[strcspn(one, "\n")] = 0;
       if (missing && s->mode != STORE_WRITE)
         return gs_fail(GS_ENOENT, "no store at %s (%s; 'gpuscope run' creates one)", s->name, one);
-      s->down = 1;
-      return gs_fail(GS_EIO, "cannot reach store %s: %s", s->name, one);
+      s->down = server_away(one);
+      return gs_fail(GS_EIO, "cannot %s store %s: %s", s->down ? "reach" : "open", s->name, one);
     }
   }
   int rc;

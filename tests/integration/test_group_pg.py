@@ -3,7 +3,8 @@ one job writing to one PostgreSQL server (tests/pg/pgserver.py), each in its own
 records a host name of its own (nodea, nodeb, nodec), each on simulated GPUs (tests/gpusim). nodeb's
 loader is slower (its rank waits 40 ms for data, the others 5 ms); nodec's first GPU runs at 1100 MHz
 against 1980. The group's report names both, with their hosts; `runs --group` lists the group;
-underused_gpus and the GPU rules count the group's six GPUs; `compare GROUP GROUP` reads two groups."""
+the GPU rules count the group's six GPUs, and underused_gpus the second group's idle node (2 of 4);
+`compare GROUP GROUP` reads two groups."""
 import json
 import os
 import subprocess
@@ -24,7 +25,7 @@ device 0-1
   memory 143771MiB
   power_limit 700
   max_clocks 1980 3201
-  at 0 util=95 mem_util=60 mem_used=100GiB power=600 temp=60 sm_clock=1980 mem_clock=3201 throttle=0 procs=none
+  at 0 util=UTIL mem_util=60 mem_used=100GiB power=600 temp=60 sm_clock=1980 mem_clock=3201 throttle=0 procs=none
 device 0
   at 0 sm_clock=CLOCK
 """
@@ -61,11 +62,12 @@ def write(sb, name, text):
 
 
 def run_group(sb, pg, group, nodes, steps):
-    """Starts one agent per node at once; nodes: (host, rank, data_s, gpu0_clock). Waits for all."""
+    """Starts one agent per node at once; nodes: (host, rank, data_s, gpu0_clock[, util]). Waits for all."""
     job = write(sb, "job.py", STEP_JOB)
     procs = []
-    for host, rank, data, clock in nodes:
-        scn = write(sb, f"{host}.scn", SCENARIO.replace("CLOCK", str(clock)))
+    for host, rank, data, clock, *util in nodes:
+        scn = write(sb, f"{group}-{host}.scn",
+                    SCENARIO.replace("CLOCK", str(clock)).replace("UTIL", str(util[0] if util else 95)))
         env = pg.env(sb.env)
         env.update({"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": scn, "GPUSCOPE_SPOOL_DIR": sb.dir + "/spool"})
         cmd = [*namespace_prefix(), "sh", "-c", 'hostname "$0" && exec "$@"', host, BIN, "run", "--quiet",
@@ -90,7 +92,8 @@ def setup():
     _made.append((pg, sb))
     run_group(sb, pg, "job1", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.040, 1980), ("nodec", 2, 0.005, 1100)],
               100)
-    run_group(sb, pg, "job2", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.005, 1980)], 60)
+    # job2: nodeb's GPUs stay idle
+    run_group(sb, pg, "job2", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.005, 1980, 0)], 60)
     return _made[0]
 
 
@@ -127,6 +130,15 @@ def test_group_gpu_rules_count_every_gpu_of_the_group():
     check('"host"' in series, "no host in the group report")
 
 
+def test_underused_gpus_counts_the_group_gpus():
+    pg, sb = setup()
+    rep = sb.json("report", "job2", "--json")
+    under = [f for f in rep["findings"] if f["rule"] == "underused_gpus"]
+    check(len(under) == 1, f"no underused_gpus finding for job2: {[f['rule'] for f in rep['findings']]}")
+    ev = under[0]["evidence"]
+    check(ev["gpus"] == 4 and ev["idle"] == 2, f"not 2 of the group's 4 GPUs idle: {ev}")
+
+
 def test_compare_two_groups():
     pg, sb = setup()
     rc, out, err = sb.gs("compare", "job1", "job2", "--json")
@@ -137,6 +149,11 @@ def test_compare_two_groups():
 
 
 if __name__ == "__main__":
+    probe = subprocess.run([*namespace_prefix(), "true"], capture_output=True, text=True)
+    if probe.returncode != 0:  # a ctest skip, with its reason (SKIP_RETURN_CODE 77)
+        print(f"skip: no UTS namespace for the simulated nodes ({' '.join(namespace_prefix())}: "
+              f"{probe.stderr.strip()}); run as root or enable unprivileged user namespaces")
+        sys.exit(77)
     try:
         run_tests(globals())
     finally:

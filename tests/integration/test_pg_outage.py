@@ -150,7 +150,13 @@ def test_password_in_a_url_is_never_printed():
         wrong = f"postgresql://gpuscope:{PASSWORD}x@127.0.0.1:{server.port}/pw"
         rc4, out4, err4 = sb.gs("runs", "--store", wrong, env=env)
         check(rc4 != 0, f"a wrong password was accepted: {out4}")
-        every = out + err + out2 + err2 + out3 + err3 + out4 + err4
+        rc6, out6, err6 = sb.gs("run", "--store", wrong, "--", "true", env=env)
+        check(rc6 == 3 and "password authentication failed" in err6,
+              f"run with a wrong password did not stop at once (exit 3): {rc6} {err6}")
+        param = f"postgresql://gpuscope@127.0.0.1:{server.port}/nope?password={PASSWORD}&connect_timeout=5"
+        rc5, out5, err5 = sb.gs("runs", "--store", param, env=env)
+        check(rc5 != 0 and "password=***" in err5, f"runs with a password parameter: {rc5} {err5}")
+        every = out + err + out2 + err2 + out3 + err3 + out4 + err4 + out5 + err5 + out6 + err6
         check(PASSWORD not in every, f"a password was printed:\n{every}")
     finally:
         sb.close()
