@@ -183,6 +183,8 @@ def test_database_of_another_application_is_refused_and_kept():
 
 
 if __name__ == "__main__":
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a ctest timeout still stops the servers
     try:
         run_tests(globals())
     finally:

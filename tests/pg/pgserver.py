@@ -18,6 +18,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -137,6 +138,8 @@ def main(argv):
         print("usage: pgserver.py -- CMD [ARGS...]", file=sys.stderr)
         return 2
     cmd = argv[argv.index("--") + 1:]
+    # a ctest timeout or a ^C stops the server too: SIGTERM unwinds through the with block
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with PgServer() as pg:
         env = pg.env()
         # the store suite appends each test's own name: one database per test, made by the store
