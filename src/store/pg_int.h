@@ -117,6 +117,10 @@ int pg_spool_end(struct pg_store *s, const struct store_run *r);
 /* The spool's store when the server is unreachable and the spool holds the run: readers go there. */
 struct store *pg_spool_reader(struct pg_store *s);
 void pg_spool_done(struct pg_store *s);
+/* Replays the spools that agents now gone left in the spool folder (a run that ended, or was
+ * killed, while the server was away) and deletes them; those of a live agent are left. Returns how
+ * many were replayed. Called by gpuscope run once it reaches the server. */
+int pg_spool_recover(struct pg_store *s);
 /* The id a reader of the spool uses for run_id: the spool's own id for this agent's run. */
 const char *pg_spool_run_id(const struct pg_store *s, const char *run_id);
 

@@ -14,6 +14,7 @@
  *
  * The job is never slowed: all of this runs in the agent's writer thread, and a connection try is
  * bounded by libpq's connect_timeout (3 s unless the URL says otherwise). */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,4 +234,131 @@ void pg_spool_done(struct pg_store *s) {
   if (s->spool)
     s->spool->close(s->spool);
   s->spool = NULL;
+}
+
+/* ---- spools left behind ---- */
+
+/* Replays one spool file left by an agent that is gone (its run ended while the server was away,
+ * or it was killed during an outage) into the server, as run server_id; deletes it when done.
+ * Through a writer state of its own (tmp), sharing the connection: the run's own writer is not
+ * disturbed. Returns 0, 1 when the spool is still in use (its agent is alive), or a GS_E code. */
+static int recover_one(struct pg_store *s, const char *path, const char *server_id) {
+  struct store *sp = store_backend_sqlite.open(path, STORE_READ);
+  if (!sp)
+    return GS_EIO;
+  struct store_run *runs = NULL;
+  size_t nruns = 0;
+  int rc = sp->runs_list(sp, &runs, &nruns);
+  if (!rc && (nruns != 1 || !strcmp(runs[0].status, "running"))) { /* another agent's, in use */
+    free(runs);
+    sp->close(sp);
+    return 1;
+  }
+  struct pg_store tmp = {.conn = s->conn, .mode = STORE_WRITE, .schema_ok = 1};
+  snprintf(tmp.name, sizeof tmp.name, "%s", s->name);
+  struct gs_batch b = {0};
+  struct store_series *ser = NULL;
+  struct store_event *ev = NULL;
+  struct gs_kv *kv = NULL;
+  char **notes = NULL;
+  size_t nser = 0, nev = 0, nkv = 0, nnotes = 0;
+  struct gs_event *bev = NULL;
+  struct store_run rr = {0};
+  if (rc)
+    goto out;
+  rr = runs[0];
+  const char *spool_id = runs[0].id;
+  snprintf(rr.id, sizeof rr.id, "%s", server_id);
+  rr.mono_start_ns = 0; /* the spool's times are the run's already */
+  if ((rc = sp->series_list(sp, spool_id, &ser, &nser)))
+    goto out;
+  if (!(b.series = calloc(nser ? nser : 1, sizeof *b.series))) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto out;
+  }
+  struct collect_ctx c = {&b, 0, 0, 0};
+  for (size_t i = 0; i < nser && !rc; i++) {
+    b.series[i] = (struct gs_series_def){.id = (int)i,
+                                         .source = ser[i].source,
+                                         .name = ser[i].name,
+                                         .labels = ser[i].labels,
+                                         .unit = ser[i].unit,
+                                         .kind = ser[i].kind};
+    c.series = (int32_t)i;
+    rc = sp->samples_read(sp, ser[i].id, INT64_MIN, INT64_MAX, collect_point, &c);
+    if (c.oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+  }
+  b.n_series = nser;
+  if (rc || (rc = sp->events_read(sp, spool_id, &ev, &nev)) || (rc = sp->params_read(sp, spool_id, &kv, &nkv)) ||
+      (rc = sp->notes_read(sp, spool_id, &notes, &nnotes)))
+    goto out;
+  if (!(bev = calloc(nev ? nev : 1, sizeof *bev))) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < nev; i++)
+    bev[i] = (struct gs_event){.t_ns = ev[i].t,
+                               .kind = ev[i].kind,
+                               .name = ev[i].name,
+                               .value = ev[i].value,
+                               .labels = ev[i].labels,
+                               .text = ev[i].text};
+  b.events = bev, b.n_events = nev;
+  b.params = kv, b.n_params = nkv;
+  b.notes = notes, b.n_notes = nnotes;
+  /* the run as it ended in the spool (or as the crash left it): row, samples, then its end */
+  struct store_run row = rr;
+  if ((rc = pg_insert_run(&tmp, &row)) || (rc = pg_write_batch(&tmp, &rr, &b)))
+    goto out;
+  if (!rr.end_wall_ns)
+    rr.end_wall_ns = rr.start_wall_ns;
+  rc = pg_run_end(&tmp.base, &rr);
+out:
+  pg_writer_done(&tmp);
+  free(bev);
+  free(b.series);
+  free(b.points);
+  free(ser);
+  free(ev);
+  if (kv)
+    store_kv_free(kv, nkv);
+  if (notes)
+    store_notes_free(notes, nnotes);
+  free(runs);
+  sp->close(sp);
+  if (!rc) {
+    const char *suffix[] = {"", "-wal", "-shm", "-journal"};
+    char p[1300];
+    for (int i = 0; i < 4; i++) {
+      snprintf(p, sizeof p, "%s%s", path, suffix[i]);
+      unlink(p);
+    }
+  }
+  return rc;
+}
+
+int pg_spool_recover(struct pg_store *s) {
+  char dir[900];
+  spool_dir(dir, sizeof dir);
+  DIR *d = opendir(dir);
+  if (!d)
+    return 0;
+  int done = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    char id[32];
+    if (len < 10 || len - 9 >= sizeof id || strncmp(e->d_name, "spool-", 6) || strcmp(e->d_name + len - 3, ".db"))
+      continue;
+    snprintf(id, sizeof id, "%.*s", (int)(len - 9), e->d_name + 6);
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    if (!recover_one(s, path, id))
+      done++;
+    else if (pg_conn_lost(s))
+      break;
+  }
+  closedir(d);
+  return done;
 }

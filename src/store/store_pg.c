@@ -341,6 +341,8 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
   }
   if (rc)
     s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
+  else if (mode == STORE_WRITE)
+    pg_spool_recover(s); /* what earlier runs on this machine could not bring to the server */
   return &s->base;
 }
 

@@ -132,6 +132,31 @@ def test_server_down_at_the_start_still_records_the_run():
         sb.close()
 
 
+def test_run_ended_in_an_outage_is_replayed_by_the_next_run():
+    sb = sandbox("ended")
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    try:
+        server.stop()
+        rc, out, err = sb.gs("run", "--name", "ended", "--interval", "100ms", "--", *tick_job(sb, 150, 0.02),
+                             timeout=120)
+        check(rc == 0, f"the job's status is not gpuscope's: {rc}\n{err}")
+        check("kept whole in the local spool" in err, f"the agent does not say where the run is:\n{err}")
+        left = os.listdir(spool)
+        check(len([f for f in left if f.endswith(".db")]) == 1, f"no spool left: {left}")
+    finally:
+        server.start()
+    try:
+        sb.ok("run", "--name", "next", "--", "true")
+        values = tick_values(sb, "ended")
+        check(values == [float(i) for i in range(150)], f"{len(values)} of 150 tick samples after the replay")
+        runs = {r["name"]: r for r in sb.json("runs", "--json")}
+        check(runs["ended"]["status"] == "finished" and runs["ended"]["exit_code"] == 0, f"{runs.get('ended')}")
+        check(not [f for f in os.listdir(spool) if f.endswith(".db")], f"spool kept: {os.listdir(spool)}")
+    finally:
+        sb.close()
+
+
 def test_password_in_a_url_is_never_printed():
     sb = sandbox("pw")
     try:
