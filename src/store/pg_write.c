@@ -203,10 +203,9 @@ static int add_series(struct pg_store *s, const struct store_run *r, const struc
   return GS_OK;
 }
 
-static int write_points(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
-  if (!PQenterPipelineMode(s->conn))
-    return pg_fail(s, NULL, "cannot write samples");
-  int rc = GS_OK, queued = 0;
+/* Queues the chunk writes of a batch on the pipeline (*queued counts the statements). */
+static int write_points(struct pg_store *s, const struct store_run *r, const struct gs_batch *b, int *queued) {
+  int rc = GS_OK;
   for (size_t i = 0; i < b->n_points && !rc; i++) {
     const struct gs_point *p = &b->points[i];
     if (p->series < 0 || (size_t)p->series >= s->n_ws || s->ws[p->series].db_id < 0)
@@ -218,7 +217,7 @@ static int write_points(struct pg_store *s, const struct store_run *r, const str
     if (w->sealed || w->enc.n >= PG_CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > PG_CHUNK_MAX_SPAN_NS) ||
         chunk_enc_bytes(&w->enc) + PG_CHUNK_MAX_POINT_BYTES > PG_CHUNK_MAX_BYTES) {
       /* full: into chunks, once (the series' open row is replaced by the next chunk below) */
-      if (!w->sealed && w->enc.n && (rc = write_chunk(s, w, &queued, 1)))
+      if (!w->sealed && w->enc.n && (rc = write_chunk(s, w, queued, 1)))
         break;
       chunk_enc_done(&w->enc);
       w->sealed = 0;
@@ -230,8 +229,8 @@ static int write_points(struct pg_store *s, const struct store_run *r, const str
   }
   for (size_t i = 0; i < s->n_ws && !rc; i++)
     if (s->ws[i].dirty)
-      rc = write_chunk(s, &s->ws[i], &queued, 0);
-  return pipeline_finish(s, queued, rc);
+      rc = write_chunk(s, &s->ws[i], queued, 0);
+  return rc;
 }
 
 static int write_events(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
@@ -295,37 +294,63 @@ static void forget_transaction(struct pg_store *s) {
   s->stale = 1;
 }
 
+/* Queues a statement without parameters (BEGIN, COMMIT) on the pipeline. */
+static int queue_exec(struct pg_store *s, const char *sql, int *queued, const char *what) {
+  if (!PQsendQueryParams(s->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+    return pg_fail(s, NULL, what);
+  (*queued)++;
+  return GS_OK;
+}
+
 int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
   pg_rollback(s);
-  int rc = pg_exec(s, "BEGIN", "cannot start writing");
-  if (rc) {
-    forget_transaction(s);
-    return rc;
+  /* A flush that only moves samples forward (the usual one) is one round trip: BEGIN, the chunk
+   * writes, the heartbeat and COMMIT in one pipeline. When a statement fails, the server skips the
+   * rest up to the sync, COMMIT included: all or nothing, as one transaction. What needs an answer
+   * first (reloaded chunks, new series ids) or is rare (events, params, notes) goes before. */
+  int simple = !s->stale && !b->n_series && !b->n_notes && !b->n_events && !b->n_params, rc = GS_OK, queued = 0;
+  if (!simple) {
+    if ((rc = pg_exec(s, "BEGIN", "cannot start writing")))
+      goto fail;
+    for (size_t i = 0; s->stale && i < s->n_ws && !rc; i++)
+      if (s->ws[i].db_id >= 0)
+        rc = reload_open_chunk(s, &s->ws[i]);
+    for (size_t i = 0; i < b->n_series && !rc; i++)
+      rc = add_series(s, r, &b->series[i]);
+    for (size_t i = 0; i < b->n_notes && !rc; i++)
+      rc = add_note(s, r, b->notes[i]);
+    if (rc || (rc = write_events(s, r, b)) || (rc = write_params(s, r, b)))
+      goto fail;
   }
-  for (size_t i = 0; s->stale && i < s->n_ws && !rc; i++)
-    if (s->ws[i].db_id >= 0)
-      rc = reload_open_chunk(s, &s->ws[i]);
-  for (size_t i = 0; i < b->n_series && !rc; i++)
-    rc = add_series(s, r, &b->series[i]);
-  for (size_t i = 0; i < b->n_notes && !rc; i++)
-    rc = add_note(s, r, b->notes[i]);
-  if (!rc && !(rc = write_points(s, r, b)) && !(rc = write_events(s, r, b)) && !(rc = write_params(s, r, b))) {
+  if (pg_conn_lost(s) || !PQenterPipelineMode(s->conn)) {
+    rc = pg_fail(s, NULL, "cannot write samples");
+    goto fail;
+  }
+  if (simple)
+    rc = queue_exec(s, "BEGIN", &queued, "cannot start writing");
+  if (!rc)
+    rc = write_points(s, r, b, &queued);
+  if (!rc) {
     char hb[8];
     put_be64(hb, gs_wall_ns());
     const char *vals[] = {hb, r->id};
     int lens[] = {8, 0}, fmts[] = {1, 0};
-    PGresult *res = PQexecPrepared(s->conn, "gs_heartbeat", 2, vals, lens, fmts, 0);
-    rc = PQresultStatus(res) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, res, "cannot write the heartbeat");
-    PQclear(res);
-    if (!rc)
-      rc = pg_exec(s, "COMMIT", "cannot commit");
+    if (!PQsendQueryPrepared(s->conn, "gs_heartbeat", 2, vals, lens, fmts, 0))
+      rc = pg_fail(s, NULL, "cannot write the heartbeat");
+    else
+      queued++;
   }
-  if (!rc) {
+  if (!rc)
+    rc = queue_exec(s, "COMMIT", &queued, "cannot commit");
+  if (!(rc = pipeline_finish(s, queued, rc)) && PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
     for (size_t i = 0; i < s->n_ws; i++)
       s->ws[i].added = 0;
     s->stale = 0;
     return GS_OK;
   }
+  if (!rc) /* every statement answered, yet the transaction is still open: never commit blind */
+    rc = gs_fail(GS_EIO, "store %s: cannot commit: the transaction did not end", s->name);
+fail:
   pg_rollback(s);
   forget_transaction(s);
   return rc;
