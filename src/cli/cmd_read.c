@@ -60,12 +60,19 @@ static int read_opt(int c, const char *arg, void *user) {
 
 /* Parses the options every read-back command shares; returns -1 to go on, else an exit code. */
 static int parse_read_opts(int argc, char **argv, struct read_opts *o, const char *usage, int want_run) {
-  static const struct option longopts[] = {
-      {"store", required_argument, 0, 's'}, {"json", no_argument, 0, 'j'},   {"csv", no_argument, 0, 'c'},
-      {"metric", required_argument, 0, 'm'}, {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 't'},
-      {"events", no_argument, 0, 'e'},     {"notes", no_argument, 0, 'N'},  {"params", no_argument, 0, 'p'},
-      {"catalog", no_argument, 0, 'C'},     {"group", required_argument, 0, 'g'},
-      {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"store", required_argument, 0, 's'},
+                                           {"json", no_argument, 0, 'j'},
+                                           {"csv", no_argument, 0, 'c'},
+                                           {"metric", required_argument, 0, 'm'},
+                                           {"from", required_argument, 0, 'f'},
+                                           {"to", required_argument, 0, 't'},
+                                           {"events", no_argument, 0, 'e'},
+                                           {"notes", no_argument, 0, 'N'},
+                                           {"params", no_argument, 0, 'p'},
+                                           {"catalog", no_argument, 0, 'C'},
+                                           {"group", required_argument, 0, 'g'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->from = INT64_MIN;
   o->to = INT64_MAX;

@@ -41,13 +41,17 @@ static void run_usage(FILE *out) {
 }
 
 int cmd_run(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"name", required_argument, 0, 'n'},  {"tag", required_argument, 0, 't'},
-      {"interval", required_argument, 0, 'i'}, {"store", required_argument, 0, 's'},
-      {"flush", required_argument, 0, 'f'},   {"group", required_argument, 0, 'g'},
-      {"quiet", no_argument, 0, 'q'},        {"wait-tree", no_argument, 0, 'w'},
-      {"root", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"name", required_argument, 0, 'n'},
+                                           {"tag", required_argument, 0, 't'},
+                                           {"interval", required_argument, 0, 'i'},
+                                           {"store", required_argument, 0, 's'},
+                                           {"flush", required_argument, 0, 'f'},
+                                           {"group", required_argument, 0, 'g'},
+                                           {"quiet", no_argument, 0, 'q'},
+                                           {"wait-tree", no_argument, 0, 'w'},
+                                           {"root", required_argument, 0, 'r'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
   struct agent_opts o = {.interval_ns = 100000000LL, .name = "", .root = "/"};
   char tags[1024] = "";
   int c;
