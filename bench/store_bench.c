@@ -10,8 +10,14 @@
  *   - the time to draw the whole run as a 1,000-point chart: from rollups (rollups_read) and from
  *     raw chunks (samples_read), and the plain table's GROUP BY.
  * usage: store_bench [--url URL] [--days D | --hours H] [--gpus G] [--hz HZ] [--plain-hours H]
- * The URL is the store's (sqlite:///path.db); the plain table is measured when it is SQLite. */
+ *        store_bench --url URL --agents N [--seconds S]
+ * The URL is the store's (sqlite:///path.db or postgresql://host/db, whose database is dropped and
+ * made again); the plain table is measured when it is SQLite. With --agents, N processes write one
+ * store at once, each as an agent does (8 GPUs x 6 metrics and 60 host series at 10 Hz, one append
+ * per 1 s flush, paced in real time), and each reports its slowest flush: none may fall behind its
+ * flush period. */
 #include <getopt.h>
+#include <libpq-fe.h>
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -19,6 +25,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -209,19 +216,204 @@ static double cpu_s(void) {
          (double)ru.ru_stime.tv_usec / 1e6;
 }
 
+/* ---- PostgreSQL ---- */
+
+static int is_pg(const char *url) {
+  return !strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres://", 11);
+}
+
+/* Drops the URL's database (connected to the server's "postgres" database), so the store makes it
+ * fresh. Returns 0 or -1 with a message. */
+static int pg_fresh(const char *url) {
+  char db[256] = "";
+  PQconninfoOption *o = PQconninfoParse(url, NULL);
+  for (PQconninfoOption *p = o; p && p->keyword; p++)
+    if (!strcmp(p->keyword, "dbname") && p->val)
+      snprintf(db, sizeof db, "%s", p->val);
+  PQconninfoFree(o);
+  const char *keys[] = {"dbname", "dbname", NULL}, *vals[] = {url, "postgres", NULL};
+  PGconn *c = PQconnectdbParams(keys, vals, 1);
+  int rc = -1;
+  if (PQstatus(c) == CONNECTION_OK && db[0]) {
+    char *id = PQescapeIdentifier(c, db, strlen(db)), sql[400];
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", id);
+    PQfreemem(id);
+    PGresult *r = PQexec(c, sql);
+    rc = PQresultStatus(r) == PGRES_COMMAND_OK ? 0 : -1;
+    if (rc)
+      fprintf(stderr, "store_bench: %s", PQresultErrorMessage(r));
+    PQclear(r);
+  } else
+    fprintf(stderr, "store_bench: cannot reach the server: %s", PQerrorMessage(c));
+  PQfinish(c);
+  return rc;
+}
+
+static double pg_value(PGconn *c, const char *sql) {
+  PGresult *r = PQexec(c, sql);
+  double v = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 && !PQgetisnull(r, 0, 0)
+                 ? strtod(PQgetvalue(r, 0, 0), NULL)
+                 : NAN;
+  PQclear(r);
+  return v;
+}
+
+/* The sizes of a PostgreSQL store: chunks (table with its TOAST, without indexes), its indexes,
+ * rollups, and the encoded payload, after a VACUUM (the open chunks rewritten each flush leave dead
+ * row versions behind until autovacuum reclaims them). */
+static void pg_sizes(const char *url, double *chunks, double *chunk_index, double *rollups, double *payload) {
+  const char *keys[] = {"dbname", NULL}, *vals[] = {url, NULL};
+  PGconn *c = PQconnectdbParams(keys, vals, 1);
+  *chunks = *chunk_index = *rollups = *payload = NAN;
+  if (PQstatus(c) == CONNECTION_OK) {
+    PQclear(PQexec(c, "VACUUM chunks"));
+    *chunks = pg_value(c, "SELECT pg_table_size('chunks')");
+    *chunk_index = pg_value(c, "SELECT pg_indexes_size('chunks')");
+    *rollups = pg_value(c, "SELECT pg_total_relation_size('rollups')");
+    *payload = pg_value(c, "SELECT sum(octet_length(data)) FROM chunks");
+  }
+  PQfinish(c);
+}
+
+/* ---- N agents at once ---- */
+
+/* One agent: its own run of 8 GPUs x 6 metrics and 60 host series at 10 Hz, one append per second
+ * paced in real time for `seconds`; writes its slowest and mean append time (s) to fd. */
+static int agent_child(const char *url, int seconds, int fd) {
+  struct store *st = store_open(url);
+  if (!st) {
+    fprintf(stderr, "store_bench: agent: %s\n", gs_last_error());
+    return 1;
+  }
+  enum { GPUS = 8, HOST = 60, HZ = 10 };
+  int nseries = GPUS * N_METRICS + HOST;
+  int64_t mono0 = 1000000000000LL;
+  struct store_run run = {.interval_ns = 100000000LL, .agent_pid = getpid(), .mono_start_ns = mono0, .exit_code = 0};
+  snprintf(run.name, sizeof run.name, "agent-%d", getpid());
+  run.start_wall_ns = (int64_t)(now_s(CLOCK_REALTIME) * 1e9);
+  if (st->run_begin(st, &run))
+    return 1;
+  struct gs_series_def *defs = calloc((size_t)nseries, sizeof *defs);
+  char(*labels)[24] = calloc((size_t)nseries, sizeof *labels);
+  struct gs_batch b = {.cap_points = (size_t)nseries * HZ};
+  b.points = calloc(b.cap_points, sizeof *b.points);
+  struct gpu_state dev[GPUS];
+  if (!defs || !labels || !b.points)
+    return 1;
+  for (int i = 0; i < nseries; i++) {
+    int gpu = i < GPUS * N_METRICS;
+    snprintf(labels[i], sizeof labels[i], gpu ? "gpu=%d" : "cpu=%d", gpu ? i / N_METRICS : i - GPUS * N_METRICS);
+    defs[i] = (struct gs_series_def){.id = i,
+                                     .source = gpu ? "nvml" : "host",
+                                     .name = gpu ? (char *)metric_names[i % N_METRICS] : "host.cpu.busy_pct",
+                                     .labels = labels[i],
+                                     .unit = gpu ? (char *)metric_units[i % N_METRICS] : "%",
+                                     .kind = GS_GAUGE};
+  }
+  for (int g = 0; g < GPUS; g++)
+    dev[g] = (struct gpu_state){.temp = 45,
+                                .power = 210,
+                                .mem_used = 118.0 * 1073741824.0,
+                                .sm_clock = 1980,
+                                .rng = 0x9e3779b97f4a7c15ULL * (uint64_t)(g + 1 + getpid())};
+  b.series = defs;
+  b.n_series = (size_t)nseries;
+  double worst = 0, total = 0, start = now_s(CLOCK_MONOTONIC);
+  uint64_t rng = (uint64_t)getpid() * 0x2545F4914F6CDD1DULL;
+  for (int sec = 0; sec < seconds; sec++) {
+    b.n_points = 0;
+    for (int64_t k = (int64_t)sec * HZ; k < (int64_t)(sec + 1) * HZ; k++) {
+      for (int g = 0; g < GPUS; g++) {
+        gpu_tick(&dev[g], g, k, HZ);
+        for (int m = 0; m < N_METRICS; m++)
+          b.points[b.n_points++] = (struct gs_point){
+              .series = g * N_METRICS + m, .t_ns = mono0 + k * 100000000LL, .v = metric_value(&dev[g], m)};
+      }
+      for (int h = 0; h < HOST; h++)
+        b.points[b.n_points++] = (struct gs_point){
+            .series = GPUS * N_METRICS + h, .t_ns = mono0 + k * 100000000LL, .v = (double)(rnd(&rng) % 1000) / 10};
+    }
+    double t0 = now_s(CLOCK_MONOTONIC);
+    if (st->run_append(st, &run, &b)) {
+      fprintf(stderr, "store_bench: agent append: %s\n", gs_last_error());
+      return 1;
+    }
+    double d = now_s(CLOCK_MONOTONIC) - t0;
+    worst = d > worst ? d : worst;
+    total += d;
+    b.n_series = 0;
+    double next = start + sec + 1, now = now_s(CLOCK_MONOTONIC);
+    if (next > now)
+      usleep((useconds_t)((next - now) * 1e6));
+  }
+  snprintf(run.status, sizeof run.status, "finished");
+  run.end_wall_ns = run.start_wall_ns + (int64_t)seconds * 1000000000LL;
+  double t0 = now_s(CLOCK_MONOTONIC);
+  int rc = st->run_end(st, &run);
+  double end = now_s(CLOCK_MONOTONIC) - t0;
+  st->close(st);
+  double out[3] = {worst, total / seconds, end};
+  return rc || write(fd, out, sizeof out) != (ssize_t)sizeof out;
+}
+
+static int agents_mode(const char *url, int n, int seconds) {
+  if (is_pg(url) && pg_fresh(url))
+    return 1;
+  struct store *st = store_open(url); /* the schema once, before the agents race for it */
+  if (!st) {
+    fprintf(stderr, "store_bench: %s\n", gs_last_error());
+    return 1;
+  }
+  st->close(st);
+  int fds[2];
+  if (pipe(fds))
+    return 1;
+  printf("store_bench: %s, %d agents at once, each 8 GPUs x 6 metrics + 60 host series at 10 Hz (108 series,"
+         " 1,080 points per 1 s flush) for %d s\n",
+         url, n, seconds);
+  fflush(stdout);
+  for (int i = 0; i < n; i++)
+    if (fork() == 0) {
+      close(fds[0]);
+      _exit(agent_child(url, seconds, fds[1]));
+    }
+  close(fds[1]);
+  double worst = 0, mean = 0, end = 0;
+  int ok = 0, failed = 0;
+  for (int i = 0; i < n; i++) {
+    int status;
+    wait(&status);
+    failed += !WIFEXITED(status) || WEXITSTATUS(status);
+  }
+  double r[3];
+  while (read(fds[0], r, sizeof r) == (ssize_t)sizeof r) {
+    worst = r[0] > worst ? r[0] : worst;
+    mean += r[1];
+    end = r[2] > end ? r[2] : end;
+    ok++;
+  }
+  printf("agents  %d of %d finished; slowest flush %.1f ms, mean flush %.2f ms, slowest run_end %.1f ms"
+         " (flush period 1000 ms)\n",
+         ok, n, worst * 1e3, ok ? mean / ok * 1e3 : NAN, end * 1e3);
+  printf("targets %d agents, none behind its flush period: %s\n", n,
+         ok == n && !failed && worst < 1.0 ? "met" : "MISSED");
+  return ok == n && !failed ? 0 : 1;
+}
+
 static void usage(FILE *out) {
   fprintf(out, "usage: store_bench [--url URL] [--days D | --hours H] [--gpus G] [--hz HZ] [--plain-hours H]\n"
                "  --url URL          the store (default sqlite:///tmp/gpuscope-store-bench.db, recreated)\n"
                "  --days D, --hours H  span of the fabricated run (default 7 days)\n"
                "  --gpus G           GPUs (default 8); --hz HZ samples per second (default 10)\n"
                "  --plain-hours H    span written to the one-row-per-sample table (default 1; 0 = skip)\n"
-               "  --keep             do not delete the database afterwards\n");
+               "  --keep             do not delete the database afterwards\n"
+               "  --agents N         N agents writing the store at once instead (with --seconds S, default 60)\n");
 }
 
 int main(int argc, char **argv) {
   const char *url = "sqlite:///tmp/gpuscope-store-bench.db";
   double hours = 24 * 7, plain_hours = 1;
-  int gpus = 8, hz = 10, keep = 0;
+  int gpus = 8, hz = 10, keep = 0, agents = 0, seconds = 60;
   static const struct option opts[] = {{"url", required_argument, 0, 'u'},
                                        {"days", required_argument, 0, 'd'},
                                        {"hours", required_argument, 0, 'H'},
@@ -229,6 +421,8 @@ int main(int argc, char **argv) {
                                        {"hz", required_argument, 0, 'z'},
                                        {"plain-hours", required_argument, 0, 'p'},
                                        {"keep", no_argument, 0, 'k'},
+                                       {"agents", required_argument, 0, 'a'},
+                                       {"seconds", required_argument, 0, 's'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   int c;
@@ -255,6 +449,12 @@ int main(int argc, char **argv) {
     case 'k':
       keep = 1;
       break;
+    case 'a':
+      agents = atoi(optarg);
+      break;
+    case 's':
+      seconds = atoi(optarg);
+      break;
     case 'h':
       usage(stdout);
       return 0;
@@ -267,6 +467,10 @@ int main(int argc, char **argv) {
     usage(stderr);
     return 2;
   }
+  if (agents > 0)
+    return agents_mode(url, agents, seconds > 0 ? seconds : 60);
+  if (is_pg(url) && pg_fresh(url))
+    return 1;
   const char *path = !strncmp(url, "sqlite://", 9) ? url + 9 : strstr(url, "://") ? NULL : url;
   if (path) { /* a fresh file each time */
     char p[1100];
@@ -398,6 +602,9 @@ int main(int argc, char **argv) {
       file_bytes = (double)sb.st_size;
   }
 
+  double pg_chunks = NAN, pg_index = NAN, pg_rollups = NAN, pg_payload = NAN;
+  if (is_pg(url))
+    pg_sizes(url, &pg_chunks, &pg_index, &pg_rollups, &pg_payload);
   printf("ingest  gpuscope chunks: %.2f M points/s wall, %.2f M points/s per CPU-s (%.1f s wall, %.1f CPU-s for "
          "%lld points)\n",
          (double)points / wall / 1e6, (double)points / cpu / 1e6, wall, cpu, (long long)points);
@@ -410,6 +617,11 @@ int main(int argc, char **argv) {
   else if (path)
     printf("size    file %.1f MiB = %.3f bytes/point (this SQLite has no dbstat)\n", file_bytes / 1048576.0,
            file_bytes / (double)points);
+  if (isfinite(pg_chunks))
+    printf("size    gpuscope chunks (PostgreSQL): %.3f bytes/point in the table (heap and TOAST, after VACUUM), "
+           "%.3f with its index, %.3f encoded; rollups %.3f bytes/point\n",
+           pg_chunks / (double)points, (pg_chunks + pg_index) / (double)points, pg_payload / (double)points,
+           pg_rollups / (double)points);
   if (isfinite(per_metric[0])) {
     printf("size    per metric (encoded bytes/point):");
     for (int m = 0; m < N_METRICS; m++)
@@ -519,6 +731,12 @@ int main(int argc, char **argv) {
   printf("targets ingest >= 1 M points/s: %s (%.2f); < 2 bytes/point (samples: chunk pages): %s (%.3f; with the "
          "rollups %.3f)\n",
          rate >= 1 ? "met" : "MISSED", rate, verdict, bpp, bpp + rollup_pages / (double)points);
+  if (is_pg(url)) {
+    double chart = median(t_roll, REPS) * 1e3;
+    printf("targets (PostgreSQL) ingest >= 0.5 M points/s: %s (%.2f); 1,000-point chart < 20 ms: %s (%.2f ms); "
+           "bytes/point %.3f (compare with SQLite's run: within 1.5x)\n",
+           rate >= 0.5 ? "met" : "MISSED", rate, chart < 20 ? "met" : "MISSED", chart, pg_chunks / (double)points);
+  }
   free(ser);
   sqlite3_close(db);
   if (plain.db) {

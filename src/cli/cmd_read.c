@@ -13,7 +13,7 @@
 #include "report/report.h"
 
 struct read_opts {
-  const char *store, *metric, *run;
+  const char *store, *metric, *run, *group;
   int json, csv, events, notes, params, catalog;
   int64_t from, to;
 };
@@ -51,18 +51,28 @@ static int read_opt(int c, const char *arg, void *user) {
   case 'C':
     o->catalog = 1;
     break;
+  case 'g':
+    o->group = arg;
+    break;
   }
   return -1;
 }
 
 /* Parses the options every read-back command shares; returns -1 to go on, else an exit code. */
 static int parse_read_opts(int argc, char **argv, struct read_opts *o, const char *usage, int want_run) {
-  static const struct option longopts[] = {
-      {"store", required_argument, 0, 's'}, {"json", no_argument, 0, 'j'},   {"csv", no_argument, 0, 'c'},
-      {"metric", required_argument, 0, 'm'}, {"from", required_argument, 0, 'f'}, {"to", required_argument, 0, 't'},
-      {"events", no_argument, 0, 'e'},     {"notes", no_argument, 0, 'N'},  {"params", no_argument, 0, 'p'},
-      {"catalog", no_argument, 0, 'C'},
-      {"help", no_argument, 0, 'h'},       {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"store", required_argument, 0, 's'},
+                                           {"json", no_argument, 0, 'j'},
+                                           {"csv", no_argument, 0, 'c'},
+                                           {"metric", required_argument, 0, 'm'},
+                                           {"from", required_argument, 0, 'f'},
+                                           {"to", required_argument, 0, 't'},
+                                           {"events", no_argument, 0, 'e'},
+                                           {"notes", no_argument, 0, 'N'},
+                                           {"params", no_argument, 0, 'p'},
+                                           {"catalog", no_argument, 0, 'C'},
+                                           {"group", required_argument, 0, 'g'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
   o->from = INT64_MIN;
   o->to = INT64_MAX;
@@ -71,6 +81,8 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
     return rc;
   if (o->json && o->csv)
     return cli_error(GS_EXIT_USAGE, "%s: --json and --csv exclude each other", argv[0]);
+  if (want_run && o->group)
+    return cli_error(GS_EXIT_USAGE, "%s: --group is an option of 'gpuscope runs'", argv[0]);
   if (want_run && !o->catalog) { /* --catalog lists what gpuscope collects, in no run */
     if (optind >= argc)
       return cli_error(GS_EXIT_USAGE, "%s: which run? (an id, a unique id prefix, a name, or 'last')", argv[0]);
@@ -115,7 +127,10 @@ static void fmt_time(int64_t wall_ns, char *buf, size_t n) {
 int cmd_runs(int argc, char **argv) {
   struct read_opts o;
   int rc = parse_read_opts(argc, argv, &o,
-                           "usage: gpuscope runs [--json] [--store URL]\n\nLists the runs, newest first.\n", 0);
+                           "usage: gpuscope runs [--group NAME] [--json] [--store URL]\n\n"
+                           "Lists the runs, newest first (--group: the runs of one group, such as the\n"
+                           "nodes of one distributed job).\n",
+                           0);
   if (rc >= 0)
     return rc;
   struct store *st = cli_open_store(o.store);
@@ -125,6 +140,11 @@ int cmd_runs(int argc, char **argv) {
   size_t n = 0;
   if (st->runs_list(st, &runs, &n))
     return close_fail(st);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i++) /* --group NAME: that group's runs only */
+    if (!o.group || !strcmp(runs[i].group, o.group))
+      runs[kept++] = runs[i];
+  n = kept;
   if (o.json) {
     printf("[");
     for (size_t i = 0; i < n; i++) {
@@ -142,6 +162,7 @@ int cmd_runs(int argc, char **argv) {
         printf("null");
       json_field("command", r->command);
       json_field("host", r->host);
+      json_field("group", r->group);
       json_field("tags", r->tags);
       printf("}");
     }
@@ -160,6 +181,16 @@ int cmd_runs(int argc, char **argv) {
       report_term_copy(status, sizeof status, r->status);
       report_term_copy(cmd, sizeof cmd, r->command);
       printf("%-26s  %-16s  %-8s  %-19s  %10s  %s\n", id, name, status, start, dur, cmd);
+    }
+    if (o.group) { /* the group as one experiment: how many runs, on how many hosts */
+      size_t hosts = 0;
+      for (size_t i = 0; i < n; i++) {
+        size_t j = 0;
+        while (j < i && strcmp(runs[j].host, runs[i].host))
+          j++;
+        hosts += j == i;
+      }
+      printf("group %s: %zu run%s on %zu host%s\n", o.group, n, n == 1 ? "" : "s", hosts, hosts == 1 ? "" : "s");
     }
   }
   free(runs);

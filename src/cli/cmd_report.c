@@ -65,9 +65,20 @@ static int report_parse_opts(int argc, char **argv, struct report_opts *o, const
   return -1;
 }
 
-/* Loads a run for a report; on failure prints why and returns the exit code (else 0). */
-static int report_load_or_exit(struct store *st, const char *ref, int rediagnose, struct report_run *r) {
+/* Loads a run for a report — or, when no run is called ref, the group ref (the runs of one
+ * distributed job read as one, store_group_open(); *group is then its store, which the caller
+ * closes after the report; NULL for a run). On failure prints why and returns the exit code. */
+static int report_load_or_exit(struct store *st, const char *ref, int rediagnose, struct report_run *r,
+                               struct store **group) {
+  *group = NULL;
   int rc = report_run_load(st, ref, rediagnose, r);
+  if (rc == GS_ENOENT) {
+    report_run_done(r);
+    if ((*group = store_group_open(st, ref)) && (rc = report_run_load(*group, ref, rediagnose, r))) {
+      (*group)->close(*group);
+      *group = NULL;
+    }
+  }
   if (rc == GS_OK)
     return 0;
   return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG || rc == GS_EINVAL ? GS_EXIT_USAGE : GS_EXIT_FAIL, "%s",
@@ -126,7 +137,8 @@ int cmd_report(int argc, char **argv) {
       "evidence numbers, the estimated speed-up and the fix. A run without findings yet is\n"
       "diagnosed first; --diagnose diagnoses it again (after a gpuscope upgrade). --json prints\n"
       "everything as JSON; --html FILE writes one self-contained page with charts (FILE '-' is\n"
-      "stdout). RUN is an id, a unique id prefix, a name, or 'last'.\n";
+      "stdout). RUN is an id, a unique id prefix, a name, or 'last', or a group (gpuscope run\n"
+      "--group): its runs, the nodes of one job, read as one run.\n";
   struct report_opts o;
   int rc = report_parse_opts(argc, argv, &o, usage);
   if (rc >= 0)
@@ -139,9 +151,10 @@ int cmd_report(int argc, char **argv) {
   if (!st)
     return GS_EXIT_STORE;
   struct report_run r;
-  rc = report_load_or_exit(st, o.refs[0], o.rediagnose, &r);
+  struct store *group = NULL;
+  rc = report_load_or_exit(st, o.refs[0], o.rediagnose, &r, &group);
   if (!rc && o.html) {
-    struct html_job j = {st, &r};
+    struct html_job j = {group ? group : st, &r};
     rc = report_write_file(o.html, write_html, &j);
     if (!rc && !o.json && strcmp(o.html, "-"))
       printf("gpuscope: wrote %s (run %s, %zu finding%s)\n", o.html, r.run.id, r.nfindings,
@@ -152,6 +165,8 @@ int cmd_report(int argc, char **argv) {
   else if (!rc && !o.html)
     rc = report_text(stdout, &r, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
   report_run_done(&r);
+  if (group)
+    group->close(group);
   st->close(st);
   return rc;
 }
@@ -182,7 +197,8 @@ int cmd_compare(int argc, char **argv) {
       "Puts runs side by side: throughput (samples/s), median step, data-wait share, GPU util, SM\n"
       "activity, memory peak, energy per sample, idle GPU-hours; each run's speed-up over the first;\n"
       "the params that differ; the findings that appeared or disappeared against the first run.\n"
-      "Runs without findings yet are diagnosed first. RUN is an id, a prefix, a name, or 'last'.\n";
+      "Runs without findings yet are diagnosed first. RUN is an id, a prefix, a name, or 'last', or a\n"
+      "group (its runs read as one).\n";
   struct report_opts o;
   int rc = report_parse_opts(argc, argv, &o, usage);
   if (rc >= 0)
@@ -194,11 +210,12 @@ int cmd_compare(int argc, char **argv) {
   if (!st)
     return GS_EXIT_STORE;
   struct report_run *runs = calloc(o.nrefs, sizeof *runs);
+  struct store **groups = calloc(o.nrefs, sizeof *groups);
   size_t loaded = 0;
-  if (!runs)
+  if (!runs || !groups)
     rc = cli_error(GS_EXIT_FAIL, "out of memory");
   for (; !rc && loaded < o.nrefs; loaded++)
-    if ((rc = report_load_or_exit(st, o.refs[loaded], o.rediagnose, &runs[loaded])))
+    if ((rc = report_load_or_exit(st, o.refs[loaded], o.rediagnose, &runs[loaded], &groups[loaded])))
       report_run_done(&runs[loaded]);
   if (!rc && o.html) {
     struct compare_job j = {st, runs, o.nrefs};
@@ -212,7 +229,11 @@ int cmd_compare(int argc, char **argv) {
     rc = report_compare_text(stdout, runs, o.nrefs, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
   for (size_t i = 0; i < loaded && runs; i++)
     report_run_done(&runs[i]);
+  for (size_t i = 0; groups && i < o.nrefs; i++)
+    if (groups[i])
+      groups[i]->close(groups[i]);
   free(runs);
+  free(groups);
   st->close(st);
   return rc;
 }

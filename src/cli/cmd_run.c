@@ -1,10 +1,27 @@
 /* cli/cmd_run: `gpuscope run [options] [--] CMD [ARGS...]` — argument parsing for the agent. */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/agent.h"
 #include "cli/cli.h"
+
+/* The group of a node's run in a distributed job, from the launcher's environment: torchrun's
+ * TORCHELASTIC_RUN_ID (one id for every node of a rendezvous), else Slurm's job id with its step
+ * id (every node of one srun step). NULL when neither is set. */
+static const char *cli_default_group(char *buf, size_t n) {
+  const char *elastic = getenv("TORCHELASTIC_RUN_ID"), *job = getenv("SLURM_JOB_ID"), *step = getenv("SLURM_STEP_ID");
+  if (elastic && *elastic)
+    snprintf(buf, n, "%s", elastic);
+  else if (job && *job && step && *step)
+    snprintf(buf, n, "slurm-%s.%s", job, step);
+  else if (job && *job)
+    snprintf(buf, n, "slurm-%s", job);
+  else
+    return NULL;
+  return buf;
+}
 
 static void run_usage(FILE *out) {
   fprintf(out, "usage: gpuscope run [options] [--] CMD [ARGS...]\n\n"
@@ -12,22 +29,29 @@ static void run_usage(FILE *out) {
                "in the store, prints a summary, and exits with CMD's status.\n\n"
                "  --name NAME        name the run (read-back commands accept it)\n"
                "  --tag K=V          tag the run (repeatable)\n"
+               "  --group NAME       one experiment across runs, e.g. the nodes of a distributed job\n"
+               "                     (default $TORCHELASTIC_RUN_ID, else $SLURM_JOB_ID.$SLURM_STEP_ID)\n"
                "  --interval T       sampling interval: 50ms, 0.5s, 2s (default 100ms, at least 10ms)\n"
                "  --flush T          commit samples to the store every T (default 10 ticks, 1s..10s;\n"
                "                     a SIGKILLed agent loses at most T of samples; 100ms..60s)\n"
-               "  --store URL        sqlite:///path/to/file.db (default $GPUSCOPE_STORE or the XDG path)\n"
+               "  --store URL        sqlite:///path/to/file.db or postgresql://host/db (default\n"
+               "                     $GPUSCOPE_STORE or the XDG path)\n"
                "  --wait-tree        after CMD exits, wait for the processes it left running\n"
                "  --quiet            no live line, no summary\n");
 }
 
 int cmd_run(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"name", required_argument, 0, 'n'},  {"tag", required_argument, 0, 't'},
-      {"interval", required_argument, 0, 'i'}, {"store", required_argument, 0, 's'},
-      {"flush", required_argument, 0, 'f'},
-      {"quiet", no_argument, 0, 'q'},        {"wait-tree", no_argument, 0, 'w'},
-      {"root", required_argument, 0, 'r'},   {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"name", required_argument, 0, 'n'},
+                                           {"tag", required_argument, 0, 't'},
+                                           {"interval", required_argument, 0, 'i'},
+                                           {"store", required_argument, 0, 's'},
+                                           {"flush", required_argument, 0, 'f'},
+                                           {"group", required_argument, 0, 'g'},
+                                           {"quiet", no_argument, 0, 'q'},
+                                           {"wait-tree", no_argument, 0, 'w'},
+                                           {"root", required_argument, 0, 'r'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
   struct agent_opts o = {.interval_ns = 100000000LL, .name = "", .root = "/"};
   char tags[1024] = "";
   int c;
@@ -65,6 +89,9 @@ int cmd_run(int argc, char **argv) {
       if (o.flush_ns < 100000000LL || o.flush_ns > 60000000000LL)
         return cli_error(GS_EXIT_USAGE, "--flush %s is outside 100ms..60s", optarg);
       break;
+    case 'g':
+      o.group = optarg;
+      break;
     case 's':
       o.store_url = optarg;
       break;
@@ -95,6 +122,9 @@ int cmd_run(int argc, char **argv) {
     return cli_error(GS_EXIT_USAGE, "run: no command given (usage: gpuscope run [options] -- CMD [ARGS...])");
   o.argv = argv + optind;
   o.tags = tags;
+  char group[64];
+  if (!o.group)
+    o.group = cli_default_group(group, sizeof group);
   char def[1200];
   if (!o.store_url)
     o.store_url = store_default_url(def, sizeof def);

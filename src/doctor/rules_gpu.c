@@ -314,7 +314,33 @@ static int rank_has_data(const struct dr_rank *r) {
   return r->nsteps >= DR_MIN_STEPS && isfinite(r->data_mean);
 }
 
-static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
+/* In a group of runs (store_group_open: the nodes of one job read as one), the host that GPU or
+ * rank n is on, from the group's params; NULL for a single run. */
+static const char *group_host(const struct dr_run *d, const char *what, int n) {
+  char key[64];
+  snprintf(key, sizeof key, "group.%s.%d.host", what, n);
+  return runview_param(d->v, key);
+}
+
+/* Names the host of a straggling GPU or rank of a group in the finding's title and evidence. */
+static void name_host(const struct dr_run *d, struct store_finding *f, struct dr_json *j, const char *what, int n) {
+  const char *host = group_host(d, what, n);
+  if (!host)
+    return;
+  char key[64];
+  snprintf(key, sizeof key, "group.%s.%d.local", what, n);
+  const char *local = runview_param(d->v, key); /* a GPU's own number on its host */
+  size_t len = strlen(f->title);
+  if (local)
+    dr_printf(f->title + len, sizeof f->title - len, " (GPU %s of host %s)", local, host);
+  else
+    dr_printf(f->title + len, sizeof f->title - len, " (host %s)", host);
+  dr_json_str(j, "host", host);
+  if (local)
+    dr_json_int(j, "host_gpu", atoi(local));
+}
+
+static int rank_straggler(struct dr_run *d, struct dr_findings *fs, int *rank) {
   if (d->nranks < 2)
     return 0;
   double total[DR_MAX_RANKS];
@@ -354,6 +380,8 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
   dr_json_int(&j, "rank", who->rank);
+  *rank = who->rank;
+  name_host(d, f, &j, "rank", who->rank);
   dr_json_num(&j, "data_wait_s", who->data_mean);
   dr_json_num(&j, "others_data_wait_s", others);
   dr_json_num(&j, "step_s", step);
@@ -378,7 +406,12 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs) {
 }
 
 void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
-  if (rank_straggler(d, fs) || d->nused < 2)
+  /* One run: a straggling rank explains its GPU's lower activity, so one finding. A group: a node's
+   * GPU can hold the job back as well as another node's loader; both are named, and the GPUs on the
+   * straggling rank's host are left out (they wait for its data). */
+  int rank = -1, by_rank = rank_straggler(d, fs, &rank);
+  const char *rank_host = by_rank ? group_host(d, "rank", rank) : NULL;
+  if ((by_rank && !rank_host) || d->nused < 2)
     return;
   int all_sm = 1;
   for (int i = 0; i < d->ngpus; i++)
@@ -389,7 +422,8 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   double lost = 0, mine = NAN, others = NAN;
   for (int i = 0; i < d->ngpus; i++) {
     const struct dr_gpu *g = &d->gpus[i];
-    if (!g->used)
+    const char *host = rank_host ? group_host(d, "gpu", g->index) : NULL;
+    if (!g->used || (host && !strcmp(host, rank_host)))
       continue;
     double a = act(g), med = median_others(d, i, act);
     if (isfinite(a) && isfinite(med) && med > 0 && med - a >= DR_STRAGGLER_POINTS && (med - a) / med > lost)
@@ -421,6 +455,7 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   dr_json_int(&j, "gpus_used", d->nused);
   dr_json_num(&j, "temp_max_c", g->temp.max);
   dr_json_num(&j, "throttled_share", g->throttle_share);
+  name_host(d, f, &j, "gpu", g->index);
   dr_json_str(&j, "model",
               "synchronous data parallel runs at the slowest rank's pace (waiting ranks spin in "
               "collectives and look busy): lost = (others - it) / others");

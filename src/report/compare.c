@@ -31,7 +31,7 @@ void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(voi
       int seen_before = 0;
       for (size_t j = 0; j < i && !seen_before; j++)
         seen_before = rp_param(&runs[j], key) != NULL;
-      if (seen_before || !strncmp(key, "gpu.", 4) || !strncmp(key, "nvml.", 5))
+      if (seen_before || !strncmp(key, "gpu.", 4) || !strncmp(key, "nvml.", 5) || !strncmp(key, "group.", 6))
         continue;
       int differs = 0;
       const char *v0 = rp_param(&runs[0], key);

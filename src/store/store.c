@@ -1,13 +1,14 @@
 /* store/store: the registry of store back ends — one entry per URL scheme — and the default store
  * location. store_open_mode() picks a back end by the URL's scheme (a bare path is SQLite) and
- * hands it the rest; a new back end (PostgreSQL) is one more line in BACKENDS. */
+ * hands it the rest; a new back end is one more line in BACKENDS. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "store/store_backend.h"
 
-static const struct store_backend *const BACKENDS[] = {&store_backend_sqlite};
+static const struct store_backend *const BACKENDS[] = {&store_backend_sqlite, &store_backend_postgresql,
+                                                       &store_backend_postgres};
 
 struct store *store_open_mode(const char *url, enum store_mode mode) {
   if (!url || !*url) {
@@ -22,7 +23,7 @@ struct store *store_open_mode(const char *url, enum store_mode mode) {
     if ((size_t)(sep - url) == n && !strncmp(url, BACKENDS[i]->scheme, n))
       return BACKENDS[i]->open(sep + 3, mode);
   }
-  gs_fail(GS_EINVAL, "unsupported store URL '%s' (use sqlite:///path/to/file.db)", url);
+  gs_fail(GS_EINVAL, "unsupported store URL '%s' (use sqlite:///path/to/file.db or postgresql://host/db)", url);
   return NULL;
 }
 

@@ -1,5 +1,5 @@
 /* store: where runs live. A `struct store` is a table of function pointers with one back end per
- * URL scheme (sqlite:// today; postgres:// is planned and must pass the same suite). The run loop's
+ * URL scheme (sqlite://, and postgresql:// or postgres:// for a shared server; both pass one suite). The run loop's
  * writer thread appends batches taken from the sink; read-back commands, the doctor and reports
  * read runs, series, samples, events, params and notes.
  *
@@ -149,6 +149,13 @@ struct store *store_open(const char *url);
 /* The default store URL: $GPUSCOPE_STORE, else sqlite://$XDG_DATA_HOME/gpuscope/gpuscope.db, else
  * sqlite://$HOME/.local/share/gpuscope/gpuscope.db. Writes into buf; returns buf. */
 const char *store_default_url(char *buf, size_t n);
+
+/* Opens the runs of group `name` in src (runs started with --group NAME: the nodes of one
+ * distributed job) as one read-only run named NAME, on the group's clock, GPUs numbered across the
+ * group, every series but the first run's labelled host=HOST (store_group.c). src stays the caller's
+ * and must outlive the group. Returns NULL with GS_ENOENT when no run has this group. Close with
+ * st->close(st). */
+struct store *store_group_open(struct store *src, const char *name);
 
 /* Frees arrays returned by params_read / notes_read. */
 void store_kv_free(struct gs_kv *kv, size_t n);

@@ -17,6 +17,8 @@ struct store_backend {
 };
 
 extern const struct store_backend store_backend_sqlite;
+/* postgresql:// and postgres:// (store_pg.c): the same back end under both of libpq's schemes. */
+extern const struct store_backend store_backend_postgresql, store_backend_postgres;
 
 /* ---- rollups (rollup.c): min/max/mean per time bucket, the same for every back end ---- */
 

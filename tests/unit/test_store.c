@@ -247,6 +247,46 @@ static void test_store_finding_unknown_figures_stay_unknown(void **state) {
   st->close(st);
 }
 
+/* A run still going is read from another connection (show, top, the web app): every sample of every
+ * committed flush, the full chunks and the one still open. */
+static void test_store_samples_readable_before_the_run_ends(void **state) {
+  (void)state;
+  struct store *st = open_db("live");
+  struct store_run r;
+  begin(st, &r, "live");
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  char url[700];
+  store_url(url, sizeof url, "live");
+  for (int flush = 0; flush < 15; flush++) { /* 1,500 points: one full chunk and an open one */
+    for (int i = 0; i < 100; i++)
+      gs_sink_put(s, id, 1000 + 100000000LL * (flush * 100 + i), (double)i);
+    struct gs_batch *b = gs_sink_take(s);
+    assert_int_equal(st->run_append(st, &r, b), 0);
+    gs_batch_free(b);
+    if (flush != 4 && flush != 14)
+      continue;
+    struct store *rd = store_open_mode(url, STORE_READ);
+    assert_non_null(rd);
+    struct store_series *ser;
+    size_t n;
+    assert_int_equal(rd->series_list(rd, r.id, &ser, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(ser[0].count, (flush + 1) * 100);
+    assert_int_equal(ser[0].t_last, 100000000LL * ((flush + 1) * 100 - 1));
+    struct window w = {0};
+    assert_int_equal(rd->samples_read(rd, ser[0].id, INT64_MIN, INT64_MAX, window_one, &w), 0);
+    assert_int_equal(w.n, (flush + 1) * 100);
+    w = (struct window){0}; /* a window that starts in the full chunk and ends in the open one */
+    assert_int_equal(rd->samples_read(rd, ser[0].id, 1000 * 100000000LL, 1100 * 100000000LL, window_one, &w), 0);
+    assert_int_equal(w.n, flush == 14 ? 101 : 0);
+    free(ser);
+    rd->close(rd);
+  }
+  gs_sink_free(s);
+  st->close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_samples_roundtrip_across_flushes),
@@ -254,6 +294,7 @@ int main(void) {
       cmocka_unit_test(test_store_dead_agent_run_is_crashed),
       cmocka_unit_test(test_store_read_mode_reads_and_refuses_writes),
       cmocka_unit_test(test_store_finding_unknown_figures_stay_unknown),
+      cmocka_unit_test(test_store_samples_readable_before_the_run_ends),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,144 @@
+/* store/pg_int: the PostgreSQL back end's private parts, shared by its files —
+ *   store_pg.c  opening (libpq, modes, whose database it is), schema and migration, URL scrubbing;
+ *   pg_write.c  the writer: runs, appends (kept and retried when they fail), run end, rollups;
+ *   pg_spool.c  outages: a local SQLite spool (through the SQLite back end) while the server is
+ *               unreachable, replayed when it returns;
+ *   pg_read.c   the readers: runs, series, samples, rollups, events, params, notes, findings;
+ *   pg_util.c   errors that name their cause (never a password), statements, small helpers.
+ * pg_spool.c is the one file that calls both ways: it reconnects (store_pg.c) and replays through
+ * the writer (pg_write.c), which hands it what the server cannot take. */
+#ifndef GS_STORE_PG_INT_H
+#define GS_STORE_PG_INT_H
+
+#include <libpq-fe.h>
+
+#include "store/store_backend.h"
+
+#ifndef GS_NS_PER_S
+#define GS_NS_PER_S 1000000000LL
+#endif
+
+/* The same chunk bounds as the SQLite back end, so both stores hold the same chunks (a page bound
+ * is not needed here, but equal chunks keep bytes per point and read costs comparable). */
+enum { PG_CHUNK_MAX_POINTS = 1024, PG_CHUNK_MAX_BYTES = 4000, PG_CHUNK_MAX_POINT_BYTES = 19 };
+#define PG_CHUNK_MAX_SPAN_NS (120LL * GS_NS_PER_S)
+#define PG_STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
+/* While the server is unreachable, a reconnection is tried at most this often (by the writer
+ * thread, so the job never waits for it). */
+#define PG_RETRY_NS (2LL * GS_NS_PER_S)
+
+struct pg_wseries { /* writer state of one sink series */
+  int64_t db_id;    /* -1: no row in the series table (yet) */
+  int added;        /* its series row was inserted by the transaction in progress */
+  struct chunk_enc enc;
+  int dirty;
+  int sealed; /* enc holds the last full chunk (read back for its times): new points start a chunk */
+};
+
+struct pg_store {
+  struct store base; /* first: the interface */
+  PGconn *conn;      /* NULL or bad while the server is unreachable */
+  enum store_mode mode;
+  char url[1024];        /* as given, for libpq (may hold a password: never printed) */
+  char name[1024];       /* the URL without its password: every message uses this */
+  int schema_ok;         /* the schema was checked (and made) on the current connection */
+  struct pg_wseries *ws; /* indexed by sink series id */
+  size_t n_ws;
+  int stale;                    /* a write was rolled back: reload the open chunks before the next one */
+  struct store_pending pending; /* what failed appends left (not outages: those go to the spool) */
+  /* ---- outages (pg_spool.c) ---- */
+  int down;                   /* the server was unreachable at the last try */
+  int64_t next_try_ns;        /* monotonic time of the next reconnection */
+  int run_in_pg;              /* the run's row is in the server */
+  struct store_pending known; /* every series definition seen (a spool needs them all) */
+  struct store *spool;        /* the SQLite spool of this run while it holds anything */
+  int spool_series_sent;      /* the spool has been given every known series definition */
+  char spool_path[1024];
+  char server_run_id[32], spool_run_id[32]; /* the run's id in the server and in the spool */
+  int64_t outages, spooled_points, replayed_points;
+};
+
+/* ---- pg_util.c ---- */
+
+/* Copies url into out without its password (the userinfo's ":secret" and any password=...
+ * parameter), so it can be shown. */
+void pg_scrub_url(const char *url, char *out, size_t n);
+/* Sets "store NAME: WHAT: server message" from the connection (or res when not NULL); marks the
+ * store down when the connection is lost. Returns GS_EIO (GS_EBUSY for a lock or serialization
+ * failure). */
+int pg_fail(struct pg_store *s, const PGresult *res, const char *what);
+/* True when the connection is gone (the server stopped or the network dropped). */
+int pg_conn_lost(const struct pg_store *s);
+/* Runs sql (no parameters, no rows wanted); on failure pg_fail(s, res, what). */
+int pg_exec(struct pg_store *s, const char *sql, const char *what);
+/* Runs sql with n text parameters (NULL = SQL NULL); returns the result (caller PQclear()s) when it
+ * succeeded, else NULL after pg_fail(). */
+PGresult *pg_query(struct pg_store *s, const char *sql, int n, const char *const *params, const char *what);
+/* Ends the transaction in progress, if any, by rolling it back (its own error ignored). */
+void pg_rollback(struct pg_store *s);
+/* Refuses a write on a store opened read-only; 0 when writable. */
+int pg_check_writable(struct pg_store *s);
+void pg_boot_id(char *buf, size_t n);
+/* A text column as an int64 (0 for NULL). */
+int64_t pg_i64(const PGresult *r, int row, int col);
+void pg_copy(const PGresult *r, int row, int col, char *dst, size_t n);
+/* A new run id: 10 characters of milliseconds then 16 random ones (Crockford base32), like the
+ * SQLite back end's, so ids sort by start time in both stores. */
+void pg_make_run_id(char *out);
+
+/* ---- pg_read.c ---- */
+
+int pg_runs_list(struct store *base, struct store_run **out, size_t *n);
+int pg_run_get(struct store *base, const char *ref, struct store_run *out);
+int pg_series_list(struct store *base, const char *run_id, struct store_series **out, size_t *n);
+int pg_samples_read(struct store *base, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn, void *user);
+int pg_rollups_read(struct store *base, int64_t series_id, int64_t res_ns, int64_t **t, double **min, double **max,
+                    double **mean, size_t *n);
+int pg_events_read(struct store *base, const char *run_id, struct store_event **out, size_t *n);
+int pg_params_read(struct store *base, const char *run_id, struct gs_kv **out, size_t *n);
+int pg_notes_read(struct store *base, const char *run_id, char ***out, size_t *n);
+int pg_findings_read(struct store *base, const char *run_id, struct store_finding **out, size_t *n);
+/* Closes runs still "running" whose agent is gone as crashed (in a writable store). */
+void pg_settle_running(struct pg_store *s);
+
+/* ---- pg_spool.c ---- */
+
+/* Reconnects when the server was unreachable and a try is due (or force); checks the schema.
+ * Returns 0 when connected. */
+int pg_reconnect(struct pg_store *s, int force);
+/* Writes b to the run's spool (opened, with the run and every known series, on first use). */
+int pg_spool_append(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
+/* Writes everything the spool holds to the server (one transaction; a replay that is cut off is
+ * simply replayed again: points at or before a series' last stored time and events already stored
+ * are skipped), then deletes the spool. 0 when nothing is left to replay. */
+int pg_spool_replay(struct pg_store *s, const struct store_run *r);
+/* Closes the run in the spool (the server is still unreachable at its end). */
+int pg_spool_end(struct pg_store *s, const struct store_run *r);
+/* The spool's store when the server is unreachable and the spool holds the run: readers go there. */
+struct store *pg_spool_reader(struct pg_store *s);
+void pg_spool_done(struct pg_store *s);
+/* Replays the spools that agents now gone left in the spool folder (a run that ended, or was
+ * killed, while the server was away) and deletes them; those of a live agent are left. Returns how
+ * many were replayed. Called by gpuscope run once it reaches the server. */
+int pg_spool_recover(struct pg_store *s);
+/* The id a reader of the spool uses for run_id: the spool's own id for this agent's run. */
+const char *pg_spool_run_id(const struct pg_store *s, const char *run_id);
+
+/* ---- pg_write.c ---- */
+
+int pg_run_begin(struct store *base, struct store_run *r);
+int pg_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b);
+int pg_run_end(struct store *base, const struct store_run *r);
+int pg_findings_write(struct store *base, const char *run_id, const struct store_finding *f, size_t n);
+/* Inserts the run's row unless it is there (a replay after an outage at the start). */
+int pg_insert_run(struct pg_store *s, const struct store_run *r);
+/* Writes a batch in one transaction; all or nothing (the writer state follows). */
+int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
+void pg_writer_done(struct pg_store *s);
+
+/* ---- store_pg.c ---- */
+
+/* Connects and checks (creates or migrates, by mode) the schema. */
+int pg_connect(struct pg_store *s);
+
+#endif

@@ -1,0 +1,127 @@
+/* store/pg_util: the PostgreSQL back end's shared helpers (pg_int.h) — URLs shown without their
+ * password, errors that name the server's message and mark a lost connection, statements with
+ * text parameters, and small column helpers. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/pg_int.h"
+
+void pg_scrub_url(const char *url, char *out, size_t n) {
+  char buf[1024];
+  snprintf(buf, sizeof buf, "%s", url);
+  char *auth = strstr(buf, "://");
+  auth = auth ? auth + 3 : buf;
+  size_t alen = strcspn(auth, "/?");
+  char *at = memchr(auth, '@', alen);
+  if (at) { /* postgresql://user:secret@host -> postgresql://user@host */
+    char *colon = memchr(auth, ':', (size_t)(at - auth));
+    if (colon)
+      memmove(colon, at, strlen(at) + 1);
+  }
+  /* ?password=secret&... -> ?password=***&... */
+  for (char *p = strchr(buf, '?'); p; p = strchr(p + 1, '&')) {
+    if (strncmp(p + 1, "password=", 9))
+      continue;
+    char *v = p + 10, *end = v + strcspn(v, "&");
+    memmove(v + 3, end, strlen(end) + 1);
+    memcpy(v, "***", 3);
+  }
+  snprintf(out, n, "%s", buf);
+}
+
+int pg_conn_lost(const struct pg_store *s) {
+  return !s->conn || PQstatus(s->conn) == CONNECTION_BAD;
+}
+
+int pg_fail(struct pg_store *s, const PGresult *res, const char *what) {
+  const char *msg = res ? PQresultErrorMessage(res) : "";
+  if (!msg || !*msg)
+    msg = s->conn ? PQerrorMessage(s->conn) : "not connected";
+  char one[512];
+  snprintf(one, sizeof one, "%s", msg && *msg ? msg : "unknown error");
+  one[strcspn(one, "\n")] = 0; /* libpq's messages end with a newline and may hold a DETAIL line */
+  const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+  int busy = state && (!strcmp(state, "40001") || !strcmp(state, "40P01") || !strcmp(state, "55P03"));
+  if (pg_conn_lost(s)) {
+    s->down = 1;
+    s->schema_ok = 0;
+    return gs_fail(GS_EIO, "store %s: %s: the server is unreachable (%s)", s->name, what, one);
+  }
+  return gs_fail(busy ? GS_EBUSY : GS_EIO, "store %s: %s: %s", s->name, what, one);
+}
+
+int pg_exec(struct pg_store *s, const char *sql, const char *what) {
+  if (pg_conn_lost(s))
+    return pg_fail(s, NULL, what);
+  PGresult *r = PQexec(s->conn, sql);
+  ExecStatusType st = PQresultStatus(r);
+  int rc = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK ? GS_OK : pg_fail(s, r, what);
+  PQclear(r);
+  return rc;
+}
+
+PGresult *pg_query(struct pg_store *s, const char *sql, int n, const char *const *params, const char *what) {
+  if (pg_conn_lost(s)) {
+    pg_fail(s, NULL, what);
+    return NULL;
+  }
+  PGresult *r = PQexecParams(s->conn, sql, n, NULL, params, NULL, NULL, 0);
+  ExecStatusType st = PQresultStatus(r);
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+    return r;
+  pg_fail(s, r, what);
+  PQclear(r);
+  return NULL;
+}
+
+void pg_rollback(struct pg_store *s) {
+  if (!pg_conn_lost(s) && PQtransactionStatus(s->conn) != PQTRANS_IDLE)
+    PQclear(PQexec(s->conn, "ROLLBACK"));
+}
+
+int pg_check_writable(struct pg_store *s) {
+  if (!s->base.read_only)
+    return GS_OK;
+  return gs_fail(GS_EINVAL, "store %s is open read-only here: nothing was written", s->name);
+}
+
+void pg_boot_id(char *buf, size_t n) {
+  buf[0] = 0;
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (fgets(buf, (int)n, f))
+      buf[strcspn(buf, "\n")] = 0;
+    fclose(f);
+  }
+}
+
+int64_t pg_i64(const PGresult *r, int row, int col) {
+  return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
+}
+
+void pg_copy(const PGresult *r, int row, int col, char *dst, size_t n) {
+  snprintf(dst, n, "%s", PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
+}
+
+void pg_make_run_id(char *out) {
+  static const char alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";
+  uint64_t ms = (uint64_t)(gs_wall_ns() / 1000000);
+  unsigned char rnd[10] = {0};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd)
+      memset(rnd, 0, sizeof rnd);
+    close(fd);
+  }
+  for (int i = 9; i >= 0; i--, ms >>= 5)
+    out[i] = alphabet[ms & 31];
+  for (int i = 0; i < 16; i++) {
+    int bit = i * 5, byte = bit / 8, off = bit % 8;
+    unsigned v = ((unsigned)rnd[byte] << 8 | (byte + 1 < 10 ? rnd[byte + 1] : getpid() & 0xff)) >> (11 - off);
+    out[10 + i] = alphabet[v & 31];
+  }
+  out[26] = 0;
+}

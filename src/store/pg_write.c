@@ -1,0 +1,649 @@
+/* store/pg_write: the PostgreSQL back end's writer — a run's row, its appends and its end, the
+ * rollups written at the end, and findings.
+ *
+ * An append is one transaction: new series, the open chunk of every series that moved (one upsert
+ * each, a prepared statement with binary parameters, keyed by (series_id, t0): the same row is
+ * rewritten at every flush until the chunk is full), events, params and the heartbeat. Each run
+ * writes only its own rows, so agents writing one database at once take row locks only.
+ *
+ * A failed append is rolled back whole and the writer's memory made to match the database again,
+ * as in the SQLite back end. What happens to the batch depends on why it failed: when the server
+ * is unreachable (the connection is lost) it goes to the spool (pg_spool.c); otherwise it is kept
+ * in memory (pending.c) and written with the next append. */
+#include <arpa/inet.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store/pg_int.h"
+
+static void put_be64(char *p, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  for (int i = 7; i >= 0; i--, u >>= 8)
+    p[i] = (char)(u & 0xff);
+}
+
+static void put_be32(char *p, int32_t v) {
+  uint32_t u = htonl((uint32_t)v);
+  memcpy(p, &u, 4);
+}
+
+int pg_insert_run(struct pg_store *s, const struct store_run *r) {
+  char boot[64], start[24], iv[24], pid[16];
+  pg_boot_id(boot, sizeof boot);
+  snprintf(start, sizeof start, "%lld", (long long)r->start_wall_ns);
+  snprintf(iv, sizeof iv, "%lld", (long long)r->interval_ns);
+  snprintf(pid, sizeof pid, "%d", r->agent_pid);
+  const char *p[] = {r->id,   r->name, r->group, r->command, r->cwd, r->host, r->user,
+                     r->tags, start,   start,    pid,        boot,   iv};
+  PGresult *res = pg_query(s,
+                           "INSERT INTO runs(id, name, grp, command, cwd, host, \"user\", tags, start_wall_ns,"
+                           " heartbeat_wall_ns, status, exit_code, agent_pid, boot_id, interval_ns)"
+                           " VALUES($1, $2, $3, $4, $5, $6, $7, $8, $9::bigint, $10::bigint, 'running', NULL,"
+                           " $11::integer, $12, $13::bigint) ON CONFLICT (id) DO NOTHING",
+                           13, p, "cannot add run");
+  if (!res)
+    return GS_EIO;
+  PQclear(res);
+  s->run_in_pg = 1;
+  return GS_OK;
+}
+
+int pg_run_begin(struct store *base, struct store_run *r) {
+  struct pg_store *s = (struct pg_store *)base;
+  int rc = pg_check_writable(s);
+  if (rc)
+    return rc;
+  pg_make_run_id(r->id);
+  snprintf(r->status, sizeof r->status, "running");
+  if (!s->down) {
+    pg_settle_running(s); /* runs whose agent died are closed as crashed now, by the next start */
+    if (!(rc = pg_insert_run(s, r)) || !s->down)
+      return rc;
+  }
+  /* unreachable: the run starts in the spool, and reaches the server when it returns */
+  s->outages++;
+  s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
+  struct gs_batch none = {0};
+  return pg_spool_append(s, r, &none);
+}
+
+/* ---- chunks ---- */
+
+/* Queues the write of the series' chunk on the pipeline of the append in progress (libpq copies the
+ * parameters: the encoder may move on at once): the open chunk into its series' row of
+ * open_chunks, or, seal, the full chunk into chunks. */
+static int write_chunk(struct pg_store *s, struct pg_wseries *w, int *queued, int seal) {
+  char sid[8], t0[8], t1[8], n[4];
+  put_be64(sid, w->db_id);
+  put_be64(t0, w->enc.t0);
+  put_be64(t1, w->enc.t_prev);
+  put_be32(n, (int32_t)w->enc.n);
+  const char *vals[] = {sid, t0, t1, n, (const char *)w->enc.buf};
+  int lens[] = {8, 8, 8, 4, (int)chunk_enc_bytes(&w->enc)};
+  int fmts[] = {1, 1, 1, 1, 1};
+  if (!PQsendQueryPrepared(s->conn, seal ? "gs_seal" : "gs_chunk", 5, vals, lens, fmts, 0))
+    return pg_fail(s, NULL, "cannot write samples");
+  (*queued)++;
+  w->dirty = 0;
+  return GS_OK;
+}
+
+/* Reads the results of the queued upserts and the pipeline's sync, and leaves pipeline mode:
+ * one round trip for every chunk of the flush. Returns the first failure. */
+static int pipeline_finish(struct pg_store *s, int queued, int rc) {
+  if (pg_conn_lost(s))
+    return rc ? rc : pg_fail(s, NULL, "cannot write samples");
+  int synced = PQpipelineSync(s->conn) == 1;
+  if (!synced && !rc)
+    rc = pg_fail(s, NULL, "cannot write samples");
+  /* each query's result is followed by a NULL; two NULLs in a row: nothing more is coming */
+  for (int got = 0, nulls = 0; synced && got <= queued && nulls < 2 && !pg_conn_lost(s);) {
+    PGresult *r = PQgetResult(s->conn);
+    if (!r) {
+      nulls++;
+      continue;
+    }
+    nulls = 0;
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_PIPELINE_SYNC) {
+      PQclear(r);
+      break;
+    }
+    if (st != PGRES_COMMAND_OK && st != PGRES_PIPELINE_ABORTED && !rc)
+      rc = pg_fail(s, r, "cannot write samples");
+    got++;
+    PQclear(r);
+  }
+  if (pg_conn_lost(s))
+    return rc ? rc : pg_fail(s, NULL, "cannot write samples");
+  if (PQexitPipelineMode(s->conn) != 1 && !rc)
+    rc = pg_fail(s, NULL, "cannot write samples");
+  return rc;
+}
+
+static int enc_put(void *u, int64_t t, double v) {
+  return chunk_enc_put(u, t, v) ? -1 : 0;
+}
+
+/* Makes a series' writer state match the database: its open chunk is its row in open_chunks; without
+ * one, its last full chunk is read for its times (points at or before its end are stored already). */
+static int reload_open_chunk(struct pg_store *s, struct pg_wseries *w) {
+  chunk_enc_done(&w->enc);
+  chunk_enc_init(&w->enc);
+  w->dirty = w->sealed = 0;
+  char sid[24];
+  snprintf(sid, sizeof sid, "%lld", (long long)w->db_id);
+  const char *p[] = {sid};
+  PGresult *r = PQexecParams(s->conn,
+                             "SELECT n, data, 0 FROM open_chunks WHERE series_id = $1::bigint UNION ALL"
+                             " (SELECT n, data, 1 FROM chunks WHERE series_id = $1::bigint ORDER BY t0 DESC LIMIT 1)",
+                             1, NULL, p, NULL, NULL, 1);
+  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+    int rc = pg_fail(s, r, "cannot read the open chunks");
+    PQclear(r);
+    return rc;
+  }
+  if (PQntuples(r) >= 1) {
+    uint32_t n, sealed;
+    memcpy(&n, PQgetvalue(r, 0, 0), 4);
+    memcpy(&sealed, PQgetvalue(r, 0, 2), 4);
+    if (chunk_decode((const uint8_t *)PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1), ntohl(n), enc_put,
+                     &w->enc)) { /* a corrupt last chunk stays as it is; new points start their own */
+      chunk_enc_done(&w->enc);
+      chunk_enc_init(&w->enc);
+    } else
+      w->sealed = ntohl(sealed) == 1;
+  }
+  PQclear(r);
+  return GS_OK;
+}
+
+static int ensure_ws(struct pg_store *s, int id) {
+  if ((size_t)id < s->n_ws)
+    return GS_OK;
+  size_t n = (size_t)id + 64;
+  struct pg_wseries *ws = realloc(s->ws, n * sizeof *ws);
+  if (!ws)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = s->n_ws; i < n; i++) {
+    ws[i] = (struct pg_wseries){.db_id = -1};
+    chunk_enc_init(&ws[i].enc);
+  }
+  s->ws = ws;
+  s->n_ws = n;
+  return GS_OK;
+}
+
+static int add_series(struct pg_store *s, const struct store_run *r, const struct gs_series_def *d) {
+  if (d->id < 0)
+    return GS_OK;
+  int rc = ensure_ws(s, d->id);
+  if (rc)
+    return rc;
+  char kind[8];
+  snprintf(kind, sizeof kind, "%d", (int)d->kind);
+  const char *p[] = {r->id, d->source, d->name, d->labels ? d->labels : "", d->unit, kind};
+  PGresult *res = PQexecPrepared(s->conn, "gs_series", 6, p, NULL, NULL, 0);
+  if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+    rc = pg_fail(s, res, "cannot add series");
+    PQclear(res);
+    return rc;
+  }
+  struct pg_wseries *w = &s->ws[d->id];
+  int64_t id = pg_i64(res, 0, 0);
+  PQclear(res);
+  if (w->db_id < 0)
+    w->added = 1;
+  if (w->db_id != id) { /* new to this writer (or replayed from a spool): its last chunk is the open one */
+    w->db_id = id;
+    return reload_open_chunk(s, w);
+  }
+  return GS_OK;
+}
+
+/* Queues the chunk writes of a batch on the pipeline (*queued counts the statements). */
+static int write_points(struct pg_store *s, const struct store_run *r, const struct gs_batch *b, int *queued) {
+  int rc = GS_OK;
+  for (size_t i = 0; i < b->n_points && !rc; i++) {
+    const struct gs_point *p = &b->points[i];
+    if (p->series < 0 || (size_t)p->series >= s->n_ws || s->ws[p->series].db_id < 0)
+      continue;
+    struct pg_wseries *w = &s->ws[p->series];
+    int64_t t = p->t_ns - r->mono_start_ns;
+    if (w->enc.n && t <= w->enc.t_prev)
+      continue; /* out of order or already stored (a replay): a series only moves forward */
+    if (w->sealed || w->enc.n >= PG_CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > PG_CHUNK_MAX_SPAN_NS) ||
+        chunk_enc_bytes(&w->enc) + PG_CHUNK_MAX_POINT_BYTES > PG_CHUNK_MAX_BYTES) {
+      /* full: into chunks, once (the series' open row is replaced by the next chunk below) */
+      if (!w->sealed && w->enc.n && (rc = write_chunk(s, w, queued, 1)))
+        break;
+      chunk_enc_done(&w->enc);
+      w->sealed = 0;
+    }
+    if (chunk_enc_put(&w->enc, t, p->v))
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+    else
+      w->dirty = 1;
+  }
+  for (size_t i = 0; i < s->n_ws && !rc; i++)
+    if (s->ws[i].dirty)
+      rc = write_chunk(s, &s->ws[i], queued, 0);
+  return rc;
+}
+
+static int write_events(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
+  for (size_t i = 0; i < b->n_events; i++) {
+    const struct gs_event *e = &b->events[i];
+    char t[24], v[40];
+    snprintf(t, sizeof t, "%lld", (long long)(e->t_ns - r->mono_start_ns));
+    snprintf(v, sizeof v, "%.17g", e->value);
+    const char *p[] = {r->id,
+                       t,
+                       e->kind,
+                       e->name ? e->name : "",
+                       isfinite(e->value) ? v : NULL,
+                       e->labels ? e->labels : "",
+                       e->text ? e->text : ""};
+    PGresult *res = PQexecPrepared(s->conn, "gs_event", 7, p, NULL, NULL, 0);
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, res, "cannot write events");
+    PQclear(res);
+    if (rc)
+      return rc;
+  }
+  return GS_OK;
+}
+
+static int write_params(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
+  for (size_t i = 0; i < b->n_params; i++) {
+    const char *p[] = {r->id, b->params[i].key, b->params[i].value};
+    PGresult *res = PQexecPrepared(s->conn, "gs_param", 3, p, NULL, NULL, 0);
+    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, res, "cannot write params");
+    PQclear(res);
+    if (rc)
+      return rc;
+  }
+  return GS_OK;
+}
+
+/* A note, once: a replay or a retried end never stores the same text twice. */
+static int add_note(struct pg_store *s, const struct store_run *r, const char *text) {
+  char t[24];
+  snprintf(t, sizeof t, "%lld", (long long)(gs_mono_ns() - r->mono_start_ns));
+  const char *p[] = {r->id, t, text};
+  PGresult *res = pg_query(s, "INSERT INTO notes(run_id, t, text) VALUES($1, $2::bigint, $3) ON CONFLICT DO NOTHING", 3,
+                           p, "cannot write notes");
+  if (!res)
+    return GS_EIO;
+  PQclear(res);
+  return GS_OK;
+}
+
+static void forget_transaction(struct pg_store *s) {
+  for (size_t i = 0; i < s->n_ws; i++) {
+    struct pg_wseries *w = &s->ws[i];
+    if (w->added) {
+      w->db_id = -1;
+      w->added = 0;
+    }
+    chunk_enc_done(&w->enc);
+    chunk_enc_init(&w->enc);
+    w->dirty = w->sealed = 0;
+  }
+  s->stale = 1;
+}
+
+/* Queues a statement without parameters (BEGIN, COMMIT) on the pipeline. */
+static int queue_exec(struct pg_store *s, const char *sql, int *queued, const char *what) {
+  if (!PQsendQueryParams(s->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
+    return pg_fail(s, NULL, what);
+  (*queued)++;
+  return GS_OK;
+}
+
+int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
+  pg_rollback(s);
+  /* A flush that only moves samples forward (the usual one) is one round trip: BEGIN, the chunk
+   * writes, the heartbeat and COMMIT in one pipeline. When a statement fails, the server skips the
+   * rest up to the sync, COMMIT included: all or nothing, as one transaction. What needs an answer
+   * first (reloaded chunks, new series ids) or is rare (events, params, notes) goes before. */
+  int simple = !s->stale && !b->n_series && !b->n_notes && !b->n_events && !b->n_params, rc = GS_OK, queued = 0;
+  if (!simple) {
+    if ((rc = pg_exec(s, "BEGIN", "cannot start writing")))
+      goto fail;
+    for (size_t i = 0; s->stale && i < s->n_ws && !rc; i++)
+      if (s->ws[i].db_id >= 0)
+        rc = reload_open_chunk(s, &s->ws[i]);
+    for (size_t i = 0; i < b->n_series && !rc; i++)
+      rc = add_series(s, r, &b->series[i]);
+    for (size_t i = 0; i < b->n_notes && !rc; i++)
+      rc = add_note(s, r, b->notes[i]);
+    if (rc || (rc = write_events(s, r, b)) || (rc = write_params(s, r, b)))
+      goto fail;
+  }
+  if (pg_conn_lost(s) || !PQenterPipelineMode(s->conn)) {
+    rc = pg_fail(s, NULL, "cannot write samples");
+    goto fail;
+  }
+  if (simple)
+    rc = queue_exec(s, "BEGIN", &queued, "cannot start writing");
+  if (!rc)
+    rc = write_points(s, r, b, &queued);
+  if (!rc) {
+    char hb[8];
+    put_be64(hb, gs_wall_ns());
+    const char *vals[] = {hb, r->id};
+    int lens[] = {8, 0}, fmts[] = {1, 0};
+    if (!PQsendQueryPrepared(s->conn, "gs_heartbeat", 2, vals, lens, fmts, 0))
+      rc = pg_fail(s, NULL, "cannot write the heartbeat");
+    else
+      queued++;
+  }
+  if (!rc)
+    rc = queue_exec(s, "COMMIT", &queued, "cannot commit");
+  if (!(rc = pipeline_finish(s, queued, rc)) && PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
+    for (size_t i = 0; i < s->n_ws; i++)
+      s->ws[i].added = 0;
+    s->stale = 0;
+    return GS_OK;
+  }
+  if (!rc) /* every statement answered, yet the transaction is still open: never commit blind */
+    rc = gs_fail(GS_EIO, "store %s: cannot commit: the transaction did not end", s->name);
+fail:
+  pg_rollback(s);
+  forget_transaction(s);
+  return rc;
+}
+
+static void count_failure(struct pg_store *s) {
+  struct store_write_stats *w = &s->base.stats;
+  w->failed_appends++;
+  if (!w->first_error[0])
+    snprintf(w->first_error, sizeof w->first_error, "%s", gs_last_error());
+  w->points_pending = (int64_t)s->pending.b.n_points;
+}
+
+/* Remembers the batch's series definitions: a spool opened later needs every one. */
+static void remember_series(struct pg_store *s, const struct gs_batch *b) {
+  if (!b->n_series)
+    return;
+  struct gs_batch defs = {.series = b->series, .n_series = b->n_series};
+  struct store_write_stats scratch = {0};
+  store_pending_add(&s->known, &defs, &scratch);
+}
+
+/* The server is unreachable: what memory holds goes to the spool first, then b. */
+static int to_spool(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
+  int rc;
+  if (store_pending_any(&s->pending)) {
+    if ((rc = pg_spool_append(s, r, &s->pending.b)))
+      goto keep;
+    store_pending_clear(&s->pending);
+    s->base.stats.points_pending = 0;
+  }
+  if (!(rc = pg_spool_append(s, r, b)))
+    return GS_OK;
+keep: /* the spool cannot take it either (its disk is full): kept in memory, bounded */
+  store_pending_add(&s->pending, b, &s->base.stats);
+  count_failure(s);
+  return rc;
+}
+
+int pg_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b) {
+  struct pg_store *s = (struct pg_store *)base;
+  int rc = pg_check_writable(s);
+  if (rc)
+    return rc;
+  remember_series(s, b);
+  if (s->down)
+    pg_reconnect(s, 0);
+  if (!s->down && s->spool)
+    pg_spool_replay(s, r); /* the spool first: a series only moves forward */
+  if (s->down || s->spool)
+    return to_spool(s, r, b);
+  const struct gs_batch *todo = b;
+  if (store_pending_any(&s->pending)) {
+    store_pending_add(&s->pending, b, &s->base.stats);
+    todo = &s->pending.b;
+  }
+  if (!(rc = pg_write_batch(s, r, todo))) {
+    store_pending_clear(&s->pending);
+    s->base.stats.points_pending = 0;
+    return GS_OK;
+  }
+  if (s->down) { /* the connection was lost: this flush starts the spool */
+    s->outages++;
+    s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
+    if (todo == b)
+      return to_spool(s, r, b);
+    struct gs_batch none = {0};
+    return to_spool(s, r, &none); /* b is in pending already */
+  }
+  if (todo == b)
+    store_pending_add(&s->pending, b, &s->base.stats);
+  count_failure(s);
+  return rc;
+}
+
+/* ---- the run's end ---- */
+
+/* Writes the rollups of one series: its stored rows replaced by a COPY (a week of 10 s buckets is
+ * 60,480 rows: one statement each would take minutes). */
+static int write_series_rollups(struct pg_store *s, int64_t sid) {
+  struct rollup_all all;
+  rollup_all_init(&all);
+  int rc = pg_samples_read(&s->base, sid, INT64_MIN, INT64_MAX, rollup_all_point, &all);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = rc ? NULL : open_memstream(&buf, &len);
+  if (!rc && !m)
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+  for (int k = 0; k < STORE_N_ROLLUP_RES; k++) {
+    struct rollup_acc *a = &all.a[k];
+    rollup_emit(a);
+    if (!rc && a->oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+    for (size_t i = 0; m && !rc && rollup_worth_storing(&all, a) && i < a->len; i++)
+      fprintf(m, "%lld\t%lld\t%lld\t0\t%.17g\t%.17g\t%.17g\n", (long long)sid, (long long)a->res, (long long)a->t[i],
+              a->mn[i], a->mx[i], a->mean[i]);
+    rollup_done(a);
+  }
+  if (m)
+    fclose(m);
+  char id[24];
+  snprintf(id, sizeof id, "%lld", (long long)sid);
+  const char *p[] = {id};
+  PGresult *res = NULL;
+  if (!rc && (res = pg_query(s, "DELETE FROM rollups WHERE series_id = $1::bigint", 1, p, "cannot write rollups")))
+    PQclear(res);
+  else if (!rc)
+    rc = GS_EIO;
+  if (!rc && len) {
+    res = PQexec(s->conn, "COPY rollups FROM STDIN");
+    if (PQresultStatus(res) != PGRES_COPY_IN)
+      rc = pg_fail(s, res, "cannot write rollups");
+    PQclear(res);
+    if (!rc && (PQputCopyData(s->conn, buf, (int)len) != 1 || PQputCopyEnd(s->conn, NULL) != 1))
+      rc = pg_fail(s, NULL, "cannot write rollups");
+    while (!rc && (res = PQgetResult(s->conn))) {
+      if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        rc = pg_fail(s, res, "cannot write rollups");
+      PQclear(res);
+    }
+    while (rc && !pg_conn_lost(s) && (res = PQgetResult(s->conn)))
+      PQclear(res);
+  }
+  free(buf);
+  return rc;
+}
+
+static int write_rollups(struct pg_store *s, const char *run_id) {
+  const char *p[] = {run_id};
+  PGresult *res = pg_query(s, "SELECT id FROM series WHERE run_id = $1 ORDER BY id", 1, p, "cannot write rollups");
+  if (!res)
+    return GS_EIO;
+  int rc = GS_OK;
+  for (int i = 0; !rc && i < PQntuples(res); i++)
+    rc = write_series_rollups(s, pg_i64(res, i, 0));
+  PQclear(res);
+  return rc;
+}
+
+/* The run is over: its open chunks move into chunks, where every finished run's chunks are. */
+static int seal_open_chunks(struct pg_store *s, const char *run_id) {
+  const char *p[] = {run_id};
+  PGresult *r = pg_query(s,
+                         "WITH moved AS (DELETE FROM open_chunks o USING series x WHERE o.series_id = x.id AND"
+                         " x.run_id = $1 RETURNING o.*) INSERT INTO chunks SELECT * FROM moved"
+                         " ON CONFLICT (series_id, t0) DO UPDATE SET t1 = excluded.t1, n = excluded.n,"
+                         " data = excluded.data",
+                         1, p, "cannot close the open chunks");
+  if (!r)
+    return GS_EIO;
+  PQclear(r);
+  for (size_t i = 0; i < s->n_ws; i++) /* the writer's state follows: a later append starts new chunks */
+    if (s->ws[i].enc.n)
+      s->ws[i].sealed = 1;
+  return GS_OK;
+}
+
+/* Status, exit code, end time, and the notes on what the store went through, in one transaction. */
+static int write_end(struct pg_store *s, const struct store_run *r) {
+  int rc = pg_exec(s, "BEGIN", "cannot end run");
+  if (rc)
+    return rc;
+  char code[16], end[24];
+  snprintf(code, sizeof code, "%d", r->exit_code);
+  snprintf(end, sizeof end, "%lld", (long long)r->end_wall_ns);
+  const char *p[] = {r->status, r->exit_code >= 0 ? code : NULL, end, r->id};
+  PGresult *res = pg_query(s,
+                           "UPDATE runs SET status = $1, exit_code = $2::integer, end_wall_ns = $3::bigint,"
+                           " heartbeat_wall_ns = $3::bigint WHERE id = $4",
+                           4, p, "cannot end run");
+  if (!res) {
+    rc = GS_EIO;
+    goto fail;
+  }
+  PQclear(res);
+  char note[512];
+  if (store_write_summary(&s->base, note, sizeof note) && (rc = add_note(s, r, note)))
+    goto fail;
+  if (s->outages) {
+    snprintf(note, sizeof note,
+             "the store's server was unreachable %lld time%s during the run: %lld samples were spooled to a local"
+             " file and replayed, none lost",
+             (long long)s->outages, s->outages == 1 ? "" : "s", (long long)s->replayed_points);
+    if ((rc = add_note(s, r, note)))
+      goto fail;
+  }
+  if (!(rc = pg_exec(s, "COMMIT", "cannot end run")))
+    return GS_OK;
+fail:
+  pg_rollback(s);
+  return rc;
+}
+
+int pg_run_end(struct store *base, const struct store_run *r) {
+  struct pg_store *s = (struct pg_store *)base;
+  int rc = pg_check_writable(s);
+  if (rc)
+    return rc;
+  if (s->down)
+    pg_reconnect(s, 1);
+  if (!s->down && s->spool)
+    pg_spool_replay(s, r);
+  if (s->down || s->spool) { /* still unreachable: the run ends in the spool, which keeps all of it */
+    struct gs_batch none = {0};
+    if (store_pending_any(&s->pending))
+      to_spool(s, r, &none);
+    pg_spool_end(s, r);
+    return gs_fail(GS_EIO, "store %s is unreachable: the run is kept whole in the local spool %s", s->name,
+                   s->spool_path);
+  }
+  int kept = 1;
+  if (store_pending_any(&s->pending)) {
+    if (!pg_write_batch(s, r, &s->pending.b)) {
+      store_pending_clear(&s->pending);
+      s->base.stats.points_pending = 0;
+    } else {
+      count_failure(s);
+      kept = 0;
+    }
+  }
+  struct store_write_stats before = s->base.stats;
+  if (!kept) {
+    s->base.stats.points_dropped += (int64_t)s->pending.b.n_points;
+    s->base.stats.events_dropped += (int64_t)(s->pending.b.n_events + s->pending.b.n_params + s->pending.b.n_notes);
+    s->base.stats.points_pending = 0;
+  }
+  if ((rc = write_end(s, r))) {
+    s->base.stats = before;
+    return rc;
+  }
+  if (!kept)
+    store_pending_clear(&s->pending);
+  if ((rc = pg_exec(s, "BEGIN", "cannot write rollups")) || (rc = seal_open_chunks(s, r->id)))
+    return rc;
+  if ((rc = write_rollups(s, r->id)) || (rc = pg_exec(s, "COMMIT", "cannot write rollups"))) {
+    pg_rollback(s); /* the run is closed; its rollups are computed from the chunks when read */
+    return rc;
+  }
+  return GS_OK;
+}
+
+int pg_findings_write(struct store *base, const char *run_id, const struct store_finding *f, size_t n) {
+  struct pg_store *s = (struct pg_store *)base;
+  struct store *sp = pg_spool_reader(s);
+  if (sp)
+    return sp->findings_write(sp, pg_spool_run_id(s, run_id), f, n);
+  int rc;
+  if ((rc = pg_check_writable(s)) || (rc = pg_exec(s, "BEGIN", "cannot write findings")))
+    return rc;
+  const char *del[] = {run_id};
+  PGresult *res = pg_query(s, "DELETE FROM findings WHERE run_id = $1", 1, del, "cannot write findings");
+  if (!res) {
+    rc = GS_EIO;
+    goto fail;
+  }
+  PQclear(res);
+  for (size_t i = 0; i < n; i++) {
+    char rank[24], share[40], lost[40], speed[40];
+    snprintf(rank, sizeof rank, "%zu", i);
+    snprintf(share, sizeof share, "%.17g", f[i].share);
+    snprintf(lost, sizeof lost, "%.17g", f[i].lost_s);
+    snprintf(speed, sizeof speed, "%.17g", f[i].speedup);
+    const char *p[] = {run_id,
+                       rank,
+                       f[i].rule,
+                       f[i].severity,
+                       isfinite(f[i].share) ? share : NULL,
+                       isfinite(f[i].lost_s) ? lost : NULL,
+                       isfinite(f[i].speedup) ? speed : NULL,
+                       f[i].title,
+                       f[i].evidence,
+                       f[i].fix};
+    if (!(res = pg_query(s,
+                         "INSERT INTO findings VALUES($1, $2::integer, $3, $4, $5::double precision,"
+                         " $6::double precision, $7::double precision, $8, $9, $10)",
+                         10, p, "cannot write findings"))) {
+      rc = GS_EIO;
+      goto fail;
+    }
+    PQclear(res);
+  }
+  if (!(rc = pg_exec(s, "COMMIT", "cannot write findings")))
+    return GS_OK;
+fail:
+  pg_rollback(s);
+  return rc;
+}
+
+void pg_writer_done(struct pg_store *s) {
+  for (size_t i = 0; i < s->n_ws; i++)
+    chunk_enc_done(&s->ws[i].enc);
+  free(s->ws);
+  s->ws = NULL;
+  s->n_ws = 0;
+  store_pending_done(&s->pending);
+}

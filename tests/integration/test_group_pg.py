@@ -1,0 +1,164 @@
+"""One run across nodes: several agents on this machine, each a separate `gpuscope run --group` of
+one job writing to one PostgreSQL server (tests/pg/pgserver.py), each in its own UTS namespace so it
+records a host name of its own (nodea, nodeb, nodec), each on simulated GPUs (tests/gpusim). nodeb's
+loader is slower (its rank waits 40 ms for data, the others 5 ms); nodec's first GPU runs at 1100 MHz
+against 1980. The group's report names both, with their hosts; `runs --group` lists the group;
+the GPU rules count the group's six GPUs, and underused_gpus the second group's idle node (2 of 4);
+`compare GROUP GROUP` reads two groups."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pg"))
+from gstest import *  # noqa: E402,F401
+from pgserver import PgServer  # noqa: E402
+
+SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
+
+# Two GPUs; CLOCK is GPU 0's SM clock (1980 on a healthy node).
+SCENARIO = """driver 550.54.15
+device 0-1
+  name NVIDIA H200
+  cc 9.0
+  memory 143771MiB
+  power_limit 700
+  max_clocks 1980 3201
+  at 0 util=UTIL mem_util=60 mem_used=100GiB power=600 temp=60 sm_clock=1980 mem_clock=3201 throttle=0 procs=none
+device 0
+  at 0 sm_clock=CLOCK
+"""
+
+# gs1 steps of one rank: job.py RANK DATA COMPUTE N
+STEP_JOB = r'''
+import os, socket, sys, time
+rank, data, comp, n = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+path = os.environ.get("GPUSCOPE_SOCKET")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+def send(line):
+    if path:
+        s.sendto(line.encode(), path)
+send("gs1 param batch_size 32")
+for i in range(n):
+    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
+    while time.monotonic() - t1 < comp:
+        pass
+    t2 = time.monotonic()
+    send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 rank={rank} t={t2:.6f}")
+'''
+
+
+def namespace_prefix():
+    """unshare's arguments for a UTS namespace of one's own (a user namespace too when not root)."""
+    return ["unshare", "-u"] if os.geteuid() == 0 else ["unshare", "-r", "-u"]
+
+
+def write(sb, name, text):
+    path = os.path.join(sb.dir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def run_group(sb, pg, group, nodes, steps):
+    """Starts one agent per node at once; nodes: (host, rank, data_s, gpu0_clock[, util]). Waits for all."""
+    job = write(sb, "job.py", STEP_JOB)
+    procs = []
+    for host, rank, data, clock, *util in nodes:
+        scn = write(sb, f"{group}-{host}.scn",
+                    SCENARIO.replace("CLOCK", str(clock)).replace("UTIL", str(util[0] if util else 95)))
+        env = pg.env(sb.env)
+        env.update({"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": scn, "GPUSCOPE_SPOOL_DIR": sb.dir + "/spool"})
+        cmd = [*namespace_prefix(), "sh", "-c", 'hostname "$0" && exec "$@"', host, BIN, "run", "--quiet",
+               "--group", group, "--name", f"{group}-{host}", "--interval", "100ms", "--", PYTHON, job, str(rank),
+               str(data), "0.03", str(steps)]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        check(p.returncode == 0, f"an agent of {group} exited {p.returncode}:\n{err}")
+
+
+_made = []
+
+
+def setup():
+    if _made:
+        return _made[0]
+    pg = PgServer()
+    sb = Sandbox()
+    sb.env = pg.env(sb.env)
+    sb.env["GPUSCOPE_STORE"] = pg.url("group")
+    _made.append((pg, sb))
+    run_group(sb, pg, "job1", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.040, 1980), ("nodec", 2, 0.005, 1100)],
+              100)
+    # job2: nodeb's GPUs stay idle
+    run_group(sb, pg, "job2", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.005, 1980, 0)], 60)
+    return _made[0]
+
+
+def test_runs_lists_the_group_on_its_hosts():
+    pg, sb = setup()
+    out = sb.ok("runs", "--group", "job1")
+    check("group job1: 3 runs on 3 hosts" in out, f"runs --group:\n{out}")
+    runs = [r for r in sb.json("runs", "--json") if r["group"] == "job1"]
+    check(sorted(r["host"] for r in runs) == ["nodea", "nodeb", "nodec"], f"hosts: {runs}")
+
+
+def test_group_report_names_the_slow_loader_and_the_slow_gpu_with_their_hosts():
+    pg, sb = setup()
+    rep = sb.json("report", "job1", "--json")
+    strag = [f for f in rep["findings"] if f["rule"] == "straggler"]
+    titles = " | ".join(f["title"] for f in strag)
+    hosts = sorted(f["evidence"].get("host", "") for f in strag)
+    check(hosts == ["nodeb", "nodec"], f"straggler findings do not name nodeb and nodec: {titles}")
+    by_rank = [f for f in strag if "rank" in f["evidence"]]
+    check(len(by_rank) == 1 and by_rank[0]["evidence"]["rank"] == 1, f"no rank 1 straggler: {titles}")
+    by_gpu = [f for f in strag if "gpu" in f["evidence"]]
+    check(len(by_gpu) == 1 and by_gpu[0]["evidence"].get("host_gpu") == 0 and "GPU 0 of host nodec" in titles,
+          f"not nodec's GPU 0: {titles}")
+    text = sb.ok("report", "job1")
+    check("host nodeb" in text and "of host nodec" in text, f"the text report does not name both hosts:\n{text}")
+
+
+def test_group_gpu_rules_count_every_gpu_of_the_group():
+    pg, sb = setup()
+    rep = sb.json("report", "job1", "--json")
+    gpu = [f for f in rep["findings"] if f["rule"] == "straggler" and "gpu" in f["evidence"]]
+    check(gpu and gpu[0]["evidence"]["gpus_used"] == 6, f"the group's GPUs are not all counted: {gpu}")
+    series = sb.ok("report", "job1", "--json")
+    check('"host"' in series, "no host in the group report")
+
+
+def test_underused_gpus_counts_the_group_gpus():
+    pg, sb = setup()
+    rep = sb.json("report", "job2", "--json")
+    under = [f for f in rep["findings"] if f["rule"] == "underused_gpus"]
+    check(len(under) == 1, f"no underused_gpus finding for job2: {[f['rule'] for f in rep['findings']]}")
+    ev = under[0]["evidence"]
+    check(ev["gpus"] == 4 and ev["idle"] == 2, f"not 2 of the group's 4 GPUs idle: {ev}")
+
+
+def test_compare_two_groups():
+    pg, sb = setup()
+    rc, out, err = sb.gs("compare", "job1", "job2", "--json")
+    check(rc == 0, f"compare job1 job2 exited {rc}: {err}")
+    doc = json.loads(out)
+    check("job1" in out and "job2" in out, f"compare does not name both groups: {out[:400]}")
+    check(doc, "empty compare")
+
+
+if __name__ == "__main__":
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a ctest timeout still stops the servers
+    probe = subprocess.run([*namespace_prefix(), "true"], capture_output=True, text=True)
+    if probe.returncode != 0:  # a ctest skip, with its reason (SKIP_RETURN_CODE 77)
+        print(f"skip: no UTS namespace for the simulated nodes ({' '.join(namespace_prefix())}: "
+              f"{probe.stderr.strip()}); run as root or enable unprivileged user namespaces")
+        sys.exit(77)
+    try:
+        run_tests(globals())
+    finally:
+        for pg, sb in _made:
+            sb.close()
+            pg.close()

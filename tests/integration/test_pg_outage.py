@@ -1,0 +1,217 @@
+"""The shared store on PostgreSQL, through the real binary against a real server (tests/pg/pgserver.py):
+outages lose nothing (the server stopped and started twice during a run: every sample the job sent
+is in the server once, the host series have no gap, the spool is gone), a run starts when the
+server is down at its start, credentials come from the libpq password file and a password in a URL
+is never printed, and a database of another application is refused and left as it was."""
+import os
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pg"))
+from gstest import *  # noqa: E402,F401
+from pgserver import PASSWORD, PgServer  # noqa: E402
+
+# A job that sends `gs1 metric tick I` for I = 0..N-1, one every PERIOD seconds: the ground truth
+# the store is counted against.
+TICK_JOB = r'''
+import os, socket, sys, time
+n, period = int(sys.argv[1]), float(sys.argv[2])
+path = os.environ.get("GPUSCOPE_SOCKET")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+t0 = time.monotonic()
+for i in range(n):
+    while time.monotonic() < t0 + i * period:
+        time.sleep(0.002)
+    if path:
+        s.sendto(f"gs1 metric tick {i}".encode(), path)
+'''
+
+_pg = []
+
+
+def pg():
+    if not _pg:
+        _pg.append(PgServer())
+    return _pg[0]
+
+
+def sandbox(db):
+    sb = Sandbox()
+    sb.env = pg().env(sb.env)
+    sb.env["GPUSCOPE_STORE"] = pg().url(db)
+    sb.env["GPUSCOPE_SPOOL_DIR"] = os.path.join(sb.dir, "spool")
+    with open(os.path.join(sb.dir, "tick_job.py"), "w") as f:
+        f.write(TICK_JOB)
+    return sb
+
+
+def tick_job(sb, n, period):
+    return [PYTHON, os.path.join(sb.dir, "tick_job.py"), str(n), str(period)]
+
+
+def tick_values(sb, run):
+    rows = sb.csv("show", run, "--metric", "tick", "--csv")
+    return [float(r["value"]) for r in rows]
+
+
+def check_no_gap(sb, run, metric, interval_s):
+    rows = sb.csv("show", run, "--metric", metric, "--csv")
+    check(len(rows) > 10, f"{metric}: only {len(rows)} samples")
+    ts = [float(r["t_s"]) for r in rows]
+    gaps = [(a, b) for a, b in zip(ts, ts[1:]) if b - a > 1.5 * interval_s or b <= a]
+    check(not gaps, f"{metric}: gaps or repeats in the stored ticks: {gaps[:5]}")
+
+
+def test_two_outages_lose_no_sample_and_store_none_twice():
+    sb = sandbox("outage")
+    try:
+        server = pg()
+        n, period = 700, 0.02  # 14 s of ticks
+        log = []
+
+        def outages():
+            time.sleep(2.5)
+            for _ in range(2):
+                server.stop()
+                log.append(("stopped", time.monotonic()))
+                time.sleep(2.5)
+                server.start()
+                log.append(("started", time.monotonic()))
+                time.sleep(2.5)
+
+        th = threading.Thread(target=outages)
+        th.start()
+        rc, out, err = sb.gs("run", "--name", "outage", "--interval", "100ms", "--", *tick_job(sb, n, period),
+                             timeout=120)
+        th.join()
+        check(rc == 0, f"run exited {rc}\n{err}")
+        check(len(log) == 4, f"the server was not stopped and started twice: {log}")
+        values = tick_values(sb, "outage")
+        check(len(values) == n, f"{len(values)} tick samples stored, the job sent {n}")
+        check(values == [float(i) for i in range(n)], "tick samples lost, repeated or out of order")
+        check_no_gap(sb, "outage", "host.mem.available_bytes", 0.1)
+        notes = sb.ok("show", "outage", "--notes")
+        check("unreachable 2 times" in notes and "replayed, none lost" in notes, f"no outage note:\n{notes}")
+        spool = os.path.join(sb.dir, "spool")
+        left = os.listdir(spool) if os.path.isdir(spool) else []
+        check(not left, f"the spool was not emptied after the replay: {left}")
+        check(PASSWORD not in out + err + notes, "a password was printed")
+    finally:
+        sb.close()
+
+
+def test_server_down_at_the_start_still_records_the_run():
+    sb = sandbox("late")
+    server = pg()
+    try:
+        server.stop()
+        started = []
+
+        def restart():
+            time.sleep(3)
+            server.start()
+            started.append(1)
+
+        th = threading.Thread(target=restart)
+        th.start()
+        n = 300
+        rc, out, err = sb.gs("run", "--name", "late", "--interval", "100ms", "--", *tick_job(sb, n, 0.02),
+                             timeout=120)
+        th.join()
+        check(rc == 0, f"run exited {rc}\n{err}")
+        values = tick_values(sb, "late")
+        check(values == [float(i) for i in range(n)], f"{len(values)} of {n} tick samples, or out of order")
+        runs = sb.json("runs", "--json")
+        late = [r for r in runs if r.get("name") == "late"]
+        check(len(late) == 1 and late[0].get("status") == "finished", f"the run is not recorded once: {late}")
+    finally:
+        if not started:
+            server.start()
+        sb.close()
+
+
+def test_run_ended_in_an_outage_is_replayed_by_the_next_run():
+    sb = sandbox("ended")
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    try:
+        server.stop()
+        rc, out, err = sb.gs("run", "--name", "ended", "--interval", "100ms", "--", *tick_job(sb, 150, 0.02),
+                             timeout=120)
+        check(rc == 0, f"the job's status is not gpuscope's: {rc}\n{err}")
+        check("kept whole in the local spool" in err, f"the agent does not say where the run is:\n{err}")
+        left = os.listdir(spool)
+        check(len([f for f in left if f.endswith(".db")]) == 1, f"no spool left: {left}")
+    finally:
+        server.start()
+    try:
+        sb.ok("run", "--name", "next", "--", "true")
+        values = tick_values(sb, "ended")
+        check(values == [float(i) for i in range(150)], f"{len(values)} of 150 tick samples after the replay")
+        runs = {r["name"]: r for r in sb.json("runs", "--json")}
+        check(runs["ended"]["status"] == "finished" and runs["ended"]["exit_code"] == 0, f"{runs.get('ended')}")
+        check(not [f for f in os.listdir(spool) if f.endswith(".db")], f"spool kept: {os.listdir(spool)}")
+    finally:
+        sb.close()
+
+
+def test_password_in_a_url_is_never_printed():
+    sb = sandbox("pw")
+    try:
+        server = pg()
+        url = f"postgresql://gpuscope:{PASSWORD}@127.0.0.1:{server.port}/pw"
+        env = dict(sb.env)
+        env.pop("PGPASSFILE")
+        env["GPUSCOPE_STORE"] = url
+        rc, out, err = sb.gs("run", "--name", "pw", "--", "true", env=env)
+        check(rc == 0, f"run with a password in the URL exited {rc}: {err}")
+        rc2, out2, err2 = sb.gs("runs", env=env)
+        check(rc2 == 0 and "pw" in out2, f"runs: {rc2} {err2}")
+        bad = f"postgresql://gpuscope:{PASSWORD}@127.0.0.1:{server.port}/nope"
+        rc3, out3, err3 = sb.gs("runs", "--store", bad, env=env)
+        check(rc3 != 0 and "nope" in err3, f"runs on a missing database: {rc3} {err3}")
+        wrong = f"postgresql://gpuscope:{PASSWORD}x@127.0.0.1:{server.port}/pw"
+        rc4, out4, err4 = sb.gs("runs", "--store", wrong, env=env)
+        check(rc4 != 0, f"a wrong password was accepted: {out4}")
+        rc6, out6, err6 = sb.gs("run", "--store", wrong, "--", "true", env=env)
+        check(rc6 == 3 and "password authentication failed" in err6,
+              f"run with a wrong password did not stop at once (exit 3): {rc6} {err6}")
+        param = f"postgresql://gpuscope@127.0.0.1:{server.port}/nope?password={PASSWORD}&connect_timeout=5"
+        rc5, out5, err5 = sb.gs("runs", "--store", param, env=env)
+        check(rc5 != 0 and "password=***" in err5, f"runs with a password parameter: {rc5} {err5}")
+        every = out + err + out2 + err2 + out3 + err3 + out4 + err4 + out5 + err5 + out6 + err6
+        check(PASSWORD not in every, f"a password was printed:\n{every}")
+    finally:
+        sb.close()
+
+
+def test_database_of_another_application_is_refused_and_kept():
+    sb = sandbox("foreign")
+    try:
+        server = pg()
+        server.psql("CREATE DATABASE foreign_app", db="postgres")
+        server.psql("CREATE TABLE orders(id int); INSERT INTO orders VALUES (1)", db="foreign_app")
+        rc, out, err = sb.gs("run", "--store", server.url("foreign_app"), "--", "true")
+        check(rc != 0 and "another application" in err, f"run on a foreign database: {rc} {err}")
+        tables = server.psql("SELECT string_agg(tablename, ',') FROM pg_tables WHERE schemaname = 'public'",
+                             db="foreign_app")
+        check(tables == "orders", f"the foreign database was written: {tables}")
+        server.psql("CREATE DATABASE newer", db="postgres")
+        server.psql("CREATE TABLE meta(key text PRIMARY KEY, value text);"
+                    " INSERT INTO meta VALUES ('app', 'gpuscope'), ('schema_version', '99')", db="newer")
+        rc, out, err = sb.gs("runs", "--store", server.url("newer"))
+        check(rc != 0 and "upgrade gpuscope" in err, f"a newer schema was not refused: {rc} {err}")
+    finally:
+        sb.close()
+
+
+if __name__ == "__main__":
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a ctest timeout still stops the servers
+    try:
+        run_tests(globals())
+    finally:
+        for p in _pg:
+            p.close()
