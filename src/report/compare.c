@@ -3,6 +3,7 @@
  * run's speed-up over the first; the params that differ; the findings that appeared or disappeared
  * against the first run. Text here; the JSON form is in json.c, the HTML page is serve's (serve/page.c). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report/report_int.h"
@@ -24,24 +25,40 @@ int rp_has_rule(const struct report_run *r, const char *rule) {
   return 0;
 }
 
-void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *, const char *), void *user) {
+int report_param_is_internal(const char *key) {
+  return !strncmp(key, "gpu.", 4) || !strncmp(key, "nvml.", 5) || !strncmp(key, "ingest.", 7) ||
+         !strncmp(key, "group.", 6);
+}
+
+void report_params_differ(const struct runview *const *views, size_t n, void (*fn)(void *, const char *),
+                          void *user) {
   for (size_t i = 0; i < n; i++)
-    for (size_t k = 0; k < runs[i].nparams; k++) {
-      const char *key = runs[i].params[k].key ? runs[i].params[k].key : "";
+    for (size_t k = 0; k < views[i]->nparams; k++) {
+      const char *key = views[i]->params[k].key ? views[i]->params[k].key : "";
       int seen_before = 0;
       for (size_t j = 0; j < i && !seen_before; j++)
-        seen_before = rp_param(&runs[j], key) != NULL;
-      if (seen_before || !strncmp(key, "gpu.", 4) || !strncmp(key, "nvml.", 5) || !strncmp(key, "group.", 6))
+        seen_before = runview_param(views[j], key) != NULL;
+      if (seen_before || report_param_is_internal(key))
         continue;
       int differs = 0;
-      const char *v0 = rp_param(&runs[0], key);
+      const char *v0 = runview_param(views[0], key);
       for (size_t j = 1; j < n && !differs; j++) {
-        const char *v = rp_param(&runs[j], key);
+        const char *v = runview_param(views[j], key);
         differs = (!v0) != (!v) || (v0 && v && strcmp(v0, v));
       }
       if (differs)
         fn(user, key);
     }
+}
+
+void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *, const char *), void *user) {
+  const struct runview **views = n ? malloc(n * sizeof *views) : NULL;
+  if (!views)
+    return; /* out of memory: no params listed */
+  for (size_t i = 0; i < n; i++)
+    views[i] = &runs[i].view;
+  report_params_differ(views, n, fn, user);
+  free(views);
 }
 
 /* ---- the rows ---- */

@@ -100,6 +100,13 @@ struct report_run {
  * for a bad reference, or another GS_E code. report_run_done() releases what r holds (also after a
  * failure), not r itself. */
 int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r);
+/* Is param key gpuscope's own bookkeeping (gpu.N.*, nvml.*, ingest.*, group.*) rather than the job's
+ * configuration? Such params are left out of the params a report lists and a comparison diffs. */
+int report_param_is_internal(const char *key);
+/* Calls fn once for each param key of the job's configuration whose value differs between the n
+ * views (absent counts as a value), in first-seen order. */
+void report_params_differ(const struct runview *const *views, size_t n, void (*fn)(void *user, const char *key),
+                          void *user);
 void report_run_done(struct report_run *r);
 
 /* The reports of one run. color: use ANSI colours (the CLI decides: a TTY and no NO_COLOR). Each

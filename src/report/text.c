@@ -137,7 +137,7 @@ int report_text(FILE *out, const struct report_run *r, int color) {
   int shown = 0;
   for (size_t i = 0; i < r->nparams; i++) {
     const char *k = r->params[i].key ? r->params[i].key : "";
-    if (!strncmp(k, "gpu.", 4) || !strncmp(k, "nvml.", 5) || !strncmp(k, "ingest.", 7) || !strncmp(k, "group.", 6))
+    if (report_param_is_internal(k))
       continue;
     fputs(shown++ ? " " : "  params:   ", out);
     rp_text(out, k, 0);

@@ -772,6 +772,32 @@ struct cmp_run {
   int diagnosed;
 };
 
+/* A params_differ entry: the key and each run's value (null when absent). */
+struct differ_ctx {
+  FILE *out;
+  const struct runview *const *views;
+  size_t n;
+  int k;
+};
+
+static void differ_one(void *user, const char *key) {
+  struct differ_ctx *c = user;
+  fputs(c->k++ ? ",{" : "{", c->out);
+  serve_json_key(c->out, "key");
+  rp_json_str(c->out, key);
+  fputs(",\"values\":[", c->out);
+  for (size_t j = 0; j < c->n; j++) {
+    const char *v = runview_param(c->views[j], key);
+    if (j)
+      fputc(',', c->out);
+    if (v)
+      rp_json_str(c->out, v);
+    else
+      fputs("null", c->out);
+  }
+  fputs("]}", c->out);
+}
+
 static double speedup(const struct cmp_run *base, const struct cmp_run *x) {
   double a = base->sf.samples_per_s, b = x->sf.samples_per_s;
   if (a > 0 && b > 0)
@@ -846,41 +872,14 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
   }
   /* Params whose value differs between the runs (absent counts as a value), in first-seen order. */
   fputs("],\"params_differ\":[", out);
-  int k = 0;
+  const struct runview *views[SERVE_MAX_COMPARE];
   for (size_t i = 0; i < n; i++)
-    for (size_t p = 0; p < runs[i].v.nparams; p++) {
-      const char *key = runs[i].v.params[p].key ? runs[i].v.params[p].key : "";
-      int seen = 0;
-      for (size_t j = 0; j < i && !seen; j++)
-        seen = runview_param(&runs[j].v, key) != NULL;
-      if (seen)
-        continue;
-      int differ = 0;
-      const char *v0 = runview_param(&runs[0].v, key);
-      for (size_t j = 1; j < n && !differ; j++) {
-        const char *vj = runview_param(&runs[j].v, key);
-        differ = (!v0 != !vj) || (v0 && vj && strcmp(v0, vj));
-      }
-      if (!differ)
-        continue;
-      fputs(k++ ? ",{" : "{", out);
-      serve_json_key(out, "key");
-      rp_json_str(out, key);
-      fputs(",\"values\":[", out);
-      for (size_t j = 0; j < n; j++) {
-        const char *vj = runview_param(&runs[j].v, key);
-        if (j)
-          fputc(',', out);
-        if (vj)
-          rp_json_str(out, vj);
-        else
-          fputs("null", out);
-      }
-      fputs("]}", out);
-    }
+    views[i] = &runs[i].v;
+  struct differ_ctx dc = {.out = out, .views = views, .n = n};
+  report_params_differ(views, n, differ_one, &dc);
   /* Every rule any run has: in which runs, and its time lost in each. */
   fputs("],\"findings\":[", out);
-  k = 0;
+  int k = 0;
   for (size_t i = 0; i < n; i++)
     for (size_t q = 0; q < runs[i].nf; q++) {
       const struct store_finding *f = &runs[i].f[q];
