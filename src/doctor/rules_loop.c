@@ -596,26 +596,38 @@ void dr_rule_host_code_cpu(struct dr_run *d, struct dr_findings *fs) {
 struct stall {
   double t, excess; /* start (s since run start), seconds lost */
   double data;      /* data wait inside it, s (NAN unknown) */
+  uint32_t stretch; /* the view's stretch of steps it lies in: spacing is measured within one only */
 };
 
-/* Gaps between steps far longer than usual. Returns the count found (at most cap). */
-static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap, double *typical) {
-  size_t n = d->nsteps, k = 0;
+/* Gaps between steps far longer than usual, between consecutive steps only (within one stretch when
+ * the view holds a sample of a long run). Returns the count found (at most cap); *scanned is the time
+ * the gaps looked at cover, s. */
+static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap, double *typical, double *scanned) {
+  size_t n = d->nsteps, k = 0, m = 0;
+  *scanned = 0;
   if (n < DR_STALL_MIN_STEPS)
     return 0;
   double *gaps = malloc((n - 1) * sizeof *gaps);
   if (!gaps)
     return 0;
   for (size_t i = 1; i < n; i++)
-    gaps[i - 1] = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
-  qsort(gaps, n - 1, sizeof *gaps, dr_cmp_double);
-  double med = gaps[(n - 1) / 2];
+    if (d->steps[i].stretch == d->steps[i - 1].stretch)
+      gaps[m++] = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
+  if (!m) {
+    free(gaps);
+    return 0;
+  }
+  qsort(gaps, m, sizeof *gaps, dr_cmp_double);
+  double med = gaps[(m - 1) / 2];
   free(gaps);
   *typical = med;
   for (size_t i = 1; i < n && k < cap; i++) {
+    if (d->steps[i].stretch != d->steps[i - 1].stretch)
+      continue;
     double g = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
+    *scanned += g;
     if (doctor_is_stall(g, med))
-      out[k++] = (struct stall){(double)d->steps[i - 1].t / 1e9, g - med, d->steps[i].data};
+      out[k++] = (struct stall){(double)d->steps[i - 1].t / 1e9, g - med, d->steps[i].data, d->steps[i].stretch};
   }
   return k;
 }
@@ -646,7 +658,7 @@ static size_t gpu_stalls(struct dr_run *d, struct stall *out, size_t cap, double
     if (i > 0 && j < n) {
       double len = (double)(t[j] - t[i]) / 1e9;
       if (len >= DR_STALL_MIN_S)
-        out[k++] = (struct stall){(double)t[i] / 1e9, len, NAN};
+        out[k++] = (struct stall){(double)t[i] / 1e9, len, NAN, 0};
     }
     i = j;
   }
@@ -672,12 +684,15 @@ static void stall_pattern(const struct stall *st, size_t n, struct stall_pattern
     else
       p->data_known = 0;
   }
+  size_t m = 0; /* spacings: between stalls of one stretch (all of them, when every step is held) */
   for (size_t i = 1; i < n; i++)
-    dsum += st[i].t - st[i - 1].t;
-  p->period = dsum / (double)(n - 1);
+    if (st[i].stretch == st[i - 1].stretch)
+      dsum += st[i].t - st[i - 1].t, m++;
+  p->period = m ? dsum / (double)m : NAN;
   for (size_t i = 1; i < n; i++)
-    var += pow(st[i].t - st[i - 1].t - p->period, 2);
-  p->cv = p->period > 0 ? sqrt(var / (double)(n - 1)) / p->period : INFINITY;
+    if (st[i].stretch == st[i - 1].stretch)
+      var += pow(st[i].t - st[i - 1].t - p->period, 2);
+  p->cv = m && p->period > 0 ? sqrt(var / (double)m) / p->period : INFINITY;
 }
 
 /* What the job said it was doing then: the names of its marks within a second before or during a
@@ -700,8 +715,8 @@ static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n
 }
 
 static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *source, size_t n, double typical,
-                          const struct stall_pattern *p, const char *marks) {
-  double share = p->lost / d->window_s, mean_gap = p->period, lost = p->lost;
+                          double span, const struct stall_pattern *p, const char *marks) {
+  double share = p->lost / span, mean_gap = p->period, lost = p->lost;
   int loader = p->data_known && p->data_in >= DR_STALL_LOADER * lost;
   struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
@@ -719,6 +734,9 @@ static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *
   dr_json_num(&j, "typical_step_gap_s", typical);
   dr_json_num(&j, "data_wait_in_stalls_s", p->data_known ? p->data_in : NAN);
   dr_json_str(&j, "marks", marks);
+  char sampled[96];
+  if (span != d->window_s)
+    dr_json_str(&j, "steps_sampled", runview_steps_sampling(d->v, sampled, sizeof sampled));
   dr_json_str(&j, "model", "speed-up if the stalls went away: 1 / (1 - stall share)");
   dr_printf(f->fix, sizeof f->fix,
             "%s Every %.1f s the loop stops for about %.1f s — %.0f%% of the run. %s\n"
@@ -742,20 +760,23 @@ static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *
 
 void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs) {
   struct stall st[512];
-  double typical = NAN;
-  size_t n = step_stalls(d, st, 512, &typical);
+  double typical = NAN, scanned;
+  size_t n = step_stalls(d, st, 512, &typical, &scanned);
   const char *source = "step gaps";
+  /* Over a sample of a long run's steps, the stalls' share is of the time the gaps looked at cover. */
+  double span = runview_steps_sampled(d->v) ? scanned : d->window_s;
   if (n < DR_STALL_MIN_COUNT) {
     n = gpu_stalls(d, st, 512, &typical);
     source = "GPU idle gaps";
+    span = d->window_s;
   }
-  if (n < DR_STALL_MIN_COUNT || !(d->window_s > 0))
+  if (n < DR_STALL_MIN_COUNT || !(d->window_s > 0) || !(span > 0))
     return;
   struct stall_pattern p;
   stall_pattern(st, n, &p);
-  if (p.cv > DR_STALL_REGULARITY || p.lost / d->window_s < DR_STALL_MIN_SHARE)
+  if (p.cv > DR_STALL_REGULARITY || p.lost / span < DR_STALL_MIN_SHARE)
     return;
   char marks[128];
   stall_marks(d, st, n, typical, marks, sizeof marks);
-  stall_finding(d, fs, source, n, typical, &p, marks);
+  stall_finding(d, fs, source, n, typical, span, &p, marks);
 }

@@ -1,12 +1,15 @@
 /* doctor/signals_loop: the training loop's figures over the analysis window — step time (mean and
  * median), each phase's mean and share over the steps that reported it, throughput, the params the
  * rules read (batch size, loader workers, pinned memory, precision), and each rank of a distributed
- * job. The steps themselves are the run view's (runview.h): joined by timestamp, warm-up dropped. */
+ * job. The steps themselves are the run view's (runview.h): joined by timestamp, warm-up dropped; for
+ * a long run, evenly spread stretches of them, with the whole run's sums beside. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "doctor/doctor_int.h"
+
+#define NS 1e9
 
 static double quantile_sorted(const double *v, size_t n, double q) {
   if (!n)
@@ -15,6 +18,46 @@ static double quantile_sorted(const double *v, size_t n, double q) {
   size_t i = (size_t)pos;
   double frac = pos - (double)i;
   return i + 1 < n ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
+}
+
+/* The time the held steps in the window cover: each stretch from its first step's start to its last
+ * step's end. */
+static double held_span(const struct dr_run *d) {
+  double span = 0;
+  for (size_t i = 0, j; i < d->nsteps; i = j) {
+    for (j = i + 1; j < d->nsteps && d->steps[j].stretch == d->steps[i].stretch;)
+      j++;
+    span += (double)(d->steps[j - 1].t - d->steps[i].t) / NS + d->steps[i].total;
+  }
+  return span;
+}
+
+/* A view holding a sample of a long run's steps (runview.h): over the usual window (every held step),
+ * the means and shares are the whole run's sums; over a narrower one, throughput is the held steps'
+ * samples over the time they cover, not over the whole window. The median stays the sample's. */
+static void sampled_figures(struct dr_run *d, double samples, size_t ns) {
+  const struct runview_loop *l = &d->v->loop;
+  if (d->nsteps < d->v->nsteps) {
+    double span = held_span(d);
+    d->samples_per_s = ns && span > 0 ? samples / span : NAN;
+    return;
+  }
+  if (!(l->total > 0))
+    return;
+  d->step_mean = l->total / (double)d->v->nsteps_total;
+  d->data_mean = d->data_share = d->h2d_mean = d->h2d_share = d->compute_mean = NAN;
+  d->samples_per_step = d->samples_per_s = NAN;
+  if (l->ndata && l->data_total > 0)
+    d->data_mean = l->data / (double)l->ndata, d->data_share = fmin(1, l->data / l->data_total);
+  if (l->nh2d && l->h2d_total > 0)
+    d->h2d_mean = l->h2d / (double)l->nh2d, d->h2d_share = fmin(1, l->h2d / l->h2d_total);
+  if (l->ncompute)
+    d->compute_mean = l->compute / (double)l->ncompute;
+  if (l->nsamples) {
+    d->samples_per_step = l->samples / (double)l->nsamples;
+    if (d->window_s > 0)
+      d->samples_per_s = l->samples / d->window_s;
+  }
 }
 
 static void step_figures(struct dr_run *d) {
@@ -60,6 +103,8 @@ static void step_figures(struct dr_run *d) {
     if (d->window_s > 0)
       d->samples_per_s = samples / d->window_s;
   }
+  if (runview_steps_sampled(d->v))
+    sampled_figures(d, samples, ns);
 }
 
 static void params_signals(struct dr_run *d) {

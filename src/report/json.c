@@ -68,6 +68,9 @@ static void figures_object(FILE *out, const struct report_run *r) {
   kv_num(out, "samples", r->steps.steps ? r->steps.samples : NAN, &f);
   kv_num(out, "samples_per_s", r->steps.samples_per_s, &f);
   kv_num(out, "median_step_s", r->steps.median_step_s, &f);
+  /* The steps the median is taken over: all of them, or evenly spread stretches of a long run's. */
+  kv_num(out, "steps_held", (double)r->steps.steps_held, &f);
+  kv_num(out, "step_stretches", (double)r->steps.stretches, &f);
   kv_num(out, "data_share", r->steps.data_share, &f);
   kv_num(out, "h2d_share", r->steps.h2d_share, &f);
   kv_num(out, "compute_share", r->steps.compute_share, &f);

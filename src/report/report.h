@@ -32,11 +32,14 @@ int report_stats(struct store *st, const char *run_id, const struct store_series
 
 /* The training-loop view from the client's step series (all NAN/0 when the job sent none). */
 struct step_stats {
-  size_t steps;
+  size_t steps;      /* every kept step of the run */
+  size_t steps_held; /* those the median is taken over: steps, unless the view holds a sample */
+  size_t stretches;  /* how many stretches of consecutive steps those come in (1 when all are held) */
   double samples, samples_per_s, median_step_s, data_share, h2d_share, compute_share;
 };
 /* From the view's joined steps (warm-up dropped); each phase's share over the steps that reported that
- * phase, not over all of them. Returns 0 or a GS_E code. */
+ * phase, not over all of them. When the view holds a sample of a long run's steps, the median is the
+ * sample's and the rest the whole run's (runview.h). Returns 0 or a GS_E code. */
 int report_view_step_stats(const struct runview *v, struct step_stats *out);
 /* The same for a caller that holds no view: loads run_id's steps (series unused, kept for callers). */
 int report_step_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,

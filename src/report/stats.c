@@ -36,6 +36,25 @@ static double median_sorted(const double *sorted, size_t n) {
   return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
+/* A view that holds a sample of the steps: the median stays the held steps' (each stretch's steps are
+ * consecutive), and everything else comes from the sums over every step of the run, with the same
+ * formulas as below. */
+static void whole_run(const struct runview *v, struct step_stats *out) {
+  const struct runview_loop *l = &v->loop;
+  out->steps_held = v->nsteps, out->stretches = v->nstretches;
+  if (!(l->total > 0)) {
+    out->steps = 0;
+    return;
+  }
+  out->steps = v->nsteps_total;
+  out->data_share = l->ndata && l->data_total > 0 ? fmin(1, l->data / l->data_total) : NAN;
+  out->h2d_share = l->nh2d && l->h2d_total > 0 ? fmin(1, l->h2d / l->h2d_total) : NAN;
+  out->compute_share = l->ndata ? 1 - out->data_share - (l->nh2d ? out->h2d_share : 0) : NAN;
+  out->samples = l->samples;
+  double wall = ((double)l->t_last - (double)l->t_first) / 1e9 + l->first_total;
+  out->samples_per_s = l->nsamples && wall > 0 ? l->samples / wall : NAN;
+}
+
 int report_view_step_stats(const struct runview *v, struct step_stats *out) {
   memset(out, 0, sizeof *out);
   out->samples_per_s = out->median_step_s = out->data_share = out->h2d_share = out->compute_share = NAN;
@@ -74,6 +93,10 @@ int report_view_step_stats(const struct runview *v, struct step_stats *out) {
       out->samples_per_s = samples / wall;
   }
   free(sorted);
+  out->steps_held = out->steps;
+  out->stretches = out->steps ? 1 : 0;
+  if (runview_steps_sampled(v))
+    whole_run(v, out);
   return GS_OK;
 }
 

@@ -152,6 +152,11 @@ int report_text(FILE *out, const struct report_run *r, int color) {
     fprintf(out, "  %zu steps, %s samples/s, median step %s\n", r->steps.steps,
             rp_num(b1, sizeof b1, r->steps.samples_per_s, 1, ""),
             rp_num(b2, sizeof b2, r->steps.median_step_s * 1e3, 1, "ms"));
+    if (r->steps.steps_held < r->steps.steps)
+      fprintf(out,
+              "  (median step from %zu of the %zu steps, in %zu stretches spread over the run; counts, "
+              "samples/s and shares from every step)\n",
+              r->steps.steps_held, r->steps.steps, r->steps.stretches);
     fprintf(out, "  step time: data wait %s, host-to-device %s, compute %s\n",
             rp_pct(b1, sizeof b1, r->steps.data_share), rp_pct(b2, sizeof b2, r->steps.h2d_share),
             rp_pct(b3, sizeof b3, r->steps.compute_share));

@@ -4,6 +4,7 @@
 #include "runview/runview.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -232,40 +233,192 @@ static void join_phase(struct runview_step *steps, size_t n, const struct pts *p
   }
 }
 
+/* Samples of the step series read in chunks of about STEP_CHUNK, so that no stage of the load holds
+ * more than one chunk besides the view's own steps. A chunk ends between two timestamps, never inside
+ * a run of equal ones, so the next chunk starts exactly where this one stopped. */
+#define STEP_CHUNK 65536
+
+struct chunk {
+  struct pts p;
+  int stopped;
+  int64_t stop_t;
+};
+
+static int chunk_put(void *user, int64_t t, double v) {
+  struct chunk *c = user;
+  if (!isfinite(v))
+    return 0;
+  if (c->p.n >= STEP_CHUNK && t != c->p.t[c->p.n - 1]) {
+    c->stopped = 1, c->stop_t = t;
+    return 1;
+  }
+  return pts_put(&c->p, t, v);
+}
+
+/* What load_steps carries from chunk to chunk. */
+struct step_load {
+  struct runview *v;
+  size_t seen;               /* finite samples of step.total_s so far, the warm-up one included */
+  size_t cap;                /* v->steps' room */
+  size_t len;                /* stretch length when sampling, 0 when every step is held */
+  size_t count;              /* the series' stored sample count, which spreads the stretches */
+  size_t next;               /* the stretch the next held step may fall in */
+  struct runview_step first; /* the first step, kept out until we know there are at least five */
+  int first_sane;
+};
+
+static int sane(const struct runview_step *s) {
+  return s->total >= 0 && s->total < 1e6 && s->t >= 0;
+}
+
+static void loop_add(struct runview_loop *l, const struct runview_step *s, int first) {
+  l->total += s->total;
+  if (isfinite(s->data))
+    l->data += s->data, l->data_total += s->total, l->ndata++;
+  if (isfinite(s->h2d))
+    l->h2d += s->h2d, l->h2d_total += s->total, l->nh2d++;
+  if (isfinite(s->compute))
+    l->compute += s->compute, l->ncompute++;
+  if (isfinite(s->samples))
+    l->samples += s->samples, l->nsamples++;
+  if (first)
+    l->t_first = s->t, l->first_total = s->total;
+  if (first || s->t > l->t_last)
+    l->t_last = s->t;
+}
+
+/* Start of stretch b (in finite samples of the series): the first at 0, the last ending at count. */
+static size_t stretch_start(const struct step_load *L, size_t b) {
+  return (size_t)((double)b * (double)(L->count - L->len) / (RUNVIEW_STRETCHES - 1));
+}
+
+static int hold(struct step_load *L, const struct runview_step *s, size_t index) {
+  struct runview *v = L->v;
+  uint32_t stretch = 0;
+  if (L->len) {
+    while (L->next < RUNVIEW_STRETCHES && index >= stretch_start(L, L->next) + L->len)
+      L->next++;
+    if (L->next >= RUNVIEW_STRETCHES || index < stretch_start(L, L->next))
+      return GS_OK;
+    stretch = (uint32_t)L->next;
+  }
+  if (v->nsteps == L->cap) {
+    if (L->cap >= RUNVIEW_MAX_STEPS)
+      return GS_OK; /* the stored count was wrong: the steps past the cap are only summed */
+    size_t cap = L->cap ? L->cap * 2 : 1024;
+    cap = cap > RUNVIEW_MAX_STEPS ? RUNVIEW_MAX_STEPS : cap;
+    struct runview_step *grown = realloc(v->steps, cap * sizeof *grown);
+    if (!grown)
+      return gs_fail(GS_ENOMEM, "out of memory");
+    v->steps = grown, L->cap = cap;
+  }
+  if (!v->nsteps || v->steps[v->nsteps - 1].stretch != stretch)
+    v->nstretches++;
+  v->steps[v->nsteps] = *s;
+  v->steps[v->nsteps++].stretch = stretch;
+  return GS_OK;
+}
+
+/* One chunk of step.total_s: its phases joined by timestamp, each step summed and held or not. */
+static int load_chunk(struct step_load *L, const struct pts *total, const long *phase_idx) {
+  static const size_t off[] = {offsetof(struct runview_step, data), offsetof(struct runview_step, h2d),
+                               offsetof(struct runview_step, compute), offsetof(struct runview_step, samples)};
+  struct runview *v = L->v;
+  struct runview_step *steps = malloc(total->n * sizeof *steps);
+  if (!steps)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < total->n; i++)
+    steps[i] = (struct runview_step){.t = total->t[i], .total = total->v[i]};
+  int rc = GS_OK;
+  for (size_t k = 0; k < sizeof off / sizeof *off && !rc; k++) {
+    struct pts p = {0};
+    if (phase_idx[k] >= 0)
+      rc = pts_read(v, v->series[phase_idx[k]].id, total->t[0], total->t[total->n - 1], &p);
+    if (!rc)
+      join_phase(steps, total->n, &p, off[k]);
+    pts_done(&p);
+  }
+  for (size_t i = 0; i < total->n && !rc; i++) {
+    size_t index = L->seen++;
+    if (!index) {
+      L->first = steps[i], L->first_sane = sane(&steps[i]);
+      continue;
+    }
+    if (!sane(&steps[i]))
+      continue;
+    loop_add(&v->loop, &steps[i], !v->nsteps_total);
+    v->nsteps_total++;
+    rc = hold(L, &steps[i], index);
+  }
+  free(steps);
+  return rc;
+}
+
+/* The warm-up step stays out when there are at least five; else it is the first kept step. */
+static int settle_first(struct step_load *L) {
+  struct runview *v = L->v;
+  if (L->seen >= 5 || !L->seen || !L->first_sane)
+    return GS_OK;
+  struct runview_step *grown = realloc(v->steps, (v->nsteps + 1) * sizeof *grown);
+  if (!grown)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  v->steps = grown;
+  memmove(v->steps + 1, v->steps, v->nsteps * sizeof *v->steps);
+  v->steps[0] = L->first;
+  v->nsteps++, v->nsteps_total++;
+  v->nstretches = 1;
+  struct runview_loop l = {0};
+  for (size_t i = 0; i < v->nsteps; i++)
+    loop_add(&l, &v->steps[i], !i);
+  v->loop = l;
+  return GS_OK;
+}
+
+/* Streams the main loop's step.total_s in chunks, joining each chunk's phases by timestamp; sums every
+ * kept step and holds all of them, or RUNVIEW_STRETCHES evenly spread stretches of them when the
+ * series has more than RUNVIEW_MAX_STEPS samples. */
 static int load_steps(struct runview *v) {
-  static const struct {
-    const char *name;
-    size_t off;
-  } phases[] = {{"step.data_s", offsetof(struct runview_step, data)},
-                {"step.h2d_s", offsetof(struct runview_step, h2d)},
-                {"step.compute_s", offsetof(struct runview_step, compute)},
-                {"step.samples", offsetof(struct runview_step, samples)}};
+  static const char *const phases[] = {"step.data_s", "step.h2d_s", "step.compute_s", "step.samples"};
   long ti = runview_find(v, "client", "step.total_s", "");
   if (ti < 0)
     return GS_OK;
-  struct pts total = {0};
-  int rc = pts_read(v, v->series[ti].id, INT64_MIN, INT64_MAX, &total);
-  if (rc || !total.n)
-    goto out;
-  if (!(v->steps = calloc(total.n, sizeof *v->steps))) {
-    rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
+  long phase_idx[4];
+  for (size_t k = 0; k < 4; k++)
+    phase_idx[k] = runview_find(v, "client", phases[k], "");
+  struct step_load L = {.v = v};
+  int64_t count = v->series[ti].count;
+  if (count > RUNVIEW_MAX_STEPS)
+    L.count = (size_t)count, L.len = RUNVIEW_MAX_STEPS / RUNVIEW_STRETCHES;
+  struct chunk c = {0};
+  int rc = GS_OK;
+  for (int64_t from = INT64_MIN;;) {
+    c.p.n = 0, c.stopped = 0;
+    rc = v->st->samples_read(v->st, v->series[ti].id, from, INT64_MAX, chunk_put, &c);
+    if (c.p.oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+    if (rc < 0 || !c.p.n)
+      break;
+    if ((rc = load_chunk(&L, &c.p, phase_idx)) || !c.stopped)
+      break;
+    from = c.stop_t;
   }
-  for (size_t i = total.n >= 5 ? 1 : 0; i < total.n; i++)
-    if (total.v[i] >= 0 && total.v[i] < 1e6 && total.t[i] >= 0)
-      v->steps[v->nsteps++] = (struct runview_step){.t = total.t[i], .total = total.v[i]};
-  for (size_t k = 0; k < sizeof phases / sizeof *phases && !rc; k++) {
-    struct pts p = {0};
-    long pi = runview_find(v, "client", phases[k].name, "");
-    if (pi >= 0)
-      rc = pts_read(v, v->series[pi].id, INT64_MIN, INT64_MAX, &p);
-    if (!rc)
-      join_phase(v->steps, v->nsteps, &p, phases[k].off);
-    pts_done(&p);
-  }
-out:
-  pts_done(&total);
+  rc = rc < 0 ? rc : GS_OK;
+  if (!rc)
+    rc = settle_first(&L);
+  pts_done(&c.p);
   return rc;
+}
+
+int runview_steps_sampled(const struct runview *v) {
+  return v->nsteps < v->nsteps_total;
+}
+
+const char *runview_steps_sampling(const struct runview *v, char *buf, size_t n) {
+  if (!runview_steps_sampled(v))
+    snprintf(buf, n, "%s", "");
+  else
+    snprintf(buf, n, "%zu of %zu steps in %zu stretches", v->nsteps, v->nsteps_total, v->nstretches);
+  return buf;
 }
 
 int runview_load(struct store *st, const char *ref, struct runview *v) {

@@ -34,11 +34,30 @@ struct runview_stats {
   int64_t t_first, t_last; /* ns since run start */
 };
 
+/* A view holds at most this many steps. A run with more holds RUNVIEW_STRETCHES stretches of
+ * consecutive steps spread evenly over it (the first starts at the run's first step, the last ends at
+ * its last), so gaps between consecutive steps, the median and phase shares stay right inside each
+ * stretch; the figures that need every step (count, samples, throughput, phase sums) come from sums
+ * streamed over the whole series (struct runview_loop). Peak memory stays O(RUNVIEW_MAX_STEPS). */
+#define RUNVIEW_MAX_STEPS 262144
+#define RUNVIEW_STRETCHES 64
+
 /* One training step as the client reported it: t is the step's end (ns since run start), phases in
- * seconds, NAN where the client did not measure that phase. */
+ * seconds, NAN where the client did not measure that phase. Two held steps are consecutive in the run
+ * only when their stretch is the same (always, when the view holds every step). */
 struct runview_step {
   int64_t t;
   double total, data, h2d, compute, samples;
+  uint32_t stretch;
+};
+
+/* Sums over every kept step of the run, held or not, streamed while loading: each phase over the steps
+ * that reported it, with the total time of those same steps. All 0 when the run has no steps. */
+struct runview_loop {
+  double total, data, data_total, h2d, h2d_total, compute, samples;
+  size_t ndata, nh2d, ncompute, nsamples;
+  int64_t t_first, t_last; /* the first kept step's end and the last one's */
+  double first_total;      /* the first kept step's length, s */
 };
 
 struct runview {
@@ -59,8 +78,17 @@ struct runview {
   /* The main loop's (rank 0's) steps in time order, with sane totals (0 <= total < 1e6 s), the first
    * (warm-up: workers starting, lazy init) left out when there are at least five. */
   struct runview_step *steps;
-  size_t nsteps;
+  size_t nsteps;       /* steps held, at most RUNVIEW_MAX_STEPS */
+  size_t nsteps_total; /* kept steps in the whole run: nsteps unless the view holds a sample */
+  size_t nstretches;   /* stretches the held steps come in (1 when all are held, 0 when none) */
+  struct runview_loop loop;
 };
+
+/* 1 when the view holds only a sample of the run's steps (nsteps < nsteps_total), else 0. */
+int runview_steps_sampled(const struct runview *v);
+/* "262,144 of 12,581,575 steps in 64 stretches" into buf (n bytes), or "" when every step is held.
+ * Returns buf. */
+const char *runview_steps_sampling(const struct runview *v, char *buf, size_t n);
 
 /* Loads run ref (an id, a unique prefix, a name or "last") from st into v. Returns 0, GS_ENOENT or
  * GS_EAMBIG for a bad reference, or another GS_E code with a message; v is valid for runview_done()

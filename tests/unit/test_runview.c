@@ -1,6 +1,7 @@
 /* Unit tests of the run view on a real SQLite store in a temp folder: windowed statistics (raw for a
  * short series, rollups for a long one, with a one-sample dip kept in the minimum), the client's
- * steps joined by timestamp with unmeasured phases left NAN, params and labels parsed strictly, and
+ * steps joined by timestamp with unmeasured phases left NAN, a run of more steps than a view holds
+ * read as evenly spread stretches beside sums over every step, params and labels parsed strictly, and
  * absent things reported as absent. */
 #include <math.h>
 #include <setjmp.h>
@@ -123,6 +124,10 @@ static void test_runview_steps_join_phases_and_leave_unmeasured_nan(void **state
     assert_true(k % 2 == 0 ? v.steps[i].data == 0.25 : isnan(v.steps[i].data));
     assert_true(isnan(v.steps[i].h2d) && isnan(v.steps[i].compute));
   }
+  /* Under the cap every step is held, in one stretch. */
+  assert_int_equal(v.nsteps_total, 9);
+  assert_int_equal(v.nstretches, 1);
+  assert_false(runview_steps_sampled(&v));
   runview_done(&v);
   st->close(st);
 }
@@ -174,6 +179,66 @@ static void test_runview_long_series_reads_rollups_and_keeps_a_dip(void **state)
   st->close(st);
 }
 
+/* More steps than a view holds: 10 ms each, ending at k * 10 ms, data wait 4 ms on every step, compute
+ * measured on odd steps only, 8 samples each. */
+#define MANY_STEPS 600000
+#define MS 1000000LL
+
+static void fill_many_steps(struct gs_sink *s) {
+  int total = gs_sink_series(s, "client", "step.total_s", "", "s", GS_GAUGE);
+  int data = gs_sink_series(s, "client", "step.data_s", "", "s", GS_GAUGE);
+  int compute = gs_sink_series(s, "client", "step.compute_s", "", "s", GS_GAUGE);
+  int samples = gs_sink_series(s, "client", "step.samples", "", "count", GS_GAUGE);
+  for (int64_t k = 1; k <= MANY_STEPS; k++) {
+    gs_sink_put(s, total, k * 10 * MS, 0.010);
+    gs_sink_put(s, data, k * 10 * MS, 0.004);
+    if (k % 2)
+      gs_sink_put(s, compute, k * 10 * MS, 0.006);
+    gs_sink_put(s, samples, k * 10 * MS, 8);
+  }
+}
+
+static void test_runview_long_run_holds_spread_stretches_and_sums_every_step(void **state) {
+  (void)state;
+  struct store *st = make_run("many", fill_many_steps);
+  struct runview v;
+  assert_int_equal(runview_load(st, "many", &v), 0);
+  assert_true(runview_steps_sampled(&v));
+  assert_int_equal(v.nsteps_total, MANY_STEPS - 1); /* the warm-up step is left out */
+  assert_true(v.nsteps <= RUNVIEW_MAX_STEPS && v.nsteps >= RUNVIEW_MAX_STEPS - 1);
+  assert_int_equal(v.nstretches, RUNVIEW_STRETCHES);
+  /* The first held step is the run's first kept one, the last its last; inside a stretch the steps
+   * are consecutive and joined; between stretches whole stretches of the run are skipped. */
+  assert_int_equal(v.steps[0].t, 2 * 10 * MS);
+  assert_int_equal(v.steps[v.nsteps - 1].t, MANY_STEPS * 10 * MS);
+  size_t breaks = 0;
+  for (size_t i = 0; i < v.nsteps; i++) {
+    int64_t k = v.steps[i].t / (10 * MS);
+    assert_true(v.steps[i].data == 0.004 && v.steps[i].samples == 8);
+    assert_true(k % 2 ? v.steps[i].compute == 0.006 : isnan(v.steps[i].compute));
+    if (i && v.steps[i].stretch == v.steps[i - 1].stretch)
+      assert_int_equal(v.steps[i].t - v.steps[i - 1].t, 10 * MS);
+    else if (i) {
+      breaks++;
+      assert_int_equal(v.steps[i].stretch, v.steps[i - 1].stretch + 1);
+      assert_true(v.steps[i].t - v.steps[i - 1].t > 1000 * 10 * MS);
+    }
+  }
+  assert_int_equal(breaks, RUNVIEW_STRETCHES - 1);
+  /* The sums are the whole run's, not the held steps'. */
+  assert_true(v.loop.samples == 8.0 * (MANY_STEPS - 1) && v.loop.nsamples == MANY_STEPS - 1);
+  assert_int_equal(v.loop.ndata, MANY_STEPS - 1);
+  assert_int_equal(v.loop.ncompute, MANY_STEPS / 2 - 1); /* odd steps, less the warm-up one */
+  assert_true(fabs(v.loop.total - 0.010 * (MANY_STEPS - 1)) < 1e-6);
+  assert_int_equal(v.loop.t_first, 2 * 10 * MS);
+  assert_int_equal(v.loop.t_last, MANY_STEPS * 10 * MS);
+  char buf[96], want[96];
+  snprintf(want, sizeof want, "%zu of %d steps in %d stretches", v.nsteps, MANY_STEPS - 1, RUNVIEW_STRETCHES);
+  assert_string_equal(runview_steps_sampling(&v, buf, sizeof buf), want);
+  runview_done(&v);
+  st->close(st);
+}
+
 static void test_runview_unknown_run_is_enoent(void **state) {
   (void)state;
   struct store *st = make_run("known", fill_short);
@@ -191,6 +256,7 @@ int main(void) {
       cmocka_unit_test(test_runview_params_and_labels_are_strict),
       cmocka_unit_test(test_runview_long_series_reads_rollups_and_keeps_a_dip),
       cmocka_unit_test(test_runview_unknown_run_is_enoent),
+      cmocka_unit_test(test_runview_long_run_holds_spread_stretches_and_sums_every_step),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
