@@ -632,7 +632,34 @@ static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap,
   return k;
 }
 
-/* Stretches of a GPU's utilisation below the idle line between busy ones. */
+/* Stretches of a GPU's utilisation below the idle line between busy ones, found in one streamed walk
+ * over the samples: a week at 10 Hz is millions of them, none of which needs keeping. */
+struct idle_walk {
+  struct stall *out;
+  size_t k, cap;
+  int seen, idle, after_busy;
+  int64_t idle_t;
+};
+
+static int idle_walk_put(void *user, int64_t t, double v) {
+  struct idle_walk *w = user;
+  if (!isfinite(v))
+    return 0;
+  if (v < DR_IDLE_GPU_UTIL) {
+    if (!w->idle)
+      w->idle = 1, w->idle_t = t, w->after_busy = w->seen;
+  } else if (w->idle) {
+    /* Idle from idle_t until this first busy sample; only gaps between busy stretches count. */
+    double len = (double)(t - w->idle_t) / 1e9;
+    if (w->after_busy && len >= DR_STALL_MIN_S)
+      w->out[w->k++] = (struct stall){(double)w->idle_t / 1e9, len, NAN, 0};
+    w->idle = 0;
+  }
+  w->seen = 1;
+  return w->k >= w->cap;
+}
+
+/* The stalls of the first used GPU's utilisation. Returns the count found (at most cap). */
 static size_t gpu_stalls(struct dr_run *d, struct stall *out, size_t cap, double *typical) {
   const struct dr_gpu *g = NULL;
   for (int i = 0; i < d->ngpus && !g; i++)
@@ -640,30 +667,11 @@ static size_t gpu_stalls(struct dr_run *d, struct stall *out, size_t cap, double
       g = &d->gpus[i];
   if (!g)
     return 0;
-  int64_t *t;
-  double *v;
-  size_t n, k = 0;
-  if (dr_samples(d, g->util_series, &t, &v, &n))
+  struct idle_walk w = {.out = out, .cap = cap};
+  if (d->v->st->samples_read(d->v->st, g->util_series, d->from, d->to, idle_walk_put, &w) < 0)
     return 0;
   *typical = NAN;
-  for (size_t i = 0; i < n && k < cap;) {
-    if (v[i] >= DR_IDLE_GPU_UTIL) {
-      i++;
-      continue;
-    }
-    size_t j = i;
-    while (j < n && v[j] < DR_IDLE_GPU_UTIL)
-      j++;
-    /* Idle from sample i until the first busy sample j; only gaps between busy stretches count. */
-    if (i > 0 && j < n) {
-      double len = (double)(t[j] - t[i]) / 1e9;
-      if (len >= DR_STALL_MIN_S)
-        out[k++] = (struct stall){(double)t[i] / 1e9, len, NAN, 0};
-    }
-    i = j;
-  }
-  free(t), free(v);
-  return k;
+  return w.k;
 }
 
 /* What the stalls add up to: the time they cost, the data wait inside them, and how regular they are

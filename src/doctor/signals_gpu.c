@@ -138,14 +138,18 @@ static void gpu_throttle(struct dr_run *d, struct dr_gpu *g, const char *lab) {
     gpu_throttle_long(d, g, lab);
     return;
   }
-  int64_t *t, *ct, *ut;
-  double *v, *cv, *uv;
+  int64_t *t, *ct = NULL, *ut = NULL;
+  double *v, *cv = NULL, *uv = NULL;
   size_t n, cn, un;
   int *state = NULL;
   gpu_series(d, "gpu.throttle_reasons", lab, &t, &v, &n);
+  /* The clocks and util only with throttle readings to split them by: a long run without them would
+   * load millions of samples for nothing. */
+  if (n < 2)
+    goto out;
   gpu_series(d, "gpu.sm_clock_mhz", lab, &ct, &cv, &cn);
   gpu_series(d, "gpu.util_pct", lab, &ut, &uv, &un);
-  if (n < 2 || !(state = malloc(n * sizeof *state)))
+  if (!(state = malloc(n * sizeof *state)))
     goto out;
   /* The last sample holds for one typical interval. */
   int64_t typical = (t[n - 1] - t[0]) / (int64_t)(n - 1); /* both within the window: no overflow */
