@@ -178,6 +178,22 @@ static int cmp_d(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* A view holding a sample of a long run's steps (runview.h): the count, shares and throughput from the
+ * sums over every step, the median from the sample. */
+static void steps_figures_whole(const struct runview *v, struct steps_fig *f) {
+  const struct runview_loop *l = &v->loop;
+  f->n = v->nsteps_total;
+  f->data_share = f->h2d_share = f->compute_share = f->samples_per_s = NAN;
+  if (l->total > 0) {
+    f->data_share = l->ndata ? l->data / l->total : NAN;
+    f->h2d_share = l->nh2d ? l->h2d / l->total : NAN;
+    f->compute_share = l->ndata ? 1 - f->data_share - (l->nh2d ? f->h2d_share : 0) : NAN;
+  }
+  double wall = serve_sec(l->t_last - l->t_first) + l->first_total;
+  if (l->nsamples && wall > 0)
+    f->samples_per_s = l->samples / wall;
+}
+
 /* The training loop's figures, as the report computes them: throughput over the wall time from the
  * first kept step's start to the last step's end. */
 static void steps_figures(const struct runview *v, struct steps_fig *f) {
@@ -214,6 +230,8 @@ static void steps_figures(const struct runview *v, struct steps_fig *f) {
   double wall = serve_sec(v->steps[v->nsteps - 1].t - v->steps[0].t) + v->steps[0].total;
   if (ns && wall > 0)
     f->samples_per_s = samples / wall;
+  if (runview_steps_sampled(v))
+    steps_figures_whole(v, f);
 }
 
 /* Mean of a series' stats over the run (NAN absent); also its min and max when asked. */

@@ -200,7 +200,7 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
 }
 
 static void load_steps(const struct runview *v, int64_t now, struct top_snap *s) {
-  s->steps_total = v->nsteps;
+  s->steps_total = v->nsteps_total; /* the run's, also when the view holds a sample of a long run */
   s->step_s = s->data_share = s->h2d_share = s->compute_share = s->steps_per_s = s->samples_per_s = NAN;
   int64_t from = now - TOP_STEP_WINDOW_S * NS;
   double total = 0, data = 0, h2d = 0, compute = 0, samples = 0;

@@ -4,7 +4,9 @@ bench/steps_gen through the store interface, as the agent stores the client's st
 third data wait, 32 samples each, a 300 ms stall after every 1,000th) is reported as text and JSON
 under a peak-RSS bound that holding every step could not meet (2 M steps x 48 B is 96 MB for the
 steps alone); the figures are the whole run's (step count, samples, samples/s), and the report and
-the doctor's evidence say the median and the stalls come from a sample."""
+the doctor's evidence say the median and the stalls come from a sample; `serve`'s run list shows the
+whole run's figures too."""
+import http.client
 import json
 import os
 import subprocess
@@ -81,6 +83,27 @@ def test_periodic_stalls_found_within_stretches_and_evidence_says_sampled():
     check(ev.get("steps_sampled", "").endswith(f"of {KEPT} steps in 64 stretches"), f"evidence {ev}")
     share = 0.3 / 1.3
     check(abs(stalls[0]["share"] - share) < 0.01, f"share {stalls[0]['share']}, want {share}")
+
+
+def test_serve_lists_the_whole_runs_figures():
+    sb = box()
+    p = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0"], env=sb.env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        check("listening on http://127.0.0.1:" in line, f"serve printed {line!r}")
+        c = http.client.HTTPConnection("127.0.0.1", int(line.rsplit(":", 1)[1].strip().strip("/")), timeout=60)
+        c.request("GET", "/api/runs")
+        r = c.getresponse()
+        body = r.read()
+        check(r.status == 200, f"/api/runs: {r.status} {body[:200]!r}")
+        run = json.loads(body)["runs"][0]
+        want = 32 * KEPT / WALL
+        check(run["steps"] == KEPT, f"steps {run['steps']}")
+        check(abs(run["samples_per_s"] - want) < 1e-6 * want, f"samples_per_s {run['samples_per_s']}, want {want}")
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
 
 
 if __name__ == "__main__":
