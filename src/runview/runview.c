@@ -246,6 +246,8 @@ struct chunk {
 
 static int chunk_put(void *user, int64_t t, double v) {
   struct chunk *c = user;
+  if (c->stopped)
+    return 1; /* a back end that reads on after a stop: the next chunk starts at stop_t */
   if (!isfinite(v))
     return 0;
   if (c->p.n >= STEP_CHUNK && t != c->p.t[c->p.n - 1]) {
@@ -389,18 +391,39 @@ static int load_steps(struct runview *v) {
   int64_t count = v->series[ti].count;
   if (count > RUNVIEW_MAX_STEPS)
     L.count = (size_t)count, L.len = RUNVIEW_MAX_STEPS / RUNVIEW_STRETCHES;
+  /* Each read asks for a time window of about two chunks at the series' mean rate, so that a back end
+   * that fetches a whole answer at once (PostgreSQL) never fetches the rest of the run; the chunk's
+   * stop bounds memory whatever the rate inside the window. The last window is open-ended, so samples
+   * past a wrong stored t_last are still read. */
+  const struct store_series *ts = &v->series[ti];
+  double dt = ts->count > 0 && ts->t_last > ts->t_first
+                  ? 2.0 * STEP_CHUNK * ((double)ts->t_last - (double)ts->t_first) / (double)ts->count
+                  : 0;
+  int64_t span = dt >= 1 && dt < 1e17 ? (int64_t)dt : INT64_MAX;
   struct chunk c = {0};
   int rc = GS_OK;
   for (int64_t from = INT64_MIN;;) {
+    int64_t base = from > ts->t_first ? from : ts->t_first;
+    int64_t to = span == INT64_MAX || base >= ts->t_last - span ? INT64_MAX : base + span;
     c.p.n = 0, c.stopped = 0;
-    rc = v->st->samples_read(v->st, v->series[ti].id, from, INT64_MAX, chunk_put, &c);
+    rc = v->st->samples_read(v->st, ts->id, from, to, chunk_put, &c);
     if (c.p.oom)
       rc = gs_fail(GS_ENOMEM, "out of memory");
-    if (rc < 0 || !c.p.n)
+    if (rc < 0)
       break;
-    if ((rc = load_chunk(&L, &c.p, phase_idx)) || !c.stopped)
+    if (c.p.n && (rc = load_chunk(&L, &c.p, phase_idx)))
       break;
-    from = c.stop_t;
+    if (c.stopped && c.stop_t <= from) {
+      /* Only samples out of time order stop a chunk where it started: reading on would never end. */
+      rc = gs_fail(GS_ECORRUPT, "the store's steps of run %s are not in time order", v->run.id);
+      break;
+    }
+    if (c.stopped)
+      from = c.stop_t;
+    else if (to == INT64_MAX)
+      break;
+    else
+      from = to + 1;
   }
   rc = rc < 0 ? rc : GS_OK;
   if (!rc)
