@@ -2,9 +2,10 @@
  * (source "client", step.n / data_s / compute_s / total_s / samples, one point each per step, same
  * timestamp), fed through the store interface in batches and ended with st->run_end (rollups). For
  * the report's memory test (tests/integration/test_report_memory.py) and bench/: a run longer than the
- * run view holds (RUNVIEW_MAX_STEPS). Every step takes STEP_MS (a third of it data wait) and carries
- * 32 samples, except every STALL_EVERY-th, which is followed by a STALL_MS pause.
+ * run view holds (RUNVIEW_MAX_STEPS). Every step takes STEP_MS (DATA_SHARE of it data wait, default a
+ * third) and carries 32 samples; every STALL_EVERY-th is followed by a STALL_MS pause.
  * usage: steps_gen --url URL --steps N [--step-ms MS] [--stall-every K] [--stall-ms MS] [--name NAME]
+ *                  [--data-share F]
  * Prints the run id. */
 #include <getopt.h>
 #include <math.h>
@@ -19,14 +20,12 @@
 int main(int argc, char **argv) {
   const char *url = NULL, *name = "steps-gen";
   long long steps = 0, stall_every = 0;
-  double step_ms = 1, stall_ms = 0;
-  static const struct option opts[] = {{"url", required_argument, 0, 'u'},
-                                       {"steps", required_argument, 0, 's'},
-                                       {"step-ms", required_argument, 0, 'm'},
-                                       {"stall-every", required_argument, 0, 'e'},
-                                       {"stall-ms", required_argument, 0, 'p'},
-                                       {"name", required_argument, 0, 'n'},
-                                       {0, 0, 0, 0}};
+  double step_ms = 1, stall_ms = 0, data_share = 1.0 / 3;
+  static const struct option opts[] = {
+      {"url", required_argument, 0, 'u'},        {"steps", required_argument, 0, 's'},
+      {"step-ms", required_argument, 0, 'm'},    {"stall-every", required_argument, 0, 'e'},
+      {"stall-ms", required_argument, 0, 'p'},   {"name", required_argument, 0, 'n'},
+      {"data-share", required_argument, 0, 'd'}, {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -48,13 +47,16 @@ int main(int argc, char **argv) {
     case 'n':
       name = optarg;
       break;
+    case 'd':
+      data_share = atof(optarg);
+      break;
     default:
       fprintf(stderr, "usage: steps_gen --url URL --steps N [--step-ms MS] [--stall-every K] [--stall-ms MS] "
-                      "[--name NAME]\n");
+                      "[--name NAME] [--data-share F]\n");
       return 2;
     }
   }
-  if (!url || steps < 1 || !(step_ms > 0) || stall_every < 0 || stall_ms < 0) {
+  if (!url || steps < 1 || !(step_ms > 0) || stall_every < 0 || stall_ms < 0 || !(data_share >= 0 && data_share <= 1)) {
     fprintf(stderr, "steps_gen: bad arguments (--url and --steps are required)\n");
     return 2;
   }
@@ -96,7 +98,7 @@ int main(int argc, char **argv) {
     b.n_points = 0;
     for (long long e = k + (long long)per_batch; k < e && k < steps; k++) {
       t += step_ns;
-      double total = step_ns / 1e9, data = total / 3;
+      double total = step_ns / 1e9, data = total * data_share;
       double v[NS] = {(double)k, data, total - data, total, 32};
       for (int i = 0; i < NS; i++)
         b.points[b.n_points++] = (struct gs_point){.series = i, .t_ns = mono0 + t, .v = v[i]};

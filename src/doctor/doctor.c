@@ -54,7 +54,13 @@ static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
   dr_json_int(&j, "gpus", d->ngpus);
   dr_json_num(&j, "data_wait_share", d->data_share);
   dr_json_num(&j, "step_s", d->step_mean);
-  dr_json_int(&j, "steps", (long long)d->nsteps);
+  /* Over the usual window of a view holding a sample of a long run's steps: the run's count, and how
+   * many of them the step figures that are not sums come from. */
+  int whole = d->nsteps == d->v->nsteps && runview_steps_sampled(d->v);
+  dr_json_int(&j, "steps", (long long)(whole ? d->v->nsteps_total : d->nsteps));
+  char sampled[96];
+  if (whole)
+    dr_json_str(&j, "steps_sampled", runview_steps_sampling(d->v, sampled, sizeof sampled));
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
   dr_json_num(&j, "host_cpu_pct", d->host_busy.mean);
   dr_json_num(&j, "window_s", d->window_s);
