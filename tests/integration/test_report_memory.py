@@ -4,8 +4,8 @@ bench/steps_gen through the store interface, as the agent stores the client's st
 third data wait, 32 samples each, a 300 ms stall after every 1,000th) is reported as text and JSON
 under a peak-RSS bound that holding every step could not meet (2 M steps x 48 B is 96 MB for the
 steps alone); the figures are the whole run's (step count, samples, samples/s), and the report and
-the doctor's evidence (periodic_stall, healthy) say what comes from a sample; `serve`'s run list shows the
-whole run's figures too."""
+the doctor's evidence (periodic_stall, healthy) say what comes from a sample; `serve`'s run list
+shows the whole run's figures too."""
 import http.client
 import json
 import os
