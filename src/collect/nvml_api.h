@@ -265,15 +265,7 @@ const char *nvml_api_strerror(const struct nvml_api *api, nvmlReturn_t r);
  * one note on the run. Writes into buf and returns it. */
 const char *nvml_api_missing(const struct nvml_api *api, char *buf, size_t n);
 
-/* What `gpuscope devices` and the run's params say about one GPU. Text fields are "" and numbers
- * -1 when the driver cannot tell (missing is not zero). */
-struct nvml_facts {
-  char name[96], uuid[96], pci_bus_id[32];
-  int cc_major, cc_minor;                               /* -1 when unknown */
-  long long mem_total;                                  /* bytes, -1 when unknown */
-  int mig_current, mig_pending;                         /* 0/1, -1 when not supported */
-  int fam_basic, fam_samples, fam_per_process, fam_gpm; /* metric families that answer */
-};
+struct nvml_facts; /* one GPU's static facts (collect.h) */
 
 /* Reads the facts of one device. Returns the first fatal code (NVML_ERROR_GPU_IS_LOST) or
  * NVML_SUCCESS; unsupported facts are just left unknown. */
