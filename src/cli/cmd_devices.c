@@ -1,11 +1,13 @@
 /* cli/cmd_devices: `gpuscope devices [--json]` — lists the NVIDIA GPUs NVML sees and the metric
- * families each one answers (nvml_devices_write does the work). No GPU is not an error: the command
- * says why on stderr and lists nothing, so scripts can call it anywhere. */
+ * families each one answers (collect's nvml_devices_list reads them, report_devices prints them).
+ * No GPU is not an error: the command says why on stderr and lists nothing, so scripts can call it
+ * anywhere. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "collect/collect.h"
+#include "report/report.h"
 
 static void devices_usage(FILE *out) {
   fprintf(out, "usage: gpuscope devices [--json]\n\n"
@@ -30,10 +32,14 @@ int cmd_devices(int argc, char **argv) {
       return cli_error(GS_EXIT_USAGE, "devices: unknown argument '%s'", argv[i]);
     }
   }
-  if (nvml_devices_write(stdout, json, NULL)) {
+  struct nvml_devices d;
+  if (nvml_devices_list(&d, NULL)) {
     fprintf(stderr, "no NVIDIA GPU found: %s\n", gs_last_error());
     if (json)
       printf("{\"devices\": []}\n");
+  } else {
+    report_devices(stdout, &d, json);
   }
+  nvml_devices_done(&d);
   return GS_EXIT_OK;
 }

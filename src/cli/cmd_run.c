@@ -23,21 +23,84 @@ static const char *cli_default_group(char *buf, size_t n) {
   return buf;
 }
 
-static void run_usage(FILE *out) {
-  fprintf(out, "usage: gpuscope run [options] [--] CMD [ARGS...]\n\n"
-               "Runs CMD, samples the host, the job's processes and the GPUs while it runs, keeps the run\n"
-               "in the store, prints a summary, and exits with CMD's status.\n\n"
-               "  --name NAME        name the run (read-back commands accept it)\n"
-               "  --tag K=V          tag the run (repeatable)\n"
-               "  --group NAME       one experiment across runs, e.g. the nodes of a distributed job\n"
-               "                     (default $TORCHELASTIC_RUN_ID, else $SLURM_JOB_ID.$SLURM_STEP_ID)\n"
-               "  --interval T       sampling interval: 50ms, 0.5s, 2s (default 100ms, at least 10ms)\n"
-               "  --flush T          commit samples to the store every T (default 10 ticks, 1s..10s;\n"
-               "                     a SIGKILLed agent loses at most T of samples; 100ms..60s)\n"
-               "  --store URL        sqlite:///path/to/file.db or postgresql://host/db (default\n"
-               "                     $GPUSCOPE_STORE or the XDG path)\n"
-               "  --wait-tree        after CMD exits, wait for the processes it left running\n"
-               "  --quiet            no live line, no summary\n");
+static const char RUN_USAGE[] =
+    "usage: gpuscope run [options] [--] CMD [ARGS...]\n\n"
+    "Runs CMD, samples the host, the job's processes and the GPUs while it runs, keeps the run\n"
+    "in the store, prints a summary, and exits with CMD's status.\n\n"
+    "  --name NAME        name the run (read-back commands accept it)\n"
+    "  --tag K=V          tag the run (repeatable)\n"
+    "  --group NAME       one experiment across runs, e.g. the nodes of a distributed job\n"
+    "                     (default $TORCHELASTIC_RUN_ID, else $SLURM_JOB_ID.$SLURM_STEP_ID)\n"
+    "  --interval T       sampling interval: 50ms, 0.5s, 2s (default 100ms, at least 10ms)\n"
+    "  --flush T          commit samples to the store every T (default 10 ticks, 1s..10s;\n"
+    "                     a SIGKILLed agent loses at most T of samples; 100ms..60s)\n"
+    "  --store URL        sqlite:///path/to/file.db or postgresql://host/db (default\n"
+    "                     $GPUSCOPE_STORE or the XDG path)\n"
+    "  --wait-tree        after CMD exits, wait for the processes it left running\n"
+    "  --quiet            no live line, no summary\n";
+
+struct run_args {
+  struct agent_opts o;
+  char tags[1024]; /* the --tag values joined by commas */
+};
+
+/* Adds one --tag KEY=VALUE to a->tags. Returns -1 (go on) or GS_EXIT_USAGE after saying why. */
+static int run_add_tag(struct run_args *a, const char *tag) {
+  if (!strchr(tag, '=') || tag[0] == '=' || strchr(tag, ','))
+    return cli_error(GS_EXIT_USAGE, "--tag wants KEY=VALUE (no commas), got '%s'", tag);
+  if (strlen(tag) + 1 > sizeof a->tags)
+    return cli_error(GS_EXIT_USAGE, "--tag is %zu bytes long; the tags of a run are at most %zu bytes in all",
+                     strlen(tag), sizeof a->tags - 1);
+  if (strlen(a->tags) + strlen(tag) + 2 > sizeof a->tags)
+    return cli_error(GS_EXIT_USAGE, "too many tags: they are at most %zu bytes in all", sizeof a->tags - 1);
+  if (a->tags[0])
+    strcat(a->tags, ",");
+  strcat(a->tags, tag);
+  return -1;
+}
+
+/* cli_parse_opts' callback: one option of `run` into a struct run_args. */
+static int run_opt(int opt, const char *arg, void *user) {
+  struct run_args *a = user;
+  struct agent_opts *o = &a->o;
+  switch (opt) {
+  case 'n':
+    if (strlen(arg) >= sizeof((struct store_run *)0)->name)
+      return cli_error(GS_EXIT_USAGE, "--name is %zu bytes long; a run name is at most %zu", strlen(arg),
+                       sizeof((struct store_run *)0)->name - 1);
+    o->name = arg;
+    break;
+  case 't':
+    return run_add_tag(a, arg);
+  case 'i':
+    if (gs_parse_duration(arg, &o->interval_ns))
+      return cli_error(GS_EXIT_USAGE, "--interval: %s", gs_last_error());
+    if (o->interval_ns < 10000000LL)
+      return cli_error(GS_EXIT_USAGE, "--interval %s is below the 10ms minimum", arg);
+    break;
+  case 'f':
+    if (gs_parse_duration(arg, &o->flush_ns))
+      return cli_error(GS_EXIT_USAGE, "--flush: %s", gs_last_error());
+    if (o->flush_ns < 100000000LL || o->flush_ns > 60000000000LL)
+      return cli_error(GS_EXIT_USAGE, "--flush %s is outside 100ms..60s", arg);
+    break;
+  case 'g':
+    o->group = arg;
+    break;
+  case 's':
+    o->store_url = arg;
+    break;
+  case 'q':
+    o->quiet = 1;
+    break;
+  case 'w':
+    o->wait_tree = 1;
+    break;
+  case 'r':
+    o->root = arg;
+    break;
+  }
+  return -1;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -52,84 +115,26 @@ int cmd_run(int argc, char **argv) {
                                            {"root", required_argument, 0, 'r'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
-  struct agent_opts o = {.interval_ns = 100000000LL, .name = "", .root = "/"};
-  char tags[1024] = "";
-  int c;
-  optind = 1;
-  opterr = 0;
-  while ((c = getopt_long(argc, argv, "+:qh", longopts, NULL)) != -1) {
-    switch (c) {
-    case 'n':
-      if (strlen(optarg) >= sizeof((struct store_run *)0)->name)
-        return cli_error(GS_EXIT_USAGE, "--name is %zu bytes long; a run name is at most %zu", strlen(optarg),
-                         sizeof((struct store_run *)0)->name - 1);
-      o.name = optarg;
-      break;
-    case 't':
-      if (!strchr(optarg, '=') || optarg[0] == '=' || strchr(optarg, ','))
-        return cli_error(GS_EXIT_USAGE, "--tag wants KEY=VALUE (no commas), got '%s'", optarg);
-      if (strlen(optarg) + 1 > sizeof tags)
-        return cli_error(GS_EXIT_USAGE, "--tag is %zu bytes long; the tags of a run are at most %zu bytes in all",
-                         strlen(optarg), sizeof tags - 1);
-      if (strlen(tags) + strlen(optarg) + 2 > sizeof tags)
-        return cli_error(GS_EXIT_USAGE, "too many tags: they are at most %zu bytes in all", sizeof tags - 1);
-      if (tags[0])
-        strcat(tags, ",");
-      strcat(tags, optarg);
-      break;
-    case 'i':
-      if (gs_parse_duration(optarg, &o.interval_ns))
-        return cli_error(GS_EXIT_USAGE, "--interval: %s", gs_last_error());
-      if (o.interval_ns < 10000000LL)
-        return cli_error(GS_EXIT_USAGE, "--interval %s is below the 10ms minimum", optarg);
-      break;
-    case 'f':
-      if (gs_parse_duration(optarg, &o.flush_ns))
-        return cli_error(GS_EXIT_USAGE, "--flush: %s", gs_last_error());
-      if (o.flush_ns < 100000000LL || o.flush_ns > 60000000000LL)
-        return cli_error(GS_EXIT_USAGE, "--flush %s is outside 100ms..60s", optarg);
-      break;
-    case 'g':
-      o.group = optarg;
-      break;
-    case 's':
-      o.store_url = optarg;
-      break;
-    case 'q':
-      o.quiet = 1;
-      break;
-    case 'w':
-      o.wait_tree = 1;
-      break;
-    case 'r':
-      o.root = optarg;
-      break;
-    case 'h':
-      run_usage(stdout);
-      return GS_EXIT_OK;
-    case ':':
-      return cli_error(GS_EXIT_USAGE, "run: option '%s' needs a value", argv[optind - 1]);
-    default:
-      if (optopt)
-        return cli_error(GS_EXIT_USAGE, "run: option -%c needs a value or is unknown (see 'gpuscope run --help')",
-                         optopt);
-      return cli_error(GS_EXIT_USAGE, "run: unknown option '%s' (see 'gpuscope run --help')", argv[optind - 1]);
-    }
-  }
+  struct run_args a = {.o = {.interval_ns = 100000000LL, .name = "", .root = "/"}};
+  struct agent_opts *o = &a.o;
+  /* "+": options stop at CMD, whose own options are its; -q is --quiet. */
+  int rc = cli_parse_opts_short(argc, argv, "+q", longopts, RUN_USAGE, run_opt, &a);
+  if (rc >= 0)
+    return rc;
   if (optind < argc && !strcmp(argv[optind], "--"))
     optind++;
   if (optind >= argc || !argv[optind][0])
     return cli_error(GS_EXIT_USAGE, "run: no command given (usage: gpuscope run [options] -- CMD [ARGS...])");
-  o.argv = argv + optind;
-  o.tags = tags;
+  o->argv = argv + optind;
+  o->tags = a.tags;
   char group[64];
-  if (!o.group)
-    o.group = cli_default_group(group, sizeof group);
+  if (!o->group)
+    o->group = cli_default_group(group, sizeof group);
   char def[1200];
-  if (!o.store_url)
-    o.store_url = store_default_url(def, sizeof def);
+  if (!o->store_url)
+    o->store_url = store_default_url(def, sizeof def);
   int status = 0;
-  int rc = agent_run(&o, &status);
+  rc = agent_run(o, &status);
   if (rc) /* README's table: 3 only when the store cannot be opened, created or written */
     return cli_error(rc == GS_EINVAL   ? GS_EXIT_USAGE
                      : rc == GS_ESTORE ? GS_EXIT_STORE

@@ -51,12 +51,15 @@ int cli_error(int code, const char *fmt, ...) {
   return code;
 }
 
-int cli_parse_opts(int argc, char **argv, const struct option *longopts, const char *usage,
-                   int (*on_opt)(int opt, const char *arg, void *user), void *user) {
+int cli_parse_opts_short(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                         const char *usage, int (*on_opt)(int opt, const char *arg, void *user), void *user) {
+  char optstring[32];
+  int in_order = shortopts[0] == '+';
+  snprintf(optstring, sizeof optstring, "%s:h%s", in_order ? "+" : "", shortopts + in_order);
   int c;
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, optstring, longopts, NULL)) != -1) {
     switch (c) {
     case 'h':
       printf("%s", usage);
@@ -64,7 +67,8 @@ int cli_parse_opts(int argc, char **argv, const struct option *longopts, const c
     case ':':
       return cli_error(GS_EXIT_USAGE, "%s: option '%s' needs a value", argv[0], argv[optind - 1]);
     case '?':
-      return cli_error(GS_EXIT_USAGE, "%s: unknown option '%s'", argv[0], argv[optind - 1]);
+      return cli_error(GS_EXIT_USAGE, "%s: unknown option '%s' (see 'gpuscope %s --help')", argv[0], argv[optind - 1],
+                       argv[0]);
     default: {
       int rc = on_opt(c, optarg, user);
       if (rc >= 0)
@@ -73,6 +77,11 @@ int cli_parse_opts(int argc, char **argv, const struct option *longopts, const c
     }
   }
   return -1;
+}
+
+int cli_parse_opts(int argc, char **argv, const struct option *longopts, const char *usage,
+                   int (*on_opt)(int opt, const char *arg, void *user), void *user) {
+  return cli_parse_opts_short(argc, argv, "", longopts, usage, on_opt, user);
 }
 
 struct store *cli_open_store_mode(const char *url, enum store_mode mode) {

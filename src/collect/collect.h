@@ -56,9 +56,31 @@ int collect_list_descendants(pid_t pid, pid_t **out);
 
 /* ---- NVML specifics (collect/nvml*.c) ---- */
 
-/* Writes what `gpuscope devices` shows (index, name, UUID, memory, CC, metric families available)
- * as a table, or as JSON when json != 0. lib: as collector_opts.nvml_lib. Returns 0, or GS_ENOENT
- * with a message when no NVML library could be loaded (the caller prints it). */
-int nvml_devices_write(FILE *out, int json, const char *lib);
+/* What `gpuscope devices` and the run's params say about one GPU. Text fields are "" and numbers
+ * -1 when the driver cannot tell (missing is not zero). */
+struct nvml_facts {
+  char name[96], uuid[96], pci_bus_id[32];
+  int cc_major, cc_minor;                               /* -1 when unknown */
+  long long mem_total;                                  /* bytes, -1 when unknown */
+  int mig_current, mig_pending;                         /* 0/1, -1 when not supported */
+  int fam_basic, fam_samples, fam_per_process, fam_gpm; /* metric families that answer */
+};
+
+/* What `gpuscope devices` lists (report_devices prints it): the driver and every GPU NVML counts. */
+struct nvml_devices {
+  char driver[80]; /* the driver version, "" when unknown */
+  unsigned n;
+  struct nvml_device {
+    struct nvml_facts facts; /* what was read before the device failed, when lost */
+    int lost;                /* no handle, or the device was lost while its facts were read */
+  } *dev;                    /* n of them, by NVML index */
+};
+
+/* Loads NVML (lib: as collector_opts.nvml_lib), reads the driver version and each GPU's facts into
+ * *d, a struct the caller owns, and releases NVML. Returns 0; GS_ENOENT with a message when no NVML
+ * library could be loaded or it cannot count the GPUs (the caller prints it); or GS_ENOMEM.
+ * nvml_devices_done() releases what d holds (also after a failure), not d itself. */
+int nvml_devices_list(struct nvml_devices *d, const char *lib);
+void nvml_devices_done(struct nvml_devices *d);
 
 #endif

@@ -905,6 +905,91 @@ static void param(struct gs_sink *s, unsigned gpu, const char *key, const char *
   gs_sink_param(s, k, value);
 }
 
+/* Records what NVML says about GPU index as the run's params gpu.N.* (none for a fact it does not
+ * give: missing is not zero). */
+static void gpu_record_facts(struct nvml_ctx *c, unsigned index, const struct nvml_facts *f) {
+  char v[64];
+  if (f->name[0])
+    param(c->sink, index, "name", f->name);
+  if (f->uuid[0])
+    param(c->sink, index, "uuid", f->uuid);
+  if (f->pci_bus_id[0])
+    param(c->sink, index, "pci_bus_id", f->pci_bus_id);
+  if (f->cc_major >= 0) {
+    snprintf(v, sizeof v, "%d.%d", f->cc_major, f->cc_minor);
+    param(c->sink, index, "cc", v);
+  }
+  if (f->mem_total >= 0) {
+    snprintf(v, sizeof v, "%lld", f->mem_total);
+    param(c->sink, index, "mem_total_bytes", v);
+  }
+  if (f->mig_current >= 0) {
+    snprintf(v, sizeof v, "%s%s", f->mig_current ? "enabled" : "disabled",
+             f->mig_pending == f->mig_current ? ""
+             : f->mig_pending                ? " (pending enable)"
+                                            : " (pending disable)");
+    param(c->sink, index, "mig_mode", v);
+  }
+}
+
+/* Calls this library lacks are off from the start (one note lists them for the whole run). */
+static void gpu_switch_off_missing_calls(const struct nvml_api *a, struct gpu *g, const struct nvml_facts *f) {
+  g->off[C_UTIL] = !a->nvmlDeviceGetUtilizationRates;
+  g->off[C_SAMPLES_GPU] = g->off[C_SAMPLES_MEM] = !a->nvmlDeviceGetSamples;
+  g->off[C_MEMORY] = !a->nvmlDeviceGetMemoryInfo && !a->nvmlDeviceGetMemoryInfo_v2;
+  g->off[C_POWER] = !a->nvmlDeviceGetPowerUsage;
+  g->off[C_POWER_LIMIT] = !a->nvmlDeviceGetEnforcedPowerLimit;
+  g->off[C_ENERGY] = !a->nvmlDeviceGetTotalEnergyConsumption;
+  g->off[C_TEMP] = !a->nvmlDeviceGetTemperature;
+  g->off[C_SM_CLOCK] = g->off[C_MEM_CLOCK] = !a->nvmlDeviceGetClockInfo;
+  g->off[C_THROTTLE] = !a->nvmlDeviceGetCurrentClocksEventReasons;
+  g->off[C_PCIE] = !a->nvmlDeviceGetPcieThroughput;
+  g->off[C_FAN] = !a->nvmlDeviceGetFanSpeed;
+  g->off[C_PSTATE] = !a->nvmlDeviceGetPerformanceState;
+  g->off[C_PROCS] = !a->nvmlDeviceGetComputeRunningProcesses;
+  g->off[C_PROC_UTIL] = !a->nvmlDeviceGetProcessUtilization;
+  g->off[C_GPM] = !f->fam_gpm;
+}
+
+/* Reads the GPU's max SM and memory clocks (NAN when NVML cannot tell, with a note). Returns 0, or
+ * -1 when the GPU was lost meanwhile (already marked lost). */
+static int gpu_read_max_clocks(struct nvml_ctx *c, struct gpu *g) {
+  const struct nvml_api *a = &c->api;
+  static const struct {
+    unsigned type;
+    const char *what;
+  } mc[2] = {{NVML_CLOCK_SM, "max SM clock"}, {NVML_CLOCK_MEM, "max memory clock"}};
+  if (!a->nvmlDeviceGetMaxClockInfo)
+    return 0;
+  for (int k = 0; k < 2; k++) {
+    unsigned mhz;
+    nvmlReturn_t r = a->nvmlDeviceGetMaxClockInfo(g->dev, mc[k].type, &mhz);
+    if (r == NVML_SUCCESS)
+      *(k ? &g->mem_clock_max : &g->sm_clock_max) = mhz;
+    else if (r == NVML_ERROR_GPU_IS_LOST)
+      return lose(c, g, r), -1;
+    else
+      note(c, "gpu%u: %s: %s", g->index, mc[k].what, nvml_api_strerror(a, r));
+  }
+  return 0;
+}
+
+/* Prepares GPM on a GPU that supports it: the request and the two samples it alternates between (GPM
+ * stays off, with a note, when the driver cannot allocate them). Returns 0, or GS_ENOMEM. */
+static int gpu_start_gpm(struct nvml_ctx *c, struct gpu *g) {
+  const struct nvml_api *a = &c->api;
+  g->gpm_req = calloc(1, sizeof *g->gpm_req);
+  if (!g->gpm_req)
+    return GS_ENOMEM;
+  if (a->nvmlGpmSampleAlloc(&g->gpm_s[0]) != NVML_SUCCESS || a->nvmlGpmSampleAlloc(&g->gpm_s[1]) != NVML_SUCCESS) {
+    note(c, "gpu%u: GPM: cannot allocate samples", g->index);
+    g->off[C_GPM] = 1;
+  } else {
+    g->gpm = 1;
+  }
+  return 0;
+}
+
 /* Finds one GPU's handle and static facts, records them as params and prepares its buffers.
  * Returns 0, or GS_ENOMEM. A GPU that cannot be used is marked lost with a note or event. */
 static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
@@ -934,76 +1019,12 @@ static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
     lose(c, g, r);
     return 0;
   }
-  char v[64];
   snprintf(g->name, sizeof g->name, "%s", f.name[0] ? f.name : "unknown GPU");
-  if (f.name[0])
-    param(c->sink, index, "name", f.name);
-  if (f.uuid[0])
-    param(c->sink, index, "uuid", f.uuid);
-  if (f.pci_bus_id[0])
-    param(c->sink, index, "pci_bus_id", f.pci_bus_id);
-  if (f.cc_major >= 0) {
-    snprintf(v, sizeof v, "%d.%d", f.cc_major, f.cc_minor);
-    param(c->sink, index, "cc", v);
-  }
-  if (f.mem_total >= 0) {
-    snprintf(v, sizeof v, "%lld", f.mem_total);
-    param(c->sink, index, "mem_total_bytes", v);
-  }
-  if (f.mig_current >= 0) {
-    snprintf(v, sizeof v, "%s%s", f.mig_current ? "enabled" : "disabled",
-             f.mig_pending == f.mig_current ? ""
-             : f.mig_pending                ? " (pending enable)"
-                                            : " (pending disable)");
-    param(c->sink, index, "mig_mode", v);
-  }
-
-  /* Calls this library lacks are off from the start (one note lists them for the whole run). */
-  g->off[C_UTIL] = !a->nvmlDeviceGetUtilizationRates;
-  g->off[C_SAMPLES_GPU] = g->off[C_SAMPLES_MEM] = !a->nvmlDeviceGetSamples;
-  g->off[C_MEMORY] = !a->nvmlDeviceGetMemoryInfo && !a->nvmlDeviceGetMemoryInfo_v2;
-  g->off[C_POWER] = !a->nvmlDeviceGetPowerUsage;
-  g->off[C_POWER_LIMIT] = !a->nvmlDeviceGetEnforcedPowerLimit;
-  g->off[C_ENERGY] = !a->nvmlDeviceGetTotalEnergyConsumption;
-  g->off[C_TEMP] = !a->nvmlDeviceGetTemperature;
-  g->off[C_SM_CLOCK] = g->off[C_MEM_CLOCK] = !a->nvmlDeviceGetClockInfo;
-  g->off[C_THROTTLE] = !a->nvmlDeviceGetCurrentClocksEventReasons;
-  g->off[C_PCIE] = !a->nvmlDeviceGetPcieThroughput;
-  g->off[C_FAN] = !a->nvmlDeviceGetFanSpeed;
-  g->off[C_PSTATE] = !a->nvmlDeviceGetPerformanceState;
-  g->off[C_PROCS] = !a->nvmlDeviceGetComputeRunningProcesses;
-  g->off[C_PROC_UTIL] = !a->nvmlDeviceGetProcessUtilization;
-  g->off[C_GPM] = !f.fam_gpm;
-
-  if (a->nvmlDeviceGetMaxClockInfo) {
-    static const struct {
-      unsigned type;
-      const char *what;
-    } mc[2] = {{NVML_CLOCK_SM, "max SM clock"}, {NVML_CLOCK_MEM, "max memory clock"}};
-    for (int k = 0; k < 2; k++) {
-      unsigned mhz;
-      r = a->nvmlDeviceGetMaxClockInfo(g->dev, mc[k].type, &mhz);
-      if (r == NVML_SUCCESS)
-        *(k ? &g->mem_clock_max : &g->sm_clock_max) = mhz;
-      else if (r == NVML_ERROR_GPU_IS_LOST)
-        return lose(c, g, r), 0;
-      else
-        note(c, "gpu%u: %s: %s", index, mc[k].what, nvml_api_strerror(a, r));
-    }
-  }
-
-  if (f.fam_gpm) {
-    g->gpm_req = calloc(1, sizeof *g->gpm_req);
-    if (!g->gpm_req)
-      return GS_ENOMEM;
-    if (a->nvmlGpmSampleAlloc(&g->gpm_s[0]) != NVML_SUCCESS || a->nvmlGpmSampleAlloc(&g->gpm_s[1]) != NVML_SUCCESS) {
-      note(c, "gpu%u: GPM: cannot allocate samples", index);
-      g->off[C_GPM] = 1;
-    } else {
-      g->gpm = 1;
-    }
-  }
-  return 0;
+  gpu_record_facts(c, index, &f);
+  gpu_switch_off_missing_calls(a, g, &f);
+  if (gpu_read_max_clocks(c, g))
+    return 0;
+  return f.fam_gpm ? gpu_start_gpm(c, g) : 0;
 }
 
 static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, char *err, size_t errlen) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "collect/collect.h"
 #include "collect/nvml_api.h"
 #include "core/core.h"
 

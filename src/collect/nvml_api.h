@@ -1,9 +1,10 @@
 /* collect/nvml_api: gpuscope's own declarations of the part of NVML it uses, and the loader that
  * dlopen()s libnvidia-ml.so.1 and resolves each entry point, newest versioned symbol first. Nothing
- * here needs nvml.h or CUDA at build time: the types are copied from NVIDIA's public header (see
- * /work/shared/NVML.md for the facts and their sources) and checked by _Static_assert against the
- * x86_64 sizes measured there. The collector (nvml.c), `gpuscope devices` (nvml_devices.c) and the
- * simulated library (tests/gpusim) all use these declarations.
+ * here needs nvml.h or CUDA at build time: the types are copied from NVIDIA's public nvml.h (CUDA
+ * 13.3's, checked against 12.0 and 12.8) and checked by _Static_assert against the x86_64 sizes
+ * measured by compiling that header (docs/nvml.md says what is and is not verified). The collector
+ * (nvml.c), `gpuscope devices` (nvml_devices.c) and the simulated library (tests/gpusim) all use
+ * these declarations.
  *
  * Type and constant names follow nvml.h so the code reads like NVIDIA's documentation; everything
  * gpuscope adds is prefixed nvml_ (lower case). */
@@ -265,15 +266,7 @@ const char *nvml_api_strerror(const struct nvml_api *api, nvmlReturn_t r);
  * one note on the run. Writes into buf and returns it. */
 const char *nvml_api_missing(const struct nvml_api *api, char *buf, size_t n);
 
-/* What `gpuscope devices` and the run's params say about one GPU. Text fields are "" and numbers
- * -1 when the driver cannot tell (missing is not zero). */
-struct nvml_facts {
-  char name[96], uuid[96], pci_bus_id[32];
-  int cc_major, cc_minor;                               /* -1 when unknown */
-  long long mem_total;                                  /* bytes, -1 when unknown */
-  int mig_current, mig_pending;                         /* 0/1, -1 when not supported */
-  int fam_basic, fam_samples, fam_per_process, fam_gpm; /* metric families that answer */
-};
+struct nvml_facts; /* one GPU's static facts (collect.h) */
 
 /* Reads the facts of one device. Returns the first fatal code (NVML_ERROR_GPU_IS_LOST) or
  * NVML_SUCCESS; unsupported facts are just left unknown. */

@@ -1,86 +1,23 @@
-/* collect/nvml_devices: what `gpuscope devices` prints — each GPU NVML sees, in the style of
- * `nvidia-smi -L`, with its memory, compute capability, MIG mode and which metric families the
- * driver answers for it (basic, utilisation samples, per-process, GPM), as a table or as JSON.
- * It loads NVML the same way the collector does (nvml_api.c) and releases it before returning. */
-#include <stdio.h>
+/* collect/nvml_devices: what `gpuscope devices` lists — each GPU NVML sees, with its memory, compute
+ * capability, MIG mode and which metric families the driver answers for it (basic, utilisation
+ * samples, per-process, GPM). It loads NVML the same way the collector does (nvml_api.c), reads the
+ * facts into a struct nvml_devices and releases NVML before returning; report/devices.c prints it. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "collect/collect.h"
 #include "collect/nvml_api.h"
 #include "core/core.h"
 
-static const char *mig_text(const struct nvml_facts *f) {
-  if (f->mig_current < 0)
-    return NULL;
-  if (f->mig_current == f->mig_pending)
-    return f->mig_current ? "enabled" : "disabled";
-  return f->mig_current ? "enabled (pending disable)" : "disabled (pending enable)";
-}
-
-static void write_json_device(FILE *out, unsigned index, const struct nvml_facts *f, int lost) {
-  char cc[16];
-  fprintf(out, "{\"index\": %u, \"name\": ", index);
-  if (f->name[0])
-    gs_json_str(out, f->name);
-  else
-    fputs("null", out);
-  fputs(", \"uuid\": ", out);
-  if (f->uuid[0])
-    gs_json_str(out, f->uuid);
-  else
-    fputs("null", out);
-  fputs(", \"pci_bus_id\": ", out);
-  if (f->pci_bus_id[0])
-    gs_json_str(out, f->pci_bus_id);
-  else
-    fputs("null", out);
-  if (f->mem_total >= 0)
-    fprintf(out, ", \"memory_total_bytes\": %lld", f->mem_total);
-  else
-    fputs(", \"memory_total_bytes\": null", out);
-  fputs(", \"cc\": ", out);
-  if (f->cc_major >= 0) {
-    snprintf(cc, sizeof cc, "%d.%d", f->cc_major, f->cc_minor);
-    gs_json_str(out, cc);
-  } else {
-    fputs("null", out);
-  }
-  fputs(", \"mig_mode\": ", out);
-  if (mig_text(f))
-    gs_json_str(out, mig_text(f));
-  else
-    fputs("null", out);
-  fprintf(out, ", \"families\": {\"basic\": %s, \"samples\": %s, \"per_process\": %s, \"gpm\": %s}",
-          f->fam_basic ? "true" : "false", f->fam_samples ? "true" : "false", f->fam_per_process ? "true" : "false",
-          f->fam_gpm ? "true" : "false");
-  if (lost)
-    fputs(", \"lost\": true", out);
-  fputc('}', out);
-}
-
-static void write_text_device(FILE *out, unsigned index, const struct nvml_facts *f, int lost) {
-  char mem[32], cc[16];
-  fprintf(out, "GPU %u: %s (UUID: %s)%s\n", index, f->name[0] ? f->name : "?", f->uuid[0] ? f->uuid : "?",
-          lost ? "  LOST" : "");
-  if (lost)
-    return;
-  if (f->cc_major >= 0)
-    snprintf(cc, sizeof cc, "%d.%d", f->cc_major, f->cc_minor);
-  fprintf(out, "  bus %s  memory %s  CC %s  MIG %s  families:%s%s%s%s%s\n", f->pci_bus_id[0] ? f->pci_bus_id : "?",
-          f->mem_total >= 0 ? gs_fmt_bytes((double)f->mem_total, mem, sizeof mem) : "?", f->cc_major >= 0 ? cc : "?",
-          mig_text(f) ? mig_text(f) : "n/a", f->fam_basic ? " basic" : "", f->fam_samples ? " samples" : "",
-          f->fam_per_process ? " per-process" : "", f->fam_gpm ? " GPM" : "",
-          f->fam_basic || f->fam_samples || f->fam_per_process || f->fam_gpm ? "" : " none");
-}
-
-int nvml_devices_write(FILE *out, int json, const char *lib) {
+int nvml_devices_list(struct nvml_devices *d, const char *lib) {
   struct nvml_api api;
-  char err[300], driver[80] = "";
+  char err[300];
+  memset(d, 0, sizeof *d);
   if (nvml_api_open(&api, lib, err, sizeof err))
     return gs_fail(GS_ENOENT, "%s", err);
-  if (api.nvmlSystemGetDriverVersion && api.nvmlSystemGetDriverVersion(driver, sizeof driver) != NVML_SUCCESS)
-    driver[0] = 0;
-  driver[sizeof driver - 1] = 0;
+  if (api.nvmlSystemGetDriverVersion && api.nvmlSystemGetDriverVersion(d->driver, sizeof d->driver) != NVML_SUCCESS)
+    d->driver[0] = 0;
+  d->driver[sizeof d->driver - 1] = 0;
   unsigned n = 0;
   nvmlReturn_t r = api.nvmlDeviceGetCount(&n);
   if (r != NVML_SUCCESS) {
@@ -88,35 +25,27 @@ int nvml_devices_write(FILE *out, int json, const char *lib) {
     nvml_api_close(&api, 1);
     return gs_fail(GS_ENOENT, "%s", err);
   }
-  if (json) {
-    fputs("{\"driver_version\": ", out);
-    if (driver[0])
-      gs_json_str(out, driver);
-    else
-      fputs("null", out);
-    fputs(", \"devices\": [", out);
-  } else {
-    fprintf(out, "NVIDIA driver %s, %u GPU%s\n", driver[0] ? driver : "(version unknown)", n, n == 1 ? "" : "s");
+  if (n && !(d->dev = calloc(n, sizeof *d->dev))) {
+    nvml_api_close(&api, 1);
+    return gs_fail(GS_ENOMEM, "out of memory");
   }
+  d->n = n;
   for (unsigned i = 0; i < n; i++) {
-    struct nvml_facts f;
+    struct nvml_facts *f = &d->dev[i].facts;
     nvmlDevice_t dev;
-    int lost = 0;
     r = api.nvmlDeviceGetHandleByIndex(i, &dev);
     if (r == NVML_SUCCESS)
-      r = nvml_api_facts(&api, dev, &f);
+      r = nvml_api_facts(&api, dev, f);
     else
-      memset(&f, 0, sizeof f), f.cc_major = -1, f.mem_total = -1, f.mig_current = -1;
-    lost = r != NVML_SUCCESS;
-    if (json) {
-      fputs(i ? ",\n  " : "\n  ", out);
-      write_json_device(out, i, &f, lost);
-    } else {
-      write_text_device(out, i, &f, lost);
-    }
+      memset(f, 0, sizeof *f), f->cc_major = -1, f->mem_total = -1, f->mig_current = -1;
+    d->dev[i].lost = r != NVML_SUCCESS;
   }
-  if (json)
-    fprintf(out, "%s]}\n", n ? "\n" : "");
   nvml_api_close(&api, 1);
   return GS_OK;
+}
+
+void nvml_devices_done(struct nvml_devices *d) {
+  free(d->dev);
+  d->dev = NULL;
+  d->n = 0;
 }

@@ -122,4 +122,10 @@ int report_json(FILE *out, const struct report_run *r);
 int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int color);
 int report_compare_json(FILE *out, const struct report_run *runs, size_t n);
 
+struct nvml_devices; /* collect.h */
+/* `gpuscope devices`: the driver and each GPU of d (nvml_devices_list) with its memory, compute
+ * capability, MIG mode and metric families, as a table, or as one JSON object when json != 0.
+ * Returns 0 or GS_EIO when writing failed. */
+int report_devices(FILE *out, const struct nvml_devices *d, int json);
+
 #endif

@@ -1,13 +1,15 @@
 """Shared helpers for integration tests: run the real gpuscope binary in a throw-away store.
 
 Each test script does `from gstest import *`, makes a Sandbox, and calls gs(...) which returns
-(exit code, stdout, stderr). Failures raise AssertionError with the command's output."""
+(exit code, stdout, stderr). Failures raise AssertionError with the command's output. A script ends
+with run_tests(globals()), which runs its test_* functions as a unittest suite."""
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import unittest
 
 BIN = os.environ.get("GPUSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/gpuscope"))
 SRC = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../..")))
@@ -101,8 +103,9 @@ def check(cond, msg="check failed"):
 SKIP = 77  # ctest's SKIP_RETURN_CODE for the integration tests (tests/integration/CMakeLists.txt)
 
 
-class Skipped(Exception):
-    """Raised by skip(): the test cannot run here (a missing package, say), which is not a pass."""
+class Skipped(unittest.SkipTest):
+    """Raised by skip(): the test cannot run here (a missing package, say), which is not a pass.
+    A unittest.SkipTest, so unittest records it as a skip (a test may raise SkipTest itself too)."""
 
 
 def skip(reason):
@@ -129,23 +132,26 @@ def shared_sandbox(setup=None):
     return get
 
 
+class _Case(unittest.FunctionTestCase):
+    """One test_* function of a script as a unittest case, shown under the function's own name."""
+
+    def __str__(self):
+        return self.id()
+
+    def shortDescription(self):
+        return None
+
+
 def run_tests(globs):
-    """Runs every function named test_* in globs, prints one line each, closes the shared sandbox,
-    exits 1 on any failure, else 77 (a ctest skip) when a test skipped, else 0."""
-    failed = skipped = 0
+    """Runs every function named test_* in globs, in name order, as a unittest suite (one
+    FunctionTestCase each) with unittest's text runner: a check() that fails is a failure, any other
+    exception an error, skip() or unittest.SkipTest a skip. Closes the shared sandboxes, then exits 1
+    on any failure or error, else 77 (a ctest skip) when a test skipped, else 0."""
+    suite = unittest.TestSuite(_Case(fn) for name, fn in sorted(globs.items())
+                               if name.startswith("test_") and callable(fn))
     try:
-        for name, fn in sorted(globs.items()):
-            if name.startswith("test_") and callable(fn):
-                try:
-                    fn()
-                    print(f"ok   {name}")
-                except Skipped as ex:
-                    skipped += 1
-                    print(f"SKIP {name}: {ex}")
-                except Exception as ex:  # report and go on
-                    failed += 1
-                    print(f"FAIL {name}: {ex}")
+        result = unittest.TextTestRunner(stream=sys.stdout, verbosity=2).run(suite)
     finally:
         for sb in _shared:
             sb.close()
-    sys.exit(1 if failed else SKIP if skipped else 0)
+    sys.exit(1 if not result.wasSuccessful() else SKIP if result.skipped else 0)

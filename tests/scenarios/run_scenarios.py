@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """The doctor's proof: every case is a real workload run under `gpuscope run` on this machine — CPU
 PyTorch training (Debian's python3-torch) or a CPU load generator — plus, where the rule is about
-GPU signals, the simulated NVML library playing a scenario from tests/scenarios/gpusim/. Each case
+GPU signals, the simulated NVML library playing a scenario from tests/gpusim/scenarios/. Each case
 names the rule ids the doctor must report, and nothing else; three or more must come out `healthy`.
 
 At the end it prints, per rule, precision (of the cases where the doctor reported the rule, how
@@ -26,7 +26,7 @@ GPU = BASE + ["--pin-memory", "True"]
 
 def gpu_case(name, gpusim, expect, why, args=GPU + ["--precision", "bf16"]):
     """A case of the CPU training loop (T + args; by default a bf16 GPU job's) beside the simulated
-    GPU playing tests/scenarios/gpusim/<gpusim>."""
+    GPU playing tests/gpusim/scenarios/<gpusim>."""
     return dict(name=name, workload="train.py", args=T + args, gpusim=gpusim, expect=expect, why=why)
 
 

@@ -18,6 +18,7 @@ BIN = os.environ.get("GPUSCOPE_BIN", os.path.join(BUILD, "gpuscope"))
 PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
 WORKLOADS = os.path.join(HERE, "workloads")
 GPUSIM_LIB = os.path.join(BUILD, "tests", "gpusim", "libnvidia-ml.so.1")
+GPUSIM_SCENARIOS = os.path.join(HERE, "..", "gpusim", "scenarios")  # the simulator's one scenario folder
 CLIENT = os.path.join(SRC, "clients", "python")
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
 
@@ -42,7 +43,7 @@ class Sandbox:
         e["OMP_NUM_THREADS"] = "1"
         if gpusim:
             e["GPUSCOPE_NVML_LIB"] = GPUSIM_LIB
-            e["GPUSIM_SCENARIO"] = os.path.join(HERE, "gpusim", gpusim)
+            e["GPUSIM_SCENARIO"] = os.path.join(GPUSIM_SCENARIOS, gpusim)
         else:
             # CPU-only cases stay CPU-only on a machine with a real GPU.
             e["GPUSCOPE_NVML_LIB"] = "/nonexistent/libnvidia-ml.so.1"

@@ -1,6 +1,7 @@
-/* Unit tests of the procfs collectors against a fabricated root (tests write /proc and /sys files
- * into a temp folder and point the collector's root prefix at it): rates between two ticks, usage
- * relative to a cgroup v2 quota, and a process tree whose children come and go. */
+/* Unit tests of the procfs collectors against a fabricated root (the fixture trees of
+ * tests/fixtures/host and tests/fixtures/proctree, laid in turn over a temp folder that the
+ * collector's root prefix points at): rates between two ticks, usage relative to a cgroup v2 quota,
+ * and a process tree whose children come and go. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,21 +16,13 @@
 #include <cmocka.h>
 
 #include "collect/collect.h"
+#include "fixture.h"
 
 static char root[256];
 
-static void put_file(const char *rel, const char *fmt, ...) {
-  char path[512], cmd[600];
-  snprintf(path, sizeof path, "%s/%s", root, rel);
-  snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
-  assert_int_equal(system(cmd), 0);
-  FILE *f = fopen(path, "w");
-  assert_non_null(f);
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(f, fmt, ap);
-  va_end(ap);
-  fclose(f);
+/* Lays tests/fixtures/<tree> over the test's root. */
+static void lay(const char *tree) {
+  assert_int_equal(fixture_lay(tree, root), 0);
 }
 
 static int setup(void **state) {
@@ -40,43 +33,13 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   (void)state;
-  char cmd[300];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
-  return system(cmd) == 0 ? 0 : -1;
+  return fixture_remove(root);
 }
 
-/* Host with 8 CPUs; `k` scales the counters so tick 2 differs from tick 1. */
+/* A host with 8 CPUs in a cgroup v2 slice (2-core quota, 4 GiB memory limit); tick 2 is the same
+ * host a second later: every counter doubled. */
 static void write_host(int k) {
-  char stat[2048];
-  int off = snprintf(stat, sizeof stat, "cpu  %d 0 %d %d %d 0 0 0 0 0\n", 800 * k, 400 * k, 6400 * k, 400 * k);
-  for (int c = 0; c < 8; c++)
-    off += snprintf(stat + off, sizeof stat - (size_t)off, "cpu%d %d 0 %d %d %d 0 0 0 0 0\n", c, 100 * k, 50 * k,
-                    800 * k, 50 * k);
-  snprintf(stat + off, sizeof stat - (size_t)off, "intr 1 2 3\nctxt 55\n");
-  put_file("proc/stat", "%s", stat);
-  put_file("proc/meminfo", "MemTotal:       16000000 kB\nMemFree:         1000000 kB\nMemAvailable:    6000000 kB\n"
-                           "Buffers:          100000 kB\nCached:          2000000 kB\nSwapTotal:       1000000 kB\n"
-                           "SwapFree:         1000000 kB\n");
-  put_file("proc/loadavg", "1.50 1.00 0.50 2/300 12345\n");
-  put_file("proc/diskstats", "   7       0 loop0 9 0 9 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
-                             " 254       0 vda %d 0 %d 0 %d 0 %d 0 0 %d 0 0 0 0 0 0 0\n",
-           10 * k, 2048 * k, 5 * k, 1024 * k, 250 * k);
-  put_file("proc/net/dev", "Inter-|   Receive\n face |bytes\n    lo: 999 1 0 0 0 0 0 0 999 1 0 0 0 0 0 0\n"
-                           "  eth0: %d 10 0 0 0 0 0 0 %d 5 0 0 0 0 0 0\n",
-           1000000 * k, 500000 * k);
-  put_file("proc/pressure/cpu", "some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n", 250000 * k);
-  put_file("proc/pressure/memory", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\n"
-                                   "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n");
-  put_file("proc/pressure/io", "some avg10=0.00 avg60=0.00 avg300=0.00 total=%d\n"
-                               "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n",
-           100000 * k);
-  put_file("proc/self/cgroup", "0::/job.slice\n");
-  put_file("sys/fs/cgroup/job.slice/cgroup.controllers", "cpu memory\n");
-  put_file("sys/fs/cgroup/job.slice/cpu.max", "200000 100000\n");
-  put_file("sys/fs/cgroup/job.slice/cpu.stat", "usage_usec %d\nuser_usec 0\n", 1900000 * k);
-  put_file("sys/fs/cgroup/job.slice/memory.max", "4294967296\n");
-  put_file("sys/fs/cgroup/job.slice/memory.current", "1073741824\n");
-  put_file("sys/block/vda/size", "1\n");
+  lay(k == 1 ? "host/tick1" : "host/tick2");
 }
 
 static double last_of(struct gs_batch *b, int id) {
@@ -124,8 +87,7 @@ static void test_host_rates_and_cgroup_quota(void **state) {
 static void test_host_without_cgroup_limit_emits_no_cgroup_series(void **state) {
   (void)state;
   write_host(1);
-  put_file("sys/fs/cgroup/job.slice/cpu.max", "max 100000\n");
-  put_file("sys/fs/cgroup/job.slice/memory.max", "max\n");
+  lay("host/no_limit"); /* cpu.max "max 100000", memory.max "max" */
   struct collector_opts o = {.root = root};
   struct gs_sink *s = gs_sink_new();
   char err[128];
@@ -140,7 +102,7 @@ static void test_host_without_cgroup_limit_emits_no_cgroup_series(void **state) 
 static void test_host_cpuset_counts_the_cpus_the_job_may_use(void **state) {
   (void)state;
   write_host(1);
-  put_file("sys/fs/cgroup/job.slice/cpuset.cpus.effective", "0-3,8,10-11\n");
+  lay("host/cpuset"); /* cpuset.cpus.effective "0-3,8,10-11" */
   struct collector_opts o = {.root = root};
   struct gs_sink *s = gs_sink_new();
   char err[128];
@@ -153,7 +115,7 @@ static void test_host_cpuset_counts_the_cpus_the_job_may_use(void **state) {
   gs_batch_free(b);
   collector_host.close(ctx);
   /* no cpuset file (and a fixture root, so no affinity of a real process): no value, not zero */
-  put_file("sys/fs/cgroup/job.slice/cpuset.cpus.effective", "\n");
+  lay("host/cpuset_empty");
   ctx = collector_host.open(&o, s, err, sizeof err);
   collector_host.sample(ctx, s, 2);
   b = gs_sink_take(s);
@@ -163,36 +125,25 @@ static void test_host_cpuset_counts_the_cpus_the_job_may_use(void **state) {
   gs_sink_free(s);
 }
 
-static void write_proc(int pid, const char *comm, char state, int ticks, int threads, int rss_pages, int rb) {
-  char rel[64];
-  snprintf(rel, sizeof rel, "proc/%d/stat", pid);
-  put_file(rel, "%d (%s) %c 1 1 1 0 -1 0 0 0 0 0 %d %d 0 0 20 0 %d 0 4242 100000 %d 0 0\n", pid, comm, state, ticks,
-           ticks, threads, rss_pages);
-  snprintf(rel, sizeof rel, "proc/%d/io", pid);
-  put_file(rel, "rchar: 0\nwchar: 0\nsyscr: 0\nsyscw: 0\nread_bytes: %d\nwrite_bytes: 0\ncancelled_write_bytes: 0\n", rb);
-}
-
 static void test_proctree_follows_children_that_come_and_go(void **state) {
   (void)state;
   double hz = (double)sysconf(_SC_CLK_TCK);
-  write_proc(100, "python3", 'R', 0, 4, 1000, 0);
-  write_proc(101, "pt_data_worker", 'S', 0, 1, 500, 0);
-  write_proc(102, "weird ) name", 'D', 0, 1, 10, 0);
-  put_file("proc/100/task/100/children", "101 ");
-  put_file("proc/101/task/101/children", "102");
+  /* python3 (100, 4 threads) -> pt_data_worker (101) -> "weird ) name" (102, in D state) */
+  lay("proctree/start");
   struct collector_opts o = {.root = root, .pid = 100};
   struct gs_sink *s = gs_sink_new();
   char err[128];
   void *ctx = collector_proctree.open(&o, s, err, sizeof err);
   assert_non_null(ctx);
   collector_proctree.sample(ctx, s, 1000000000LL);
-  write_proc(100, "python3", 'R', (int)hz / 2, 4, 1000, 0); /* utime+stime = hz: one core for 1 s */
-  write_proc(101, "pt_data_worker", 'R', (int)hz / 4, 1, 500, 1 << 20);
+  /* a second later: utime+stime 100 ticks for 100 (one core for 1 s at Linux's USER_HZ of 100), 50 for
+   * 101, which has also read 1 MiB */
+  lay("proctree/tick2");
   collector_proctree.sample(ctx, s, 2000000000LL);
   struct gs_batch *b = gs_sink_take(s);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=100")), 100.0, 1e-6);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=101")), 50.0, 1e-6);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.cpu_pct", "")), 150.0, 1e-6);
+  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=100")), 100.0 * 100 / hz, 1e-6);
+  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=101")), 50.0 * 100 / hz, 1e-6);
+  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.cpu_pct", "")), 150.0 * 100 / hz, 1e-6);
   assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.procs", "")), 3, 0);
   assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.dstate", "")), 1, 0);
   assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.threads", "")), 6, 0);
@@ -205,10 +156,12 @@ static void test_proctree_follows_children_that_come_and_go(void **state) {
   assert_int_equal(starts, 3);
   gs_batch_free(b);
   /* the worker and its child exit */
-  char cmd[700];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s/proc/101' '%s/proc/102'", root, root);
-  assert_int_equal(system(cmd), 0);
-  put_file("proc/100/task/100/children", "");
+  char gone[512];
+  for (int pid = 101; pid <= 102; pid++) {
+    snprintf(gone, sizeof gone, "%s/proc/%d", root, pid);
+    assert_int_equal(fixture_remove(gone), 0);
+  }
+  lay("proctree/exit"); /* 100's children list is empty */
   collector_proctree.sample(ctx, s, 3000000000LL);
   b = gs_sink_take(s);
   int exits = 0;

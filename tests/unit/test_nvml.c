@@ -27,6 +27,7 @@
 
 #include "collect/collect.h"
 #include "core/core.h"
+#include "report/report.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -770,7 +771,11 @@ static char *devices_output(const char *scn, const char *lib, int json, int *rc)
     set_scenario(scn);
   else
     unsetenv("GPUSIM_SCENARIO");
-  *rc = nvml_devices_write(f, json, lib);
+  struct nvml_devices d;
+  *rc = nvml_devices_list(&d, lib);
+  if (!*rc)
+    report_devices(f, &d, json);
+  nvml_devices_done(&d);
   fclose(f);
   return buf;
 }

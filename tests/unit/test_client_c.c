@@ -1,7 +1,7 @@
 /* Tests of the C client (clients/c, include/gpuscope.h) against the agent's real ingest: what each
  * call sends arrives as the series, params and events the protocol promises; a full or missing
  * socket drops and counts without blocking or raising SIGPIPE; without GPUSCOPE_SOCKET every call is
- * a no-op. Registered by tests/fuzz/CMakeLists.txt. */
+ * a no-op. Registered by tests/unit/CMakeLists.txt. */
 #include <locale.h>
 #include <math.h>
 #include <setjmp.h>
