@@ -154,7 +154,7 @@ int cmd_runs(int argc, char **argv) {
       json_field("name", r->name);
       json_field("status", r->status);
       printf(", \"start_wall_ns\": %lld, \"duration_s\": ", (long long)r->start_wall_ns);
-      gs_json_num(stdout, r->end_wall_ns ? (double)(r->end_wall_ns - r->start_wall_ns) / 1e9 : NAN);
+      gs_json_num(stdout, r->end_wall_ns ? (double)(r->end_wall_ns - r->start_wall_ns) / GS_NS_PER_S : NAN);
       printf(", \"exit_code\": ");
       if (r->exit_code >= 0)
         printf("%d", r->exit_code);
@@ -227,13 +227,13 @@ static int print_sample(void *u, int64_t t, double v) {
   struct show_ctx *c = u;
   if (c->csv) {
     csv_series(c->s);
-    printf(",%.6f,%.15g\n", (double)t / 1e9, v);
+    printf(",%.6f,%.15g\n", (double)t / GS_NS_PER_S, v);
   } else if (c->json) {
-    printf("%s[%.6f, ", c->first ? "" : ", ", (double)t / 1e9);
+    printf("%s[%.6f, ", c->first ? "" : ", ", (double)t / GS_NS_PER_S);
     gs_json_num(stdout, v);
     printf("]");
   } else {
-    printf("%10.3f  %-10s %-32s %-24s %.6g %s\n", (double)t / 1e9, c->source, c->name, c->labels, v, c->unit);
+    printf("%10.3f  %-10s %-32s %-24s %.6g %s\n", (double)t / GS_NS_PER_S, c->source, c->name, c->labels, v, c->unit);
   }
   c->first = 0;
   return 0;
@@ -254,7 +254,7 @@ static int show_events(struct store *st, const struct store_run *run, const stru
     if (e->t < o->from || e->t > o->to || (o->metric && fnmatch(o->metric, e->kind, 0) && fnmatch(o->metric, e->name, 0)))
       continue;
     if (o->csv) {
-      printf("%.6f,", (double)e->t / 1e9);
+      printf("%.6f,", (double)e->t / GS_NS_PER_S);
       report_csv_field(stdout, e->kind);
       putchar(',');
       report_csv_field(stdout, e->name);
@@ -267,7 +267,7 @@ static int show_events(struct store *st, const struct store_run *run, const stru
       report_csv_field(stdout, e->text);
       putchar('\n');
     } else if (o->json) {
-      printf("%s\n {\"t_s\": %.6f, \"kind\": ", first ? "" : ",", (double)e->t / 1e9);
+      printf("%s\n {\"t_s\": %.6f, \"kind\": ", first ? "" : ",", (double)e->t / GS_NS_PER_S);
       report_json_str(stdout, e->kind);
       json_field("name", e->name);
       printf(", \"value\": ");
@@ -277,7 +277,7 @@ static int show_events(struct store *st, const struct store_run *run, const stru
       printf("}");
     } else {
       char kind[32], name[128], labels[256];
-      printf("%10.3f  %-16s %-24s %-20s ", (double)e->t / 1e9, report_term_copy(kind, sizeof kind, e->kind),
+      printf("%10.3f  %-16s %-24s %-20s ", (double)e->t / GS_NS_PER_S, report_term_copy(kind, sizeof kind, e->kind),
              report_term_copy(name, sizeof name, e->name), report_term_copy(labels, sizeof labels, e->labels));
       report_term(stdout, e->text);
       putchar('\n');

@@ -85,7 +85,7 @@ static int on_opt(int opt, const char *arg, void *user) {
   case 'T':
     if (gs_parse_duration(arg, &ns) || ns < 100000000LL)
       return cli_error(GS_EXIT_USAGE, "tune: --seconds wants a duration of at least 0.1 s, got '%s'", arg);
-    o->seconds = (double)ns / 1e9;
+    o->seconds = (double)ns / GS_NS_PER_S;
     c->seconds_given = 1;
     break;
   case 'g':

@@ -534,7 +534,7 @@ static void *host_open(const struct collector_opts *o, struct gs_sink *s, char *
 
 static int host_sample(void *ctx, struct gs_sink *s, int64_t now) {
   struct host *h = ctx;
-  double dt = h->primed ? (double)(now - h->t_prev) / 1e9 : 0;
+  double dt = h->primed ? (double)(now - h->t_prev) / GS_NS_PER_S : 0;
   read_proc_stat(h, s, now, dt);
   read_loadavg(h, s, now);
   read_meminfo(h, s, now);

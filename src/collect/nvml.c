@@ -26,11 +26,10 @@
 #include "core/core.h"
 
 #define NS_PER_MS 1000000LL
-#define NS_PER_S 1000000000LL
 #define GPM_MIN_GAP_NS (100 * NS_PER_MS) /* NVML wants GPM samples at least 100 ms apart */
 #define GPM_MAX_WAIT_NS (5 * NS_PER_MS)  /* a gap this much short is waited out, not skipped */
-#define CLOSE_WAIT_NS (2 * NS_PER_S)     /* how long close() waits for a thread inside the driver */
-#define PCIE_PERIOD_NS NS_PER_S          /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
+#define CLOSE_WAIT_NS (2 * GS_NS_PER_S)     /* how long close() waits for a thread inside the driver */
+#define PCIE_PERIOD_NS GS_NS_PER_S          /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
 
 enum metric {
   M_UTIL,
@@ -585,7 +584,7 @@ static int samples_tick(struct nvml_ctx *c, struct gpu *g, int which) {
     if (ts > newest) {
       if (newest > g->seen_us[which] || got) {
         int64_t gap = (int64_t)(ts - newest) * 1000;
-        g->gap_ns[which] = gap < 20 * NS_PER_MS ? 20 * NS_PER_MS : gap > NS_PER_S ? NS_PER_S : gap;
+        g->gap_ns[which] = gap < 20 * NS_PER_MS ? 20 * NS_PER_MS : gap > GS_NS_PER_S ? GS_NS_PER_S : gap;
       }
       newest = ts;
       g->newest_ns[which] = t;
@@ -822,7 +821,7 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
 /* ---- the thread ---- */
 
 static struct timespec abs_ts(int64_t ns) {
-  return (struct timespec){.tv_sec = ns / NS_PER_S, .tv_nsec = ns % NS_PER_S};
+  return (struct timespec){.tv_sec = ns / GS_NS_PER_S, .tv_nsec = ns % GS_NS_PER_S};
 }
 
 static void ctx_free(struct nvml_ctx *c, int shutdown);
@@ -999,7 +998,7 @@ static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
   g->sm_clock_max = g->mem_clock_max = NAN;
   for (int m = 0; m < M_COUNT; m++)
     g->sid[m] = -1, g->last_t[m] = INT64_MIN;
-  g->gap_ns[0] = g->gap_ns[1] = NS_PER_S;
+  g->gap_ns[0] = g->gap_ns[1] = GS_NS_PER_S;
   /* Start after "now": samples from before the run belong to someone else's story. */
   g->seen_us[0] = g->seen_us[1] = g->pu_seen_us = (unsigned long long)wall_us();
 

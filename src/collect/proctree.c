@@ -325,7 +325,7 @@ static void drop_exited(struct proctree *t, struct gs_sink *s, int64_t now) {
 
 static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
   struct proctree *t = ctx;
-  double dt = t->t_prev ? (double)(now - t->t_prev) / 1e9 : 0;
+  double dt = t->t_prev ? (double)(now - t->t_prev) / GS_NS_PER_S : 0;
   find_tree(t, t->tick % FULL_SCAN_EVERY == 0);
   t->tick++;
   double tot[T_N] = {0};

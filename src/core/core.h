@@ -30,6 +30,10 @@ const char *gs_last_error(void);
 /* Sets this thread's error message (printf-style) and returns code, so `return gs_fail(GS_EIO,...)`. */
 int gs_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Nanoseconds per second: the one spelling (a duration is n * GS_NS_PER_S; seconds from ns are
+ * (double)ns / GS_NS_PER_S). */
+#define GS_NS_PER_S 1000000000LL
+
 /* Monotonic nanoseconds (CLOCK_MONOTONIC); wall-clock nanoseconds since the Unix epoch. */
 int64_t gs_mono_ns(void);
 int64_t gs_wall_ns(void);

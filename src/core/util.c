@@ -40,7 +40,7 @@ int gs_parse_duration(const char *s, int64_t *ns) {
     return gs_fail(GS_EINVAL, "'%s' is not a duration (try 100ms, 0.5s, 2s)", s);
   double mult;
   if (!*end || !strcmp(end, "s"))
-    mult = 1e9;
+    mult = (double)GS_NS_PER_S;
   else if (!strcmp(end, "ms"))
     mult = 1e6;
   else if (!strcmp(end, "us"))
@@ -61,7 +61,7 @@ int gs_parse_duration(const char *s, int64_t *ns) {
 }
 
 const char *gs_fmt_duration(int64_t ns, char *buf, size_t n) {
-  double s = ns / 1e9;
+  double s = (double)ns / GS_NS_PER_S;
   if (s < 0)
     s = 0;
   if (s < 60)

@@ -612,7 +612,7 @@ static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap,
     return 0;
   for (size_t i = 1; i < n; i++)
     if (d->steps[i].stretch == d->steps[i - 1].stretch)
-      gaps[m++] = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
+      gaps[m++] = (double)(d->steps[i].t - d->steps[i - 1].t) / GS_NS_PER_S;
   if (!m) {
     free(gaps);
     return 0;
@@ -624,10 +624,10 @@ static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap,
   for (size_t i = 1; i < n && k < cap; i++) {
     if (d->steps[i].stretch != d->steps[i - 1].stretch)
       continue;
-    double g = (double)(d->steps[i].t - d->steps[i - 1].t) / 1e9;
+    double g = (double)(d->steps[i].t - d->steps[i - 1].t) / GS_NS_PER_S;
     *scanned += g;
     if (doctor_is_stall(g, med))
-      out[k++] = (struct stall){(double)d->steps[i - 1].t / 1e9, g - med, d->steps[i].data, d->steps[i].stretch};
+      out[k++] = (struct stall){(double)d->steps[i - 1].t / GS_NS_PER_S, g - med, d->steps[i].data, d->steps[i].stretch};
   }
   return k;
 }
@@ -650,9 +650,9 @@ static int idle_walk_put(void *user, int64_t t, double v) {
       w->idle = 1, w->idle_t = t, w->after_busy = w->seen;
   } else if (w->idle) {
     /* Idle from idle_t until this first busy sample; only gaps between busy stretches count. */
-    double len = (double)(t - w->idle_t) / 1e9;
+    double len = (double)(t - w->idle_t) / GS_NS_PER_S;
     if (w->after_busy && len >= DR_STALL_MIN_S)
-      w->out[w->k++] = (struct stall){(double)w->idle_t / 1e9, len, NAN, 0};
+      w->out[w->k++] = (struct stall){(double)w->idle_t / GS_NS_PER_S, len, NAN, 0};
     w->idle = 0;
   }
   w->seen = 1;
@@ -713,7 +713,7 @@ static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n
     const struct store_event *ev = &d->v->events[e];
     if (strcmp(ev->kind, "mark") || !ev->name[0])
       continue;
-    double t = (double)ev->t / 1e9;
+    double t = (double)ev->t / GS_NS_PER_S;
     int near = 0;
     for (size_t i = 0; i < n && !near; i++)
       near = t >= st[i].t - DR_STALL_MARK_S && t <= st[i].t + st[i].excess + typical * 2 + DR_STALL_MARK_S;

@@ -14,7 +14,6 @@
 
 #include "doctor/doctor_int.h"
 
-#define NS 1e9
 
 void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
                  struct dr_stats *out) {
@@ -38,7 +37,7 @@ int dr_samples(const struct dr_run *d, int64_t series_id, int64_t **t, double **
 static void window_steps(struct dr_run *d, int64_t from, int64_t to) {
   const struct runview *v = d->v;
   size_t a = 0, b = v->nsteps;
-  while (a < b && (v->steps[a].t < from || v->steps[a].t - (int64_t)(v->steps[a].total * NS) < from))
+  while (a < b && (v->steps[a].t < from || v->steps[a].t - (int64_t)(v->steps[a].total * GS_NS_PER_S) < from))
     a++;
   while (b > a && v->steps[b - 1].t > to)
     b--;
@@ -57,7 +56,7 @@ static void pick_window(struct dr_run *d, int64_t from, int64_t to) {
     d->to = dur;
   if (d->nsteps >= DR_MIN_STEPS) {
     const struct runview_step *a = &d->steps[0], *b = &d->steps[d->nsteps - 1];
-    int64_t start = a->t - (int64_t)(a->total * NS);
+    int64_t start = a->t - (int64_t)(a->total * GS_NS_PER_S);
     if (b->t > start && start >= d->from) {
       d->from = start;
       d->to = b->t;
@@ -65,7 +64,7 @@ static void pick_window(struct dr_run *d, int64_t from, int64_t to) {
   }
   if (d->to < d->from)
     d->to = d->from;
-  d->window_s = d->to != INT64_MAX ? (double)(d->to - d->from) / NS : NAN;
+  d->window_s = d->to != INT64_MAX ? (double)(d->to - d->from) / GS_NS_PER_S : NAN;
 }
 
 int dr_run_load(const struct runview *v, int64_t from, int64_t to, struct dr_run *d) {

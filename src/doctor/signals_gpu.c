@@ -10,7 +10,6 @@
 
 #include "doctor/doctor_int.h"
 
-#define NS 1e9
 
 enum { TH_BUSY, TH_HOT, TH_IDLE };
 
@@ -122,7 +121,7 @@ static void gpu_throttle_long(struct dr_run *d, struct dr_gpu *g, const char *la
     }
   }
   if (d->window_s > 0)
-    g->throttle_share = fmin(1, hot / (d->window_s * NS));
+    g->throttle_share = fmin(1, hot / (d->window_s * GS_NS_PER_S));
   rollup_means(d, "gpu.sm_clock_mhz", lab, ivs, niv, &g->throttle_clock, &g->clock_unthrottled);
   double cool;
   rollup_means(d, "gpu.util_pct", lab, ivs, niv, &g->throttle_util, &cool);

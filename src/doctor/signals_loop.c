@@ -9,7 +9,6 @@
 
 #include "doctor/doctor_int.h"
 
-#define NS 1e9
 
 static double quantile_sorted(const double *v, size_t n, double q) {
   if (!n)
@@ -27,7 +26,7 @@ static double held_span(const struct dr_run *d) {
   for (size_t i = 0, j; i < d->nsteps; i = j) {
     for (j = i + 1; j < d->nsteps && d->steps[j].stretch == d->steps[i].stretch;)
       j++;
-    span += (double)(d->steps[j - 1].t - d->steps[i].t) / NS + d->steps[i].total;
+    span += (double)(d->steps[j - 1].t - d->steps[i].t) / GS_NS_PER_S + d->steps[i].total;
   }
   return span;
 }

@@ -9,7 +9,6 @@
 #include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
 
-#define NS 1e9
 
 static int is_launcher(const char *comm) {
   static const char *names[] = {"sh",      "bash", "dash",   "zsh",     "env",  "timeout", "nice",    "taskset",
@@ -40,7 +39,7 @@ int dr_load_procs(struct dr_run *d) {
   d->procs = calloc(cap, sizeof *d->procs);
   if (!d->procs)
     return gs_fail(GS_ENOMEM, "out of memory");
-  double interval = d->v->run.interval_ns > 0 ? (double)d->v->run.interval_ns : 1e9;
+  double interval = d->v->run.interval_ns > 0 ? (double)d->v->run.interval_ns : (double)GS_NS_PER_S;
   int64_t *start = calloc(cap, sizeof *start);
   if (!start)
     return gs_fail(GS_ENOMEM, "out of memory");
@@ -62,7 +61,7 @@ int dr_load_procs(struct dr_run *d) {
     p->threads = mean_in_window(d, "proc.threads", s->labels, NULL);
     /* The share of the window the process was seen in: its first to last sample, plus one interval. */
     double seen = fmin((double)s->t_last + interval, (double)d->to) - fmax((double)s->t_first, (double)d->from);
-    p->coverage = d->window_s > 0 ? fmax(0, seen) / (d->window_s * NS) : NAN;
+    p->coverage = d->window_s > 0 ? fmax(0, seen) / (d->window_s * GS_NS_PER_S) : NAN;
     p->dstate = NAN;
     start[d->nprocs] = s->t_first;
     for (size_t e = 0; e < d->v->nevents; e++)

@@ -23,7 +23,7 @@
 #define MAX_PARAMS 10000       /* param messages per run */
 #define MAX_MARKS 100000       /* mark messages per run */
 #define RCVBUF_BYTES (1 << 20) /* room for bursts while the run loop samples */
-#define COUNTS_EVERY_NS 1000000000LL
+#define COUNTS_EVERY_NS GS_NS_PER_S
 /* Steps kept per second and rank. A real training loop makes 1 to a few hundred steps a second; a
  * client that reports far more (a step per sample, a loop in a benchmark) would grow the store and
  * every reader of the run without bound. The steps over the cap are counted, not stored, and the run
@@ -31,7 +31,7 @@
 #define MAX_STEPS_PER_S 1000
 /* The same for each client metric series (a value per step is plenty): param ingest.metrics_over_cap. */
 #define MAX_METRIC_POINTS_PER_S 1000
-#define STEP_WINDOW_NS 1000000000LL
+#define STEP_WINDOW_NS GS_NS_PER_S
 
 enum { STEP_N, STEP_DATA, STEP_H2D, STEP_COMPUTE, STEP_TOTAL, STEP_SAMPLES, STEP_NSERIES };
 
@@ -316,8 +316,8 @@ static int rate_fits(struct ingest *in, int id, int64_t t, uint32_t cap, uint64_
 static int64_t msg_time(const struct ingest *in, const struct ingest_msg *m, int64_t now_ns) {
   if (!(m->has & INGEST_HAS_T))
     return now_ns;
-  int64_t t = (int64_t)llround(m->t * 1e9);
-  return t >= in->open_ns && t <= now_ns + 1000000000LL ? t : now_ns;
+  int64_t t = (int64_t)llround(m->t * GS_NS_PER_S);
+  return t >= in->open_ns && t <= now_ns + GS_NS_PER_S ? t : now_ns;
 }
 
 static int put_metric(struct ingest *in, struct gs_sink *sink, const struct ingest_msg *m, int64_t now_ns,

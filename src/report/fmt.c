@@ -256,7 +256,7 @@ const char *rp_duration(char *buf, size_t n, double seconds) {
     snprintf(buf, n, "—");
     return buf;
   }
-  return gs_fmt_duration((int64_t)(seconds * 1e9), buf, n);
+  return gs_fmt_duration((int64_t)(seconds * GS_NS_PER_S), buf, n);
 }
 
 static int ends_with(const char *k, size_t klen, const char *suffix) {

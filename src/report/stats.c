@@ -51,7 +51,7 @@ static void whole_run(const struct runview *v, struct step_stats *out) {
   out->h2d_share = l->nh2d && l->h2d_total > 0 ? fmin(1, l->h2d / l->h2d_total) : NAN;
   out->compute_share = l->ndata ? 1 - out->data_share - (l->nh2d ? out->h2d_share : 0) : NAN;
   out->samples = l->samples;
-  double wall = ((double)l->t_last - (double)l->t_first) / 1e9 + l->first_total;
+  double wall = ((double)l->t_last - (double)l->t_first) / GS_NS_PER_S + l->first_total;
   out->samples_per_s = l->nsamples && wall > 0 ? l->samples / wall : NAN;
 }
 
@@ -88,7 +88,7 @@ int report_view_step_stats(const struct runview *v, struct step_stats *out) {
     out->samples = samples;
     /* Throughput over wall time from the first kept step's start to the last step: time the loop
      * spent outside its steps (evaluation, checkpoints) counts against it. */
-    double wall = ((double)v->steps[n - 1].t - (double)v->steps[0].t) / 1e9 + v->steps[0].total;
+    double wall = ((double)v->steps[n - 1].t - (double)v->steps[0].t) / GS_NS_PER_S + v->steps[0].total;
     if (ns && wall > 0)
       out->samples_per_s = samples / wall;
   }

@@ -54,7 +54,7 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
   }
   const struct store_run run = v.run;
   char dur[32], b1[32], b2[32];
-  double span = run.end_wall_ns > 0 ? ((double)run.end_wall_ns - (double)run.start_wall_ns) / 1e9 : NAN;
+  double span = run.end_wall_ns > 0 ? ((double)run.end_wall_ns - (double)run.start_wall_ns) / GS_NS_PER_S : NAN;
   rp_duration(dur, sizeof dur, span);
   fprintf(out, "gpuscope: run %s", run.id);
   if (run.name[0]) {

@@ -463,7 +463,7 @@ int runview_load(struct store *st, const char *ref, struct runview *v) {
   double span = (double)v->run.end_wall_ns - (double)v->run.start_wall_ns;
   v->duration_ns = span > 0 && span < 9e18 ? (int64_t)span : last;
   if (v->duration_ns > 0)
-    v->duration_s = (double)v->duration_ns / 1e9;
+    v->duration_s = (double)v->duration_ns / GS_NS_PER_S;
   return load_steps(v);
 }
 

@@ -18,10 +18,10 @@
 
 /* The rollup policy: a series of more points than this is summarised from its 10 s rollups ... */
 #define RUNVIEW_QUICK_POINTS 200000
-#define RUNVIEW_QUICK_RES_NS 10000000000LL
+#define RUNVIEW_QUICK_RES_NS (10 * GS_NS_PER_S)
 /* ... and from its 1 min rollups past this many (two days at 10 Hz). */
 #define RUNVIEW_SLOW_POINTS 2000000
-#define RUNVIEW_SLOW_RES_NS 60000000000LL
+#define RUNVIEW_SLOW_RES_NS (60 * GS_NS_PER_S)
 
 /* Statistics of one series, or of several pooled, over a window. n counts samples (buckets for a
  * long series); every number is NAN when n == 0. For a long series min and max stay exact (bucket

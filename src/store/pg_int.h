@@ -14,9 +14,6 @@
 
 #include "store/store_backend.h"
 
-#ifndef GS_NS_PER_S
-#define GS_NS_PER_S 1000000000LL
-#endif
 
 /* The same chunk bounds as the SQLite back end, so both stores hold the same chunks (a page bound
  * is not needed here, but equal chunks keep bytes per point and read costs comparable). */

@@ -15,8 +15,8 @@
  * row within one 4 KiB page (SQLite's default page size): a larger row spills into an overflow
  * page that is rewritten at each flush and half empty for good. */
 enum { CHUNK_MAX_POINTS = 1024, CHUNK_MAX_BYTES = 4000, CHUNK_MAX_POINT_BYTES = 19 };
-#define CHUNK_MAX_SPAN_NS (120LL * 1000000000LL)
-#define STALE_HEARTBEAT_NS (120LL * 1000000000LL)
+#define CHUNK_MAX_SPAN_NS (120LL * GS_NS_PER_S)
+#define STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
 
 struct wseries {  /* writer state of one sink series */
   int64_t db_id;  /* -1: no row in the series table (yet) */

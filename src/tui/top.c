@@ -15,10 +15,9 @@
 
 #include "tui/tui_int.h"
 
-#define NS 1000000000LL
-#define FINDING_EVERY_NS (5 * NS) /* the doctor reads the whole run: not every refresh */
+#define FINDING_EVERY_NS (5 * GS_NS_PER_S) /* the doctor reads the whole run: not every refresh */
 #define KEY_WAIT_MS 100
-#define LAUNCH_WAIT_NS (15 * NS) /* how long `top -- CMD` waits for its run to appear */
+#define LAUNCH_WAIT_NS (15 * GS_NS_PER_S) /* how long `top -- CMD` waits for its run to appear */
 
 static volatile sig_atomic_t top_stop; /* SIGINT/SIGTERM/SIGHUP: quit like q (restores the terminal) */
 
@@ -232,7 +231,7 @@ int tui_top(const struct tui_opts *o, int *job_status) {
   curs_set(0);
   timeout(KEY_WAIT_MS);
   top_colors_init(&u);
-  int64_t refresh_ns = o->refresh_ns > 0 ? o->refresh_ns : NS;
+  int64_t refresh_ns = o->refresh_ns > 0 ? o->refresh_ns : GS_NS_PER_S;
   int64_t next_load = 0, next_finding = 0;
   int final_done = 0, dirty = 1;
   while (!top_stop) {

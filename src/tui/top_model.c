@@ -10,9 +10,8 @@
 #include "runview/runview.h"
 #include "tui/tui.h"
 
-#define NS 1000000000LL
 /* A figure older than this (data time) is not "now": shown as unknown. */
-#define FRESH_NS (5 * NS)
+#define FRESH_NS (5 * GS_NS_PER_S)
 
 char *tui_escape(const char *in, int utf8, char *out, size_t n) {
   size_t o = 0;
@@ -73,12 +72,12 @@ static void history(const struct runview *v, long idx, int64_t now, size_t hist_
     g->hist[i] = NAN;
   if (idx < 0)
     return;
-  int64_t from = now - (int64_t)hist_s * NS, *t = NULL;
+  int64_t from = now - (int64_t)hist_s * GS_NS_PER_S, *t = NULL;
   double *x = NULL;
   size_t n = 0;
   if (!runview_samples(v, v->series[idx].id, from + 1, now, &t, &x, &n))
     for (size_t i = 0; i < n; i++) {
-      int64_t b = (t[i] - from - 1) / NS;
+      int64_t b = (t[i] - from - 1) / GS_NS_PER_S;
       if (b >= 0 && (size_t)b < hist_s)
         sum[b] += x[i], cnt[b]++;
     }
@@ -202,7 +201,7 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
 static void load_steps(const struct runview *v, int64_t now, struct top_snap *s) {
   s->steps_total = v->nsteps_total; /* the run's, also when the view holds a sample of a long run */
   s->step_s = s->data_share = s->h2d_share = s->compute_share = s->steps_per_s = s->samples_per_s = NAN;
-  int64_t from = now - TOP_STEP_WINDOW_S * NS;
+  int64_t from = now - TOP_STEP_WINDOW_S * GS_NS_PER_S;
   double total = 0, data = 0, h2d = 0, compute = 0, samples = 0;
   size_t n = 0, nh2d = 0, nsamples = 0;
   int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -228,7 +227,7 @@ static void load_steps(const struct runview *v, int64_t now, struct top_snap *s)
   s->h2d_share = nh2d ? h2d / total : NAN;
   s->compute_share = compute / total;
   /* The span the steps cover: from the first one's start to the last one's end. */
-  double span = (double)(t1 - t0) / 1e9 + total / (double)n;
+  double span = (double)(t1 - t0) / GS_NS_PER_S + total / (double)n;
   if (span > 0) {
     s->steps_per_s = (double)n / span;
     s->samples_per_s = nsamples == n ? samples / span : NAN;
@@ -290,7 +289,7 @@ void top_finding_now(struct store *st, struct top_snap *s) {
   size_t n = 0;
   s->have_finding = 0;
   struct runview v;
-  int64_t live = (int64_t)TOP_LIVE_WINDOW_S * NS;
+  int64_t live = (int64_t)TOP_LIVE_WINDOW_S * GS_NS_PER_S;
   int64_t from = s->running ? (s->t_ns > live ? s->t_ns - live : 0) : INT64_MIN;
   int64_t to = s->running ? s->t_ns : INT64_MAX;
   int rc = runview_load(st, s->run.id, &v);

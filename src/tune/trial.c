@@ -252,7 +252,7 @@ static void measure_gpus(struct store *st, const struct store_series *s, size_t 
         }
       }
       if (i1 > i0 && isfinite(a.v[i0]) && isfinite(a.v[i1]) && a.v[i1] >= a.v[i0])
-        watts += (a.v[i1] - a.v[i0]) / ((double)(a.t[i1] - a.t[i0]) / 1e9), nenergy++;
+        watts += (a.v[i1] - a.v[i0]) / ((double)(a.t[i1] - a.t[i0]) / GS_NS_PER_S), nenergy++;
     }
     else if (!strcmp(s[i].name, "gpu.mem_used_bytes") && isfinite(peak)) {
       long ti = store_series_find(s, ns, "nvml", "gpu.mem_total_bytes", s[i].labels);
@@ -328,7 +328,7 @@ static int measure(const struct tune_opts *o, struct store *st, struct tune_tria
     t->step_s = st_sum / (double)m;
     if (sd_t > 0)
       t->data_share = sd / sd_t;
-    int64_t from = tot.t[first] - (int64_t)(sec[0] * 1e9), to = tot.t[last - 1];
+    int64_t from = tot.t[first] - (int64_t)(sec[0] * GS_NS_PER_S), to = tot.t[last - 1];
     measure_gpus(st, s, ns, from, to, t, have_samples && st_sum > 0 ? sx / st_sum : NAN);
   }
   if (isnan(t->peak_mem)) {
@@ -414,7 +414,7 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
         kill(pid, tune_sigint_signo ? tune_sigint_signo : SIGINT); /* the agent passes it on */
     }
     int64_t now = gs_mono_ns();
-    if (!termed && ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * 1e9)) ||
+    if (!termed && ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * GS_NS_PER_S)) ||
                     (deadline_ns && now >= deadline_ns))) {
       kill(pid, SIGTERM); /* the agent passes it to the job and closes the run */
       termed = 1;
