@@ -23,6 +23,9 @@ struct agent_opts {
   int wait_tree;         /* after the job exits, wait for its descendants too */
   const char *group;     /* run group (NULL = none): the runs of one `gpuscope tune` */
   long stop_after_steps; /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
+  const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
+  const char *token;      /* for listen: required off loopback */
+  const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
 };
 
 /* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the
@@ -61,7 +64,7 @@ struct agent_node_opts {
 
 /* Runs the node agent until a signal. Prints "gpuscope agent: metrics at http://HOST:PORT/metrics"
  * on stdout once listening. Returns 0; GS_EINVAL (bad address or token, or the address cannot be
- * bound: the message says which); GS_EIO when the store cannot be opened (record). */
+ * bound: the message says which); GS_ESTORE when the store cannot be opened or written (record). */
 int agent_node_run(const struct agent_node_opts *o);
 
 /* The socket of an agent attached to pid: $XDG_RUNTIME_DIR/gpuscope/PID.sock, or

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/agent_int.h"
 #include "collect/collect.h"
 #include "core/core.h"
 #include "serve/metrics.h"
@@ -57,6 +58,27 @@ static void node_flush(struct gs_sink *sink, struct store *st, struct store_run 
   gs_batch_free(b);
 }
 
+int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
+                       int64_t interval_ns, int quiet, struct metrics **out) {
+  struct metrics_opts mo = {.host_label = host_label, .interval_ns = interval_ns};
+  int port = 0;
+  *out = metrics_new(sink, &mo);
+  if (!*out)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  if (metrics_listen(*out, listen, token, &port)) {
+    char why[512];
+    snprintf(why, sizeof why, "--listen: %s", gs_last_error());
+    metrics_free(*out);
+    *out = NULL;
+    return gs_fail(GS_EINVAL, "%s", why);
+  }
+  struct serve_addr a;
+  serve_addr_parse(listen, &a);
+  if (!quiet)
+    fprintf(stderr, "gpuscope: metrics at http://%s%s%s:%d/metrics\n", a.v6 ? "[" : "", a.host, a.v6 ? "]" : "", port);
+  return GS_OK;
+}
+
 int agent_node_run(const struct agent_node_opts *o) {
   int rc = GS_OK, sfd = -1, failed = 0, begun = 0;
   char err[256];
@@ -80,12 +102,14 @@ int agent_node_run(const struct agent_node_opts *o) {
   }
   if (o->record) {
     if (!(st = store_open(o->store_url))) {
-      rc = GS_EIO;
+      rc = GS_ESTORE;
       goto out;
     }
     node_run_fill(&run, o);
-    if ((rc = st->run_begin(st, &run)))
+    if (st->run_begin(st, &run)) {
+      rc = GS_ESTORE;
       goto out;
+    }
     begun = 1;
     gs_sink_param(sink, "node", "1");
   }
@@ -109,8 +133,10 @@ int agent_node_run(const struct agent_node_opts *o) {
     }
   }
   int port = 0;
-  if ((rc = metrics_listen(m, o->listen, o->token, &port)))
+  if (metrics_listen(m, o->listen, o->token, &port)) {
+    rc = GS_EINVAL;
     goto out;
+  }
   if (!o->quiet || o->print_address) {
     struct serve_addr a;
     serve_addr_parse(o->listen ? o->listen : METRICS_DEFAULT_LISTEN, &a);
@@ -118,7 +144,7 @@ int agent_node_run(const struct agent_node_opts *o) {
     fflush(stdout);
   }
   int64_t flush_ns = agent_flush_default(o->interval_ns);
-  int64_t next = gs_mono_ns(), next_flush = next + flush_ns, next_findings = next + FINDINGS_EVERY_NS;
+  int64_t next = gs_mono_ns(), next_flush = next + flush_ns, next_findings = next + 2 * flush_ns; /* the first once the store holds two flushes */
   for (int stop = 0; !stop;) {
     int64_t now = gs_mono_ns();
     if (now >= next) {

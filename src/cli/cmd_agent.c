@@ -2,7 +2,7 @@
  * [--host-label hostname|Hostname]` — the node agent (agent/node.c): every GPU and the host, served
  * as Prometheus metrics under dcgm-exporter's names and gpuscope's own (docs/deploy.md). Exit codes
  * as cli.h: 2 for bad usage (a non-loopback address without a token, an address that cannot be
- * bound), 3 when the store cannot be opened (--record). */
+ * bound), 3 when the store cannot be opened (--record), 1 otherwise. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,6 +91,6 @@ int cmd_agent(int argc, char **argv) {
   if (rc == GS_EINVAL)
     return cli_error(GS_EXIT_USAGE, "agent: %s", gs_last_error());
   if (rc)
-    return cli_error(GS_EXIT_STORE, "agent: %s", gs_last_error());
+    return cli_error(rc == GS_ESTORE ? GS_EXIT_STORE : GS_EXIT_FAIL, "agent: %s", gs_last_error());
   return GS_EXIT_OK;
 }

@@ -37,7 +37,11 @@ static void run_usage(FILE *out) {
                "  --store URL        sqlite:///path/to/file.db or postgresql://host/db (default\n"
                "                     $GPUSCOPE_STORE or the XDG path)\n"
                "  --wait-tree        after CMD exits, wait for the processes it left running\n"
-               "  --quiet            no live line, no summary\n");
+               "  --quiet            no live line, no summary\n"
+               "  --listen HOST:PORT serve the run's Prometheus metrics (/metrics, as `gpuscope agent`)\n"
+               "  --token T          for --listen: require 'Authorization: Bearer T' (default\n"
+               "                     $GPUSCOPE_TOKEN); required for an address other than loopback\n"
+               "  --host-label NAME  for --listen: hostname (default) or Hostname\n");
 }
 
 int cmd_run(int argc, char **argv) {
@@ -51,6 +55,9 @@ int cmd_run(int argc, char **argv) {
                                            {"wait-tree", no_argument, 0, 'w'},
                                            {"root", required_argument, 0, 'r'},
                                            {"help", no_argument, 0, 'h'},
+                                           {"listen", required_argument, 0, 'L'},
+                                           {"token", required_argument, 0, 'T'},
+                                           {"host-label", required_argument, 0, 'H'},
                                            {0, 0, 0, 0}};
   struct agent_opts o = {.interval_ns = 100000000LL, .name = "", .root = "/"};
   char tags[1024] = "";
@@ -104,6 +111,17 @@ int cmd_run(int argc, char **argv) {
     case 'r':
       o.root = optarg;
       break;
+    case 'L':
+      o.listen = optarg;
+      break;
+    case 'T':
+      o.token = optarg;
+      break;
+    case 'H':
+      if (strcmp(optarg, "hostname") && strcmp(optarg, "Hostname"))
+        return cli_error(GS_EXIT_USAGE, "run: --host-label is hostname or Hostname, not '%s'", optarg);
+      o.host_label = optarg;
+      break;
     case 'h':
       run_usage(stdout);
       return GS_EXIT_OK;
@@ -121,6 +139,8 @@ int cmd_run(int argc, char **argv) {
   if (optind >= argc || !argv[optind][0])
     return cli_error(GS_EXIT_USAGE, "run: no command given (usage: gpuscope run [options] -- CMD [ARGS...])");
   o.argv = argv + optind;
+  if (o.listen && !o.token)
+    o.token = getenv("GPUSCOPE_TOKEN");
   o.tags = tags;
   char group[64];
   if (!o.group)
