@@ -269,6 +269,9 @@ static const char *own_help(const char *name, size_t len) {
   return NULL;
 }
 
+/* v in the exported unit: a scale below 1 divides (80 % / 100 is 0.8 exactly, 80 * 0.01 is not). */
+static double scaled(double v, double scale) { return scale < 1 ? v / (1 / scale) : v * scale; }
+
 static struct row *row_new(struct metrics *m) {
   if (m->nrows == m->caprows) {
     size_t cap = m->caprows ? 2 * m->caprows : 256;
@@ -346,7 +349,7 @@ static void each(void *user, int id, const char *source, size_t slen, const char
         snprintf(r->fam, sizeof r->fam, "%s", DCGM[i].dcgm);
         r->type = DCGM[i].type;
         r->help = DCGM[i].help;
-        r->v = v * DCGM[i].scale;
+        r->v = scaled(v, DCGM[i].scale);
         r->fallback = DCGM[i].fallback;
         r->gpu = strncmp(labels, "gpu=", 4) ? -1 : atoi(labels + 4);
         return;
@@ -363,7 +366,7 @@ static void each(void *user, int id, const char *source, size_t slen, const char
     return;
   }
   double scale = own_name(r->fam, sizeof r->fam, "gpuscope_", name, nlen);
-  r->v = v * scale;
+  r->v = scaled(v, scale);
   r->type = "gauge";
   r->help = own_help(name, nlen);
   int g;
@@ -379,11 +382,17 @@ static int row_cmp(const void *a, const void *b) {
 /* A float as the exposition format spells it: integers without a fraction, others with 17 digits
  * at most (the shortest that reads back the same). */
 static void put_value(FILE *out, double v) {
-  if (v == floor(v) && fabs(v) < 1e15)
+  char buf[40];
+  if (v == floor(v) && fabs(v) < 1e15) {
     fprintf(out, "%.0f", v);
-  else
-    fprintf(out, "%.17g", v);
+    return;
+  }
+  snprintf(buf, sizeof buf, "%.15g", v);
+  if (strtod(buf, NULL) != v)
+    snprintf(buf, sizeof buf, "%.17g", v);
+  fputs(buf, out);
 }
+
 
 static void derived(struct metrics *m, struct pass *p) {
   for (size_t i = 0; i < p->nsteps; i++) {
