@@ -450,8 +450,8 @@ static int agent_setup(struct agent *a) {
   if ((rc = writer_start(&a->w)))
     return rc;
   a->writer_on = 1;
-  if (o->listen && (rc = node_metrics_start(a->sink, o->listen, o->token, o->host_label, o->interval_ns, o->quiet,
-                                            &a->metrics)))
+  if (o->listen &&
+      (rc = node_metrics_start(a->sink, o->listen, o->token, o->host_label, o->interval_ns, o->quiet, &a->metrics)))
     return rc;
   return GS_OK;
 }

@@ -144,7 +144,8 @@ int agent_node_run(const struct agent_node_opts *o) {
     fflush(stdout);
   }
   int64_t flush_ns = agent_flush_default(o->interval_ns);
-  int64_t next = gs_mono_ns(), next_flush = next + flush_ns, next_findings = next + 2 * flush_ns; /* the first once the store holds two flushes */
+  int64_t next = gs_mono_ns(), next_flush = next + flush_ns,
+          next_findings = next + 2 * flush_ns; /* the first once the store holds two flushes */
   for (int stop = 0; !stop;) {
     int64_t now = gs_mono_ns();
     if (now >= next) {

@@ -34,17 +34,17 @@ static const struct dcgm_map {
     {"gpu.mem_used_bytes", "DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", 1 / MIB, 0},
     {"gpu.mem_free_bytes", "DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", 1 / MIB, 0},
     {"gpu.power_w", "DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", 1, 0},
-    {"gpu.energy_j", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-     "Total energy consumption since boot (in mJ).", 1000, 0},
+    {"gpu.energy_j", "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
+     1000, 0},
     {"gpu.temp_c", "DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", 1, 0},
     {"gpu.sm_clock_mhz", "DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", 1, 0},
     {"gpu.mem_clock_mhz", "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", 1, 0},
     {"gpu.throttle_reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event reasons (bitmask).", 1,
      0},
-    {"gpu.sm_active_pct", "DCGM_FI_PROF_SM_ACTIVE", "gauge",
-     "The ratio of cycles an SM has at least 1 warp assigned.", 0.01, 0},
-    {"gpu.sm_occupancy_pct", "DCGM_FI_PROF_SM_OCCUPANCY", "gauge",
-     "The ratio of number of warps resident on an SM.", 0.01, 0},
+    {"gpu.sm_active_pct", "DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned.",
+     0.01, 0},
+    {"gpu.sm_occupancy_pct", "DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM.",
+     0.01, 0},
     {"gpu.tensor_active_pct", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge",
      "Ratio of cycles the tensor (HMMA) pipe is active.", 0.01, 0},
     {"gpu.dram_active_pct", "DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
@@ -235,9 +235,14 @@ static double own_name(char *out, size_t n, const char *prefix, const char *name
   static const struct {
     const char *suffix, *prom;
     double scale;
-  } units[] = {{"_pct", "_ratio", 0.01}, {"_bytes_s", "_bytes_per_second", 1}, {"_ops_s", "_ops_per_second", 1},
-               {"_s", "_seconds", 1},    {"_mhz", "_hertz", 1e6},              {"_w", "_watts", 1},
-               {"_j", "_joules", 1},     {"_c", "_celsius", 1}};
+  } units[] = {{"_pct", "_ratio", 0.01},
+               {"_bytes_s", "_bytes_per_second", 1},
+               {"_ops_s", "_ops_per_second", 1},
+               {"_s", "_seconds", 1},
+               {"_mhz", "_hertz", 1e6},
+               {"_w", "_watts", 1},
+               {"_j", "_joules", 1},
+               {"_c", "_celsius", 1}};
   const char *tail = "";
   for (size_t i = 0; i < sizeof units / sizeof *units; i++) {
     size_t sl = strlen(units[i].suffix);
@@ -270,7 +275,9 @@ static const char *own_help(const char *name, size_t len) {
 }
 
 /* v in the exported unit: a scale below 1 divides (80 % / 100 is 0.8 exactly, 80 * 0.01 is not). */
-static double scaled(double v, double scale) { return scale < 1 ? v / (1 / scale) : v * scale; }
+static double scaled(double v, double scale) {
+  return scale < 1 ? v / (1 / scale) : v * scale;
+}
 
 static struct row *row_new(struct metrics *m) {
   if (m->nrows == m->caprows) {
@@ -301,8 +308,8 @@ struct pass {
 };
 
 static void step_note(struct pass *p, const char *name, size_t len, const char *labels, double v, int64_t t) {
-  static const char *const names[6] = {"step.n", "step.data_s", "step.h2d_s", "step.compute_s", "step.total_s",
-                                       "step.samples"};
+  static const char *const names[6] = {"step.n",         "step.data_s",  "step.h2d_s",
+                                       "step.compute_s", "step.total_s", "step.samples"};
   int k = -1;
   for (int i = 0; i < 6; i++)
     if (strlen(names[i]) == len && !strncmp(names[i], name, len))
@@ -392,7 +399,6 @@ static void put_value(FILE *out, double v) {
     snprintf(buf, sizeof buf, "%.17g", v);
   fputs(buf, out);
 }
-
 
 static void derived(struct metrics *m, struct pass *p) {
   for (size_t i = 0; i < p->nsteps; i++) {
@@ -542,7 +548,8 @@ static int scrape(void *user, const char *accept, char **body, size_t *len, cons
   struct metrics *m = user;
   int om = metrics_wants_openmetrics(accept);
   int64_t now = gs_mono_ns(), tick = now / m->o.interval_ns;
-  *mime = om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" : "text/plain; version=0.0.4; charset=utf-8";
+  *mime =
+      om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" : "text/plain; version=0.0.4; charset=utf-8";
   pthread_mutex_lock(&m->render_mu);
   pthread_mutex_lock(&m->mu);
   int fresh = m->cache_tick[om] == tick && m->cache[om];

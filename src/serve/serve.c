@@ -399,7 +399,8 @@ static int token_setup(struct serve *s, const char *token) {
   s->token = token && *token ? token : NULL;
   s->token_len = s->token ? strlen(s->token) : 0;
   if (!s->addr.loopback && !s->token)
-    return gs_fail(GS_EINVAL, "listening on %s (not loopback) needs a token: --token T or GPUSCOPE_TOKEN", s->addr.host);
+    return gs_fail(GS_EINVAL, "listening on %s (not loopback) needs a token: --token T or GPUSCOPE_TOKEN",
+                   s->addr.host);
   if (s->token_len > 256)
     return gs_fail(GS_EINVAL, "the token is longer than 256 bytes");
   for (const char *p = s->token; p && *p; p++)
@@ -527,9 +528,13 @@ fail:
   return NULL;
 }
 
-int serve_endpoint_port(const struct serve_endpoint *e) { return e ? e->s.addr.port : 0; }
+int serve_endpoint_port(const struct serve_endpoint *e) {
+  return e ? e->s.addr.port : 0;
+}
 
-const char *serve_endpoint_host(const struct serve_endpoint *e) { return e ? e->s.addr.host : ""; }
+const char *serve_endpoint_host(const struct serve_endpoint *e) {
+  return e ? e->s.addr.host : "";
+}
 
 void serve_endpoint_stop(struct serve_endpoint *e) {
   if (!e)

@@ -65,8 +65,8 @@ static void test_dcgm_names_units_and_labels(void **state) {
   const char *t = render(f, 0, 10 * S);
   assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-abc\",pci_bus_id=\"00000000:18:00.0\","
                             "device=\"nvidia0\",modelName=\"NVIDIA \\\"Quoted\\\" H100\""));
-  assert_non_null(strstr(t, "} 2048\n"));                                      /* MiB */
-  assert_non_null(strstr(t, "DCGM_FI_PROF_SM_ACTIVE{"));                       /* a ratio */
+  assert_non_null(strstr(t, "} 2048\n"));                /* MiB */
+  assert_non_null(strstr(t, "DCGM_FI_PROF_SM_ACTIVE{")); /* a ratio */
   assert_non_null(strstr(t, "} 0.8\n"));
   assert_non_null(strstr(t, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
   assert_non_null(strstr(t, "} 12500\n")); /* mJ */
