@@ -271,7 +271,7 @@ static int is_live_path(const char *p) {
 }
 
 /* The checks every request passes, whatever it asks for: GET or HEAD, no body, a Host of ours
- * (without a token), a plain path. Returns MHD_YES after queueing the refusal, or -1 to go on. */
+ * (without a token), a plain path. Returns 1 with *ret the queued refusal, or 0 to go on. */
 static int request_refused(struct serve *s, struct MHD_Connection *c, const char *url, const char *method,
                            size_t *upload_data_size, enum MHD_Result *ret) {
   if (strcmp(method, "GET") && strcmp(method, "HEAD"))
