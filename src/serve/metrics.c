@@ -478,7 +478,8 @@ int metrics_write(struct metrics *m, FILE *out, int openmetrics, int64_t now_ns)
         break;
       }
   }
-  qsort(m->rows, m->nrows, sizeof *m->rows, row_cmp);
+  if (m->nrows) /* rows is NULL before the first series */
+    qsort(m->rows, m->nrows, sizeof *m->rows, row_cmp);
   const char *fam = "";
   for (size_t i = 0; i < m->nrows; i++) {
     struct row *r = &m->rows[i];

@@ -122,6 +122,12 @@ static void test_findings_by_rule(void **state) {
   assert_non_null(strstr(render(f, 0, 10 * S), "gpuscope_finding{rule=\"input_bound\",severity=\"high\"} 1.8\n"));
 }
 
+static void test_an_empty_sink_renders_nothing(void **state) {
+  struct fx *f = *state;
+  assert_string_equal(render(f, 0, 10 * S), "");
+  assert_string_equal(render(f, 1, 10 * S), "# EOF\n");
+}
+
 static void test_accept_header_choice(void **state) {
   (void)state;
   assert_false(metrics_wants_openmetrics(NULL));
@@ -139,6 +145,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_step_phases_as_shares, setup, teardown),
       cmocka_unit_test_setup_teardown(test_openmetrics_ends_and_keeps_dcgm_counter_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_findings_by_rule, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_an_empty_sink_renders_nothing, setup, teardown),
       cmocka_unit_test(test_accept_header_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
