@@ -23,6 +23,9 @@ struct agent_opts {
   int wait_tree;         /* after the job exits, wait for its descendants too */
   const char *group;     /* run group (NULL = none): the runs of one `gpuscope tune` */
   long stop_after_steps; /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
+  const char *listen;    /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
+  const char *token;     /* for listen: required off loopback */
+  const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
 };
 
 /* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the
@@ -43,6 +46,26 @@ int agent_run(const struct agent_opts *o, int *job_status);
  * or interrupted). The client socket is the per-process one below, which the clients look for on
  * their own; GPUSCOPE_SOCKET is not set. Returns GS_ENOENT when there is no such process and
  * GS_EBUSY when another agent is attached to it already. */
+
+/* Node mode (`gpuscope agent`, agent/node.c): no job; the host and every GPU are sampled each tick
+ * and served as Prometheus metrics on listen (serve/metrics.h) until SIGINT, SIGTERM or SIGHUP. */
+struct agent_node_opts {
+  const char *listen;     /* "HOST:PORT" (NULL: METRICS_DEFAULT_LISTEN, 127.0.0.1:9733) */
+  const char *token;      /* required off loopback (serve's rules) */
+  const char *host_label; /* "hostname" (default) or "Hostname" */
+  int64_t interval_ns;
+  int record;            /* keep a node run in the store as well */
+  const char *store_url; /* with record */
+  const char *name;      /* the node run's name (default "node") */
+  const char *root;      /* procfs root ("/") */
+  int quiet;
+  int print_address; /* print the address line even when quiet */
+};
+
+/* Runs the node agent until a signal. Prints "gpuscope agent: metrics at http://HOST:PORT/metrics"
+ * on stdout once listening. Returns 0; GS_EINVAL (bad address or token, or the address cannot be
+ * bound: the message says which); GS_ESTORE when the store cannot be opened or written (record). */
+int agent_node_run(const struct agent_node_opts *o);
 
 /* The socket of an agent attached to pid: $XDG_RUNTIME_DIR/gpuscope/PID.sock, or
  * /tmp/gpuscope-UID/PID.sock without XDG_RUNTIME_DIR (the directory is the user's, mode 0700).

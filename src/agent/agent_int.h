@@ -36,4 +36,11 @@ void attach_command(pid_t pid, char *buf, size_t n);
  * another GS_E code with the reason in err (the run may go on without a client channel). */
 int attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen);
 
+/* `run --listen` (node.c): starts the /metrics endpoint over sink on listen and prints its address
+ * on stderr (unless quiet). Returns 0 with *out (free with metrics_free), or GS_EINVAL with a
+ * message (bad address or token, or the address cannot be bound). */
+struct metrics;
+int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
+                       int64_t interval_ns, int quiet, struct metrics **out);
+
 #endif

@@ -37,7 +37,11 @@ static const char RUN_USAGE[] =
     "  --store URL        sqlite:///path/to/file.db or postgresql://host/db (default\n"
     "                     $GPUSCOPE_STORE or the XDG path)\n"
     "  --wait-tree        after CMD exits, wait for the processes it left running\n"
-    "  --quiet            no live line, no summary\n";
+    "  --quiet            no live line, no summary\n"
+    "  --listen HOST:PORT serve the run's Prometheus metrics (/metrics, as `gpuscope agent`)\n"
+    "  --token T          for --listen: require 'Authorization: Bearer T' (default\n"
+    "                     $GPUSCOPE_TOKEN); required for an address other than loopback\n"
+    "  --host-label NAME  for --listen: hostname (default) or Hostname\n";
 
 struct run_args {
   struct agent_opts o;
@@ -99,6 +103,17 @@ static int run_opt(int opt, const char *arg, void *user) {
   case 'r':
     o->root = arg;
     break;
+  case 'L':
+    o->listen = arg;
+    break;
+  case 'T':
+    o->token = arg;
+    break;
+  case 'H':
+    if (strcmp(arg, "hostname") && strcmp(arg, "Hostname"))
+      return cli_error(GS_EXIT_USAGE, "run: --host-label is hostname or Hostname, not '%s'", arg);
+    o->host_label = arg;
+    break;
   }
   return -1;
 }
@@ -114,6 +129,9 @@ int cmd_run(int argc, char **argv) {
                                            {"wait-tree", no_argument, 0, 'w'},
                                            {"root", required_argument, 0, 'r'},
                                            {"help", no_argument, 0, 'h'},
+                                           {"listen", required_argument, 0, 'L'},
+                                           {"token", required_argument, 0, 'T'},
+                                           {"host-label", required_argument, 0, 'H'},
                                            {0, 0, 0, 0}};
   struct run_args a = {.o = {.interval_ns = 100000000LL, .name = "", .root = "/"}};
   struct agent_opts *o = &a.o;
@@ -126,6 +144,8 @@ int cmd_run(int argc, char **argv) {
   if (optind >= argc || !argv[optind][0])
     return cli_error(GS_EXIT_USAGE, "run: no command given (usage: gpuscope run [options] -- CMD [ARGS...])");
   o->argv = argv + optind;
+  if (o->listen && !o->token)
+    o->token = getenv("GPUSCOPE_TOKEN");
   o->tags = a.tags;
   char group[64];
   if (!o->group)

@@ -20,6 +20,7 @@ struct command {
 static const struct command commands[] = {
     {"run", cmd_run, "run a command under watch and keep the run"},
     {"attach", cmd_attach, "watch a running process gpuscope did not start, until it exits"},
+    {"agent", cmd_agent, "watch the whole node and serve Prometheus metrics (DCGM names; --listen, --record)"},
     {"top", cmd_top, "live view of a run in the terminal (or: top -- CMD)"},
     {"runs", cmd_runs, "list the runs in the store"},
     {"show", cmd_show, "print a run's raw samples, events, params or notes"},

@@ -170,6 +170,19 @@ void gs_sink_param(struct gs_sink *s, const char *key, const char *value);
 /* Records a note on the run (copied, printf-style). Thread-safe. */
 void gs_sink_note(struct gs_sink *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A param's latest value (gs_sink_param keeps a copy for readers: a /metrics scrape reads the GPUs'
+ * UUIDs there) into buf. Returns 1 when the key was ever put, else 0 (buf ""). Thread-safe. */
+int gs_sink_param_get(struct gs_sink *s, const char *key, char *buf, size_t n);
+
+/* Calls fn once per series that holds a value, under the sink's lock (so fn must be quick and must
+ * not call the sink): the series' source, name and labels as (pointer, length) for the first two and
+ * a NUL-terminated string for labels, its latest value and that value's time (monotonic ns). The
+ * strings live as long as the sink. A series never put (unsupported, or not yet read) is skipped:
+ * missing is not zero. */
+typedef void (*gs_sink_each_fn)(void *user, int id, const char *source, size_t source_len, const char *name,
+                                size_t name_len, const char *labels, double last, int64_t last_t);
+void gs_sink_each(struct gs_sink *s, gs_sink_each_fn fn, void *user);
+
 /* Number of points waiting (for the writer's flush policy). Thread-safe. */
 size_t gs_sink_pending(struct gs_sink *s);
 

@@ -22,6 +22,8 @@ struct gs_sink {
   int32_t *table; /* open-addressing hash of ids, -1 empty */
   size_t table_cap;
   struct gs_batch *cur;
+  struct gs_kv *params; /* every param put, kept for readers (gs_sink_param_get); later replace */
+  size_t n_params, cap_params;
 };
 
 static char *dupz(const char *s) { return strdup(s ? s : ""); }
@@ -71,6 +73,9 @@ void gs_sink_free(struct gs_sink *s) {
     free(s->series[i].key);
   free(s->series);
   free(s->table);
+  for (size_t i = 0; i < s->n_params; i++)
+    free(s->params[i].key), free(s->params[i].value);
+  free(s->params);
   gs_batch_free(s->cur);
   pthread_mutex_destroy(&s->mu);
   free(s);
@@ -205,11 +210,31 @@ void gs_sink_event(struct gs_sink *s, int64_t t_ns, const char *kind, const char
   pthread_mutex_unlock(&s->mu);
 }
 
+/* Under s->mu: the readers' copy of a param (replaces an earlier value of the key). */
+static void param_keep(struct gs_sink *s, const char *key, const char *value) {
+  for (size_t i = 0; i < s->n_params; i++)
+    if (!strcmp(s->params[i].key, key ? key : "")) {
+      char *v = dupz(value);
+      if (v)
+        free(s->params[i].value), s->params[i].value = v;
+      return;
+    }
+  if (!PUSH(s->params, s->n_params, s->cap_params))
+    return;
+  struct gs_kv kv = {.key = dupz(key), .value = dupz(value)};
+  if (!kv.key || !kv.value) {
+    free(kv.key), free(kv.value);
+    return;
+  }
+  s->params[s->n_params++] = kv;
+}
+
 void gs_sink_param(struct gs_sink *s, const char *key, const char *value) {
   pthread_mutex_lock(&s->mu);
   struct gs_batch *b = s->cur;
   if (PUSH(b->params, b->n_params, b->cap_params))
     b->params[b->n_params++] = (struct gs_kv){.key = dupz(key), .value = dupz(value)};
+  param_keep(s, key, value);
   pthread_mutex_unlock(&s->mu);
 }
 
@@ -223,6 +248,35 @@ void gs_sink_note(struct gs_sink *s, const char *fmt, ...) {
   struct gs_batch *b = s->cur;
   if (PUSH(b->notes, b->n_notes, b->cap_notes))
     b->notes[b->n_notes++] = strdup(buf);
+  pthread_mutex_unlock(&s->mu);
+}
+
+int gs_sink_param_get(struct gs_sink *s, const char *key, char *buf, size_t n) {
+  int found = 0;
+  if (n)
+    buf[0] = 0;
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->n_params && !found; i++)
+    if (!strcmp(s->params[i].key, key)) {
+      snprintf(buf, n, "%s", s->params[i].value);
+      found = 1;
+    }
+  pthread_mutex_unlock(&s->mu);
+  return found;
+}
+
+void gs_sink_each(struct gs_sink *s, gs_sink_each_fn fn, void *user) {
+  pthread_mutex_lock(&s->mu);
+  for (size_t i = 0; i < s->n_series; i++) {
+    struct series_slot *sl = &s->series[i];
+    if (!isfinite(sl->last))
+      continue; /* never put: not supported, or not yet */
+    /* key is "source \x1f name \x1f labels" */
+    const char *k = sl->key, *a = strchr(k, '\x1f'), *b = a ? strchr(a + 1, '\x1f') : NULL;
+    if (!b)
+      continue;
+    fn(user, (int)i, k, (size_t)(a - k), a + 1, (size_t)(b - a - 1), b + 1, sl->last, sl->last_t);
+  }
   pthread_mutex_unlock(&s->mu);
 }
 

@@ -270,6 +270,52 @@ static int is_live_path(const char *p) {
   return !strncmp(p, "runs/", 5) && n > 10 && strchr(p + 5, '/') == p + n - 5 && !strcmp(p + n - 5, "/live");
 }
 
+/* The checks every request passes, whatever it asks for: GET or HEAD, no body, a Host of ours
+ * (without a token), a plain path. Returns 1 with *ret the queued refusal, or 0 to go on. */
+static int request_refused(struct serve *s, struct MHD_Connection *c, const char *url, const char *method,
+                           size_t *upload_data_size, enum MHD_Result *ret) {
+  if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+    return *ret = queue_json_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD"), 1;
+  if (*upload_data_size) {
+    *upload_data_size = 0;
+    return *ret = queue_json_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted"), 1;
+  }
+  const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+  if ((clen && strcmp(clen, "0")) || MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
+    return *ret = queue_json_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted"), 1;
+  if (!host_ok(s, c))
+    return *ret = queue_json_error(c, MHD_HTTP_FORBIDDEN, "Host header names another site"), 1;
+  if (!path_ok(url))
+    return *ret = queue_json_error(c, MHD_HTTP_BAD_REQUEST, "bad path"), 1;
+  return 0;
+}
+
+/* An endpoint's request (serve_endpoint_start): the token by Authorization header only (a scraper,
+ * not a browser), then the one path. */
+static enum MHD_Result endpoint_handle(struct serve *s, struct MHD_Connection *c, const char *url) {
+  if (s->token_len) {
+    const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7) || !serve_token_equal(h + 7, strlen(h + 7), s->token, s->token_len))
+      return queue_text(c, MHD_HTTP_UNAUTHORIZED, "text/plain; charset=utf-8",
+                        "gpuscope: a token is needed (Authorization: Bearer T)\n");
+  }
+  if (strcmp(url, s->ep_path)) {
+    if (!strcmp(url, "/"))
+      return queue_text(c, MHD_HTTP_OK, "text/plain; charset=utf-8", s->ep_index);
+    return queue_text(c, MHD_HTTP_NOT_FOUND, "text/plain; charset=utf-8", "gpuscope: no such page\n");
+  }
+  const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+  char *body = NULL;
+  size_t len = 0;
+  const char *mime = "text/plain; charset=utf-8";
+  if (s->ep_fn(s->ep_user, accept, &body, &len, &mime))
+    return queue_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "text/plain; charset=utf-8", "gpuscope: out of memory\n");
+  enum MHD_Result ret = queue(c, MHD_HTTP_OK, mime, body, len, MHD_RESPMEM_MUST_FREE, NULL);
+  if (ret == MHD_NO)
+    free(body);
+  return ret;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
                               const char *version, const char *upload_data, size_t *upload_data_size, void **con_cls) {
   (void)version;
@@ -280,19 +326,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     *con_cls = &first_call_marker;
     /* Everything is decided on the headers: a body is never read. */
   }
-  if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-    return queue_json_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET and HEAD");
-  if (*upload_data_size) {
-    *upload_data_size = 0;
-    return queue_json_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted");
-  }
-  const char *clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-  if ((clen && strcmp(clen, "0")) || MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
-    return queue_json_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "no request body is accepted");
-  if (!host_ok(s, c))
-    return queue_json_error(c, MHD_HTTP_FORBIDDEN, "Host header names another site");
-  if (!path_ok(url))
-    return queue_json_error(c, MHD_HTTP_BAD_REQUEST, "bad path");
+  enum MHD_Result refused;
+  if (request_refused(s, c, url, method, upload_data_size, &refused))
+    return refused;
+  if (s->ep_fn)
+    return endpoint_handle(s, c, url);
   if (!authorized(s, c)) {
     /* /?token=T once: the token becomes a cookie and leaves the address bar. */
     const char *t = arg_get(c, "token");
@@ -356,41 +394,66 @@ static void log_mhd(void *cls, const char *fmt, va_list ap) {
   vfprintf(stderr, fmt, ap);
 }
 
+/* The token rules of every listener: required off loopback, at most 256 printable bytes. */
+static int token_setup(struct serve *s, const char *token) {
+  s->token = token && *token ? token : NULL;
+  s->token_len = s->token ? strlen(s->token) : 0;
+  if (!s->addr.loopback && !s->token)
+    return gs_fail(GS_EINVAL, "listening on %s (not loopback) needs a token: --token T or GPUSCOPE_TOKEN",
+                   s->addr.host);
+  if (s->token_len > 256)
+    return gs_fail(GS_EINVAL, "the token is longer than 256 bytes");
+  for (const char *p = s->token; p && *p; p++)
+    if ((unsigned char)*p <= 0x20 || *p == ';' || *p == ',' || (unsigned char)*p >= 0x7f)
+      return gs_fail(GS_EINVAL, "the token must be printable ASCII without spaces, ';' or ','");
+  return GS_OK;
+}
+
+/* Starts the daemon on s->addr with serve's limits; s->addr.port becomes the bound port. The
+ * caller blocks SIGINT/SIGTERM first when the daemon's threads must not take them. Returns the
+ * daemon, or NULL with GS_EBUSY's message. */
+static struct MHD_Daemon *daemon_start(struct serve *s) {
+  struct sockaddr_storage ss = {0};
+  if (s->addr.v6) {
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    a6->sin6_family = AF_INET6;
+    a6->sin6_port = htons((uint16_t)s->addr.port);
+    inet_pton(AF_INET6, s->addr.host, &a6->sin6_addr);
+  } else {
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
+    a4->sin_family = AF_INET;
+    a4->sin_port = htons((uint16_t)s->addr.port);
+    inet_pton(AF_INET, s->addr.host, &a4->sin_addr);
+  }
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
+                   (s->addr.v6 ? MHD_USE_IPv6 : 0);
+  struct MHD_Daemon *d = MHD_start_daemon(
+      flags, (uint16_t)s->addr.port, NULL, NULL, handle, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s,
+      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
+      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)SERVE_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_CONN_TIMEOUT_S, MHD_OPTION_END);
+  if (!d) {
+    gs_fail(GS_EBUSY, "cannot listen on %s:%d (%s)", s->addr.host, s->addr.port,
+            errno ? strerror(errno) : "libmicrohttpd refused");
+    return NULL;
+  }
+  /* Port 0 asks the kernel for one: the caller says which (tests read it). */
+  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+  if (info && info->port)
+    s->addr.port = (int)info->port;
+  return d;
+}
+
 int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   struct serve s = {.o = o, .stop = stop};
   int rc = serve_addr_parse(o->listen ? o->listen : SERVE_DEFAULT_LISTEN, &s.addr);
-  if (rc)
+  if (rc || (rc = token_setup(&s, o->token)))
     return rc;
-  s.token = o->token && *o->token ? o->token : NULL;
-  s.token_len = s.token ? strlen(s.token) : 0;
-  if (!s.addr.loopback && !s.token)
-    return gs_fail(GS_EINVAL, "listening on %s (not loopback) needs a token: --token T or GPUSCOPE_TOKEN", s.addr.host);
-  if (s.token_len > 256)
-    return gs_fail(GS_EINVAL, "the token is longer than 256 bytes");
-  for (const char *p = s.token; p && *p; p++)
-    if ((unsigned char)*p <= 0x20 || *p == ';' || *p == ',' || (unsigned char)*p >= 0x7f)
-      return gs_fail(GS_EINVAL, "the token must be printable ASCII without spaces, ';' or ','");
   s.st = store_open_mode(o->store_url, STORE_READ);
   if (!s.st)
     return GS_EIO;
   pthread_mutex_init(&s.mu, NULL);
 
-  struct sockaddr_storage ss = {0};
-  socklen_t slen;
-  if (s.addr.v6) {
-    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-    a6->sin6_family = AF_INET6;
-    a6->sin6_port = htons((uint16_t)s.addr.port);
-    inet_pton(AF_INET6, s.addr.host, &a6->sin6_addr);
-    slen = sizeof *a6;
-  } else {
-    struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
-    a4->sin_family = AF_INET;
-    a4->sin_port = htons((uint16_t)s.addr.port);
-    inet_pton(AF_INET, s.addr.host, &a4->sin_addr);
-    slen = sizeof *a4;
-  }
-  (void)slen;
   /* SIGINT and SIGTERM wait for the main thread's sigsuspend (the daemon's threads inherit the
    * block): an idle server wakes for nothing. */
   sigset_t block, old;
@@ -398,22 +461,11 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   sigaddset(&block, SIGINT);
   sigaddset(&block, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &block, &old);
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG |
-                   (s.addr.v6 ? MHD_USE_IPv6 : 0);
-  struct MHD_Daemon *d = MHD_start_daemon(
-      flags, (uint16_t)s.addr.port, NULL, NULL, handle, &s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, &s,
-      MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVE_MAX_CONNECTIONS,
-      MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVE_MAX_PER_IP, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-      (size_t)SERVE_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_CONN_TIMEOUT_S, MHD_OPTION_END);
+  struct MHD_Daemon *d = daemon_start(&s);
   if (!d) {
-    rc = gs_fail(GS_EBUSY, "cannot listen on %s:%d (%s)", s.addr.host, s.addr.port,
-                 errno ? strerror(errno) : "libmicrohttpd refused");
+    rc = GS_EBUSY;
     goto done;
   }
-  /* Port 0 asks the kernel for one: the line says which (tests read it). */
-  const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-  if (info && info->port)
-    s.addr.port = (int)info->port;
   printf("gpuscope serve: listening on http://%s%s%s:%d/\n", s.addr.v6 ? "[" : "", s.addr.host, s.addr.v6 ? "]" : "",
          s.addr.port);
   fflush(stdout);
@@ -433,4 +485,60 @@ done:
   s.st->close(s.st);
   pthread_mutex_destroy(&s.mu);
   return rc;
+}
+
+/* ---- one-path endpoints (the agent's /metrics) ---- */
+
+struct serve_endpoint {
+  struct serve s;
+  struct serve_opts o;
+  struct MHD_Daemon *d;
+  char path[64];
+  char index[160];
+};
+
+struct serve_endpoint *serve_endpoint_start(const char *listen, const char *token, const char *path,
+                                            serve_endpoint_fn fn, void *user, int quiet) {
+  struct serve_endpoint *e = calloc(1, sizeof *e);
+  if (!e) {
+    gs_fail(GS_ENOMEM, "out of memory");
+    return NULL;
+  }
+  e->o = (struct serve_opts){.listen = listen, .token = token, .quiet = quiet};
+  e->s.o = &e->o;
+  snprintf(e->path, sizeof e->path, "%s", path);
+  snprintf(e->index, sizeof e->index, "gpuscope: metrics at %s\n", path);
+  e->s.ep_path = e->path;
+  e->s.ep_index = e->index;
+  e->s.ep_fn = fn;
+  e->s.ep_user = user;
+  if (serve_addr_parse(listen, &e->s.addr) || token_setup(&e->s, token))
+    goto fail;
+  /* The daemon's threads take no signal: the caller's loop waits for them. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  e->d = daemon_start(&e->s);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (!e->d)
+    goto fail;
+  return e;
+fail:
+  free(e);
+  return NULL;
+}
+
+int serve_endpoint_port(const struct serve_endpoint *e) {
+  return e ? e->s.addr.port : 0;
+}
+
+const char *serve_endpoint_host(const struct serve_endpoint *e) {
+  return e ? e->s.addr.host : "";
+}
+
+void serve_endpoint_stop(struct serve_endpoint *e) {
+  if (!e)
+    return;
+  MHD_stop_daemon(e->d);
+  free(e);
 }

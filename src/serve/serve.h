@@ -69,6 +69,22 @@ int serve_live_findings_view(const struct runview *v, struct store_finding **out
  * or another GS_E code; each with a message. */
 int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n);
 
+/* A one-path HTTP endpoint on serve's server, with its limits and token rules (loopback without a
+ * token; any other address needs one, sent as "Authorization: Bearer T"): `gpuscope agent`'s and
+ * `gpuscope run --listen`'s /metrics. fn answers GET path: it gets the request's Accept header (or
+ * NULL) and returns 0 with a malloc'd *body (the server frees it) and *mime, or a GS_E code (500).
+ * It runs in the connection's thread, so several at once. "/" answers one line naming path.
+ * Returns the running endpoint, or NULL with a message (GS_EINVAL: bad address or token; GS_EBUSY:
+ * cannot bind). listen as serve_opts.listen ("HOST:0" picks a free port: serve_endpoint_port()). */
+typedef int (*serve_endpoint_fn)(void *user, const char *accept, char **body, size_t *len, const char **mime);
+struct serve_endpoint;
+struct serve_endpoint *serve_endpoint_start(const char *listen, const char *token, const char *path,
+                                            serve_endpoint_fn fn, void *user, int quiet);
+int serve_endpoint_port(const struct serve_endpoint *e);
+const char *serve_endpoint_host(const struct serve_endpoint *e);
+/* Stops the server (waits for the requests in progress). NULL is a no-op. */
+void serve_endpoint_stop(struct serve_endpoint *e);
+
 /* Compares two byte strings in time that depends only on their lengths. 1 when equal. */
 int serve_token_equal(const char *a, size_t alen, const char *b, size_t blen);
 

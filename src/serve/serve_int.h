@@ -59,6 +59,10 @@ struct serve {
   struct serve_cached_summary *summaries;
   size_t nsummaries;
   struct serve_live_list live[SERVE_LIVE_LIST];
+  /* A one-path endpoint (serve_endpoint_start) instead of the API: set, the rest is unused. */
+  serve_endpoint_fn ep_fn;
+  void *ep_user;
+  const char *ep_path, *ep_index;
 };
 
 /* One answer: status, MIME type and a body written through out (an open_memstream). */

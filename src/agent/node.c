@@ -1,0 +1,208 @@
+/* agent/node: `gpuscope agent` — the node mode. No job is launched: the host and NVML collectors
+ * watch the whole node (every GPU and the processes NVML lists on them), once per tick, into a sink
+ * that the Prometheus endpoint (serve/metrics.h) reads. Without --record the sink is emptied every
+ * flush period and nothing is kept; with it, a node run is kept in the store like any run (the
+ * batch is appended from this loop, every flush period, and the doctor's live findings over the
+ * last minute are exported as gpuscope_finding). It ends on SIGINT, SIGTERM or SIGHUP. */
+#include <errno.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/agent_int.h"
+#include "collect/collect.h"
+#include "core/core.h"
+#include "serve/metrics.h"
+#include "serve/serve.h"
+#include "store/store.h"
+
+#define NS_PER_S 1000000000LL
+/* How often a recording node agent asks the doctor about the last minute. */
+#define FINDINGS_EVERY_NS (30 * NS_PER_S)
+
+struct node_col {
+  const struct collector *c;
+  void *ctx;
+};
+
+static void node_run_fill(struct store_run *r, const struct agent_node_opts *o) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%s", o->name && *o->name ? o->name : "node");
+  snprintf(r->command, sizeof r->command, "gpuscope agent");
+  if (!getcwd(r->cwd, sizeof r->cwd))
+    r->cwd[0] = 0;
+  gethostname(r->host, sizeof r->host - 1);
+  struct passwd *pw = getpwuid(getuid());
+  snprintf(r->user, sizeof r->user, "%s", pw ? pw->pw_name : "");
+  r->interval_ns = o->interval_ns;
+  r->agent_pid = getpid();
+  r->exit_code = -1;
+  r->start_wall_ns = gs_wall_ns();
+  r->mono_start_ns = gs_mono_ns();
+}
+
+static void node_flush(struct gs_sink *sink, struct store *st, struct store_run *run, int *failed) {
+  struct gs_batch *b = gs_sink_take(sink);
+  if (!b)
+    return;
+  if (st && st->run_append(st, run, b) && !*failed) {
+    *failed = 1;
+    fprintf(stderr, "gpuscope agent: cannot write to the store (%s); samples are kept and written when it can\n",
+            gs_last_error());
+  }
+  gs_batch_free(b);
+}
+
+int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
+                       int64_t interval_ns, int quiet, struct metrics **out) {
+  struct metrics_opts mo = {.host_label = host_label, .interval_ns = interval_ns};
+  int port = 0;
+  *out = metrics_new(sink, &mo);
+  if (!*out)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  if (metrics_listen(*out, listen, token, &port)) {
+    char why[512];
+    snprintf(why, sizeof why, "--listen: %s", gs_last_error());
+    metrics_free(*out);
+    *out = NULL;
+    return gs_fail(GS_EINVAL, "%s", why);
+  }
+  struct serve_addr a;
+  serve_addr_parse(listen, &a);
+  if (!quiet)
+    fprintf(stderr, "gpuscope: metrics at http://%s%s%s:%d/metrics\n", a.v6 ? "[" : "", a.host, a.v6 ? "]" : "", port);
+  return GS_OK;
+}
+
+int agent_node_run(const struct agent_node_opts *o) {
+  int rc = GS_OK, sfd = -1, failed = 0, begun = 0;
+  char err[256];
+  struct store *st = NULL;
+  struct store_run run;
+  struct node_col cols[4];
+  size_t ncols = 0;
+  struct metrics *m = NULL;
+  struct gs_sink *sink = gs_sink_new();
+  if (!sink)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  sigset_t mask, orig;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);
+  sigprocmask(SIG_BLOCK, &mask, &orig);
+  if ((sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
+    rc = gs_fail(GS_EIO, "signalfd: %s", strerror(errno));
+    goto out;
+  }
+  if (o->record) {
+    if (!(st = store_open(o->store_url))) {
+      rc = GS_ESTORE;
+      goto out;
+    }
+    node_run_fill(&run, o);
+    if (st->run_begin(st, &run)) {
+      rc = GS_ESTORE;
+      goto out;
+    }
+    begun = 1;
+    gs_sink_param(sink, "node", "1");
+  }
+  struct metrics_opts mo = {.host_label = o->host_label, .interval_ns = o->interval_ns};
+  if (!(m = metrics_new(sink, &mo))) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto out;
+  }
+  /* Collectors before the endpoint, so the first scrape already has the GPUs' labels. */
+  struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = 0, .interval_ns = o->interval_ns};
+  const struct collector *want[] = {&collector_host, &collector_nvml};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    err[0] = 0;
+    void *ctx = want[i]->open(&copts, sink, err, sizeof err);
+    if (ctx)
+      cols[ncols++] = (struct node_col){want[i], ctx};
+    else if (err[0]) {
+      gs_sink_note(sink, "%s collector off: %s", want[i]->name, err);
+      if (!o->quiet)
+        fprintf(stderr, "gpuscope agent: %s collector off: %s\n", want[i]->name, err);
+    }
+  }
+  int port = 0;
+  if (metrics_listen(m, o->listen, o->token, &port)) {
+    rc = GS_EINVAL;
+    goto out;
+  }
+  if (!o->quiet || o->print_address) {
+    struct serve_addr a;
+    serve_addr_parse(o->listen ? o->listen : METRICS_DEFAULT_LISTEN, &a);
+    printf("gpuscope agent: metrics at http://%s%s%s:%d/metrics\n", a.v6 ? "[" : "", a.host, a.v6 ? "]" : "", port);
+    fflush(stdout);
+  }
+  int64_t flush_ns = agent_flush_default(o->interval_ns);
+  int64_t next = gs_mono_ns(), next_flush = next + flush_ns,
+          next_findings = next + 2 * flush_ns; /* the first once the store holds two flushes */
+  for (int stop = 0; !stop;) {
+    int64_t now = gs_mono_ns();
+    if (now >= next) {
+      for (size_t i = 0; i < ncols; i++)
+        if (cols[i].ctx && cols[i].c->sample(cols[i].ctx, sink, next) == GS_COLLECT_DISABLE) {
+          gs_sink_note(sink, "%s collector switched off", cols[i].c->name);
+          cols[i].c->close(cols[i].ctx);
+          cols[i].ctx = NULL;
+        }
+      next += o->interval_ns;
+      if (next <= now)
+        next = now + o->interval_ns;
+    }
+    if (now >= next_flush) {
+      node_flush(sink, st, &run, &failed);
+      next_flush = now + flush_ns;
+    }
+    if (st && now >= next_findings) {
+      struct store_finding *f = NULL;
+      size_t n = 0;
+      double window;
+      if (!serve_live_findings(st, run.id, &f, &n, &window))
+        metrics_set_findings(m, f, n);
+      free(f);
+      next_findings = now + FINDINGS_EVERY_NS;
+    }
+    int64_t wait_ns = next - gs_mono_ns();
+    if (wait_ns < 0)
+      wait_ns = 0;
+    struct timespec ts = {.tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S};
+    struct pollfd pf = {.fd = sfd, .events = POLLIN};
+    if (ppoll(&pf, 1, &ts, NULL) > 0 && (pf.revents & POLLIN)) {
+      struct signalfd_siginfo si;
+      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+        stop = 1;
+    }
+  }
+out:
+  metrics_free(m); /* the endpoint first: no scrape reads the sink after this */
+  for (size_t i = 0; i < ncols; i++)
+    if (cols[i].ctx)
+      cols[i].c->close(cols[i].ctx);
+  if (begun) {
+    int64_t end = gs_mono_ns();
+    node_flush(sink, st, &run, &failed);
+    run.end_wall_ns = run.start_wall_ns + (end - run.mono_start_ns);
+    snprintf(run.status, sizeof run.status, "%s", rc ? "failed" : "finished");
+    if (st->run_end(st, &run))
+      fprintf(stderr, "gpuscope agent: cannot close the run: %s\n", gs_last_error());
+    else if (!o->quiet)
+      fprintf(stderr, "gpuscope agent: node run %s kept\n", run.id);
+  }
+  if (st)
+    st->close(st);
+  if (sfd >= 0)
+    close(sfd);
+  sigprocmask(SIG_SETMASK, &orig, NULL);
+  gs_sink_free(sink);
+  return rc;
+}

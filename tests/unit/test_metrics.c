@@ -1,0 +1,152 @@
+/* Unit tests of serve/metrics.c: the exposition of a sink — dcgm-exporter's names, units and labels,
+ * label values escaped per the exposition format, no line for a series never put or gone stale,
+ * OpenMetrics' end marker and counters, the Accept header's choice. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "serve/metrics.h"
+
+#define S 1000000000LL
+
+struct fx {
+  struct gs_sink *sink;
+  struct metrics *m;
+  char *out;
+  size_t len;
+};
+
+static int setup(void **state) {
+  struct fx *f = calloc(1, sizeof *f);
+  f->sink = gs_sink_new();
+  struct metrics_opts o = {.host_label = "hostname", .interval_ns = S};
+  f->m = metrics_new(f->sink, &o);
+  gs_sink_param(f->sink, "gpu.0.uuid", "GPU-abc");
+  gs_sink_param(f->sink, "gpu.0.name", "NVIDIA \"Quoted\" H100");
+  gs_sink_param(f->sink, "gpu.0.pci_bus_id", "00000000:18:00.0");
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  struct fx *f = *state;
+  metrics_free(f->m);
+  gs_sink_free(f->sink);
+  free(f->out);
+  free(f);
+  return 0;
+}
+
+static const char *render(struct fx *f, int om, int64_t now) {
+  free(f->out);
+  f->out = NULL;
+  FILE *mem = open_memstream(&f->out, &f->len);
+  assert_int_equal(metrics_write(f->m, mem, om, now), 0);
+  fclose(mem);
+  return f->out;
+}
+
+static void put(struct fx *f, const char *source, const char *name, const char *labels, double v, int64_t t) {
+  int id = gs_sink_series(f->sink, source, name, labels, "", GS_GAUGE);
+  assert_true(id >= 0);
+  gs_sink_put(f->sink, id, t, v);
+}
+
+static void test_dcgm_names_units_and_labels(void **state) {
+  struct fx *f = *state;
+  put(f, "nvml", "gpu.mem_used_bytes", "gpu=0", 2.0 * 1024 * 1024 * 1024, 10 * S);
+  put(f, "nvml", "gpu.sm_active_pct", "gpu=0", 80, 10 * S);
+  put(f, "nvml", "gpu.energy_j", "gpu=0", 12.5, 10 * S);
+  const char *t = render(f, 0, 10 * S);
+  assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-abc\",pci_bus_id=\"00000000:18:00.0\","
+                            "device=\"nvidia0\",modelName=\"NVIDIA \\\"Quoted\\\" H100\""));
+  assert_non_null(strstr(t, "} 2048\n"));                /* MiB */
+  assert_non_null(strstr(t, "DCGM_FI_PROF_SM_ACTIVE{")); /* a ratio */
+  assert_non_null(strstr(t, "} 0.8\n"));
+  assert_non_null(strstr(t, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
+  assert_non_null(strstr(t, "} 12500\n")); /* mJ */
+}
+
+static void test_label_values_are_escaped(void **state) {
+  struct fx *f = *state;
+  put(f, "proctree", "proc.rss_bytes", "pid=7,comm=a\"b\\c\nd", 4096, 10 * S);
+  const char *t = render(f, 0, 10 * S);
+  assert_non_null(strstr(t, "gpuscope_proc_rss_bytes{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 4096\n"));
+}
+
+static void test_a_series_never_put_has_no_line(void **state) {
+  struct fx *f = *state;
+  assert_true(gs_sink_series(f->sink, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE) >= 0);
+  put(f, "nvml", "gpu.temp_c", "gpu=0", 60, 10 * S);
+  const char *t = render(f, 0, 10 * S);
+  assert_null(strstr(t, "DCGM_FI_DEV_GPU_UTIL"));
+  assert_non_null(strstr(t, "DCGM_FI_DEV_GPU_TEMP{"));
+}
+
+static void test_a_stale_series_has_no_line(void **state) {
+  struct fx *f = *state;
+  put(f, "nvml", "gpu.proc_mem_bytes", "gpu=0,pid=42", 1e9, 10 * S);
+  assert_non_null(strstr(render(f, 0, 11 * S), "gpuscope_gpu_proc_mem_bytes{gpu=\"0\",pid=\"42\"}"));
+  assert_null(strstr(render(f, 0, 60 * S), "gpuscope_gpu_proc_mem_bytes"));
+}
+
+static void test_step_phases_as_shares(void **state) {
+  struct fx *f = *state;
+  put(f, "client", "step.data_s", "", 0.25, 10 * S);
+  put(f, "client", "step.total_s", "", 1.0, 10 * S);
+  put(f, "client", "step.samples", "", 64, 10 * S);
+  const char *t = render(f, 0, 10 * S);
+  assert_non_null(strstr(t, "gpuscope_step_data_wait_ratio 0.25\n"));
+  assert_non_null(strstr(t, "gpuscope_samples_per_second 64\n"));
+  assert_null(strstr(t, "gpuscope_step_h2d_ratio")); /* not reported: no line */
+}
+
+static void test_openmetrics_ends_and_keeps_dcgm_counter_names(void **state) {
+  struct fx *f = *state;
+  put(f, "nvml", "gpu.energy_j", "gpu=0", 1, 10 * S);
+  const char *t = render(f, 1, 10 * S);
+  assert_non_null(strstr(t, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION unknown\n"));
+  size_t n = strlen(t);
+  assert_true(n > 6 && !strcmp(t + n - 6, "# EOF\n"));
+}
+
+static void test_findings_by_rule(void **state) {
+  struct fx *f = *state;
+  struct store_finding fd = {.rule = "input_bound", .severity = "high", .speedup = 1.8};
+  metrics_set_findings(f->m, &fd, 1);
+  assert_non_null(strstr(render(f, 0, 10 * S), "gpuscope_finding{rule=\"input_bound\",severity=\"high\"} 1.8\n"));
+}
+
+static void test_an_empty_sink_renders_nothing(void **state) {
+  struct fx *f = *state;
+  assert_string_equal(render(f, 0, 10 * S), "");
+  assert_string_equal(render(f, 1, 10 * S), "# EOF\n");
+}
+
+static void test_accept_header_choice(void **state) {
+  (void)state;
+  assert_false(metrics_wants_openmetrics(NULL));
+  assert_false(metrics_wants_openmetrics("text/plain;version=0.0.4"));
+  assert_true(metrics_wants_openmetrics("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"));
+  assert_false(metrics_wants_openmetrics("text/plain,application/openmetrics-text;q=0.1"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_dcgm_names_units_and_labels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_label_values_are_escaped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_series_never_put_has_no_line, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_stale_series_has_no_line, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_step_phases_as_shares, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_openmetrics_ends_and_keeps_dcgm_counter_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_findings_by_rule, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_an_empty_sink_renders_nothing, setup, teardown),
+      cmocka_unit_test(test_accept_header_choice),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
