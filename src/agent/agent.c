@@ -27,7 +27,6 @@
 #include "serve/metrics.h"
 #include "store/store.h"
 
-#define LIVE_NS 1000000000LL
 /* The writer commits early when this many points wait, whatever --flush says (bounds memory). */
 #define FLUSH_EARLY_POINTS 65536
 
@@ -61,10 +60,10 @@ static void *writer_main(void *arg) {
   while (!w->stop) {
     struct timespec until;
     clock_gettime(CLOCK_MONOTONIC, &until);
-    until.tv_sec += w->flush_ns / 1000000000LL;
-    until.tv_nsec += w->flush_ns % 1000000000LL;
-    if (until.tv_nsec >= 1000000000L)
-      until.tv_sec++, until.tv_nsec -= 1000000000L;
+    until.tv_sec += w->flush_ns / GS_NS_PER_S;
+    until.tv_nsec += w->flush_ns % GS_NS_PER_S;
+    if (until.tv_nsec >= GS_NS_PER_S)
+      until.tv_sec++, until.tv_nsec -= GS_NS_PER_S;
     while (!w->stop && !w->kicked && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0)
       ; /* woken without cause: wait on */
     if (w->stop)
@@ -346,7 +345,7 @@ static int attach_end(struct gs_sink *s, int *job_status, const char *how) {
 
 int64_t agent_flush_default(int64_t interval_ns) {
   int64_t f = 10 * interval_ns;
-  return f < 1000000000LL ? 1000000000LL : f > 10000000000LL ? 10000000000LL : f;
+  return f < GS_NS_PER_S ? GS_NS_PER_S : f > 10 * GS_NS_PER_S ? 10 * GS_NS_PER_S : f;
 }
 
 /* Everything one run holds, so setup, loop and finish can be read apart. */
@@ -377,11 +376,11 @@ struct agent {
  * collector samples from its own thread, so nothing else stalls). Say so on the run — a note and
  * the param nvml.data_stopped_at_s that the report reads — rather than let a report judge a run
  * on GPU data that ended early without a word. */
-#define GPU_STALL_MIN_NS (5 * LIVE_NS)
+#define GPU_STALL_MIN_NS (5 * GS_NS_PER_S)
 #define GPU_STALL_TICKS 10
 
 static void watch_gpu(struct agent *a, int64_t now) {
-  if (!a->nvml_open || now - a->last_watch < LIVE_NS)
+  if (!a->nvml_open || now - a->last_watch < GS_NS_PER_S)
     return;
   a->last_watch = now;
   int64_t last = gs_sink_source_last_t(a->sink, "nvml");
@@ -393,7 +392,7 @@ static void watch_gpu(struct agent *a, int64_t now) {
   char at[32];
   if (!a->gpu_stalled_at && now - last > limit) {
     a->gpu_stalled_at = last;
-    snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / 1e9);
+    snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / GS_NS_PER_S);
     gs_sink_note(a->sink,
                  "nvml: no GPU data after %s s of the run: a driver call has not returned (or no GPU answers); "
                  "GPU figures after that are missing",
@@ -404,7 +403,7 @@ static void watch_gpu(struct agent *a, int64_t now) {
       fprintf(stderr, "%sgpuscope: no GPU data since %s s into the run (a driver call has not returned)\n",
               isatty(2) ? "\r\033[K" : "", at);
   } else if (a->gpu_stalled_at && last > a->gpu_stalled_at) {
-    snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / 1e9);
+    snprintf(at, sizeof at, "%.1f", (double)(last - a->run.mono_start_ns) / GS_NS_PER_S);
     gs_sink_note(a->sink, "nvml: GPU data back at %s s of the run", at);
     gs_sink_param(a->sink, "nvml.data_resumed_at_s", at);
     a->gpu_stalled_at = 0;
@@ -548,7 +547,7 @@ static void agent_loop(struct agent *a) {
         }
       writer_kick(&a->w);
       watch_gpu(a, now);
-      if (live.on && now - last_live >= LIVE_NS) {
+      if (live.on && now - last_live >= GS_NS_PER_S) {
         live_print(&live, sink, now);
         last_live = now;
       }
@@ -565,7 +564,7 @@ static void agent_loop(struct agent *a) {
     int64_t wait_ns = next - gs_mono_ns();
     if (wait_ns < 0)
       wait_ns = 0;
-    struct timespec ts = {.tv_sec = wait_ns / 1000000000LL, .tv_nsec = wait_ns % 1000000000LL};
+    struct timespec ts = {.tv_sec = wait_ns / GS_NS_PER_S, .tv_nsec = wait_ns % GS_NS_PER_S};
     struct pollfd pf[3] = {{.fd = a->sig.fd, .events = POLLIN},
                            {.fd = a->in ? ingest_fd(a->in) : -1, .events = POLLIN},
                            {.fd = a->job_done ? -1 : a->target.pidfd, .events = POLLIN}};

@@ -21,9 +21,8 @@
 #include "serve/serve.h"
 #include "store/store.h"
 
-#define NS_PER_S 1000000000LL
 /* How often a recording node agent asks the doctor about the last minute. */
-#define FINDINGS_EVERY_NS (30 * NS_PER_S)
+#define FINDINGS_EVERY_NS (30 * GS_NS_PER_S)
 
 struct node_col {
   const struct collector *c;
@@ -175,7 +174,7 @@ int agent_node_run(const struct agent_node_opts *o) {
     int64_t wait_ns = next - gs_mono_ns();
     if (wait_ns < 0)
       wait_ns = 0;
-    struct timespec ts = {.tv_sec = wait_ns / NS_PER_S, .tv_nsec = wait_ns % NS_PER_S};
+    struct timespec ts = {.tv_sec = wait_ns / GS_NS_PER_S, .tv_nsec = wait_ns % GS_NS_PER_S};
     struct pollfd pf = {.fd = sfd, .events = POLLIN};
     if (ppoll(&pf, 1, &ts, NULL) > 0 && (pf.revents & POLLIN)) {
       struct signalfd_siginfo si;

@@ -76,7 +76,7 @@ int cmd_agent(int argc, char **argv) {
                                            {"quiet", no_argument, 0, 'q'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
-  struct agent_node_opts o = {.interval_ns = 1000000000LL, .host_label = "hostname", .root = "/", .print_address = 1};
+  struct agent_node_opts o = {.interval_ns = GS_NS_PER_S, .host_label = "hostname", .root = "/", .print_address = 1};
   int rc = cli_parse_opts(argc, argv, longopts, USAGE, agent_opt, &o);
   if (rc >= 0)
     return rc;

@@ -118,7 +118,7 @@ static void json_series_open(const struct store_series *s, int first) {
 }
 
 static void fmt_time(int64_t wall_ns, char *buf, size_t n) {
-  time_t t = (time_t)(wall_ns / 1000000000LL);
+  time_t t = (time_t)(wall_ns / GS_NS_PER_S);
   struct tm tm;
   localtime_r(&t, &tm);
   strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);

@@ -31,7 +31,7 @@ static int top_opt(int c, const char *arg, void *user) {
   case 'r':
     if (gs_parse_duration(arg, &a->o.refresh_ns))
       return cli_error(GS_EXIT_USAGE, "--refresh: %s", gs_last_error());
-    if (a->o.refresh_ns < 200000000LL || a->o.refresh_ns > 60000000000LL)
+    if (a->o.refresh_ns < 200000000LL || a->o.refresh_ns > 60 * GS_NS_PER_S)
       return cli_error(GS_EXIT_USAGE, "--refresh %s is outside 200ms..60s", arg);
     return -1;
   case 's':
@@ -46,7 +46,7 @@ int cmd_top(int argc, char **argv) {
                                            {"store", required_argument, 0, 's'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
-  struct top_args a = {.o = {.refresh_ns = 1000000000LL, .self_exe = "/proc/self/exe"}};
+  struct top_args a = {.o = {.refresh_ns = GS_NS_PER_S, .self_exe = "/proc/self/exe"}};
   /* Options stop at "--": what follows is the job's command line, never top's options. */
   int dash = argc;
   for (int i = 1; i < argc; i++)

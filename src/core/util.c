@@ -24,7 +24,7 @@ int gs_fail(int code, const char *fmt, ...) {
 static int64_t clock_ns(clockid_t id) {
   struct timespec ts;
   clock_gettime(id, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  return (int64_t)ts.tv_sec * GS_NS_PER_S + ts.tv_nsec;
 }
 
 int64_t gs_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }

@@ -385,7 +385,7 @@ const char *rp_gpus(const struct report_run *r, char *buf, size_t n) {
 }
 
 const char *rp_when(int64_t wall_ns, char *buf, size_t n) {
-  time_t t = (time_t)(wall_ns / 1000000000LL);
+  time_t t = (time_t)(wall_ns / GS_NS_PER_S);
   struct tm tm;
   if (wall_ns <= 0 || !localtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm))
     snprintf(buf, n, "—");

@@ -16,7 +16,7 @@
 enum { SPARK_POINTS = 40 };
 
 double serve_sec(int64_t ns) {
-  return (double)ns / 1e9;
+  return (double)ns / GS_NS_PER_S;
 }
 
 void serve_json_key(FILE *out, const char *key) {
@@ -320,7 +320,7 @@ static void spark(const struct runview *v, double *out) {
 static void jwall(FILE *out, const char *key, int64_t ns) {
   serve_json_key(out, key);
   if (ns > 0)
-    fprintf(out, "%.3f,", (double)ns / 1e9);
+    fprintf(out, "%.3f,", (double)ns / GS_NS_PER_S);
   else
     fputs("null,", out);
 }
@@ -382,7 +382,7 @@ static void summary_members(FILE *out, const struct runview *v, const struct sto
 static double mono_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  return (double)ts.tv_sec + (double)ts.tv_nsec / GS_NS_PER_S;
 }
 
 /* A running run's live findings for its row (the doctor over the run so far), kept for
@@ -645,7 +645,7 @@ static int64_t sec_to_ns(double s) {
     return INT64_MAX;
   if (s < -9e9)
     return INT64_MIN;
-  return (int64_t)llround(s * 1e9);
+  return (int64_t)llround(s * GS_NS_PER_S);
 }
 
 static void api_series(struct serve *s, const char *ref, const struct serve_args *a, struct serve_reply *r) {
@@ -760,7 +760,7 @@ int serve_live_findings_view(const struct runview *v, struct store_finding **out
   *window_s = NAN;
   if (strcmp(v->run.status, "running"))
     return doctor_diagnose_view(v, INT64_MIN, INT64_MAX, out, n);
-  int64_t end = v->duration_ns, from = end - (int64_t)SERVE_LIVE_WINDOW_S * 1000000000LL;
+  int64_t end = v->duration_ns, from = end - (int64_t)SERVE_LIVE_WINDOW_S * GS_NS_PER_S;
   if (from < 0)
     from = 0;
   if (end > 0)

@@ -35,7 +35,7 @@ struct serve_live {
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+  return (double)ts.tv_sec + (double)ts.tv_nsec / GS_NS_PER_S;
 }
 
 struct serve_live *serve_live_new(struct serve *s, const char *run_id, int64_t since_ns) {

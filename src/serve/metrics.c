@@ -14,12 +14,11 @@
 #include "serve/serve.h"
 
 #define MIB (1024.0 * 1024.0)
-#define NS_PER_S 1000000000LL
 
 /* A series not put for this long has no line (an exited process, a GPU that stopped answering). */
 static int64_t stale_ns(int64_t interval_ns) {
   int64_t s = 5 * interval_ns;
-  return s < 10 * NS_PER_S ? 10 * NS_PER_S : s;
+  return s < 10 * GS_NS_PER_S ? 10 * GS_NS_PER_S : s;
 }
 
 /* dcgm-exporter's name for each of gpuscope's NVML series. The PCIe fields come from GPM where the
@@ -118,7 +117,7 @@ struct metrics *metrics_new(struct gs_sink *sink, const struct metrics_opts *o) 
   if (!m->o.host_label || !*m->o.host_label)
     m->o.host_label = "hostname";
   if (m->o.interval_ns <= 0)
-    m->o.interval_ns = NS_PER_S;
+    m->o.interval_ns = GS_NS_PER_S;
   if (gethostname(m->host, sizeof m->host - 1))
     m->host[0] = 0;
   m->cache_tick[0] = m->cache_tick[1] = -1;

@@ -188,7 +188,7 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
   } else {
     /* The coarsest rollup that still gives each point a few buckets, among those whose whole series
      * (rollups_read returns it all) stays small enough to read; else the finest such. */
-    static const int64_t resolutions[] = {1000000000LL, 10000000000LL, 60000000000LL};
+    static const int64_t resolutions[] = {GS_NS_PER_S, 10 * GS_NS_PER_S, 60 * GS_NS_PER_S};
     static const char *const names[] = {"1s", "10s", "60s"};
     int k = -1;
     for (int i = 2; i >= 0 && k < 0; i--)

@@ -245,7 +245,7 @@ static enum MHD_Result live_stream(struct serve *s, struct MHD_Connection *c, co
     double v = strtod(since, &end);
     if (*end || end == since || !(v >= 0 && v < 1e9))
       return queue_json_error(c, MHD_HTTP_BAD_REQUEST, "since: seconds since the run's start");
-    since_ns = (int64_t)(v * 1e9);
+    since_ns = (int64_t)(v * GS_NS_PER_S);
   }
   struct serve_live *l = serve_live_new(s, run.id, since_ns);
   if (!l)

@@ -6,7 +6,7 @@
 
 #include "store/store_backend.h"
 
-const int64_t STORE_ROLLUP_RES[STORE_N_ROLLUP_RES] = {1000000000LL, 10000000000LL, 60000000000LL};
+const int64_t STORE_ROLLUP_RES[STORE_N_ROLLUP_RES] = {GS_NS_PER_S, 10 * GS_NS_PER_S, 60 * GS_NS_PER_S};
 
 static int grow(struct rollup_acc *a) {
   size_t c = a->cap ? a->cap * 2 : 64;
