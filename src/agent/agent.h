@@ -1,8 +1,8 @@
 /* agent: the run loop behind `gpuscope run`. It launches the job, opens every collector, wakes once
  * per tick to sample them all, drains the client socket, hands batches to a writer thread that
- * appends them to the store every flush period (see agent_flush_default), forwards signals to the job, and closes the run
- * with the job's status. The job never waits on the agent: it is a separate process, and the agent
- * only reads procfs, the driver and a non-blocking socket. */
+ * appends them to the store every flush period (see agent_flush_default), forwards signals to the job, and closes the
+ * run with the job's status. The job never waits on the agent: it is a separate process, and the agent only reads
+ * procfs, the driver and a non-blocking socket. */
 #ifndef GS_AGENT_H
 #define GS_AGENT_H
 
@@ -11,20 +11,20 @@
 #include <sys/types.h>
 
 struct agent_opts {
-  char *const *argv;     /* the job: argv[0] is looked up on PATH (unused when attach_pid > 0) */
-  pid_t attach_pid;      /* > 0: watch this running process and its descendants, launch nothing */
-  const char *name;      /* run name ("" = none) */
-  const char *tags;      /* "k=v,k2=v2" */
-  int64_t interval_ns;   /* sampling interval */
-  int64_t flush_ns;      /* how often the writer commits; 0 = agent_flush_default(interval_ns) */
-  const char *store_url; /* where the run is kept */
-  const char *root;      /* procfs root ("/") */
-  int quiet;             /* no live line, no summary */
-  int wait_tree;         /* after the job exits, wait for its descendants too */
-  const char *group;     /* run group (NULL = none): the runs of one `gpuscope tune` */
-  long stop_after_steps; /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
-  const char *listen;    /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
-  const char *token;     /* for listen: required off loopback */
+  char *const *argv;      /* the job: argv[0] is looked up on PATH (unused when attach_pid > 0) */
+  pid_t attach_pid;       /* > 0: watch this running process and its descendants, launch nothing */
+  const char *name;       /* run name ("" = none) */
+  const char *tags;       /* "k=v,k2=v2" */
+  int64_t interval_ns;    /* sampling interval */
+  int64_t flush_ns;       /* how often the writer commits; 0 = agent_flush_default(interval_ns) */
+  const char *store_url;  /* where the run is kept */
+  const char *root;       /* procfs root ("/") */
+  int quiet;              /* no live line, no summary */
+  int wait_tree;          /* after the job exits, wait for its descendants too */
+  const char *group;      /* run group (NULL = none): the runs of one `gpuscope tune` */
+  long stop_after_steps;  /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
+  const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
+  const char *token;      /* for listen: required off loopback */
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
 };
 

@@ -41,8 +41,8 @@ int cli_parse_opts(int argc, char **argv, const struct option *longopts, const c
                    int (*on_opt)(int opt, const char *arg, void *user), void *user);
 /* The same with short options besides -h: shortopts is letters of short options without a value
  * ("q"), after a "+" when options stop at the first operand (a command to run keeps its own). */
-int cli_parse_opts_short(int argc, char **argv, const char *shortopts, const struct option *longopts,
-                         const char *usage, int (*on_opt)(int opt, const char *arg, void *user), void *user);
+int cli_parse_opts_short(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *usage,
+                         int (*on_opt)(int opt, const char *arg, void *user), void *user);
 
 /* Opens the store named by url (NULL: the default) in mode; on failure prints the reason (exit code
  * GS_EXIT_STORE) and returns NULL. */

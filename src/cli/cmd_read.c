@@ -251,7 +251,8 @@ static int show_events(struct store *st, const struct store_run *run, const stru
   int first = 1;
   for (size_t i = 0; i < n; i++) {
     struct store_event *e = &ev[i];
-    if (e->t < o->from || e->t > o->to || (o->metric && fnmatch(o->metric, e->kind, 0) && fnmatch(o->metric, e->name, 0)))
+    if (e->t < o->from || e->t > o->to ||
+        (o->metric && fnmatch(o->metric, e->kind, 0) && fnmatch(o->metric, e->name, 0)))
       continue;
     if (o->csv) {
       printf("%.6f,", (double)e->t / GS_NS_PER_S);

@@ -135,13 +135,13 @@ static int on_opt(int opt, const char *arg, void *user) {
 
 int cmd_tune(int argc, char **argv) {
   static const struct option longopts[] = {
-      {"param", required_argument, 0, 'p'},     {"steps", required_argument, 0, 'S'},
-      {"warmup", required_argument, 0, 'W'},    {"seconds", required_argument, 0, 'T'},
-      {"strategy", required_argument, 0, 'g'},  {"metric", required_argument, 0, 'm'},
-      {"budget", required_argument, 0, 'b'},    {"mem-limit", required_argument, 0, 'M'},
-      {"name", required_argument, 0, 'n'},      {"interval", required_argument, 0, 'i'},
-      {"json", no_argument, 0, 'j'},            {"store", required_argument, 0, 's'},
-      {"help", no_argument, 0, 'h'},            {0, 0, 0, 0}};
+      {"param", required_argument, 0, 'p'},    {"steps", required_argument, 0, 'S'},
+      {"warmup", required_argument, 0, 'W'},   {"seconds", required_argument, 0, 'T'},
+      {"strategy", required_argument, 0, 'g'}, {"metric", required_argument, 0, 'm'},
+      {"budget", required_argument, 0, 'b'},   {"mem-limit", required_argument, 0, 'M'},
+      {"name", required_argument, 0, 'n'},     {"interval", required_argument, 0, 'i'},
+      {"json", no_argument, 0, 'j'},           {"store", required_argument, 0, 's'},
+      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
   struct tune_cli c = {.o = {.steps = 50, .warmup = 10, .interval_ns = 100000000LL, .progress = stderr}};
   /* Stop at the first operand: the command's own options belong to it. */
   char **args = calloc((size_t)argc + 2, sizeof *args);

@@ -52,8 +52,8 @@ int cli_error(int code, const char *fmt, ...) {
   return code;
 }
 
-int cli_parse_opts_short(int argc, char **argv, const char *shortopts, const struct option *longopts,
-                         const char *usage, int (*on_opt)(int opt, const char *arg, void *user), void *user) {
+int cli_parse_opts_short(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *usage,
+                         int (*on_opt)(int opt, const char *arg, void *user), void *user) {
   char optstring[32];
   int in_order = shortopts[0] == '+';
   snprintf(optstring, sizeof optstring, "%s:h%s", in_order ? "+" : "", shortopts + in_order);
@@ -95,7 +95,9 @@ struct store *cli_open_store_mode(const char *url, enum store_mode mode) {
   return st;
 }
 
-struct store *cli_open_store(const char *url) { return cli_open_store_mode(url, STORE_READ); }
+struct store *cli_open_store(const char *url) {
+  return cli_open_store_mode(url, STORE_READ);
+}
 
 int cli_get_run(struct store *st, const char *ref, struct store_run *run) {
   int rc = st->run_get(st, ref, run);

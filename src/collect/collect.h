@@ -14,16 +14,16 @@
 enum { GS_COLLECT_OK = 0, GS_COLLECT_RETRY = 1, GS_COLLECT_DISABLE = 2 };
 
 struct collector_opts {
-  const char *root;      /* prefix for every procfs/sysfs path ("/" normally; tests use fixtures) */
-  pid_t pid;             /* the job's root process (0: none, host only) */
-  int64_t interval_ns;   /* the sampling interval */
-  const char *nvml_lib;  /* path of libnvidia-ml.so.1 to load (NULL: GPUSCOPE_NVML_LIB or default) */
-  int subreaper;         /* the agent is the job's parent and a child subreaper: its orphans count */
+  const char *root;     /* prefix for every procfs/sysfs path ("/" normally; tests use fixtures) */
+  pid_t pid;            /* the job's root process (0: none, host only) */
+  int64_t interval_ns;  /* the sampling interval */
+  const char *nvml_lib; /* path of libnvidia-ml.so.1 to load (NULL: GPUSCOPE_NVML_LIB or default) */
+  int subreaper;        /* the agent is the job's parent and a child subreaper: its orphans count */
 };
 
 struct collector {
-  int version; /* 1 */
-  const char *name; /* "host", "proctree", "nvml" */
+  int version;                          /* 1 */
+  const char *name;                     /* "host", "proctree", "nvml" */
   const struct gs_metric_desc *metrics; /* static description of what it emits */
   size_t n_metrics;
   /* Opens the collector. Returns its context, or NULL when the source is absent or unusable, with
@@ -73,7 +73,7 @@ struct nvml_devices {
   struct nvml_device {
     struct nvml_facts facts; /* what was read before the device failed, when lost */
     int lost;                /* no handle, or the device was lost while its facts were read */
-  } *dev;                    /* n of them, by NVML index */
+  } * dev;                   /* n of them, by NVML index */
 };
 
 /* Loads NVML (lib: as collector_opts.nvml_lib), reads the driver version and each GPU's facts into

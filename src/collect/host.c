@@ -111,7 +111,8 @@ static void read_proc_stat(struct host *h, struct gs_sink *s, int64_t now, doubl
   (void)dt;
   if (reread(h->fd_stat, h->buf, BUF) <= 0)
     return;
-  for (const char *line = h->buf; line && !strncmp(line, "cpu", 3); line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
+  for (const char *line = h->buf; line && !strncmp(line, "cpu", 3);
+       line = strchr(line, '\n'), line = line ? line + 1 : NULL) {
     const char *p = line + 3;
     int idx = 0;
     if (isdigit((unsigned char)*p)) {
@@ -119,8 +120,8 @@ static void read_proc_stat(struct host *h, struct gs_sink *s, int64_t now, doubl
       if (idx > MAX_CPUS)
         continue;
     }
-    uint64_t user = next_u64(&p), nice = next_u64(&p), sys = next_u64(&p), idle = next_u64(&p),
-             iow = next_u64(&p), irq = next_u64(&p), sirq = next_u64(&p), steal = next_u64(&p);
+    uint64_t user = next_u64(&p), nice = next_u64(&p), sys = next_u64(&p), idle = next_u64(&p), iow = next_u64(&p),
+             irq = next_u64(&p), sirq = next_u64(&p), steal = next_u64(&p);
     struct cpu_prev *c = &h->cpu[idx], cur = *c;
     cur.user = user + nice;
     cur.system = sys + irq + sirq;
@@ -144,7 +145,8 @@ static void read_proc_stat(struct host *h, struct gs_sink *s, int64_t now, doubl
         h->ncpu = idx;
     } else if (h->primed && cur.total > c->total) {
       double d = (double)(cur.total - c->total);
-      gs_sink_put(s, cur.sid[0], now, 100.0 * (d - (double)(cur.idle - c->idle) - (double)(cur.iowait - c->iowait)) / d);
+      gs_sink_put(s, cur.sid[0], now,
+                  100.0 * (d - (double)(cur.idle - c->idle) - (double)(cur.iowait - c->iowait)) / d);
       gs_sink_put(s, cur.sid[1], now, 100.0 * (double)(cur.user - c->user) / d);
       gs_sink_put(s, cur.sid[2], now, 100.0 * (double)(cur.system - c->system) / d);
       gs_sink_put(s, cur.sid[3], now, 100.0 * (double)(cur.iowait - c->iowait) / d);
@@ -524,7 +526,7 @@ static void *host_open(const struct collector_opts *o, struct gs_sink *s, char *
   h->sid_load[0] = series(s, "host.load1", "", "count");
   h->sid_load[1] = series(s, "host.load5", "", "count");
   h->sid_load[2] = series(s, "host.load15", "", "count");
-  static const char *mem[] = {"host.mem.total_bytes", "host.mem.used_bytes", "host.mem.available_bytes",
+  static const char *mem[] = {"host.mem.total_bytes",  "host.mem.used_bytes",  "host.mem.available_bytes",
                               "host.mem.cached_bytes", "host.swap.used_bytes", "host.swap.total_bytes"};
   for (int i = 0; i < 6; i++)
     h->sid_mem[i] = series(s, mem[i], "", "B");
@@ -552,8 +554,7 @@ static void host_summary(void *ctx, FILE *out) {
   fprintf(out, "host: %d CPUs", h->ncpu);
   if (h->cg_cores > 0)
     fprintf(out, " (cgroup quota %.1f cores)", h->cg_cores);
-  fprintf(out, ", %d disks, %d network interfaces%s\n", h->ndisk, h->nnet,
-          h->fd_psi[0] >= 0 ? ", PSI on" : "");
+  fprintf(out, ", %d disks, %d network interfaces%s\n", h->ndisk, h->nnet, h->fd_psi[0] >= 0 ? ", PSI on" : "");
 }
 
 const struct collector collector_host = {

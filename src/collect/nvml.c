@@ -28,8 +28,8 @@
 #define NS_PER_MS 1000000LL
 #define GPM_MIN_GAP_NS (100 * NS_PER_MS) /* NVML wants GPM samples at least 100 ms apart */
 #define GPM_MAX_WAIT_NS (5 * NS_PER_MS)  /* a gap this much short is waited out, not skipped */
-#define CLOSE_WAIT_NS (2 * GS_NS_PER_S)     /* how long close() waits for a thread inside the driver */
-#define PCIE_PERIOD_NS GS_NS_PER_S          /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
+#define CLOSE_WAIT_NS (2 * GS_NS_PER_S)  /* how long close() waits for a thread inside the driver */
+#define PCIE_PERIOD_NS GS_NS_PER_S       /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
 
 enum metric {
   M_UTIL,
@@ -240,10 +240,10 @@ struct nvml_ctx {
   unsigned n_gpus;
   struct gpu *gpus;
   atomic_int n_lost;
-  int64_t tick_ns;       /* scheduled time of the tick being sampled (thread-owned) */
+  int64_t tick_ns;                /* scheduled time of the tick being sampled (thread-owned) */
   unsigned long long ticks, late; /* ticks sampled, readings stamped late (thread-owned; read after join) */
-  atomic_llong phase_ns; /* the run loop's first tick time, from sample(): the grid to follow */
-  int phased;            /* sample() has handed it over (run-loop thread only) */
+  atomic_llong phase_ns;          /* the run loop's first tick time, from sample(): the grid to follow */
+  int phased;                     /* sample() has handed it over (run-loop thread only) */
 
   /* the sampling thread; mu guards stop/exited/detached and every write into the sink */
   pthread_t thread;
@@ -925,8 +925,8 @@ static void gpu_record_facts(struct nvml_ctx *c, unsigned index, const struct nv
   if (f->mig_current >= 0) {
     snprintf(v, sizeof v, "%s%s", f->mig_current ? "enabled" : "disabled",
              f->mig_pending == f->mig_current ? ""
-             : f->mig_pending                ? " (pending enable)"
-                                            : " (pending disable)");
+             : f->mig_pending                 ? " (pending enable)"
+                                              : " (pending disable)");
     param(c->sink, index, "mig_mode", v);
   }
 }

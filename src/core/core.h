@@ -108,12 +108,12 @@ struct gs_point {
 };
 
 struct gs_event {
-  int64_t t_ns;      /* monotonic, absolute */
-  char *kind;        /* "throttle_start", "mark", "gpu_lost", "proc_exit", ... */
-  char *name;        /* "epoch", reason names, ... (may be "") */
-  double value;      /* NAN when none */
-  char *labels;      /* "gpu=0" (may be "") */
-  char *text;        /* free text (may be "") */
+  int64_t t_ns; /* monotonic, absolute */
+  char *kind;   /* "throttle_start", "mark", "gpu_lost", "proc_exit", ... */
+  char *name;   /* "epoch", reason names, ... (may be "") */
+  double value; /* NAN when none */
+  char *labels; /* "gpu=0" (may be "") */
+  char *text;   /* free text (may be "") */
 };
 
 struct gs_kv {
@@ -144,8 +144,8 @@ void gs_sink_free(struct gs_sink *s);
 
 /* Registers (or finds) a series and returns its id (>= 0, stable for the sink's life), or a negative
  * GS_E code. labels is a comma-separated "k=v,k2=v2" string or NULL/"". Thread-safe. */
-int gs_sink_series(struct gs_sink *s, const char *source, const char *name, const char *labels,
-                   const char *unit, enum gs_kind kind);
+int gs_sink_series(struct gs_sink *s, const char *source, const char *name, const char *labels, const char *unit,
+                   enum gs_kind kind);
 
 /* Adds one value. Non-finite values are dropped (missing is not zero). Thread-safe, cheap. */
 void gs_sink_put(struct gs_sink *s, int series, int64_t t_ns, double v);

@@ -26,7 +26,9 @@ struct gs_sink {
   size_t n_params, cap_params;
 };
 
-static char *dupz(const char *s) { return strdup(s ? s : ""); }
+static char *dupz(const char *s) {
+  return strdup(s ? s : "");
+}
 
 static uint64_t hash_str(const char *s) {
   uint64_t h = 1469598103934665603ULL; /* FNV-1a */
@@ -47,8 +49,7 @@ static void *grow(void *p, size_t *cap, size_t need, size_t elem) {
   return q;
 }
 
-#define PUSH(arr, n, cap)                                                                                 \
-  ((arr) = grow((arr), &(cap), (n) + 1, sizeof *(arr)), (arr) != NULL)
+#define PUSH(arr, n, cap) ((arr) = grow((arr), &(cap), (n) + 1, sizeof *(arr)), (arr) != NULL)
 
 struct gs_sink *gs_sink_new(void) {
   struct gs_sink *s = calloc(1, sizeof *s);
@@ -126,8 +127,8 @@ int gs_sink_find(struct gs_sink *s, const char *source, const char *name, const 
   return id;
 }
 
-int gs_sink_series(struct gs_sink *s, const char *source, const char *name, const char *labels,
-                   const char *unit, enum gs_kind kind) {
+int gs_sink_series(struct gs_sink *s, const char *source, const char *name, const char *labels, const char *unit,
+                   enum gs_kind kind) {
   char key[768];
   size_t slot;
   if (!name || !*name)
@@ -148,8 +149,12 @@ int gs_sink_series(struct gs_sink *s, const char *source, const char *name, cons
     goto out;
   char *k = strdup(key);
   struct gs_series_def *d = &b->series[b->n_series];
-  *d = (struct gs_series_def){.id = (int)s->n_series, .source = dupz(source), .name = dupz(name),
-                              .labels = dupz(labels), .unit = dupz(unit), .kind = kind};
+  *d = (struct gs_series_def){.id = (int)s->n_series,
+                              .source = dupz(source),
+                              .name = dupz(name),
+                              .labels = dupz(labels),
+                              .unit = dupz(unit),
+                              .kind = kind};
   if (!k || !d->source || !d->name || !d->labels || !d->unit) {
     free(k);
     free(d->source), free(d->name), free(d->labels), free(d->unit);
@@ -205,8 +210,12 @@ void gs_sink_event(struct gs_sink *s, int64_t t_ns, const char *kind, const char
   pthread_mutex_lock(&s->mu);
   struct gs_batch *b = s->cur;
   if (PUSH(b->events, b->n_events, b->cap_events))
-    b->events[b->n_events++] = (struct gs_event){.t_ns = t_ns, .kind = dupz(kind), .name = dupz(name),
-                                                 .value = value, .labels = dupz(labels), .text = dupz(text)};
+    b->events[b->n_events++] = (struct gs_event){.t_ns = t_ns,
+                                                 .kind = dupz(kind),
+                                                 .name = dupz(name),
+                                                 .value = value,
+                                                 .labels = dupz(labels),
+                                                 .text = dupz(text)};
   pthread_mutex_unlock(&s->mu);
 }
 

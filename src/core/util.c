@@ -11,7 +11,9 @@
 
 static _Thread_local char last_error[512];
 
-const char *gs_last_error(void) { return last_error; }
+const char *gs_last_error(void) {
+  return last_error;
+}
 
 int gs_fail(int code, const char *fmt, ...) {
   va_list ap;
@@ -27,8 +29,12 @@ static int64_t clock_ns(clockid_t id) {
   return (int64_t)ts.tv_sec * GS_NS_PER_S + ts.tv_nsec;
 }
 
-int64_t gs_mono_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
-int64_t gs_wall_ns(void) { return clock_ns(CLOCK_REALTIME); }
+int64_t gs_mono_ns(void) {
+  return clock_ns(CLOCK_MONOTONIC);
+}
+int64_t gs_wall_ns(void) {
+  return clock_ns(CLOCK_REALTIME);
+}
 
 int gs_parse_duration(const char *s, int64_t *ns) {
   if (!s || !*s)

@@ -17,8 +17,8 @@ const char *const doctor_rule_ids[] = {
 
 /* In order: periodic_stall first, so host_code_bound does not count the same idle time twice. */
 static void (*const RULES[])(struct dr_run *, struct dr_findings *) = {
-    dr_rule_periodic_stall, dr_rule_input,           dr_rule_host_code_gpu, dr_rule_host_code_cpu, dr_rule_batch,
-    dr_rule_mixed_precision, dr_rule_pageable,      dr_rule_throttled,     dr_rule_straggler,     dr_rule_underused,
+    dr_rule_periodic_stall,  dr_rule_input,    dr_rule_host_code_gpu, dr_rule_host_code_cpu, dr_rule_batch,
+    dr_rule_mixed_precision, dr_rule_pageable, dr_rule_throttled,     dr_rule_straggler,     dr_rule_underused,
 };
 
 static int by_share(const void *a, const void *b) {

@@ -14,61 +14,61 @@
 #include "store/store.h"
 
 /* ---- thresholds and model constants (docs/diagnosis.md states each; the rules use no others) ---- */
-#define DR_INPUT_SHARE 0.20        /* data wait, share of step time, that makes a run input-bound */
-#define DR_LOADER_CPU_IDLE 0.35    /* loader below this (cores per loading process, at most): latency */
-#define DR_WORKER_MEM_SAFETY 0.80  /* share of free memory new workers may take */
-#define DR_MAX_WORKERS 32          /* never advise more loader processes than this */
-#define DR_WORKER_HEADROOM 1.25    /* advise workers enough for loading this much slower */
-#define DR_WORKERS_NEAR_BEST 1.05  /* ... the fewest within this factor of the best step time */
-#define DR_WORKERS_MIN_SPEEDUP 1.05 /* loader_workers fires only when its model promises this */
-#define DR_GIL_THREADS 4            /* a training process with this many threads ... */
-#define DR_GIL_CORES_LO 0.70        /* ... keeping between this ... */
-#define DR_GIL_CORES_HI 1.30        /* ... and this many cores busy: Python threads under one GIL */
-#define DR_IO_DSTATE 0.25          /* share of the loading processes' time in D state */
-#define DR_IO_PSI 20.0             /* PSI io some, % of wall time (halves the D-state threshold) */
-#define DR_INFER_GPU_UTIL 50.0     /* no step timings: a used GPU below this util next to a saturated CPU */
-#define DR_HOSTCODE_GPU_UTIL 60.0  /* GPU util below which an un-starved GPU is waiting on the host */
-#define DR_HOSTCODE_MIN_SHARE 0.10 /* ... when the idle share left over is at least this */
+#define DR_INPUT_SHARE 0.20          /* data wait, share of step time, that makes a run input-bound */
+#define DR_LOADER_CPU_IDLE 0.35      /* loader below this (cores per loading process, at most): latency */
+#define DR_WORKER_MEM_SAFETY 0.80    /* share of free memory new workers may take */
+#define DR_MAX_WORKERS 32            /* never advise more loader processes than this */
+#define DR_WORKER_HEADROOM 1.25      /* advise workers enough for loading this much slower */
+#define DR_WORKERS_NEAR_BEST 1.05    /* ... the fewest within this factor of the best step time */
+#define DR_WORKERS_MIN_SPEEDUP 1.05  /* loader_workers fires only when its model promises this */
+#define DR_GIL_THREADS 4             /* a training process with this many threads ... */
+#define DR_GIL_CORES_LO 0.70         /* ... keeping between this ... */
+#define DR_GIL_CORES_HI 1.30         /* ... and this many cores busy: Python threads under one GIL */
+#define DR_IO_DSTATE 0.25            /* share of the loading processes' time in D state */
+#define DR_IO_PSI 20.0               /* PSI io some, % of wall time (halves the D-state threshold) */
+#define DR_INFER_GPU_UTIL 50.0       /* no step timings: a used GPU below this util next to a saturated CPU */
+#define DR_HOSTCODE_GPU_UTIL 60.0    /* GPU util below which an un-starved GPU is waiting on the host */
+#define DR_HOSTCODE_MIN_SHARE 0.10   /* ... when the idle share left over is at least this */
 #define DR_HOSTCODE_TARGET_UTIL 90.0 /* util a GPU reaches with host overhead removed */
 #define DR_LAUNCH_CORES 0.85         /* a training process busier than this: launch overhead */
-#define DR_HOSTCODE_CPU_CORES 0.50 /* CPU-only run: the job using less than this many cores is waiting */
-#define DR_SATURATED 0.85          /* share of the job's usable cores that counts as saturated */
-#define DR_MIN_USABLE_CORES 0.5    /* usable cores are never taken as fewer than this */
-#define DR_BATCH_MEM_FREE 0.50     /* GPU memory peak below this share of total: a larger batch fits */
-#define DR_BATCH_MEM_FIT 0.90      /* ... a k-times batch fits when k x peak stays below this share */
-#define DR_BATCH_MAX_SCALE 8       /* never advise more than this multiple of the batch */
-#define DR_BATCH_MIN_SPEEDUP 1.05  /* batch_too_small fires only when its model promises this */
-#define DR_MP_CC 7.0               /* compute capability with tensor cores */
-#define DR_MP_TENSOR_IDLE 5.0      /* tensor pipes active below this % while the GPU is busy */
-#define DR_MP_SM_BUSY 20.0         /* ... busy: SM activity at least this % (GPM) */
-#define DR_MP_UTIL_BUSY 50.0       /* ... or, without GPM, util at least this % */
-#define DR_MP_GAIN 0.40            /* share of GPU-busy time AMP removes (model in diagnosis.md) */
-#define DR_PCIE_RX_HEAVY 1.0e9     /* host-to-device bytes/s that count as heavy copying */
-#define DR_H2D_SHARE_HEAVY 0.10    /* ... or the client's h2d phase at least this share of the step */
-#define DR_PAGEABLE_BW 6.0e9       /* pageable host-to-device bandwidth assumed, bytes/s */
-#define DR_PAGEABLE_COPY_MAX 0.90  /* a copy share from PCIe RX is capped here */
-#define DR_PINNED_GAIN 0.50        /* share of the copy time pinned, non-blocking copies remove */
-#define DR_THROTTLE_SHARE 0.05     /* share of the run with clocks cut by heat or power */
-#define DR_STALL_MIN_S 0.20        /* a step gap at least this much longer than usual is a stall */
-#define DR_STALL_FACTOR 3.0        /* ... and at least this many typical steps long */
-#define DR_STALL_MIN_COUNT 3       /* stalls needed to call them periodic */
-#define DR_STALL_MIN_STEPS 10      /* steps needed to look for stalls between them */
-#define DR_STALL_REGULARITY 0.35   /* coefficient of variation of the stall spacing */
-#define DR_STALL_MIN_SHARE 0.05    /* periodic stalls must cost this share of the window */
-#define DR_STALL_MARK_S 1.0        /* a mark this close before or after a stall names it */
-#define DR_STALL_LOADER 0.50       /* stalls at least this much data wait are loader restarts */
-#define DR_STRAGGLER_POINTS 15.0   /* util/SM activity points below the other GPUs' median */
-#define DR_STRAGGLER_CLOCK 0.10    /* SM clock this much below the other GPUs' median */
-#define DR_RANK_DATA_SHARE 0.10    /* a rank's extra data wait, share of the step, that makes it a straggler */
-#define DR_RANK_DATA_MIN_S 0.005   /* ... and at least this many seconds a step */
-#define DR_IDLE_GPU_UTIL 10.0      /* a GPU below this mean util is idle */
-#define DR_BUSY_GPU_UTIL 30.0      /* ... while another is above this */
-#define DR_SCALING_EFFICIENCY 0.90 /* data parallel scaling assumed when idle GPUs join */
-#define DR_MIN_STEPS 3             /* steps (or a rank's steps) needed for any step figure */
-#define DR_LATENCY_MIN_EXTRA 2     /* input_latency advises at least this many workers more */
-#define DR_MAX_LOST 0.95           /* a speed-up 1 / (1 - lost) is never taken from more lost than this */
-#define DR_MIN_SHARE 0.03   /* a finding must cost at least this share of the run */
-#define DR_MIN_SPEEDUP 1.03 /* ... or promise at least this speed-up */
+#define DR_HOSTCODE_CPU_CORES 0.50   /* CPU-only run: the job using less than this many cores is waiting */
+#define DR_SATURATED 0.85            /* share of the job's usable cores that counts as saturated */
+#define DR_MIN_USABLE_CORES 0.5      /* usable cores are never taken as fewer than this */
+#define DR_BATCH_MEM_FREE 0.50       /* GPU memory peak below this share of total: a larger batch fits */
+#define DR_BATCH_MEM_FIT 0.90        /* ... a k-times batch fits when k x peak stays below this share */
+#define DR_BATCH_MAX_SCALE 8         /* never advise more than this multiple of the batch */
+#define DR_BATCH_MIN_SPEEDUP 1.05    /* batch_too_small fires only when its model promises this */
+#define DR_MP_CC 7.0                 /* compute capability with tensor cores */
+#define DR_MP_TENSOR_IDLE 5.0        /* tensor pipes active below this % while the GPU is busy */
+#define DR_MP_SM_BUSY 20.0           /* ... busy: SM activity at least this % (GPM) */
+#define DR_MP_UTIL_BUSY 50.0         /* ... or, without GPM, util at least this % */
+#define DR_MP_GAIN 0.40              /* share of GPU-busy time AMP removes (model in diagnosis.md) */
+#define DR_PCIE_RX_HEAVY 1.0e9       /* host-to-device bytes/s that count as heavy copying */
+#define DR_H2D_SHARE_HEAVY 0.10      /* ... or the client's h2d phase at least this share of the step */
+#define DR_PAGEABLE_BW 6.0e9         /* pageable host-to-device bandwidth assumed, bytes/s */
+#define DR_PAGEABLE_COPY_MAX 0.90    /* a copy share from PCIe RX is capped here */
+#define DR_PINNED_GAIN 0.50          /* share of the copy time pinned, non-blocking copies remove */
+#define DR_THROTTLE_SHARE 0.05       /* share of the run with clocks cut by heat or power */
+#define DR_STALL_MIN_S 0.20          /* a step gap at least this much longer than usual is a stall */
+#define DR_STALL_FACTOR 3.0          /* ... and at least this many typical steps long */
+#define DR_STALL_MIN_COUNT 3         /* stalls needed to call them periodic */
+#define DR_STALL_MIN_STEPS 10        /* steps needed to look for stalls between them */
+#define DR_STALL_REGULARITY 0.35     /* coefficient of variation of the stall spacing */
+#define DR_STALL_MIN_SHARE 0.05      /* periodic stalls must cost this share of the window */
+#define DR_STALL_MARK_S 1.0          /* a mark this close before or after a stall names it */
+#define DR_STALL_LOADER 0.50         /* stalls at least this much data wait are loader restarts */
+#define DR_STRAGGLER_POINTS 15.0     /* util/SM activity points below the other GPUs' median */
+#define DR_STRAGGLER_CLOCK 0.10      /* SM clock this much below the other GPUs' median */
+#define DR_RANK_DATA_SHARE 0.10      /* a rank's extra data wait, share of the step, that makes it a straggler */
+#define DR_RANK_DATA_MIN_S 0.005     /* ... and at least this many seconds a step */
+#define DR_IDLE_GPU_UTIL 10.0        /* a GPU below this mean util is idle */
+#define DR_BUSY_GPU_UTIL 30.0        /* ... while another is above this */
+#define DR_SCALING_EFFICIENCY 0.90   /* data parallel scaling assumed when idle GPUs join */
+#define DR_MIN_STEPS 3               /* steps (or a rank's steps) needed for any step figure */
+#define DR_LATENCY_MIN_EXTRA 2       /* input_latency advises at least this many workers more */
+#define DR_MAX_LOST 0.95             /* a speed-up 1 / (1 - lost) is never taken from more lost than this */
+#define DR_MIN_SHARE 0.03            /* a finding must cost at least this share of the run */
+#define DR_MIN_SPEEDUP 1.03          /* ... or promise at least this speed-up */
 
 enum { DR_MAX_GPUS = 64, DR_MAX_RANKS = 256 };
 
@@ -119,8 +119,8 @@ struct dr_run {
   double window_s;
 
   /* host */
-  int ncpu;     /* cpu=N series seen; 0 unknown */
-  double quota; /* cgroup CPU limit in cores, NAN none */
+  int ncpu;      /* cpu=N series seen; 0 unknown */
+  double quota;  /* cgroup CPU limit in cores, NAN none */
   double cpuset; /* CPUs the job may run on (affinity and cgroup cpuset), NAN unknown */
   double cores;  /* what the job may use: the least of quota, cpuset and ncpu (NAN unknown) */
   struct dr_stats host_busy, iowait, psi_io, psi_cpu, mem_avail, mem_total, cg_mem_limit, cg_mem_used;
@@ -146,7 +146,7 @@ struct dr_run {
   char precision[32];                         /* "" unknown */
   struct dr_rank *ranks; /* ranks of a distributed job that reported steps, by rank; none: 0 or 1 */
   size_t nranks;
-  int persistent_workers;                     /* -1 unknown */
+  int persistent_workers; /* -1 unknown */
 
   /* GPUs */
   struct dr_gpu *gpus;
@@ -219,8 +219,8 @@ void dr_printf(char *dst, size_t cap, const char *fmt, ...) __attribute__((forma
 int dr_has(const struct dr_findings *fs, const char *rule);
 
 /* ---- the rules: each reads d and appends what it finds ---- */
-void dr_rule_input(struct dr_run *d, struct dr_findings *fs); /* input_bound, loader_workers,
-                                                                 input_latency, io_bound */
+void dr_rule_input(struct dr_run *d, struct dr_findings *fs);         /* input_bound, loader_workers,
+                                                                         input_latency, io_bound */
 void dr_rule_host_code_gpu(struct dr_run *d, struct dr_findings *fs); /* host_code_bound, with GPUs */
 void dr_rule_host_code_cpu(struct dr_run *d, struct dr_findings *fs); /* host_code_bound, CPU-only */
 void dr_rule_batch(struct dr_run *d, struct dr_findings *fs);

@@ -188,8 +188,8 @@ static int advise_workers(const struct dr_run *d, int w0, double load_s, struct 
   return a->speedup >= DR_WORKERS_MIN_SPEEDUP;
 }
 
-static void workers_evidence(struct store_finding *f, const struct dr_run *d, int w0, double load_s,
-                             double lcpu_lo, double lcpu_hi, int threads, const struct workers_advice *a) {
+static void workers_evidence(struct store_finding *f, const struct dr_run *d, int w0, double load_s, double lcpu_lo,
+                             double lcpu_hi, int threads, const struct workers_advice *a) {
   char est[256];
   struct dr_json ej;
   dr_json_begin(&ej, est, sizeof est);
@@ -482,8 +482,7 @@ static double stall_share(const struct dr_findings *fs) {
 /* What both host_code_bound rules start from: 0 when the data wait (or an input finding) already
  * explains the time; else 1, with the stall share already counted, the training process' cores, and
  * whether the data wait is known (without step timings it is unknown, not zero). */
-static int host_code_start(const struct dr_run *d, const struct dr_findings *fs, double *stall, double *m,
-                           int *known) {
+static int host_code_start(const struct dr_run *d, const struct dr_findings *fs, double *stall, double *m, int *known) {
   if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
     return 0;
   *stall = stall_share(fs), *m = main_cpu(d);
@@ -627,7 +626,8 @@ static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap,
     double g = (double)(d->steps[i].t - d->steps[i - 1].t) / GS_NS_PER_S;
     *scanned += g;
     if (doctor_is_stall(g, med))
-      out[k++] = (struct stall){(double)d->steps[i - 1].t / GS_NS_PER_S, g - med, d->steps[i].data, d->steps[i].stretch};
+      out[k++] =
+          (struct stall){(double)d->steps[i - 1].t / GS_NS_PER_S, g - med, d->steps[i].data, d->steps[i].stretch};
   }
   return k;
 }

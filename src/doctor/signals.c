@@ -14,7 +14,6 @@
 
 #include "doctor/doctor_int.h"
 
-
 void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
                  struct dr_stats *out) {
   struct runview_stats s;

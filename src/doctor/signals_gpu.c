@@ -10,7 +10,6 @@
 
 #include "doctor/doctor_int.h"
 
-
 enum { TH_BUSY, TH_HOT, TH_IDLE };
 
 /* The reasons that cut clocks for heat or power (docs/diagnosis.md), and the one that only says the

@@ -9,7 +9,6 @@
 
 #include "doctor/doctor_int.h"
 
-
 static double quantile_sorted(const double *v, size_t n, double q) {
   if (!n)
     return NAN;

@@ -9,7 +9,6 @@
 #include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
 
-
 static int is_launcher(const char *comm) {
   static const char *names[] = {"sh",      "bash", "dash",   "zsh",     "env",  "timeout", "nice",    "taskset",
                                 "numactl", "srun", "mpirun", "mpiexec", "time", "stdbuf",  "gpuscope"};

@@ -103,7 +103,7 @@ struct ingest_msg {
   double t;     /* seconds on CLOCK_MONOTONIC */
   double data_s, h2d_s, compute_s;
   int64_t samples;
-  int64_t rank; /* step: 0..INGEST_MAX_RANK */
+  int64_t rank;                                  /* step: 0..INGEST_MAX_RANK */
   struct ingest_phase phases[INGEST_MAX_PHASES]; /* step: other named phases, in order */
   size_t n_phases;
 };

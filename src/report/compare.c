@@ -30,8 +30,7 @@ int report_param_is_internal(const char *key) {
          !strncmp(key, "group.", 6);
 }
 
-void report_params_differ(const struct runview *const *views, size_t n, void (*fn)(void *, const char *),
-                          void *user) {
+void report_params_differ(const struct runview *const *views, size_t n, void (*fn)(void *, const char *), void *user) {
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < views[i]->nparams; k++) {
       const char *key = views[i]->params[k].key ? views[i]->params[k].key : "";

@@ -60,8 +60,7 @@ static int load_gpus(struct report_run *r) {
     stat_mean(r, "nvml", "gpu.temp_c", lab, &x->temp_max, NULL);
     struct series_stats e;
     x->energy_j = NAN;
-    if (!report_view_stats(&r->view, "nvml", "gpu.energy_j", lab, &e) && e.n >= 2 &&
-        e.last >= e.first)
+    if (!report_view_stats(&r->view, "nvml", "gpu.energy_j", lab, &e) && e.n >= 2 && e.last >= e.first)
       x->energy_j = e.last - e.first;
   }
   return GS_OK;

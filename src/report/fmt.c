@@ -23,7 +23,9 @@ void rp_json_str(FILE *out, const char *s) {
 
 /* One number writer for every JSON gpuscope prints (show, metrics, runs, report, compare, serve):
  * core's, so `show --json` and `report --json` give a value the same digits. */
-void rp_json_num(FILE *out, double v) { gs_json_num(out, v); }
+void rp_json_num(FILE *out, double v) {
+  gs_json_num(out, v);
+}
 
 /* ---- a JSON checker (RFC 8259 grammar; no allocation) ---- */
 

@@ -55,7 +55,9 @@ void chunk_enc_done(struct chunk_enc *e) {
   chunk_enc_init(e);
 }
 
-size_t chunk_enc_bytes(const struct chunk_enc *e) { return (e->bits + 7) / 8; }
+size_t chunk_enc_bytes(const struct chunk_enc *e) {
+  return (e->bits + 7) / 8;
+}
 
 static int fits(int64_t v, unsigned bits) {
   int64_t lim = (int64_t)1 << (bits - 1);
@@ -70,16 +72,16 @@ static uint64_t dbl_bits(double v) {
 
 /* Prefix codes: k leading one bits and a zero select widths[k] bits of two's complement value (k = 0:
  * the value 0, no bits); max ones (no zero after them) select widths[max], which is 64. */
-static const unsigned TIME_BITS[] = {0, 16, 24, 32, 64};        /* delta-of-delta of timestamps */
-static const unsigned DELTA_BITS[] = {0, 6, 13, 20, 32, 64};    /* decimal chunks' value deltas */
+static const unsigned TIME_BITS[] = {0, 16, 24, 32, 64};     /* delta-of-delta of timestamps */
+static const unsigned DELTA_BITS[] = {0, 6, 13, 20, 32, 64}; /* decimal chunks' value deltas */
 #define TIME_MAX_ONES 4
 #define DELTA_MAX_ONES 5
 
 static int put_prefixed(struct chunk_enc *e, int64_t v, const unsigned *widths, unsigned max_ones) {
   for (unsigned ones = 0; ones < max_ones; ones++)
     if (ones == 0 ? v == 0 : fits(v, widths[ones]))
-      return put_bits(e, ((1u << ones) - 1) << 1, ones + 1) ?:
-             (ones ? put_bits(e, (uint64_t)v & ((1ULL << widths[ones]) - 1), widths[ones]) : 0);
+      return put_bits(e, ((1u << ones) - 1) << 1, ones + 1)
+                 ?: (ones ? put_bits(e, (uint64_t)v & ((1ULL << widths[ones]) - 1), widths[ones]) : 0);
   return put_bits(e, (1u << max_ones) - 1, max_ones) ?: put_bits(e, (uint64_t)v, 64);
 }
 

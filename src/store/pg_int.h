@@ -14,7 +14,6 @@
 
 #include "store/store_backend.h"
 
-
 /* The same chunk bounds as the SQLite back end, so both stores hold the same chunks (a page bound
  * is not needed here, but equal chunks keep bytes per point and read costs comparable). */
 enum { PG_CHUNK_MAX_POINTS = 1024, PG_CHUNK_MAX_BYTES = 4000, PG_CHUNK_MAX_POINT_BYTES = 19 };

@@ -86,8 +86,8 @@ static int walk(const struct tune_opts *o, const char *arg, piece_fn fn, void *u
         return gs_fail(GS_EINVAL, "unclosed '{' in argument '%s' (write {{ for a literal brace)", arg);
       int i = find_param(o, p + 1, (size_t)(e - p - 1));
       if (i < 0)
-        return gs_fail(GS_EINVAL, "unknown placeholder {%.*s} in '%s' (no --param %.*s)", (int)(e - p - 1), p + 1,
-                       arg, (int)(e - p - 1), p + 1);
+        return gs_fail(GS_EINVAL, "unknown placeholder {%.*s} in '%s' (no --param %.*s)", (int)(e - p - 1), p + 1, arg,
+                       (int)(e - p - 1), p + 1);
       fn(user, NULL, 0, i);
       p = e + 1;
     } else if (*p == '}') {
@@ -124,8 +124,8 @@ int tune_validate(const struct tune_opts *o) {
     total *= o->params[i].nvalues;
   }
   if (total > TUNE_MAX_CONFIGS)
-    return gs_fail(GS_EINVAL, "%.0f configurations is too many (at most %d): fewer values, or fewer --param",
-                   total, TUNE_MAX_CONFIGS);
+    return gs_fail(GS_EINVAL, "%.0f configurations is too many (at most %d): fewer values, or fewer --param", total,
+                   TUNE_MAX_CONFIGS);
   return 0;
 }
 
@@ -197,8 +197,8 @@ int tune_batch_param(const struct tune_opts *o) {
 
 /* Student's t, two-sided 95 %, for dof degrees of freedom. */
 double tune_t975(int dof) {
-  static const double t[] = {NAN, 12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-                             2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
+  static const double t[] = {NAN,   12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                             2.201, 2.179,  2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086};
   if (dof < 1)
     return NAN;
   if (dof <= 20)

@@ -98,8 +98,10 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
   int *idx = table_order(r);
   if (!idx)
     return;
-  const char *head[] = {" #", "configuration", o->metric == TUNE_STEPS_PER_S ? "steps/s ± 95% CI" : "samples/s ± 95% CI",
-                        "step", "data", "GPU", "peak mem", "J/sample", "steps"};
+  const char *head[] = {
+      " #",       "configuration", o->metric == TUNE_STEPS_PER_S ? "steps/s ± 95% CI" : "samples/s ± 95% CI",
+      "step",     "data",          "GPU",
+      "peak mem", "J/sample",      "steps"};
   const int widths[] = {3, 34, 22, 9, 5, 5, 10, 9, 6};
   for (size_t i = 0; i < sizeof head / sizeof *head; i++)
     col(out, head[i], widths[i]);
@@ -130,7 +132,10 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
     col(out, steps, 6);
     fprintf(out, "%s%s%s%s\n", tune_status_name(t->status),
             o->strategy == TUNE_HALVING ? (snprintf(f, sizeof f, " r%d", t->rung), f) : "",
-            idx[i] == r->winner ? "  winner" : t->tied ? "  tie" : "", t->margin_ok == 0 ? "  (peak > 90% of limit)" : "");
+            idx[i] == r->winner ? "  winner"
+            : t->tied           ? "  tie"
+                                : "",
+            t->margin_ok == 0 ? "  (peak > 90% of limit)" : "");
   }
   int printed = 0;
   for (size_t i = 0; i < r->n; i++) {
@@ -160,7 +165,8 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
       const struct tune_trial *p = &r->trials[t->prev];
       char m[32];
       fprintf(out, "doctor step: %02d -> %02zu by %s: estimated %.2fx, measured %s\n", t->prev + 1, i + 1, t->est_rule,
-              t->estimate, t->status == TUNE_OK ? fnum(t->rate / p->rate, "%.2fx", m, sizeof m) : tune_status_name(t->status));
+              t->estimate,
+              t->status == TUNE_OK ? fnum(t->rate / p->rate, "%.2fx", m, sizeof m) : tune_status_name(t->status));
     }
     if (r->stop_reason[0])
       fprintf(out, "doctor stopped: %s\n", r->stop_reason);
@@ -224,8 +230,8 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   fputc(',', out), jkey(out, "metric"), gs_json_str(out, metric_name(o));
   fprintf(out, ",\"steps\":%ld,\"warmup\":%ld,", o->steps, o->warmup);
   jkey(out, "seconds"), gs_json_num(out, o->seconds > 0 ? o->seconds : NAN);
-  fprintf(out, ",\"trial_steps\":%ld,\"steps_run\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps, r->steps_run,
-          r->interrupted ? "true" : "false", r->budget_out ? "true" : "false");
+  fprintf(out, ",\"trial_steps\":%ld,\"steps_run\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps,
+          r->steps_run, r->interrupted ? "true" : "false", r->budget_out ? "true" : "false");
   fputs("\"params\":{", out);
   for (int i = 0; i < o->nparams; i++) {
     if (i)
@@ -257,14 +263,23 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
     else
       fputs("\"exit_status\":null,", out);
     fprintf(out, "\"dof\":%d,", t->dof);
-    const char *keys[] = {"rate", "ci95", "step_s", "data_wait_share", "gpu_util_pct", "peak_mem_bytes",
-                          "mem_limit_bytes", "energy_per_sample_j", "estimate"};
-    double vals[] = {t->status == TUNE_OK ? t->rate : NAN, t->status == TUNE_OK ? t->ci : NAN, t->step_s,
-                     t->data_share, t->gpu_util, t->peak_mem, t->mem_limit, t->energy_per_sample, t->estimate};
+    const char *keys[] = {"rate",         "ci95",           "step_s",          "data_wait_share",
+                          "gpu_util_pct", "peak_mem_bytes", "mem_limit_bytes", "energy_per_sample_j",
+                          "estimate"};
+    double vals[] = {t->status == TUNE_OK ? t->rate : NAN,
+                     t->status == TUNE_OK ? t->ci : NAN,
+                     t->step_s,
+                     t->data_share,
+                     t->gpu_util,
+                     t->peak_mem,
+                     t->mem_limit,
+                     t->energy_per_sample,
+                     t->estimate};
     for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
       jkey(out, keys[k]), gs_json_num(out, vals[k]), fputc(',', out);
     jkey(out, "margin_ok"), fputs(t->margin_ok < 0 ? "null" : t->margin_ok ? "true" : "false", out);
-    fputc(',', out), jkey(out, "estimate_rule"), t->est_rule[0] ? gs_json_str(out, t->est_rule) : (void)fputs("null", out);
+    fputc(',', out), jkey(out, "estimate_rule"),
+        t->est_rule[0] ? gs_json_str(out, t->est_rule) : (void)fputs("null", out);
     fprintf(out, ",\"from_trial\":");
     if (t->prev >= 0)
       fprintf(out, "%d", t->prev + 1);
@@ -300,7 +315,8 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   char note[400];
   lr_note(o, r, note, sizeof note);
   fputc(',', out), jkey(out, "lr_note"), note[0] ? gs_json_str(out, note) : (void)fputs("null", out);
-  fputc(',', out), jkey(out, "stop_reason"), r->stop_reason[0] ? gs_json_str(out, r->stop_reason) : (void)fputs("null", out);
+  fputc(',', out), jkey(out, "stop_reason"),
+      r->stop_reason[0] ? gs_json_str(out, r->stop_reason) : (void)fputs("null", out);
   fputs(",\"findings\":", out);
   struct store_finding *f = NULL;
   size_t nf = 0;

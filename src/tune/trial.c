@@ -29,8 +29,7 @@ void tune_config_label(const struct tune_opts *o, const int *config, char *buf, 
   size_t off = 0;
   buf[0] = 0;
   for (int i = 0; i < o->nparams && off < n; i++) {
-    int w = snprintf(buf + off, n - off, "%s%s=%s", i ? " " : "", o->params[i].name,
-                     o->params[i].values[config[i]]);
+    int w = snprintf(buf + off, n - off, "%s%s=%s", i ? " " : "", o->params[i].name, o->params[i].values[config[i]]);
     if (w < 0)
       break;
     off += (size_t)w;
@@ -99,7 +98,7 @@ static void tail_lines(const char *text, char *buf, size_t n) {
 
 /* The last line of the log's end that says the job ran out of memory, or NULL. */
 static const char *oom_line(const char *text, char *buf, size_t n) {
-  static const char *pat[] = {"out of memory", "MemoryError", "can't allocate memory", "Cannot allocate memory",
+  static const char *pat[] = {"out of memory",  "MemoryError",      "can't allocate memory", "Cannot allocate memory",
                               "std::bad_alloc", "OutOfMemoryError", "RESOURCE_EXHAUSTED"};
   const char *found = NULL;
   for (const char *l = text; *l;) {
@@ -253,8 +252,7 @@ static void measure_gpus(struct store *st, const struct store_series *s, size_t 
       }
       if (i1 > i0 && isfinite(a.v[i0]) && isfinite(a.v[i1]) && a.v[i1] >= a.v[i0])
         watts += (a.v[i1] - a.v[i0]) / ((double)(a.t[i1] - a.t[i0]) / GS_NS_PER_S), nenergy++;
-    }
-    else if (!strcmp(s[i].name, "gpu.mem_used_bytes") && isfinite(peak)) {
+    } else if (!strcmp(s[i].name, "gpu.mem_used_bytes") && isfinite(peak)) {
       long ti = store_series_find(s, ns, "nvml", "gpu.mem_total_bytes", s[i].labels);
       struct arr tot = {0};
       double total = NAN;
@@ -345,7 +343,8 @@ static int measure(const struct tune_opts *o, struct store *st, struct tune_tria
             t->peak_mem = rss.v[j];
       arr_free(&rss);
     }
-    t->mem_limit = o->mem_limit > 0 ? (double)o->mem_limit : series_last(st, s, ns, "host", "host.cgroup.mem_limit_bytes");
+    t->mem_limit =
+        o->mem_limit > 0 ? (double)o->mem_limit : series_last(st, s, ns, "host", "host.cgroup.mem_limit_bytes");
     if (!isfinite(t->mem_limit))
       t->mem_limit = series_last(st, s, ns, "host", "host.mem.total_bytes");
   }
@@ -414,8 +413,8 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
         kill(pid, tune_sigint_signo ? tune_sigint_signo : SIGINT); /* the agent passes it on */
     }
     int64_t now = gs_mono_ns();
-    if (!termed && ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * GS_NS_PER_S)) ||
-                    (deadline_ns && now >= deadline_ns))) {
+    if (!termed &&
+        ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * GS_NS_PER_S)) || (deadline_ns && now >= deadline_ns))) {
       kill(pid, SIGTERM); /* the agent passes it to the job and closes the run */
       termed = 1;
     }

@@ -358,8 +358,7 @@ static int doctor(struct ctx *c) {
     }
     const struct store_finding *pick = NULL;
     for (size_t i = 0; i < nf && !pick; i++)
-      if (f[i].speedup >= 1.05 && doctor_move(c->o, &f[i], c->r->trials[cur].config, next) &&
-          !tried(c->o, c->r, next))
+      if (f[i].speedup >= 1.05 && doctor_move(c->o, &f[i], c->r->trials[cur].config, next) && !tried(c->o, c->r, next))
         pick = &f[i];
     if (!pick) {
       snprintf(c->r->stop_reason, sizeof c->r->stop_reason,

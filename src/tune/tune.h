@@ -19,9 +19,9 @@
 
 #define TUNE_MAX_PARAMS 16
 #define TUNE_MAX_VALUES 64
-#define TUNE_MAX_NAME 48 /* bytes in a parameter name */
+#define TUNE_MAX_NAME 48       /* bytes in a parameter name */
 #define TUNE_MAX_CONFIGS 10000 /* configurations in one tune (the product of the value counts) */
-#define TUNE_MARGIN 0.90 /* the winner's peak memory must stay at or below 90 % of the limit */
+#define TUNE_MARGIN 0.90       /* the winner's peak memory must stay at or below 90 % of the limit */
 
 struct tune_param {
   char name[TUNE_MAX_NAME];
@@ -45,17 +45,17 @@ enum tune_status {
 struct tune_opts {
   struct tune_param params[TUNE_MAX_PARAMS];
   int nparams;
-  char *const *argv;       /* the job, with {name} placeholders (not owned) */
-  long steps, warmup;      /* measured steps per trial; steps discarded first */
-  double seconds;          /* > 0: each trial runs this long instead of warm-up + steps */
+  char *const *argv;  /* the job, with {name} placeholders (not owned) */
+  long steps, warmup; /* measured steps per trial; steps discarded first */
+  double seconds;     /* > 0: each trial runs this long instead of warm-up + steps */
   enum tune_strategy strategy;
   enum tune_metric metric;
-  int64_t budget_ns;       /* 0: none; no trial starts after it */
-  char name[96];           /* the tune's name: run group, tag tune=NAME, trial runs NAME/KK */
-  const char *store_url;   /* never NULL when tune_run is called */
-  int64_t mem_limit;       /* bytes of address space per process of the job (RLIMIT_AS); 0 none */
-  int64_t interval_ns;     /* the trials' sampling interval */
-  FILE *progress;          /* one line per trial as it ends (NULL: silent) */
+  int64_t budget_ns;     /* 0: none; no trial starts after it */
+  char name[96];         /* the tune's name: run group, tag tune=NAME, trial runs NAME/KK */
+  const char *store_url; /* never NULL when tune_run is called */
+  int64_t mem_limit;     /* bytes of address space per process of the job (RLIMIT_AS); 0 none */
+  int64_t interval_ns;   /* the trials' sampling interval */
+  FILE *progress;        /* one line per trial as it ends (NULL: silent) */
 };
 
 struct tune_trial {
@@ -63,30 +63,30 @@ struct tune_trial {
   int rung;                    /* halving: the rung (0 first); else 0 */
   long target_steps;           /* measured steps asked for (0 in --seconds mode) */
   enum tune_status status;
-  char reason[256];            /* why not ok: the OOM message, the exit status, what was skipped */
-  char tail[1024];             /* failed/oom: the job's last output lines */
+  char reason[256]; /* why not ok: the OOM message, the exit status, what was skipped */
+  char tail[1024];  /* failed/oom: the job's last output lines */
   char run_id[32], run_name[160];
-  int exit_status;             /* as a shell shows it; -1 unknown */
+  int exit_status; /* as a shell shows it; -1 unknown */
   long steps_run, steps_measured;
-  double rate, ci;             /* the metric over the measured steps and its 95 % half-width (NAN unknown) */
-  int dof;                     /* the half-width's degrees of freedom (blocks of steps - 1) */
+  double rate, ci; /* the metric over the measured steps and its 95 % half-width (NAN unknown) */
+  int dof;         /* the half-width's degrees of freedom (blocks of steps - 1) */
   double step_s, data_share, gpu_util, peak_mem, mem_limit, energy_per_sample; /* NAN unknown */
-  int margin_ok;               /* peak <= 90 % of limit: 1, 0, or -1 unknown */
-  double estimate;             /* doctor: the speed-up the finding promised (NAN none) */
-  char est_rule[32];           /* doctor: the finding that led here ("" none) */
-  int prev;                    /* doctor: the trial it was compared with (-1 none) */
-  int tied;                    /* set by tune_rank: within noise of the best */
+  int margin_ok;     /* peak <= 90 % of limit: 1, 0, or -1 unknown */
+  double estimate;   /* doctor: the speed-up the finding promised (NAN none) */
+  char est_rule[32]; /* doctor: the finding that led here ("" none) */
+  int prev;          /* doctor: the trial it was compared with (-1 none) */
+  int tied;          /* set by tune_rank: within noise of the best */
 };
 
 struct tune_result {
   struct tune_trial *trials;
   size_t n, cap;
-  int interrupted;    /* Ctrl-C stopped the sweep */
-  int budget_out;     /* the budget ended before every trial ran */
-  long trial_steps;   /* steps the trials used: warm-up + measured, at most what each asked for */
-  long steps_run;     /* steps the jobs ran in all (a stopped job may run a step or two past its stop) */
+  int interrupted;               /* Ctrl-C stopped the sweep */
+  int budget_out;                /* the budget ended before every trial ran */
+  long trial_steps;              /* steps the trials used: warm-up + measured, at most what each asked for */
+  long steps_run;                /* steps the jobs ran in all (a stopped job may run a step or two past its stop) */
   int best, winner, recommended; /* trial indices or -1; winner -1 when the best ties another */
-  char stop_reason[160]; /* doctor: why it stopped */
+  char stop_reason[160];         /* doctor: why it stopped */
 };
 
 /* Parses "name=v1,v2,..." into o->params. Returns 0 or GS_EINVAL with a message (gs_last_error). */

@@ -39,12 +39,18 @@ static int same(void *u, int64_t t, double v) {
 static double value_of(const uint8_t *p, const uint8_t *raw, size_t nraw) {
   int64_t x = (int64_t)(int8_t)p[1] * 256 + p[2];
   switch (p[0] % 7) {
-  case 0: return (double)x;
-  case 1: return (double)x / 10;
-  case 2: return (double)x / 100;
-  case 3: return (double)x / 1000;
-  case 4: return (double)x * 1e12;
-  case 5: return -0.0;
+  case 0:
+    return (double)x;
+  case 1:
+    return (double)x / 10;
+  case 2:
+    return (double)x / 100;
+  case 3:
+    return (double)x / 1000;
+  case 4:
+    return (double)x * 1e12;
+  case 5:
+    return -0.0;
   default: {
     double d = 0;
     if (nraw >= sizeof d)

@@ -111,8 +111,10 @@ static void test_chunk_decimals_roundtrip_through_every_scale(void **state) {
   double v[400];
   for (int i = 0; i < 400; i++) {
     t[i] = 100000000LL * i;
-    v[i] = i < 100 ? (double)(i % 17) : i < 200 ? (i % 31) / 10.0 : i < 300 ? 300 + (i * 7919 % 5000) / 1000.0
-                                                                            : i / 3.0;
+    v[i] = i < 100   ? (double)(i % 17)
+           : i < 200 ? (i % 31) / 10.0
+           : i < 300 ? 300 + (i * 7919 % 5000) / 1000.0
+                     : i / 3.0;
   }
   for (int n = 1; n <= 400; n += 57)
     roundtrip(t, v, (size_t)n);

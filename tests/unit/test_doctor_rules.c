@@ -349,8 +349,7 @@ static void test_regular_gaps_between_steps_are_periodic_stalls(void **state) {
 }
 
 /* The main loop's steps: data + compute seconds back to back, one split until switch_s, another after. */
-static void two_stretch_steps(struct fake *f, double switch_s, double data1, double comp1, double data2,
-                              double comp2) {
+static void two_stretch_steps(struct fake *f, double switch_s, double data1, double comp1, double data2, double comp2) {
   int ids[4] = {gs_sink_series(f->sink, "client", "step.total_s", "", "s", GS_GAUGE),
                 gs_sink_series(f->sink, "client", "step.data_s", "", "s", GS_GAUGE),
                 gs_sink_series(f->sink, "client", "step.compute_s", "", "s", GS_GAUGE),
