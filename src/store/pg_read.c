@@ -112,6 +112,15 @@ int pg_runs_list(struct store *base, struct store_run **out, size_t *n) {
   return rc;
 }
 
+/* One lookup of a run reference (store_resolve_ref) as SQL. */
+static int pg_ref_query(void *ctx, enum store_ref_kind kind, const char *ref, struct store_run **runs, size_t *n) {
+  static const char *const where[] = {[STORE_REF_LAST] = "",
+                                      [STORE_REF_ID] = "WHERE id = $1",
+                                      [STORE_REF_NAME] = "WHERE name = $1",
+                                      [STORE_REF_PREFIX] = "WHERE starts_with(id, $1)"};
+  return query_runs(ctx, where[kind], kind == STORE_REF_LAST ? NULL : ref, runs, n);
+}
+
 int pg_run_get(struct store *base, const char *ref, struct store_run *out) {
   struct pg_store *s = (struct pg_store *)base;
   struct store *sp = pg_spool_reader(s);
@@ -121,31 +130,7 @@ int pg_run_get(struct store *base, const char *ref, struct store_run *out) {
       snprintf(out->id, sizeof out->id, "%s", s->server_run_id);
     return rc;
   }
-  struct store_run *runs = NULL;
-  size_t n = 0;
-  int rc;
-  if (!strcmp(ref, "last"))
-    rc = query_runs(s, "", NULL, &runs, &n);
-  else if ((rc = query_runs(s, "WHERE id = $1", ref, &runs, &n)) == GS_OK && n == 0) {
-    free(runs);
-    if ((rc = query_runs(s, "WHERE name = $1", ref, &runs, &n)) == GS_OK && n == 0) {
-      free(runs);
-      rc = query_runs(s, "WHERE starts_with(id, $1)", ref, &runs, &n);
-      if (!rc && n > 1) {
-        free(runs);
-        return gs_fail(GS_EAMBIG, "run '%s' is ambiguous: %zu runs start with it", ref, n);
-      }
-    }
-  }
-  if (rc)
-    return rc;
-  if (n == 0) {
-    free(runs);
-    return gs_fail(GS_ENOENT, "no run '%s' in this store (see 'gpuscope runs')", ref);
-  }
-  *out = runs[0];
-  free(runs);
-  return GS_OK;
+  return store_resolve_ref(ref, pg_ref_query, s, out);
 }
 
 /* ---- series and samples ---- */

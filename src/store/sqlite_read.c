@@ -115,33 +115,17 @@ int sq_runs_list(struct store *base, struct store_run **out, size_t *n) {
   return sq_query_runs((struct sqlite_store *)base, "", NULL, out, n);
 }
 
+/* One lookup of a run reference (store_resolve_ref) as SQL. */
+static int sq_ref_query(void *ctx, enum store_ref_kind kind, const char *ref, struct store_run **runs, size_t *n) {
+  static const char *const where[] = {[STORE_REF_LAST] = "",
+                                      [STORE_REF_ID] = "WHERE id = ?1",
+                                      [STORE_REF_NAME] = "WHERE name = ?1",
+                                      [STORE_REF_PREFIX] = "WHERE substr(id, 1, length(?1)) = ?1"};
+  return sq_query_runs(ctx, where[kind], kind == STORE_REF_LAST ? NULL : ref, runs, n);
+}
+
 int sq_run_get(struct store *base, const char *ref, struct store_run *out) {
-  struct sqlite_store *s = (struct sqlite_store *)base;
-  struct store_run *runs = NULL;
-  size_t n = 0;
-  int rc;
-  if (!strcmp(ref, "last"))
-    rc = sq_query_runs(s, "", NULL, &runs, &n);
-  else if ((rc = sq_query_runs(s, "WHERE id = ?1", ref, &runs, &n)) == GS_OK && n == 0) {
-    free(runs);
-    if ((rc = sq_query_runs(s, "WHERE name = ?1", ref, &runs, &n)) == GS_OK && n == 0) {
-      free(runs);
-      rc = sq_query_runs(s, "WHERE substr(id, 1, length(?1)) = ?1", ref, &runs, &n);
-      if (!rc && n > 1) {
-        free(runs);
-        return gs_fail(GS_EAMBIG, "run '%s' is ambiguous: %zu runs start with it", ref, n);
-      }
-    }
-  }
-  if (rc)
-    return rc;
-  if (n == 0) {
-    free(runs);
-    return gs_fail(GS_ENOENT, "no run '%s' in this store (see 'gpuscope runs')", ref);
-  }
-  *out = runs[0];
-  free(runs);
-  return GS_OK;
+  return store_resolve_ref(ref, sq_ref_query, (struct sqlite_store *)base, out);
 }
 
 /* ---- series and samples ---- */

@@ -81,4 +81,17 @@ void store_pending_clear(struct store_pending *p);
 /* Frees everything p holds; p is then empty (a zeroed struct is empty too). */
 void store_pending_done(struct store_pending *p);
 
+/* ---- resolving a run reference (store_util.c), the same for every back end ---- */
+
+/* The lookups a reference goes through, in this order: "last" is the newest run; otherwise an exact
+ * id, then the newest run of that name, then a unique id prefix. */
+enum store_ref_kind { STORE_REF_LAST, STORE_REF_ID, STORE_REF_NAME, STORE_REF_PREFIX };
+/* A back end's query for one lookup: the runs matching ref as kind says, newest first, in *runs
+ * (malloc'd). Returns 0 or a GS_E code. */
+typedef int (*store_ref_query_fn)(void *ctx, enum store_ref_kind kind, const char *ref, struct store_run **runs,
+                                  size_t *n);
+/* run_get for any back end: resolves ref through q into *out. GS_ENOENT when nothing matches,
+ * GS_EAMBIG when a prefix matches several, or q's error. */
+int store_resolve_ref(const char *ref, store_ref_query_fn q, void *ctx, struct store_run *out);
+
 #endif

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store/store.h"
+#include "store/store_backend.h"
 
 void store_kv_free(struct gs_kv *kv, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -89,4 +89,32 @@ int store_write_summary(const struct store *st, char *buf, size_t n) {
              (long long)w->failed_appends, w->failed_appends == 1 ? "" : "s", w->failed_appends == 1 ? "was" : "were",
              w->first_error);
   return 1;
+}
+
+int store_resolve_ref(const char *ref, store_ref_query_fn q, void *ctx, struct store_run *out) {
+  struct store_run *runs = NULL;
+  size_t n = 0;
+  int rc;
+  if (!strcmp(ref, "last"))
+    rc = q(ctx, STORE_REF_LAST, ref, &runs, &n);
+  else if ((rc = q(ctx, STORE_REF_ID, ref, &runs, &n)) == GS_OK && n == 0) {
+    free(runs);
+    if ((rc = q(ctx, STORE_REF_NAME, ref, &runs, &n)) == GS_OK && n == 0) {
+      free(runs);
+      rc = q(ctx, STORE_REF_PREFIX, ref, &runs, &n);
+      if (!rc && n > 1) {
+        free(runs);
+        return gs_fail(GS_EAMBIG, "run '%s' is ambiguous: %zu runs start with it", ref, n);
+      }
+    }
+  }
+  if (rc)
+    return rc;
+  if (n == 0) {
+    free(runs);
+    return gs_fail(GS_ENOENT, "no run '%s' in this store (see 'gpuscope runs')", ref);
+  }
+  *out = runs[0];
+  free(runs);
+  return GS_OK;
 }
