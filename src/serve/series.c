@@ -140,6 +140,56 @@ static void write_raw(FILE *out, const struct raw *r) {
   fputs("]}", out);
 }
 
+/* Rollup resolutions, finest first, and their names in the answer's "res". */
+static const int64_t rollup_res[] = {GS_NS_PER_S, 10 * GS_NS_PER_S, 60 * GS_NS_PER_S};
+static const char *const rollup_names[] = {"1s", "10s", "60s"};
+
+/* The coarsest rollup that still gives each point a few buckets, among those whose whole series
+ * (rollups_read returns it all) stays small enough to read; else the finest such. */
+static int rollup_pick(int64_t width, double span_all) {
+  int k = -1;
+  for (int i = 2; i >= 0 && k < 0; i--)
+    if ((double)rollup_res[i] <= (double)width / 2 && span_all / (double)rollup_res[i] <= ROLLUP_READ_MAX)
+      k = i;
+  for (int i = 0; i < 3 && k < 0; i++)
+    if (span_all / (double)rollup_res[i] <= ROLLUP_READ_MAX)
+      k = i;
+  if (k < 0)
+    k = 2;
+  return k;
+}
+
+/* Buckets as the answer: means (and min/max with band), empty buckets at either end left out. */
+static void write_buckets(FILE *out, const struct store_series *s, const char *res, int64_t from, int64_t to,
+                          struct buckets *b, int band) {
+  size_t points = b->n, a = 0, e = points;
+  while (a < e && !b->cnt[a])
+    a++;
+  while (e > a && !b->cnt[e - 1])
+    e--;
+  for (size_t i = a; i < e; i++)
+    if (b->cnt[i])
+      b->sum[i] /= (double)b->cnt[i];
+  header(out, s, res, from, to);
+  fprintf(out, "\"bucket_s\":");
+  rp_json_num(out, serve_sec(b->width));
+  fputs(",\"t\":[", out);
+  for (size_t i = a; i < e; i++) {
+    if (i > a)
+      fputc(',', out);
+    rp_json_num(out, serve_sec(b->from + b->width * (int64_t)i + b->width / 2));
+  }
+  fputs("],", out);
+  arr(out, "mean", b->sum, points, b->cnt, a, e);
+  if (band) {
+    fputc(',', out);
+    arr(out, "min", b->mn, points, b->cnt, a, e);
+    fputc(',', out);
+    arr(out, "max", b->mx, points, b->cnt, a, e);
+  }
+  fputc('}', out);
+}
+
 int serve_series_json(FILE *out, const struct runview *v, const struct store_series *s, int64_t from, int64_t to,
                       size_t points, int band) {
   int rc = GS_OK;
@@ -186,53 +236,16 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
     for (size_t i = 0; i < raw.n; i++)
       bucket_add(&b, raw.t[i], raw.v[i], raw.v[i], raw.v[i]);
   } else {
-    /* The coarsest rollup that still gives each point a few buckets, among those whose whole series
-     * (rollups_read returns it all) stays small enough to read; else the finest such. */
-    static const int64_t resolutions[] = {GS_NS_PER_S, 10 * GS_NS_PER_S, 60 * GS_NS_PER_S};
-    static const char *const names[] = {"1s", "10s", "60s"};
-    int k = -1;
-    for (int i = 2; i >= 0 && k < 0; i--)
-      if ((double)resolutions[i] <= (double)b.width / 2 && span_all / (double)resolutions[i] <= ROLLUP_READ_MAX)
-        k = i;
-    for (int i = 0; i < 3 && k < 0; i++)
-      if (span_all / (double)resolutions[i] <= ROLLUP_READ_MAX)
-        k = i;
-    if (k < 0)
-      k = 2;
-    res = names[k];
-    rc = v->st->rollups_read(v->st, s->id, resolutions[k], &rt, &rmn, &rmx, &rmean, &rn);
+    int k = rollup_pick(b.width, span_all);
+    res = rollup_names[k];
+    rc = v->st->rollups_read(v->st, s->id, rollup_res[k], &rt, &rmn, &rmx, &rmean, &rn);
     if (rc)
       goto free_buckets;
     for (size_t i = 0; i < rn; i++)
-      if (rt[i] + resolutions[k] > from && rt[i] <= to && isfinite(rmn[i]) && isfinite(rmx[i]) && isfinite(rmean[i]))
+      if (rt[i] + rollup_res[k] > from && rt[i] <= to && isfinite(rmn[i]) && isfinite(rmx[i]) && isfinite(rmean[i]))
         bucket_add(&b, rt[i] < from ? from : rt[i], rmn[i], rmx[i], rmean[i]);
   }
-  size_t a = 0, e = points;
-  while (a < e && !b.cnt[a])
-    a++;
-  while (e > a && !b.cnt[e - 1])
-    e--;
-  for (size_t i = a; i < e; i++)
-    if (b.cnt[i])
-      b.sum[i] /= (double)b.cnt[i];
-  header(out, s, res, from, to);
-  fprintf(out, "\"bucket_s\":");
-  rp_json_num(out, serve_sec(b.width));
-  fputs(",\"t\":[", out);
-  for (size_t i = a; i < e; i++) {
-    if (i > a)
-      fputc(',', out);
-    rp_json_num(out, serve_sec(b.from + b.width * (int64_t)i + b.width / 2));
-  }
-  fputs("],", out);
-  arr(out, "mean", b.sum, points, b.cnt, a, e);
-  if (band) {
-    fputc(',', out);
-    arr(out, "min", b.mn, points, b.cnt, a, e);
-    fputc(',', out);
-    arr(out, "max", b.mx, points, b.cnt, a, e);
-  }
-  fputc('}', out);
+  write_buckets(out, s, res, from, to, &b, band);
 free_buckets:
   free(b.mn);
   free(b.mx);
