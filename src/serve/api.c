@@ -526,6 +526,41 @@ static void gpu_table(FILE *out, const struct runview *v) {
   fputc(']', out);
 }
 
+/* The members of the run answer's "series" array: each series' identity and extent. */
+static void series_entries(FILE *out, const struct runview *v) {
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *x = &v->series[i];
+    fputs(i ? ",{" : "{", out);
+    jnum(out, "id", (double)x->id);
+    jstr(out, "source", x->source);
+    jstr(out, "name", x->name);
+    jstr(out, "labels", x->labels);
+    jstr(out, "unit", x->unit);
+    jstr(out, "kind", gs_kind_name(x->kind));
+    jnum(out, "count", (double)x->count);
+    jnum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
+    serve_json_key(out, "t_last");
+    rp_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
+    fputc('}', out);
+  }
+}
+
+/* The members of the run answer's "events" array. */
+static void event_entries(FILE *out, const struct runview *v) {
+  for (size_t i = 0; i < v->nevents; i++) {
+    const struct store_event *e = &v->events[i];
+    fputs(i ? ",{" : "{", out);
+    jnum(out, "t", serve_sec(e->t));
+    jstr(out, "kind", e->kind);
+    jstr(out, "name", e->name);
+    jstr(out, "labels", e->labels);
+    jstr(out, "text", e->text);
+    serve_json_key(out, "value");
+    rp_json_num(out, e->value);
+    fputc('}', out);
+  }
+}
+
 static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   const struct runview *v;
   struct runview fresh;
@@ -565,34 +600,9 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
     rp_json_str(out, v->notes[i]);
   }
   fputs("],\"series\":[", out);
-  for (size_t i = 0; i < v->nseries; i++) {
-    const struct store_series *x = &v->series[i];
-    fputs(i ? ",{" : "{", out);
-    jnum(out, "id", (double)x->id);
-    jstr(out, "source", x->source);
-    jstr(out, "name", x->name);
-    jstr(out, "labels", x->labels);
-    jstr(out, "unit", x->unit);
-    jstr(out, "kind", gs_kind_name(x->kind));
-    jnum(out, "count", (double)x->count);
-    jnum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
-    serve_json_key(out, "t_last");
-    rp_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
-    fputc('}', out);
-  }
+  series_entries(out, v);
   fputs("],\"events\":[", out);
-  for (size_t i = 0; i < v->nevents; i++) {
-    const struct store_event *e = &v->events[i];
-    fputs(i ? ",{" : "{", out);
-    jnum(out, "t", serve_sec(e->t));
-    jstr(out, "kind", e->kind);
-    jstr(out, "name", e->name);
-    jstr(out, "labels", e->labels);
-    jstr(out, "text", e->text);
-    serve_json_key(out, "value");
-    rp_json_num(out, e->value);
-    fputc('}', out);
-  }
+  event_entries(out, v);
   fputs("],\"findings\":", out);
   serve_json_findings(out, f, nf);
   fprintf(out, ",\"findings_stored\":%s,\"steps\":{", stored ? "true" : "false");
@@ -831,29 +841,20 @@ static int has_rule(const struct cmp_run *x, const char *rule) {
   return 0;
 }
 
-static void api_compare(struct serve *s, const struct serve_args *a, struct serve_reply *r) {
-  const char *list = a->get(a->user, "runs");
-  if (!list || !*list) {
-    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "compare needs runs=A,B[,...] (the first is the baseline)");
-    return;
-  }
-  struct cmp_run *runs = calloc(SERVE_MAX_COMPARE, sizeof *runs);
-  size_t n = 0;
-  if (!runs) {
-    serve_reply_error(r, 500, "out of memory");
-    return;
-  }
+/* Loads each run of the comma-separated list into runs[*n], counting it in *n before its load (so
+ * the caller frees even a failed one); on a bad list or run, the error reply and -1. */
+static int compare_load(struct serve *s, const char *list, struct cmp_run *runs, size_t *n, struct serve_reply *r) {
   for (const char *p = list; *p;) {
     const char *e = strchr(p, ',');
     size_t len = e ? (size_t)(e - p) : strlen(p);
     char ref[256];
-    if (!len || len >= sizeof ref || n == SERVE_MAX_COMPARE) {
+    if (!len || len >= sizeof ref || *n == SERVE_MAX_COMPARE) {
       serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "runs: at most %d references, comma-separated", SERVE_MAX_COMPARE);
-      goto done;
+      return -1;
     }
     memcpy(ref, p, len);
     ref[len] = 0;
-    struct cmp_run *x = &runs[n++];
+    struct cmp_run *x = &runs[(*n)++];
     int rc = runview_load(s->st, ref, &x->v);
     if (rc) {
       serve_reply_error(r,
@@ -861,7 +862,7 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
                         : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT
                                           : 500,
                         "%s", gs_last_error());
-      goto done;
+      return -1;
     }
     steps_figures(&x->v, &x->sf);
     x->f = x->v.findings;
@@ -870,33 +871,11 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
       x->diagnosed = 1;
     p = e ? e + 1 : p + len;
   }
-  FILE *out = r->out;
-  fputs("{\"baseline\":", out);
-  rp_json_str(out, runs[0].v.run.id);
-  fputs(",\"runs\":[", out);
-  for (size_t i = 0; i < n; i++) {
-    fputs(i ? ",{" : "{", out);
-    summary_members(out, &runs[i].v, runs[i].f, runs[i].nf);
-    jnum(out, "h2d_share", runs[i].sf.h2d_share);
-    jnum(out, "compute_share", runs[i].sf.compute_share);
-    jnum(out, "sm_active", stat(&runs[i].v, "gpu.sm_active_pct", NULL, NULL, NULL));
-    double peak;
-    stat(&runs[i].v, "gpu.mem_used_bytes", NULL, NULL, &peak);
-    jnum(out, "gpu_mem_peak_bytes", peak);
-    jnum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
-    serve_json_key(out, "speedup");
-    rp_json_num(out, speedup(&runs[0], &runs[i]));
-    fputc('}', out);
-  }
-  /* Params whose value differs between the runs (absent counts as a value), in first-seen order. */
-  fputs("],\"params_differ\":[", out);
-  const struct runview *views[SERVE_MAX_COMPARE];
-  for (size_t i = 0; i < n; i++)
-    views[i] = &runs[i].v;
-  struct differ_ctx dc = {.out = out, .views = views, .n = n};
-  report_params_differ(views, n, differ_one, &dc);
-  /* Every rule any run has: in which runs, and its time lost in each. */
-  fputs("],\"findings\":[", out);
+  return 0;
+}
+
+/* The members of the compare answer's "findings" array, one per rule in first-seen order. */
+static void compare_findings(FILE *out, const struct cmp_run *runs, size_t n) {
   int k = 0;
   for (size_t i = 0; i < n; i++)
     for (size_t q = 0; q < runs[i].nf; q++) {
@@ -926,6 +905,50 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
       }
       fputs("]}", out);
     }
+}
+
+static void api_compare(struct serve *s, const struct serve_args *a, struct serve_reply *r) {
+  const char *list = a->get(a->user, "runs");
+  if (!list || !*list) {
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "compare needs runs=A,B[,...] (the first is the baseline)");
+    return;
+  }
+  struct cmp_run *runs = calloc(SERVE_MAX_COMPARE, sizeof *runs);
+  size_t n = 0;
+  if (!runs) {
+    serve_reply_error(r, 500, "out of memory");
+    return;
+  }
+  if (compare_load(s, list, runs, &n, r))
+    goto done;
+  FILE *out = r->out;
+  fputs("{\"baseline\":", out);
+  rp_json_str(out, runs[0].v.run.id);
+  fputs(",\"runs\":[", out);
+  for (size_t i = 0; i < n; i++) {
+    fputs(i ? ",{" : "{", out);
+    summary_members(out, &runs[i].v, runs[i].f, runs[i].nf);
+    jnum(out, "h2d_share", runs[i].sf.h2d_share);
+    jnum(out, "compute_share", runs[i].sf.compute_share);
+    jnum(out, "sm_active", stat(&runs[i].v, "gpu.sm_active_pct", NULL, NULL, NULL));
+    double peak;
+    stat(&runs[i].v, "gpu.mem_used_bytes", NULL, NULL, &peak);
+    jnum(out, "gpu_mem_peak_bytes", peak);
+    jnum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
+    serve_json_key(out, "speedup");
+    rp_json_num(out, speedup(&runs[0], &runs[i]));
+    fputc('}', out);
+  }
+  /* Params whose value differs between the runs (absent counts as a value), in first-seen order. */
+  fputs("],\"params_differ\":[", out);
+  const struct runview *views[SERVE_MAX_COMPARE];
+  for (size_t i = 0; i < n; i++)
+    views[i] = &runs[i].v;
+  struct differ_ctx dc = {.out = out, .views = views, .n = n};
+  report_params_differ(views, n, differ_one, &dc);
+  /* Every rule any run has: in which runs, and its time lost in each. */
+  fputs("],\"findings\":[", out);
+  compare_findings(out, runs, n);
   fputs("]}\n", out);
 done:
   for (size_t i = 0; i < n; i++) {
