@@ -116,6 +116,38 @@ static const struct serve_asset *asset(const char *path) {
   return NULL;
 }
 
+/* The page's window.GS_EMBED object: the answers the front end would fetch for these runs. */
+static int embed_json(struct serve *s, const struct store_run *runs, size_t n, const char *list, FILE *j) {
+  int rc = GS_OK;
+  fprintf(j, "{\"mode\":\"%s\",\"hash\":", n == 1 ? "run" : "compare");
+  char hash[1024];
+  snprintf(hash, sizeof hash, "#/%s/%s", n == 1 ? "run" : "compare", list);
+  rp_json_str(j, hash);
+  fputs(",\"runs\":{", j);
+  for (size_t i = 0; i < n && !rc && n == 1; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "runs/%s", runs[i].id);
+    rp_json_str(j, runs[i].id);
+    fputc(':', j);
+    struct kv_args none = {{0}, {0}};
+    rc = api_into(s, path, &none, j);
+  }
+  fputs("},\"series\":{", j);
+  for (size_t i = 0; i < n && !rc; i++) {
+    if (i)
+      fputc(',', j);
+    rc = run_series(s->st, runs[i].id, j, n > 1);
+  }
+  fputs("},\"compare\":", j);
+  if (n > 1 && !rc) {
+    struct kv_args args = {{"runs"}, {list}};
+    rc = api_into(s, "compare", &args, j);
+  } else
+    fputs("null", j);
+  fputc('}', j);
+  return rc;
+}
+
 int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n) {
   const struct serve_asset *app = asset("/assets/app.js"), *css = asset("/assets/app.css"),
                            *up = asset("/assets/uPlot.iife.min.js"), *upcss = asset("/assets/uPlot.min.css");
@@ -141,32 +173,7 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n) {
   }
   if (rc)
     goto done;
-  fprintf(j, "{\"mode\":\"%s\",\"hash\":", n == 1 ? "run" : "compare");
-  char hash[1024];
-  snprintf(hash, sizeof hash, "#/%s/%s", n == 1 ? "run" : "compare", list);
-  rp_json_str(j, hash);
-  fputs(",\"runs\":{", j);
-  for (size_t i = 0; i < n && !rc && n == 1; i++) {
-    char path[64];
-    snprintf(path, sizeof path, "runs/%s", runs[i].id);
-    rp_json_str(j, runs[i].id);
-    fputc(':', j);
-    struct kv_args none = {{0}, {0}};
-    rc = api_into(&s, path, &none, j);
-  }
-  fputs("},\"series\":{", j);
-  for (size_t i = 0; i < n && !rc; i++) {
-    if (i)
-      fputc(',', j);
-    rc = run_series(st, runs[i].id, j, n > 1);
-  }
-  fputs("},\"compare\":", j);
-  if (n > 1 && !rc) {
-    struct kv_args args = {{"runs"}, {list}};
-    rc = api_into(&s, "compare", &args, j);
-  } else
-    fputs("null", j);
-  fputc('}', j);
+  rc = embed_json(&s, runs, n, list, j);
   fclose(j);
   j = NULL;
   if (rc)
