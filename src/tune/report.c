@@ -87,17 +87,8 @@ static void lr_note(const struct tune_opts *o, const struct tune_result *r, char
            b0, b1, b1 / b0);
 }
 
-void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st) {
-  static const char *strategies[] = {"grid", "halving", "doctor"};
-  char name[sizeof o->name];
-  snprintf(name, sizeof name, "%s", o->name);
-  clean(name);
-  fprintf(out, "gpuscope tune %s — %s, %zu trials, %ld trial-steps (%ld steps run)%s\n\n", name,
-          strategies[o->strategy], r->n, r->trial_steps, r->steps_run,
-          r->interrupted ? " (interrupted: the table so far)" : "");
-  int *idx = table_order(r);
-  if (!idx)
-    return;
+/* The table's header and one row per trial, in table order idx. */
+static void print_rows(FILE *out, const struct tune_opts *o, const struct tune_result *r, const int *idx) {
   const char *head[] = {
       " #",       "configuration", o->metric == TUNE_STEPS_PER_S ? "steps/s ± 95% CI" : "samples/s ± 95% CI",
       "step",     "data",          "GPU",
@@ -137,6 +128,10 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
                                 : "",
             t->margin_ok == 0 ? "  (peak > 90% of limit)" : "");
   }
+}
+
+/* The reason for each trial that is not ok, with the end of its log when it failed. */
+static void print_failures(FILE *out, const struct tune_result *r) {
   int printed = 0;
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[i];
@@ -156,21 +151,26 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
       }
     }
   }
-  fputc('\n', out);
-  if (o->strategy == TUNE_DOCTOR) {
-    for (size_t i = 0; i < r->n; i++) {
-      const struct tune_trial *t = &r->trials[i];
-      if (t->prev < 0)
-        continue;
-      const struct tune_trial *p = &r->trials[t->prev];
-      char m[32];
-      fprintf(out, "doctor step: %02d -> %02zu by %s: estimated %.2fx, measured %s\n", t->prev + 1, i + 1, t->est_rule,
-              t->estimate,
-              t->status == TUNE_OK ? fnum(t->rate / p->rate, "%.2fx", m, sizeof m) : tune_status_name(t->status));
-    }
-    if (r->stop_reason[0])
-      fprintf(out, "doctor stopped: %s\n", r->stop_reason);
+}
+
+/* The doctor strategy's steps: each trial's estimated and measured gain over the one it came from. */
+static void print_doctor_steps(FILE *out, const struct tune_result *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    const struct tune_trial *t = &r->trials[i];
+    if (t->prev < 0)
+      continue;
+    const struct tune_trial *p = &r->trials[t->prev];
+    char m[32];
+    fprintf(out, "doctor step: %02d -> %02zu by %s: estimated %.2fx, measured %s\n", t->prev + 1, i + 1, t->est_rule,
+            t->estimate,
+            t->status == TUNE_OK ? fnum(t->rate / p->rate, "%.2fx", m, sizeof m) : tune_status_name(t->status));
   }
+  if (r->stop_reason[0])
+    fprintf(out, "doctor stopped: %s\n", r->stop_reason);
+}
+
+/* The winner (or the tie), its speed-up, memory margin, learning-rate note and the doctor's findings. */
+static void print_winner(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st) {
   if (r->best < 0) {
     fprintf(out, "no configuration was measured: no winner\n");
   } else {
@@ -214,12 +214,119 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
     }
     free(f);
   }
+}
+
+void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st) {
+  static const char *strategies[] = {"grid", "halving", "doctor"};
+  char name[sizeof o->name];
+  snprintf(name, sizeof name, "%s", o->name);
+  clean(name);
+  fprintf(out, "gpuscope tune %s — %s, %zu trials, %ld trial-steps (%ld steps run)%s\n\n", name,
+          strategies[o->strategy], r->n, r->trial_steps, r->steps_run,
+          r->interrupted ? " (interrupted: the table so far)" : "");
+  int *idx = table_order(r);
+  if (!idx)
+    return;
+  print_rows(out, o, r, idx);
+  print_failures(out, r);
+  fputc('\n', out);
+  if (o->strategy == TUNE_DOCTOR)
+    print_doctor_steps(out, r);
+  print_winner(out, o, r, st);
   free(idx);
 }
 
 static void jkey(FILE *out, const char *k) {
   gs_json_str(out, k);
   fputc(':', out);
+}
+
+/* The "params" object's members: each parameter and the values it was given. */
+static void json_params(FILE *out, const struct tune_opts *o) {
+  for (int i = 0; i < o->nparams; i++) {
+    if (i)
+      fputc(',', out);
+    jkey(out, o->params[i].name);
+    fputc('[', out);
+    for (int v = 0; v < o->params[i].nvalues; v++)
+      fputs(v ? "," : "", out), gs_json_str(out, o->params[i].values[v]);
+    fputc(']', out);
+  }
+}
+
+/* Trial i's object, numbered i + 1, after a comma unless it is the first (unknown figures are null). */
+static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_trial *t, size_t i) {
+  fprintf(out, "%s{\"trial\":%zu,\"config\":{", i ? "," : "", i + 1);
+  for (int p = 0; p < o->nparams; p++) {
+    if (p)
+      fputc(',', out);
+    jkey(out, o->params[p].name), gs_json_str(out, o->params[p].values[t->config[p]]);
+  }
+  fputs("},", out);
+  jkey(out, "status"), gs_json_str(out, tune_status_name(t->status));
+  fputc(',', out), jkey(out, "reason"), t->reason[0] ? gs_json_str(out, t->reason) : (void)fputs("null", out);
+  fputc(',', out), jkey(out, "run_id"), t->run_id[0] ? gs_json_str(out, t->run_id) : (void)fputs("null", out);
+  fputc(',', out), jkey(out, "run_name"), t->run_name[0] ? gs_json_str(out, t->run_name) : (void)fputs("null", out);
+  fprintf(out, ",\"rung\":%d,\"target_steps\":%ld,\"steps_run\":%ld,\"steps_measured\":%ld,", t->rung, t->target_steps,
+          t->steps_run, t->steps_measured);
+  if (t->exit_status >= 0)
+    fprintf(out, "\"exit_status\":%d,", t->exit_status);
+  else
+    fputs("\"exit_status\":null,", out);
+  fprintf(out, "\"dof\":%d,", t->dof);
+  const char *keys[] = {"rate",         "ci95",           "step_s",          "data_wait_share",
+                        "gpu_util_pct", "peak_mem_bytes", "mem_limit_bytes", "energy_per_sample_j",
+                        "estimate"};
+  double vals[] = {t->status == TUNE_OK ? t->rate : NAN,
+                   t->status == TUNE_OK ? t->ci : NAN,
+                   t->step_s,
+                   t->data_share,
+                   t->gpu_util,
+                   t->peak_mem,
+                   t->mem_limit,
+                   t->energy_per_sample,
+                   t->estimate};
+  for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+    jkey(out, keys[k]), gs_json_num(out, vals[k]), fputc(',', out);
+  jkey(out, "margin_ok"), fputs(t->margin_ok < 0 ? "null" : t->margin_ok ? "true" : "false", out);
+  fputc(',', out), jkey(out, "estimate_rule"),
+      t->est_rule[0] ? gs_json_str(out, t->est_rule) : (void)fputs("null", out);
+  fprintf(out, ",\"from_trial\":");
+  if (t->prev >= 0)
+    fprintf(out, "%d", t->prev + 1);
+  else
+    fputs("null", out);
+  fprintf(out, ",\"tied\":%s,", t->tied ? "true" : "false");
+  jkey(out, "stderr_tail");
+  fputc('[', out);
+  if (t->tail[0]) {
+    char tail[1100];
+    snprintf(tail, sizeof tail, "%s", t->tail);
+    int first = 1;
+    for (char *line = strtok(tail, "\n"); line; line = strtok(NULL, "\n"))
+      fputs(first ? "" : ",", out), gs_json_str(out, line), first = 0;
+  }
+  fputs("]}", out);
+}
+
+/* The doctor's findings for the recommended trial, or null when there is none or they cannot be read. */
+static void json_findings(FILE *out, const struct tune_result *r, struct store *st) {
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  if (st && r->recommended >= 0 && !st->findings_read(st, r->trials[r->recommended].run_id, &f, &nf)) {
+    fputc('[', out);
+    for (size_t i = 0; i < nf; i++) {
+      fputs(i ? ",{" : "{", out);
+      jkey(out, "rule"), gs_json_str(out, f[i].rule);
+      fputc(',', out), jkey(out, "title"), gs_json_str(out, f[i].title);
+      fputc(',', out), jkey(out, "speedup"), gs_json_num(out, f[i].speedup);
+      fputc('}', out);
+    }
+    fputc(']', out);
+  } else {
+    fputs("null", out);
+  }
+  free(f);
 }
 
 void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st) {
@@ -233,70 +340,10 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   fprintf(out, ",\"trial_steps\":%ld,\"steps_run\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps,
           r->steps_run, r->interrupted ? "true" : "false", r->budget_out ? "true" : "false");
   fputs("\"params\":{", out);
-  for (int i = 0; i < o->nparams; i++) {
-    if (i)
-      fputc(',', out);
-    jkey(out, o->params[i].name);
-    fputc('[', out);
-    for (int v = 0; v < o->params[i].nvalues; v++)
-      fputs(v ? "," : "", out), gs_json_str(out, o->params[i].values[v]);
-    fputc(']', out);
-  }
+  json_params(out, o);
   fputs("},\"trials\":[", out);
-  for (size_t i = 0; i < r->n; i++) {
-    const struct tune_trial *t = &r->trials[i];
-    fprintf(out, "%s{\"trial\":%zu,\"config\":{", i ? "," : "", i + 1);
-    for (int p = 0; p < o->nparams; p++) {
-      if (p)
-        fputc(',', out);
-      jkey(out, o->params[p].name), gs_json_str(out, o->params[p].values[t->config[p]]);
-    }
-    fputs("},", out);
-    jkey(out, "status"), gs_json_str(out, tune_status_name(t->status));
-    fputc(',', out), jkey(out, "reason"), t->reason[0] ? gs_json_str(out, t->reason) : (void)fputs("null", out);
-    fputc(',', out), jkey(out, "run_id"), t->run_id[0] ? gs_json_str(out, t->run_id) : (void)fputs("null", out);
-    fputc(',', out), jkey(out, "run_name"), t->run_name[0] ? gs_json_str(out, t->run_name) : (void)fputs("null", out);
-    fprintf(out, ",\"rung\":%d,\"target_steps\":%ld,\"steps_run\":%ld,\"steps_measured\":%ld,", t->rung,
-            t->target_steps, t->steps_run, t->steps_measured);
-    if (t->exit_status >= 0)
-      fprintf(out, "\"exit_status\":%d,", t->exit_status);
-    else
-      fputs("\"exit_status\":null,", out);
-    fprintf(out, "\"dof\":%d,", t->dof);
-    const char *keys[] = {"rate",         "ci95",           "step_s",          "data_wait_share",
-                          "gpu_util_pct", "peak_mem_bytes", "mem_limit_bytes", "energy_per_sample_j",
-                          "estimate"};
-    double vals[] = {t->status == TUNE_OK ? t->rate : NAN,
-                     t->status == TUNE_OK ? t->ci : NAN,
-                     t->step_s,
-                     t->data_share,
-                     t->gpu_util,
-                     t->peak_mem,
-                     t->mem_limit,
-                     t->energy_per_sample,
-                     t->estimate};
-    for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
-      jkey(out, keys[k]), gs_json_num(out, vals[k]), fputc(',', out);
-    jkey(out, "margin_ok"), fputs(t->margin_ok < 0 ? "null" : t->margin_ok ? "true" : "false", out);
-    fputc(',', out), jkey(out, "estimate_rule"),
-        t->est_rule[0] ? gs_json_str(out, t->est_rule) : (void)fputs("null", out);
-    fprintf(out, ",\"from_trial\":");
-    if (t->prev >= 0)
-      fprintf(out, "%d", t->prev + 1);
-    else
-      fputs("null", out);
-    fprintf(out, ",\"tied\":%s,", t->tied ? "true" : "false");
-    jkey(out, "stderr_tail");
-    fputc('[', out);
-    if (t->tail[0]) {
-      char tail[1100];
-      snprintf(tail, sizeof tail, "%s", t->tail);
-      int first = 1;
-      for (char *line = strtok(tail, "\n"); line; line = strtok(NULL, "\n"))
-        fputs(first ? "" : ",", out), gs_json_str(out, line), first = 0;
-    }
-    fputs("]}", out);
-  }
+  for (size_t i = 0; i < r->n; i++)
+    json_trial(out, o, &r->trials[i], i);
   fputs("],", out);
   fprintf(out, "\"best\":"), r->best >= 0 ? (void)fprintf(out, "%d", r->best + 1) : (void)fputs("null", out);
   fprintf(out, ",\"winner\":"), r->winner >= 0 ? (void)fprintf(out, "%d", r->winner + 1) : (void)fputs("null", out);
@@ -318,21 +365,6 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   fputc(',', out), jkey(out, "stop_reason"),
       r->stop_reason[0] ? gs_json_str(out, r->stop_reason) : (void)fputs("null", out);
   fputs(",\"findings\":", out);
-  struct store_finding *f = NULL;
-  size_t nf = 0;
-  if (st && r->recommended >= 0 && !st->findings_read(st, r->trials[r->recommended].run_id, &f, &nf)) {
-    fputc('[', out);
-    for (size_t i = 0; i < nf; i++) {
-      fputs(i ? ",{" : "{", out);
-      jkey(out, "rule"), gs_json_str(out, f[i].rule);
-      fputc(',', out), jkey(out, "title"), gs_json_str(out, f[i].title);
-      fputc(',', out), jkey(out, "speedup"), gs_json_num(out, f[i].speedup);
-      fputc('}', out);
-    }
-    fputc(']', out);
-  } else {
-    fputs("null", out);
-  }
-  free(f);
+  json_findings(out, r, st);
   fputs("}\n", out);
 }

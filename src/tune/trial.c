@@ -357,49 +357,28 @@ static int measure(const struct tune_opts *o, struct store *st, struct tune_tria
   return 0;
 }
 
-int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64_t deadline_ns) {
-  int rc = 0, log_fd = -1, res[2] = {-1, -1};
-  char **argv = NULL, tags[1024], *end = NULL;
+/* Marks the trial failed with every figure unknown, names its run and writes its tags
+ * ("tune=NAME,trial=K" and each parameter whose value a tag can hold) into tags. */
+static void trial_reset(const struct tune_opts *o, struct tune_trial *t, int k, char *tags, size_t n) {
   t->status = TUNE_FAILED;
   t->exit_status = -1;
   t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
   t->energy_per_sample = NAN;
   t->margin_ok = -1;
   snprintf(t->run_name, sizeof t->run_name, "%s/%02d", o->name, k + 1);
-  int off = snprintf(tags, sizeof tags, "tune=%s,trial=%d", o->name, k + 1);
-  for (int i = 0; i < o->nparams && off > 0 && off < (int)sizeof tags; i++) {
+  int off = snprintf(tags, n, "tune=%s,trial=%d", o->name, k + 1);
+  for (int i = 0; i < o->nparams && off > 0 && off < (int)n; i++) {
     const char *v = o->params[i].values[t->config[i]];
     if (!strchr(v, ',') && v[0] != '=')
-      off += snprintf(tags + off, sizeof tags - (size_t)off, ",%s=%s", o->params[i].name, v);
+      off += snprintf(tags + off, n - (size_t)off, ",%s=%s", o->params[i].name, v);
   }
-  if (!(argv = tune_substitute(o, t->config)) || (o->mem_limit > 0 && !(argv = with_limit(argv, o->mem_limit)))) {
-    snprintf(t->reason, sizeof t->reason, "out of memory");
-    return GS_ENOMEM;
-  }
-  const char *tmp = getenv("TMPDIR");
-  char tpath[600];
-  snprintf(tpath, sizeof tpath, "%s/gpuscope-tune-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
-  if ((log_fd = mkostemp(tpath, O_CLOEXEC)) < 0) {
-    snprintf(t->reason, sizeof t->reason, "cannot create the trial's log in %s: %s", tmp && tmp[0] ? tmp : "/tmp",
-             strerror(errno));
-    goto out;
-  }
-  unlink(tpath); /* the open descriptor is all we need */
-  if (pipe2(res, O_CLOEXEC)) {
-    snprintf(t->reason, sizeof t->reason, "pipe: %s", strerror(errno));
-    goto out;
-  }
-  long kills0 = cgroup_oom_kills();
-  int64_t t0 = gs_mono_ns();
-  fflush(NULL);
-  pid_t pid = spawn(o, t, argv, tags, log_fd, res[1]);
-  if (pid < 0) {
-    snprintf(t->reason, sizeof t->reason, "fork: %s", strerror(errno));
-    goto out;
-  }
-  close(res[1]);
-  res[1] = -1;
-  int ws = 0, termed = 0, interrupted = 0;
+}
+
+/* Waits for the agent to exit, passing Ctrl-C on and stopping it with SIGTERM at --seconds or at the
+ * budget's deadline; sets *termed and *interrupted when it did either. */
+static void wait_agent(const struct tune_opts *o, pid_t pid, int64_t t0, int64_t deadline_ns, int *termed,
+                       int *interrupted) {
+  int ws = 0;
   sig_atomic_t seen = tune_sigint;
   for (;;) {
     pid_t p = waitpid(pid, &ws, WNOHANG);
@@ -407,46 +386,25 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
       break;
     if (tune_sigint != seen) {
       seen = tune_sigint;
-      interrupted = 1;
+      *interrupted = 1;
       /* A terminal's ^C reached the agent and the job through the process group already. */
       if (!tune_sigint_tty)
         kill(pid, tune_sigint_signo ? tune_sigint_signo : SIGINT); /* the agent passes it on */
     }
     int64_t now = gs_mono_ns();
-    if (!termed &&
+    if (!*termed &&
         ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * GS_NS_PER_S)) || (deadline_ns && now >= deadline_ns))) {
       kill(pid, SIGTERM); /* the agent passes it to the job and closes the run */
-      termed = 1;
+      *termed = 1;
     }
     sleep_ms(20);
   }
-  char msg[96] = "", id[32] = "";
-  ssize_t got = read(res[0], msg, sizeof msg - 1);
-  int arc = 1, status = -1;
-  if (got <= 0 || sscanf(msg, "%d %d %31s", &arc, &status, id) != 3)
-    arc = 1;
-  end = malloc(8192);
-  if (end)
-    log_end(log_fd, end, 8192);
-  tail_lines(end ? end : "", t->tail, sizeof t->tail);
-  if (arc) {
-    snprintf(t->reason, sizeof t->reason, "the agent could not run the trial (see its output)");
-    goto out;
-  }
-  t->exit_status = status;
-  snprintf(t->run_id, sizeof t->run_id, "%s", id);
-  struct store *st = store_open(o->store_url);
-  if (!st) {
-    rc = GS_ESTORE;
-    snprintf(t->reason, sizeof t->reason, "%s", gs_last_error());
-    goto out;
-  }
-  int mrc = measure(o, st, t);
-  st->close(st);
-  if (mrc) {
-    snprintf(t->reason, sizeof t->reason, "%s", gs_last_error());
-    goto out;
-  }
+}
+
+/* Sets the measured trial's status and reason from how the job ended: status is its exit status, end
+ * the end of its log (NULL when unread), kills0 the cgroup's OOM kills before it started. */
+static void trial_classify(const struct tune_opts *o, struct tune_trial *t, int status, int termed, int interrupted,
+                           const char *end, long kills0) {
   long kills1 = cgroup_oom_kills();
   int by_us = termed || (status == 128 + SIGTERM && t->steps_run >= o->warmup + t->target_steps);
   char line[256];
@@ -479,6 +437,69 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
     else
       snprintf(t->reason, sizeof t->reason, "the job exited with status %d", status);
   }
+}
+
+int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64_t deadline_ns) {
+  int rc = 0, log_fd = -1, res[2] = {-1, -1};
+  char **argv = NULL, tags[1024], *end = NULL;
+  trial_reset(o, t, k, tags, sizeof tags);
+  if (!(argv = tune_substitute(o, t->config)) || (o->mem_limit > 0 && !(argv = with_limit(argv, o->mem_limit)))) {
+    snprintf(t->reason, sizeof t->reason, "out of memory");
+    return GS_ENOMEM;
+  }
+  const char *tmp = getenv("TMPDIR");
+  char tpath[600];
+  snprintf(tpath, sizeof tpath, "%s/gpuscope-tune-XXXXXX", tmp && tmp[0] ? tmp : "/tmp");
+  if ((log_fd = mkostemp(tpath, O_CLOEXEC)) < 0) {
+    snprintf(t->reason, sizeof t->reason, "cannot create the trial's log in %s: %s", tmp && tmp[0] ? tmp : "/tmp",
+             strerror(errno));
+    goto out;
+  }
+  unlink(tpath); /* the open descriptor is all we need */
+  if (pipe2(res, O_CLOEXEC)) {
+    snprintf(t->reason, sizeof t->reason, "pipe: %s", strerror(errno));
+    goto out;
+  }
+  long kills0 = cgroup_oom_kills();
+  int64_t t0 = gs_mono_ns();
+  fflush(NULL);
+  pid_t pid = spawn(o, t, argv, tags, log_fd, res[1]);
+  if (pid < 0) {
+    snprintf(t->reason, sizeof t->reason, "fork: %s", strerror(errno));
+    goto out;
+  }
+  close(res[1]);
+  res[1] = -1;
+  int termed = 0, interrupted = 0;
+  wait_agent(o, pid, t0, deadline_ns, &termed, &interrupted);
+  char msg[96] = "", id[32] = "";
+  ssize_t got = read(res[0], msg, sizeof msg - 1);
+  int arc = 1, status = -1;
+  if (got <= 0 || sscanf(msg, "%d %d %31s", &arc, &status, id) != 3)
+    arc = 1;
+  end = malloc(8192);
+  if (end)
+    log_end(log_fd, end, 8192);
+  tail_lines(end ? end : "", t->tail, sizeof t->tail);
+  if (arc) {
+    snprintf(t->reason, sizeof t->reason, "the agent could not run the trial (see its output)");
+    goto out;
+  }
+  t->exit_status = status;
+  snprintf(t->run_id, sizeof t->run_id, "%s", id);
+  struct store *st = store_open(o->store_url);
+  if (!st) {
+    rc = GS_ESTORE;
+    snprintf(t->reason, sizeof t->reason, "%s", gs_last_error());
+    goto out;
+  }
+  int mrc = measure(o, st, t);
+  st->close(st);
+  if (mrc) {
+    snprintf(t->reason, sizeof t->reason, "%s", gs_last_error());
+    goto out;
+  }
+  trial_classify(o, t, status, termed, interrupted, end, kills0);
 out:
   free(end);
   if (t->status == TUNE_OK)
