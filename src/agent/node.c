@@ -78,9 +78,109 @@ int node_metrics_start(struct gs_sink *sink, const char *listen, const char *tok
   return GS_OK;
 }
 
+/* Opens the host and NVML collectors into cols; one that cannot open here is noted and left out.
+ * Returns how many opened. */
+static size_t node_open_collectors(const struct agent_node_opts *o, struct gs_sink *sink, struct node_col *cols) {
+  char err[256];
+  size_t ncols = 0;
+  struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = 0, .interval_ns = o->interval_ns};
+  const struct collector *want[] = {&collector_host, &collector_nvml};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    err[0] = 0;
+    void *ctx = want[i]->open(&copts, sink, err, sizeof err);
+    if (ctx)
+      cols[ncols++] = (struct node_col){want[i], ctx};
+    else if (err[0]) {
+      gs_sink_note(sink, "%s collector off: %s", want[i]->name, err);
+      if (!o->quiet)
+        fprintf(stderr, "gpuscope agent: %s collector off: %s\n", want[i]->name, err);
+    }
+  }
+  return ncols;
+}
+
+static void node_print_address(const struct agent_node_opts *o, int port) {
+  if (!o->quiet || o->print_address) {
+    struct serve_addr a;
+    serve_addr_parse(o->listen ? o->listen : METRICS_DEFAULT_LISTEN, &a);
+    printf("gpuscope agent: metrics at http://%s%s%s:%d/metrics\n", a.v6 ? "[" : "", a.host, a.v6 ? "]" : "", port);
+    fflush(stdout);
+  }
+}
+
+/* One tick: every collector still on samples at t; one that asks to be switched off is closed. */
+static void node_sample_all(struct node_col *cols, size_t ncols, struct gs_sink *sink, int64_t t) {
+  for (size_t i = 0; i < ncols; i++)
+    if (cols[i].ctx && cols[i].c->sample(cols[i].ctx, sink, t) == GS_COLLECT_DISABLE) {
+      gs_sink_note(sink, "%s collector switched off", cols[i].c->name);
+      cols[i].c->close(cols[i].ctx);
+      cols[i].ctx = NULL;
+    }
+}
+
+/* Waits until next or a signal on sfd; returns 1 when a signal asks the agent to stop. */
+static int node_wait(int sfd, int64_t next) {
+  int stop = 0;
+  int64_t wait_ns = next - gs_mono_ns();
+  if (wait_ns < 0)
+    wait_ns = 0;
+  struct timespec ts = {.tv_sec = wait_ns / GS_NS_PER_S, .tv_nsec = wait_ns % GS_NS_PER_S};
+  struct pollfd pf = {.fd = sfd, .events = POLLIN};
+  if (ppoll(&pf, 1, &ts, NULL) > 0 && (pf.revents & POLLIN)) {
+    struct signalfd_siginfo si;
+    while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
+      stop = 1;
+  }
+  return stop;
+}
+
+/* The tick loop: samples, flushes every flush period and, when recording, exports the live
+ * findings, until a signal arrives on sfd. */
+static void node_loop(const struct agent_node_opts *o, int sfd, struct gs_sink *sink, struct store *st,
+                      struct store_run *run, struct metrics *m, struct node_col *cols, size_t ncols, int *failed) {
+  int64_t flush_ns = agent_flush_default(o->interval_ns);
+  int64_t next = gs_mono_ns(), next_flush = next + flush_ns,
+          next_findings = next + 2 * flush_ns; /* the first once the store holds two flushes */
+  for (int stop = 0; !stop;) {
+    int64_t now = gs_mono_ns();
+    if (now >= next) {
+      node_sample_all(cols, ncols, sink, next);
+      next += o->interval_ns;
+      if (next <= now)
+        next = now + o->interval_ns;
+    }
+    if (now >= next_flush) {
+      node_flush(sink, st, run, failed);
+      next_flush = now + flush_ns;
+    }
+    if (st && now >= next_findings) {
+      struct store_finding *f = NULL;
+      size_t n = 0;
+      double window;
+      if (!serve_live_findings(st, run->id, &f, &n, &window))
+        metrics_set_findings(m, f, n);
+      free(f);
+      next_findings = now + FINDINGS_EVERY_NS;
+    }
+    stop = node_wait(sfd, next);
+  }
+}
+
+/* Writes the last batch and closes the node run, finished or failed as rc says. */
+static void node_run_close(const struct agent_node_opts *o, struct gs_sink *sink, struct store *st,
+                           struct store_run *run, int *failed, int rc) {
+  int64_t end = gs_mono_ns();
+  node_flush(sink, st, run, failed);
+  run->end_wall_ns = run->start_wall_ns + (end - run->mono_start_ns);
+  snprintf(run->status, sizeof run->status, "%s", rc ? "failed" : "finished");
+  if (st->run_end(st, run))
+    fprintf(stderr, "gpuscope agent: cannot close the run: %s\n", gs_last_error());
+  else if (!o->quiet)
+    fprintf(stderr, "gpuscope agent: node run %s kept\n", run->id);
+}
+
 int agent_node_run(const struct agent_node_opts *o) {
   int rc = GS_OK, sfd = -1, failed = 0, begun = 0;
-  char err[256];
   struct store *st = NULL;
   struct store_run run;
   struct node_col cols[4];
@@ -118,85 +218,21 @@ int agent_node_run(const struct agent_node_opts *o) {
     goto out;
   }
   /* Collectors before the endpoint, so the first scrape already has the GPUs' labels. */
-  struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = 0, .interval_ns = o->interval_ns};
-  const struct collector *want[] = {&collector_host, &collector_nvml};
-  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
-    err[0] = 0;
-    void *ctx = want[i]->open(&copts, sink, err, sizeof err);
-    if (ctx)
-      cols[ncols++] = (struct node_col){want[i], ctx};
-    else if (err[0]) {
-      gs_sink_note(sink, "%s collector off: %s", want[i]->name, err);
-      if (!o->quiet)
-        fprintf(stderr, "gpuscope agent: %s collector off: %s\n", want[i]->name, err);
-    }
-  }
+  ncols = node_open_collectors(o, sink, cols);
   int port = 0;
   if (metrics_listen(m, o->listen, o->token, &port)) {
     rc = GS_EINVAL;
     goto out;
   }
-  if (!o->quiet || o->print_address) {
-    struct serve_addr a;
-    serve_addr_parse(o->listen ? o->listen : METRICS_DEFAULT_LISTEN, &a);
-    printf("gpuscope agent: metrics at http://%s%s%s:%d/metrics\n", a.v6 ? "[" : "", a.host, a.v6 ? "]" : "", port);
-    fflush(stdout);
-  }
-  int64_t flush_ns = agent_flush_default(o->interval_ns);
-  int64_t next = gs_mono_ns(), next_flush = next + flush_ns,
-          next_findings = next + 2 * flush_ns; /* the first once the store holds two flushes */
-  for (int stop = 0; !stop;) {
-    int64_t now = gs_mono_ns();
-    if (now >= next) {
-      for (size_t i = 0; i < ncols; i++)
-        if (cols[i].ctx && cols[i].c->sample(cols[i].ctx, sink, next) == GS_COLLECT_DISABLE) {
-          gs_sink_note(sink, "%s collector switched off", cols[i].c->name);
-          cols[i].c->close(cols[i].ctx);
-          cols[i].ctx = NULL;
-        }
-      next += o->interval_ns;
-      if (next <= now)
-        next = now + o->interval_ns;
-    }
-    if (now >= next_flush) {
-      node_flush(sink, st, &run, &failed);
-      next_flush = now + flush_ns;
-    }
-    if (st && now >= next_findings) {
-      struct store_finding *f = NULL;
-      size_t n = 0;
-      double window;
-      if (!serve_live_findings(st, run.id, &f, &n, &window))
-        metrics_set_findings(m, f, n);
-      free(f);
-      next_findings = now + FINDINGS_EVERY_NS;
-    }
-    int64_t wait_ns = next - gs_mono_ns();
-    if (wait_ns < 0)
-      wait_ns = 0;
-    struct timespec ts = {.tv_sec = wait_ns / GS_NS_PER_S, .tv_nsec = wait_ns % GS_NS_PER_S};
-    struct pollfd pf = {.fd = sfd, .events = POLLIN};
-    if (ppoll(&pf, 1, &ts, NULL) > 0 && (pf.revents & POLLIN)) {
-      struct signalfd_siginfo si;
-      while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si)
-        stop = 1;
-    }
-  }
+  node_print_address(o, port);
+  node_loop(o, sfd, sink, st, &run, m, cols, ncols, &failed);
 out:
   metrics_free(m); /* the endpoint first: no scrape reads the sink after this */
   for (size_t i = 0; i < ncols; i++)
     if (cols[i].ctx)
       cols[i].c->close(cols[i].ctx);
-  if (begun) {
-    int64_t end = gs_mono_ns();
-    node_flush(sink, st, &run, &failed);
-    run.end_wall_ns = run.start_wall_ns + (end - run.mono_start_ns);
-    snprintf(run.status, sizeof run.status, "%s", rc ? "failed" : "finished");
-    if (st->run_end(st, &run))
-      fprintf(stderr, "gpuscope agent: cannot close the run: %s\n", gs_last_error());
-    else if (!o->quiet)
-      fprintf(stderr, "gpuscope agent: node run %s kept\n", run.id);
-  }
+  if (begun)
+    node_run_close(o, sink, st, &run, &failed, rc);
   if (st)
     st->close(st);
   if (sfd >= 0)

@@ -114,10 +114,10 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
   }
 }
 
-int report_text(FILE *out, const struct report_run *r, int color) {
-  struct style s = style_of(color);
-  char b1[64], b2[64], b3[64], b4[64], dur[32], when[32], gpus[256];
-  fprintf(out, "%sgpuscope report%s %s", s.bold, s.reset, r->run.id);
+/* The run's identity: id, name, status, command, host, GPUs and the job's own parameters. */
+static void print_header(FILE *out, const struct style *s, const struct report_run *r) {
+  char dur[32], when[32], gpus[256];
+  fprintf(out, "%sgpuscope report%s %s", s->bold, s->reset, r->run.id);
   if (r->run.name[0]) {
     fputs(" (", out);
     rp_text(out, r->run.name, 0);
@@ -146,8 +146,12 @@ int report_text(FILE *out, const struct report_run *r, int color) {
   }
   if (shown)
     fputc('\n', out);
+}
 
-  fprintf(out, "\n%straining loop%s\n", s.bold, s.reset);
+/* The training loop's step figures, then the host's, the job's and every GPU's. */
+static void print_training_loop(FILE *out, const struct style *s, const struct report_run *r) {
+  char b1[64], b2[64], b3[64], b4[64];
+  fprintf(out, "\n%straining loop%s\n", s->bold, s->reset);
   if (r->steps.steps) {
     fprintf(out, "  %zu steps, %s samples/s, median step %s\n", r->steps.steps,
             rp_num(b1, sizeof b1, r->steps.samples_per_s, 1, ""),
@@ -178,24 +182,29 @@ int report_text(FILE *out, const struct report_run *r, int color) {
     fprintf(out, "  GPU energy %s (%s per sample); idle GPU-hours %s of %s\n",
             rp_num(b1, sizeof b1, r->energy_j / 3.6e6, 4, "kWh"), rp_num(b2, sizeof b2, r->energy_per_sample, 3, "J"),
             rp_num(b3, sizeof b3, r->gpu_idle_hours, 3, ""), rp_num(b4, sizeof b4, r->gpu_hours, 3, ""));
+}
 
+static void print_gaps(FILE *out, const struct style *s, const struct report_run *r) {
   char gaps[32], *gap_text = NULL;
   size_t gap_len = 0;
-  snprintf(gaps, sizeof gaps, "  %s!%s ", s.yellow, s.reset);
+  snprintf(gaps, sizeof gaps, "  %s!%s ", s->yellow, s->reset);
   FILE *g = open_memstream(&gap_text, &gap_len);
   int ngaps = g ? rp_data_gaps(g, gaps, r->params, r->nparams) : 0;
   if (g && !fclose(g) && ngaps)
-    fprintf(out, "\n%sgaps in the data%s\n%s", s.bold, s.reset, gap_text);
+    fprintf(out, "\n%sgaps in the data%s\n%s", s->bold, s->reset, gap_text);
   free(gap_text);
+}
 
-  fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s.bold, s.reset, r->diagnosed ? " (diagnosed now)" : "");
+/* The findings ranked by time lost, their combined fix, then the run's notes. */
+static void print_findings(FILE *out, const struct style *s, const struct report_run *r) {
+  fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s->bold, s->reset, r->diagnosed ? " (diagnosed now)" : "");
   if (!r->nfindings)
     fputs("  none: the diagnosis could not run on this run\n", out);
   for (size_t i = 0; i < r->nfindings; i++)
-    print_finding(out, &s, i, &r->findings[i]);
+    print_finding(out, s, i, &r->findings[i]);
   char comb[320];
   if (rp_combined_line(comb, sizeof comb, r->findings, r->nfindings)[0]) {
-    fprintf(out, "\n %sTogether:%s\n", s.bold, s.reset);
+    fprintf(out, "\n %sTogether:%s\n", s->bold, s->reset);
     fix_line(out, comb);
   }
   for (size_t i = 0; i < r->nnotes; i++) {
@@ -204,5 +213,13 @@ int report_text(FILE *out, const struct report_run *r, int color) {
     if (i + 1 == r->nnotes)
       fputc('\n', out);
   }
+}
+
+int report_text(FILE *out, const struct report_run *r, int color) {
+  struct style s = style_of(color);
+  print_header(out, &s, r);
+  print_training_loop(out, &s, r);
+  print_gaps(out, &s, r);
+  print_findings(out, &s, r);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the report") : GS_OK;
 }

@@ -242,6 +242,54 @@ void pg_spool_done(struct pg_store *s) {
  * or it was killed during an outage) into the server, as run server_id; deletes it when done.
  * Through a writer state of its own (tmp), sharing the connection: the run's own writer is not
  * disturbed. Returns 0, 1 when the spool is still in use (its agent is alive), or a GS_E code. */
+/* Reads every spooled series' samples into b (series table and points); b owns what it holds. */
+static int spool_read_samples(struct store *sp, struct store_series *ser, size_t nser, struct gs_batch *b) {
+  int rc = GS_OK;
+  if (!(b->series = calloc(nser ? nser : 1, sizeof *b->series)))
+    return gs_fail(GS_ENOMEM, "out of memory");
+  struct collect_ctx c = {b, 0, 0, 0};
+  for (size_t i = 0; i < nser && !rc; i++) {
+    b->series[i] = (struct gs_series_def){.id = (int)i,
+                                          .source = ser[i].source,
+                                          .name = ser[i].name,
+                                          .labels = ser[i].labels,
+                                          .unit = ser[i].unit,
+                                          .kind = ser[i].kind};
+    c.series = (int32_t)i;
+    rc = sp->samples_read(sp, ser[i].id, INT64_MIN, INT64_MAX, collect_point, &c);
+    if (c.oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+  }
+  b->n_series = nser;
+  return rc;
+}
+
+/* The spool's events as batch events (pointing into ev); the caller frees the array. NULL when out
+ * of memory. */
+static struct gs_event *spool_events_copy(struct store_event *ev, size_t nev) {
+  struct gs_event *bev = calloc(nev ? nev : 1, sizeof *bev);
+  if (!bev)
+    return NULL;
+  for (size_t i = 0; i < nev; i++)
+    bev[i] = (struct gs_event){.t_ns = ev[i].t,
+                               .kind = ev[i].kind,
+                               .name = ev[i].name,
+                               .value = ev[i].value,
+                               .labels = ev[i].labels,
+                               .text = ev[i].text};
+  return bev;
+}
+
+/* Removes a recovered spool file and the files SQLite keeps beside it. */
+static void spool_unlink(const char *path) {
+  const char *suffix[] = {"", "-wal", "-shm", "-journal"};
+  char p[1300];
+  for (int i = 0; i < 4; i++) {
+    snprintf(p, sizeof p, "%s%s", path, suffix[i]);
+    unlink(p);
+  }
+}
+
 static int recover_one(struct pg_store *s, const char *path, const char *server_id) {
   struct store *sp = store_backend_sqlite.open(path, STORE_READ);
   if (!sp)
@@ -270,40 +318,14 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   const char *spool_id = runs[0].id;
   snprintf(rr.id, sizeof rr.id, "%s", server_id);
   rr.mono_start_ns = 0; /* the spool's times are the run's already */
-  if ((rc = sp->series_list(sp, spool_id, &ser, &nser)))
-    goto out;
-  if (!(b.series = calloc(nser ? nser : 1, sizeof *b.series))) {
-    rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
-  }
-  struct collect_ctx c = {&b, 0, 0, 0};
-  for (size_t i = 0; i < nser && !rc; i++) {
-    b.series[i] = (struct gs_series_def){.id = (int)i,
-                                         .source = ser[i].source,
-                                         .name = ser[i].name,
-                                         .labels = ser[i].labels,
-                                         .unit = ser[i].unit,
-                                         .kind = ser[i].kind};
-    c.series = (int32_t)i;
-    rc = sp->samples_read(sp, ser[i].id, INT64_MIN, INT64_MAX, collect_point, &c);
-    if (c.oom)
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-  }
-  b.n_series = nser;
-  if (rc || (rc = sp->events_read(sp, spool_id, &ev, &nev)) || (rc = sp->params_read(sp, spool_id, &kv, &nkv)) ||
+  if ((rc = sp->series_list(sp, spool_id, &ser, &nser)) || (rc = spool_read_samples(sp, ser, nser, &b)) ||
+      (rc = sp->events_read(sp, spool_id, &ev, &nev)) || (rc = sp->params_read(sp, spool_id, &kv, &nkv)) ||
       (rc = sp->notes_read(sp, spool_id, &notes, &nnotes)))
     goto out;
-  if (!(bev = calloc(nev ? nev : 1, sizeof *bev))) {
+  if (!(bev = spool_events_copy(ev, nev))) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
     goto out;
   }
-  for (size_t i = 0; i < nev; i++)
-    bev[i] = (struct gs_event){.t_ns = ev[i].t,
-                               .kind = ev[i].kind,
-                               .name = ev[i].name,
-                               .value = ev[i].value,
-                               .labels = ev[i].labels,
-                               .text = ev[i].text};
   b.events = bev, b.n_events = nev;
   b.params = kv, b.n_params = nkv;
   b.notes = notes, b.n_notes = nnotes;
@@ -327,14 +349,8 @@ out:
     store_notes_free(notes, nnotes);
   free(runs);
   sp->close(sp);
-  if (!rc) {
-    const char *suffix[] = {"", "-wal", "-shm", "-journal"};
-    char p[1300];
-    for (int i = 0; i < 4; i++) {
-      snprintf(p, sizeof p, "%s%s", path, suffix[i]);
-      unlink(p);
-    }
-  }
+  if (!rc)
+    spool_unlink(path);
   return rc;
 }
 

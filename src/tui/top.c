@@ -189,6 +189,73 @@ static int on_key(struct top_ui *u, const struct top_snap *s, int ch) {
   return 0;
 }
 
+static void screen_start(struct top_ui *u) {
+  initscr();
+  cbreak();
+  noecho();
+  nonl();
+  keypad(stdscr, TRUE);
+  curs_set(0);
+  timeout(KEY_WAIT_MS);
+  top_colors_init(u);
+}
+
+/* Reloads, diagnoses and draws until a key or a signal ends top; after the run ends, one last
+ * diagnosis and the screen stays. */
+static void top_loop(struct store *st, const char *id, const struct tui_opts *o, struct top_ui *u, struct top_snap *cur,
+                     struct launched *l) {
+  int64_t refresh_ns = o->refresh_ns > 0 ? o->refresh_ns : GS_NS_PER_S;
+  int64_t next_load = 0, next_finding = 0;
+  int final_done = 0, dirty = 1;
+  while (!top_stop) {
+    int64_t now = gs_mono_ns();
+    reap(l);
+    if (now >= next_load && !final_done) {
+      int was_running = cur->running;
+      if (reload(st, id, u, cur) == GS_OK) {
+        dirty = 1;
+        if (!cur->running) { /* the run ended: one last diagnosis, then the screen stays */
+          next_finding = 0;
+          final_done = 1;
+        }
+        (void)was_running;
+      }
+      next_load = now + refresh_ns;
+    }
+    if (now >= next_finding && (cur->running || final_done == 1)) {
+      top_finding_now(st, cur);
+      next_finding = now + FINDING_EVERY_NS;
+      if (final_done)
+        final_done = 2;
+      dirty = 1;
+    }
+    if (dirty) {
+      top_draw(u, cur);
+      dirty = 0;
+    }
+    int ch = getch();
+    if (ch == ERR)
+      continue;
+    if (on_key(u, cur, ch))
+      break;
+    if (ch == KEY_RESIZE)
+      next_load = 0; /* the history's width follows the terminal's */
+    dirty = 1;
+  }
+}
+
+/* Waits for the job top started, stopping it first if it still runs, and says where its output is. */
+static void stop_job(struct launched *l, const char *id) {
+  reap(l);
+  if (l->status < 0) { /* quitting stops the job top started; its agent passes SIGTERM on */
+    kill(l->pid, SIGTERM);
+    int ws;
+    if (waitpid(l->pid, &ws, 0) == l->pid)
+      l->status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 1;
+  }
+  fprintf(stderr, "gpuscope: run %s; the job's output and the run's summary are in %s\n", id, l->log);
+}
+
 int tui_top(const struct tui_opts *o, int *job_status) {
   *job_status = 0;
   if (!isatty(0) || !isatty(1))
@@ -223,64 +290,13 @@ int tui_top(const struct tui_opts *o, int *job_status) {
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &sa, &old[i]);
 
-  initscr();
-  cbreak();
-  noecho();
-  nonl();
-  keypad(stdscr, TRUE);
-  curs_set(0);
-  timeout(KEY_WAIT_MS);
-  top_colors_init(&u);
-  int64_t refresh_ns = o->refresh_ns > 0 ? o->refresh_ns : GS_NS_PER_S;
-  int64_t next_load = 0, next_finding = 0;
-  int final_done = 0, dirty = 1;
-  while (!top_stop) {
-    int64_t now = gs_mono_ns();
-    reap(&l);
-    if (now >= next_load && !final_done) {
-      int was_running = cur.running;
-      if (reload(st, id, &u, &cur) == GS_OK) {
-        dirty = 1;
-        if (!cur.running) { /* the run ended: one last diagnosis, then the screen stays */
-          next_finding = 0;
-          final_done = 1;
-        }
-        (void)was_running;
-      }
-      next_load = now + refresh_ns;
-    }
-    if (now >= next_finding && (cur.running || final_done == 1)) {
-      top_finding_now(st, &cur);
-      next_finding = now + FINDING_EVERY_NS;
-      if (final_done)
-        final_done = 2;
-      dirty = 1;
-    }
-    if (dirty) {
-      top_draw(&u, &cur);
-      dirty = 0;
-    }
-    int ch = getch();
-    if (ch == ERR)
-      continue;
-    if (on_key(&u, &cur, ch))
-      break;
-    if (ch == KEY_RESIZE)
-      next_load = 0; /* the history's width follows the terminal's */
-    dirty = 1;
-  }
+  screen_start(&u);
+  top_loop(st, id, o, &u, &cur, &l);
   endwin();
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &old[i], NULL);
   if (l.pid > 0) {
-    reap(&l);
-    if (l.status < 0) { /* quitting stops the job top started; its agent passes SIGTERM on */
-      kill(l.pid, SIGTERM);
-      int ws;
-      if (waitpid(l.pid, &ws, 0) == l.pid)
-        l.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : WIFSIGNALED(ws) ? 128 + WTERMSIG(ws) : 1;
-    }
-    fprintf(stderr, "gpuscope: run %s; the job's output and the run's summary are in %s\n", id, l.log);
+    stop_job(&l, id);
     *job_status = l.status;
   }
   top_snap_done(&cur);
