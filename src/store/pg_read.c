@@ -252,19 +252,7 @@ int pg_rollups_read(struct store *base, int64_t series_id, int64_t res_ns, int64
     rollup_add_bucket(&acc, pg_i64(res, i, 0), strtod(PQgetvalue(res, i, 1), NULL), strtod(PQgetvalue(res, i, 2), NULL),
                       strtod(PQgetvalue(res, i, 3), NULL));
   PQclear(res);
-  int rc = acc.oom ? gs_fail(GS_ENOMEM, "out of memory") : GS_OK;
-  if (!rc && acc.len == 0) { /* not stored (a crashed run, a short one): computed from the raw chunks */
-    rc = pg_samples_read(base, series_id, INT64_MIN, INT64_MAX, rollup_point, &acc);
-    rollup_emit(&acc);
-    if (acc.oom)
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-  }
-  if (rc) {
-    rollup_done(&acc);
-    return rc;
-  }
-  *t = acc.t, *mn = acc.mn, *mx = acc.mx, *mean = acc.mean, *n = acc.len;
-  return GS_OK;
+  return rollup_read_finish(base, series_id, &acc, GS_OK, t, mn, mx, mean, n);
 }
 
 /* ---- events, params, notes, findings ---- */

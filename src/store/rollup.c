@@ -88,3 +88,21 @@ int rollup_all_point(void *u, int64_t t, double v) {
 int rollup_worth_storing(const struct rollup_all *all, const struct rollup_acc *a) {
   return all->points >= (int64_t)a->len * STORE_ROLLUP_MIN_POINTS;
 }
+
+int rollup_read_finish(struct store *st, int64_t series_id, struct rollup_acc *a, int rc, int64_t **t, double **mn,
+                       double **mx, double **mean, size_t *n) {
+  if (!rc && a->oom)
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+  if (!rc && a->len == 0) {
+    rc = st->samples_read(st, series_id, INT64_MIN, INT64_MAX, rollup_point, a);
+    rollup_emit(a);
+    if (a->oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+  }
+  if (rc) {
+    rollup_done(a);
+    return rc;
+  }
+  *t = a->t, *mn = a->mn, *mx = a->mx, *mean = a->mean, *n = a->len;
+  return GS_OK;
+}

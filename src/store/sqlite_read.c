@@ -244,18 +244,7 @@ int sq_rollups_read(struct store *base, int64_t series_id, int64_t res_ns, int64
   sqlite3_bind_int64(st, 1, series_id);
   sqlite3_bind_int64(st, 2, res_ns);
   rc = sq_each_row(s, st, "cannot read rollups", rollup_row, &a);
-  if (!rc && a.len == 0) { /* not stored (a crashed run, a short one): computed from the raw chunks */
-    rc = sq_samples_read(base, series_id, INT64_MIN, INT64_MAX, rollup_point, &a);
-    rollup_emit(&a);
-    if (a.oom)
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-  }
-  if (rc) {
-    rollup_done(&a);
-    return rc;
-  }
-  *t = a.t, *mn = a.mn, *mx = a.mx, *mean = a.mean, *n = a.len;
-  return GS_OK;
+  return rollup_read_finish(base, series_id, &a, rc, t, mn, mx, mean, n);
 }
 
 /* ---- events, params, notes, findings ---- */

@@ -50,6 +50,11 @@ void rollup_emit(struct rollup_acc *a);
 /* Appends one finished bucket (as read back from a store). */
 void rollup_add_bucket(struct rollup_acc *a, int64_t t, double min, double max, double mean);
 void rollup_done(struct rollup_acc *a);
+/* The end of every back end's rollups_read: a with the stored buckets it read (rc: how that read
+ * went). When none are stored (a crashed run, a short one) they are computed from st's raw chunks.
+ * Hands a's arrays to the caller (0), or frees them and returns the GS_E code. */
+int rollup_read_finish(struct store *st, int64_t series_id, struct rollup_acc *a, int rc, int64_t **t, double **mn,
+                       double **mx, double **mean, size_t *n);
 
 /* Every stored resolution in one pass over a series. */
 struct rollup_all {
