@@ -13,11 +13,12 @@ SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 GIB = 1 << 30
 
 # JOB PRE DATA COMPUTE N: sleeps PRE seconds, then N steps of DATA s waiting and COMPUTE s spinning;
-# DATA "fast-if-late" is 0.002 s after a pre-sleep and 0.02 s without one.
+# DATA "fast-if-late" is 0.002 s after a pre-sleep and 0.08 s without one (steps of 12 ms against
+# 90 ms: far enough apart that a loaded machine, or an ASan build of the agent, cannot swap them).
 JOB = r'''
 import os, socket, sys, time
 pre, comp, n = float(sys.argv[1]), float(sys.argv[3]), int(sys.argv[4])
-data = (0.002 if pre else 0.02) if sys.argv[2] == "fast-if-late" else float(sys.argv[2])
+data = (0.002 if pre else 0.08) if sys.argv[2] == "fast-if-late" else float(sys.argv[2])
 path = os.environ.get("GPUSCOPE_SOCKET")
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 time.sleep(pre)
