@@ -96,6 +96,7 @@ enum { NVML_TEMPERATURE_GPU = 0 };
 
 /* nvmlGpmMetricId_t (the ones gpuscope reads) */
 enum {
+  NVML_GPM_METRIC_GRAPHICS_UTIL = 1, /* any graphics/compute context active: DCGM's GR_ENGINE_ACTIVE */
   NVML_GPM_METRIC_SM_UTIL = 2,
   NVML_GPM_METRIC_SM_OCCUPANCY = 3,
   NVML_GPM_METRIC_INTEGER_UTIL = 4,

@@ -40,6 +40,7 @@ static struct {
 struct sim_gpm_sample {
   unsigned magic;
   int dev;
+  int gi; /* -1: the whole device (nvmlGpmSampleGet); else a GPU instance (nvmlGpmMigSampleGet) */
   double t;
 };
 #define GPM_MAGIC 0x6770756du
@@ -100,11 +101,37 @@ EXPORT int gpusim_in_slow_call(void) {
 
 /* ---- helpers ---- */
 
+static int in_array(const struct sim_dev *d, const struct sim_dev *a, int n) {
+  uintptr_t p = (uintptr_t)d, lo = (uintptr_t)a, hi = (uintptr_t)(a + n);
+  return a && p >= lo && p < hi && (p - lo) % sizeof *a == 0;
+}
+
+/* The device (or MIG instance) a handle names, NULL when it names none. */
 static struct sim_dev *dev_of(nvmlDevice_t h) {
   struct sim_dev *d = (struct sim_dev *)h;
-  if (!G.refs || !d || d < G.scn.dev || d >= G.scn.dev + G.scn.ndev)
+  if (!G.refs || !d)
     return NULL;
-  return d;
+  if (in_array(d, G.scn.dev, (int)G.scn.ndev))
+    return d;
+  for (unsigned i = 0; i < G.scn.ndev; i++)
+    if (in_array(d, G.scn.dev[i].migs, G.scn.dev[i].nmigs))
+      return G.scn.dev[i].mig == 1 ? d : NULL; /* a MIG handle is valid while MIG is on */
+  return NULL;
+}
+
+/* What a MIG device handle answers, as on a real driver: its name, UUID, memory, processes and the
+ * MIG calls. Everything else (utilisation, power, clocks, ...) is NOT_SUPPORTED. */
+static int mig_handle_answers(enum sim_call call) {
+  return call == SC_NAME || call == SC_UUID || call == SC_MEM || call == SC_PROCS || call == SC_MIG_DEV;
+}
+
+static nvmlReturn_t fault_code(const struct sim_dev *d, enum sim_call call, double now) {
+  for (int i = 0; i < d->nfaults; i++) {
+    const struct sim_fault *f = &d->faults[i];
+    if (f->code && (f->call == call || f->call == SC_ALL) && now >= f->from && now < f->until)
+      return f->code;
+  }
+  return NVML_SUCCESS;
 }
 
 static void sleep_ms(int ms) {
@@ -130,13 +157,16 @@ static nvmlReturn_t check(nvmlDevice_t h, enum sim_call call, struct sim_dev **d
       sleep_ms(f->slow_ms);
   }
   now = now_s();
-  if (now >= d->lost_at || now >= d->gone_at)
+  const struct sim_dev *gpu = d->parent ? d->parent : d;
+  if (now >= gpu->lost_at || now >= gpu->gone_at)
     return NVML_ERROR_GPU_IS_LOST;
-  for (int i = 0; i < d->nfaults; i++) {
-    struct sim_fault *f = &d->faults[i];
-    if (f->code && (f->call == call || f->call == SC_ALL) && now >= f->from && now < f->until)
-      return f->code;
-  }
+  if (d->parent && !mig_handle_answers(call))
+    return NVML_ERROR_NOT_SUPPORTED;
+  nvmlReturn_t r = fault_code(d, call, now);
+  if (r == NVML_SUCCESS && d->parent)
+    r = fault_code(d->parent, call, now);
+  if (r != NVML_SUCCESS)
+    return r;
   *dp = d;
   *t = now;
   return NVML_SUCCESS;
@@ -437,6 +467,77 @@ static nvmlReturn_t mig_impl(nvmlDevice_t h, unsigned *cur, unsigned *pend) {
 }
 EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned *cur, unsigned *pend) {
   ACCT(mig_impl(h, cur, pend));
+}
+#endif
+
+#if !defined(GPUSIM_LEGACY) && !defined(GPUSIM_NO_MIG_DEVICES)
+/* MIG device handles, as NVML's documentation describes them: up to SIM_MAX_MIG under a GPU in MIG
+ * mode (0 when MIG is off or unsupported), an index without an instance NOT_FOUND. */
+static nvmlReturn_t mig_count_impl(nvmlDevice_t h, unsigned *n) {
+  CHECK(h, SC_MIG_DEV);
+  if (!n || d->parent)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *n = d->mig == 1 ? SIM_MAX_MIG : 0;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t h, unsigned *n) {
+  ACCT(mig_count_impl(h, n));
+}
+
+static nvmlReturn_t mig_handle_impl(nvmlDevice_t h, unsigned index, nvmlDevice_t *out) {
+  CHECK(h, SC_MIG_DEV);
+  if (!out || d->parent || index >= SIM_MAX_MIG)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (d->mig != 1)
+    return NVML_ERROR_NOT_SUPPORTED;
+  for (int i = 0; i < d->nmigs; i++)
+    if (d->migs[i].slot == index) {
+      *out = (nvmlDevice_t)&d->migs[i];
+      return NVML_SUCCESS;
+    }
+  return NVML_ERROR_NOT_FOUND;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t h, unsigned index, nvmlDevice_t *out) {
+  ACCT(mig_handle_impl(h, index, out));
+}
+
+static nvmlReturn_t is_mig_impl(nvmlDevice_t h, unsigned *is) {
+  CHECK(h, SC_MIG_DEV);
+  if (!is)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *is = d->parent != NULL;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t h, unsigned *is) {
+  ACCT(is_mig_impl(h, is));
+}
+
+/* which 0: the GPU-instance id, 1: the compute-instance id; NOT_SUPPORTED on a GPU's own handle. */
+static nvmlReturn_t instance_id_impl(nvmlDevice_t h, int which, unsigned *id) {
+  CHECK(h, SC_MIG_DEV);
+  if (!id)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->parent)
+    return NVML_ERROR_NOT_SUPPORTED;
+  *id = which ? d->ci : d->gi;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t h, unsigned *id) {
+  ACCT(instance_id_impl(h, 0, id));
+}
+EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t h, unsigned *id) {
+  ACCT(instance_id_impl(h, 1, id));
+}
+
+static nvmlReturn_t mig_parent_impl(nvmlDevice_t h, nvmlDevice_t *out) {
+  CHECK(h, SC_MIG_DEV);
+  if (!out || !d->parent)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  *out = (nvmlDevice_t)d->parent;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t h, nvmlDevice_t *out) {
+  ACCT(mig_parent_impl(h, out));
 }
 #endif
 
@@ -755,7 +856,7 @@ static nvmlReturn_t gpm_alloc_impl(nvmlGpmSample_t *s) {
   if (!g)
     return NVML_ERROR_MEMORY;
   g->magic = GPM_MAGIC;
-  g->dev = -1;
+  g->dev = g->gi = -1;
   *s = (nvmlGpmSample_t)g;
   return NVML_SUCCESS;
 }
@@ -783,12 +884,37 @@ static nvmlReturn_t gpm_get_impl(nvmlDevice_t h, nvmlGpmSample_t s) {
   if (!d->gpm || d->mig == 1)
     return NVML_ERROR_NOT_SUPPORTED;
   g->dev = (int)d->index;
+  g->gi = -1;
   g->t = t;
   return NVML_SUCCESS;
 }
 EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t h, nvmlGpmSample_t s) {
   ACCT(gpm_get_impl(h, s));
 }
+
+#ifndef GPUSIM_NO_MIG_DEVICES
+/* A GPM sample of one GPU instance of a GPU in MIG mode (h is the GPU's own handle). */
+static nvmlReturn_t gpm_mig_get_impl(nvmlDevice_t h, unsigned gi, nvmlGpmSample_t s) {
+  CHECK(h, SC_GPM);
+  struct sim_gpm_sample *g = (struct sim_gpm_sample *)s;
+  if (!g || g->magic != GPM_MAGIC || d->parent)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (!d->gpm || d->mig != 1)
+    return NVML_ERROR_NOT_SUPPORTED;
+  int i;
+  for (i = 0; i < d->nmigs && d->migs[i].gi != gi; i++)
+    ;
+  if (i == d->nmigs)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  g->dev = (int)d->index;
+  g->gi = (int)gi;
+  g->t = t;
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t h, unsigned gi, nvmlGpmSample_t s) {
+  ACCT(gpm_mig_get_impl(h, gi, s));
+}
+#endif
 
 static nvmlReturn_t gpm_metrics_impl(nvmlGpmMetricsGet_t *m) {
   if (!G.refs)
@@ -799,16 +925,25 @@ static nvmlReturn_t gpm_metrics_impl(nvmlGpmMetricsGet_t *m) {
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
   struct sim_gpm_sample *a = (struct sim_gpm_sample *)m->sample1, *b = (struct sim_gpm_sample *)m->sample2;
   if (m->numMetrics > NVML_GPM_METRIC_MAX || !a || !b || a->magic != GPM_MAGIC || b->magic != GPM_MAGIC || a->dev < 0 ||
-      a->dev != b->dev || !(b->t > a->t) || (unsigned)a->dev >= G.scn.ndev)
+      a->dev != b->dev || a->gi != b->gi || !(b->t > a->t) || (unsigned)a->dev >= G.scn.ndev)
     return NVML_ERROR_INVALID_ARGUMENT;
   CHECK((nvmlDevice_t)&G.scn.dev[a->dev], SC_GPM);
   (void)t;
+  if (a->gi >= 0) { /* an instance's sample: its own timeline */
+    int i;
+    for (i = 0; i < d->nmigs && d->migs[i].gi != (unsigned)a->gi; i++)
+      ;
+    if (i == d->nmigs)
+      return NVML_ERROR_INVALID_ARGUMENT;
+    d = &d->migs[i];
+  }
   static const struct {
     unsigned id;
     enum sim_key key;
     double scale;
     char *name;
   } map[] = {
+      {NVML_GPM_METRIC_GRAPHICS_UTIL, K_GR_ACTIVE, 1, "graphics_util"},
       {NVML_GPM_METRIC_SM_UTIL, K_SM_ACTIVE, 1, "sm_util"},
       {NVML_GPM_METRIC_SM_OCCUPANCY, K_SM_OCC, 1, "sm_occupancy"},
       {NVML_GPM_METRIC_ANY_TENSOR_UTIL, K_TENSOR, 1, "any_tensor_util"},

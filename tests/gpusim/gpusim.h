@@ -31,6 +31,7 @@ enum sim_key {
   K_FP64,      /* GPM, % */
   K_NVLINK_RX, /* GPM, bytes/s */
   K_NVLINK_TX, /* GPM, bytes/s */
+  K_GR_ACTIVE, /* GPM, % (graphics/compute engine active; defaults to util when never set) */
   K_NKEYS
 };
 extern const char *const sim_key_names[K_NKEYS];
@@ -57,13 +58,15 @@ enum sim_call {
   SC_PSTATE,
   SC_PROCS,
   SC_PROC_UTIL,
-  SC_MIG,
+  SC_MIG,     /* nvmlDeviceGetMigMode */
+  SC_MIG_DEV, /* the MIG device calls: max count, handle by index, instance ids, parent */
   SC_GPM,
   SC_NCALLS
 };
 extern const char *const sim_call_names[SC_NCALLS];
 
 #define SIM_MAX_PROCS 16
+#define SIM_MAX_MIG 7 /* MIG devices under one GPU (NVIDIA's A100/H100 maximum) */
 
 struct sim_proc {
   int jobpid; /* the pid is "$JOBPID", resolved at each call */
@@ -108,6 +111,13 @@ struct sim_dev {
   int nsegs, cap_segs;
   struct sim_fault *faults;
   int nfaults, cap_faults;
+  /* MIG: a device in MIG mode holds its instances (`mig_instance` lines), each a sim_dev of its own
+   * (its timeline from `in GI ...` lines) whose handle is a MIG device handle. */
+  struct sim_dev *migs;
+  int nmigs;
+  struct sim_dev *parent; /* set on an instance (after loading): the GPU it is part of */
+  unsigned gi, ci, slot;  /* an instance's GPU-instance id, compute-instance id, MIG device index */
+  char profile[32];       /* an instance's profile name, "1g.10gb" */
 };
 
 struct sim_scn {

@@ -33,6 +33,7 @@ const char *const sim_key_names[K_NKEYS] = {
     [K_FP64] = "fp64",
     [K_NVLINK_RX] = "nvlink_rx",
     [K_NVLINK_TX] = "nvlink_tx",
+    [K_GR_ACTIVE] = "gr_active",
 };
 
 const char *const sim_call_names[SC_NCALLS] = {
@@ -57,6 +58,7 @@ const char *const sim_call_names[SC_NCALLS] = {
     [SC_PROCS] = "procs",
     [SC_PROC_UTIL] = "proc_util",
     [SC_MIG] = "mig",
+    [SC_MIG_DEV] = "mig_dev",
     [SC_GPM] = "gpm",
 };
 
@@ -200,31 +202,31 @@ static int parse_call(const char *s) {
   return -1;
 }
 
+static void dev_defaults(struct sim_dev *x, unsigned i) {
+  memset(x, 0, sizeof *x);
+  x->index = i;
+  x->cc_major = 8, x->cc_minor = 0;
+  x->mem_total = 16ULL << 30;
+  x->mem_reserved = 256ULL << 20;
+  x->power_limit_w = 300;
+  x->max_sm = 1410, x->max_mem = 1215;
+  x->mig = -1;
+  x->sample_hz = 6;
+  x->samples_when_idle = 1;
+  x->energy_start_mj = 1000000ULL * (i + 1);
+  x->lost_at = x->gone_at = INFINITY;
+  snprintf(x->uuid, sizeof x->uuid, "GPU-5a1c0000-0000-4000-8000-%012x", i);
+  snprintf(x->pci, sizeof x->pci, "00000000:%02X:00.0", 0x18 + 0x10 * i);
+}
+
 static struct sim_dev *dev_get(struct parser *p, unsigned idx) {
   struct sim_scn *s = p->s;
   if (idx >= s->ndev) {
     struct sim_dev *d = realloc(s->dev, (idx + 1) * sizeof *d);
     if (!d)
       return NULL;
-    for (unsigned i = s->ndev; i <= idx; i++) {
-      struct sim_dev *x = &d[i];
-      memset(x, 0, sizeof *x);
-      x->index = i;
-      x->name[0] = 0;
-      x->cc_major = 8, x->cc_minor = 0;
-      x->mem_total = 16ULL << 30;
-      x->mem_reserved = 256ULL << 20;
-      x->power_limit_w = 300;
-      x->max_sm = 1410, x->max_mem = 1215;
-      x->mig = -1;
-      x->sample_hz = 6;
-      x->samples_when_idle = 1;
-      x->energy_start_mj = 1000000ULL * (i + 1);
-      x->lost_at = x->gone_at = INFINITY;
-      x->gone_at = INFINITY;
-      snprintf(x->uuid, sizeof x->uuid, "GPU-5a1c0000-0000-4000-8000-%012x", i);
-      snprintf(x->pci, sizeof x->pci, "00000000:%02X:00.0", 0x18 + 0x10 * i);
-    }
+    for (unsigned i = s->ndev; i <= idx; i++)
+      dev_defaults(&d[i], i);
     s->dev = d;
     s->ndev = idx + 1;
   }
@@ -299,12 +301,67 @@ static int parse_window(struct parser *p, char **tok, int ntok, int i, struct si
   return 0;
 }
 
+static struct sim_dev *mig_find(struct sim_dev *d, unsigned gi) {
+  for (int i = 0; i < d->nmigs; i++)
+    if (d->migs[i].gi == gi)
+      return &d->migs[i];
+  return NULL;
+}
+
+/* "mig_instance GI CI PROFILE MEMORY [slot N]": one MIG device of d. Its defaults: no reserved
+ * memory, PCIe and NVLink GPM metrics unsupported (the links are the whole GPU's, not an instance's). */
+static int mig_instance_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
+  double mem;
+  if ((ntok != 5 && ntok != 7) || !isdigit((unsigned char)tok[1][0]) || !isdigit((unsigned char)tok[2][0]) ||
+      parse_num(tok[4], &mem) || (ntok == 7 && (strcmp(tok[5], "slot") || !isdigit((unsigned char)tok[6][0]))))
+    return perr(p, "mig_instance wants GI CI PROFILE MEMORY [slot N]");
+  unsigned gi = (unsigned)atoi(tok[1]), slot = ntok == 7 ? (unsigned)atoi(tok[6]) : (unsigned)d->nmigs;
+  if (mig_find(d, gi))
+    return perr(p, "device %u: GPU instance %u twice", d->index, gi);
+  for (int i = 0; i < d->nmigs; i++)
+    if (d->migs[i].slot == slot)
+      return perr(p, "device %u: MIG device slot %u twice", d->index, slot);
+  if (d->nmigs == SIM_MAX_MIG || slot >= SIM_MAX_MIG)
+    return perr(p, "at most %d MIG devices, slots 0-%d", SIM_MAX_MIG, SIM_MAX_MIG - 1);
+  struct sim_dev *n = realloc(d->migs, (size_t)(d->nmigs + 1) * sizeof *n);
+  if (!n)
+    return perr(p, "out of memory");
+  d->migs = n;
+  struct sim_dev *x = &d->migs[d->nmigs++];
+  dev_defaults(x, d->index);
+  x->uuid[0] = 0;
+  x->mem_total = (unsigned long long)mem;
+  x->mem_reserved = 0;
+  x->gi = gi, x->ci = (unsigned)atoi(tok[2]), x->slot = slot;
+  snprintf(x->profile, sizeof x->profile, "%s", tok[3]);
+  static const unsigned links[] = {20, 21, 60, 61};
+  for (size_t i = 0; i < 4; i++)
+    x->gpm_unsupported[x->n_gpm_unsupported++] = links[i];
+  return 0;
+}
+
+static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok, const char *rest);
+
+/* "in GI LINE": a device line (at, fault, ...) for GPU instance GI of d. */
+static int in_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
+  struct sim_dev *x = ntok >= 3 && isdigit((unsigned char)tok[1][0]) ? mig_find(d, (unsigned)atoi(tok[1])) : NULL;
+  if (!x)
+    return perr(p, "'in' wants the GPU-instance id of a mig_instance line before it");
+  if (!strcmp(tok[2], "in") || !strcmp(tok[2], "mig_instance") || !strcmp(tok[2], "name"))
+    return perr(p, "'in %s' is not for an instance", tok[2]);
+  return device_line(p, x, tok + 2, ntok - 2, "");
+}
+
 /* Applies one device-block line to device d. */
 static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok, const char *rest) {
   const char *k = tok[0];
   int bad = 0;
   double v;
-  if (!strcmp(k, "name")) {
+  if (!strcmp(k, "mig_instance")) {
+    return mig_instance_line(p, d, tok, ntok);
+  } else if (!strcmp(k, "in")) {
+    return in_line(p, d, tok, ntok);
+  } else if (!strcmp(k, "name")) {
     snprintf(d->name, sizeof d->name, "%s", rest);
   } else if (!strcmp(k, "uuid") && ntok == 2) {
     snprintf(d->uuid, sizeof d->uuid, "%s", tok[1]);
@@ -420,11 +477,16 @@ static int finalize(struct parser *p, struct sim_dev *d) {
   def[K_SM_CLOCK] = d->max_sm;
   def[K_MEM_CLOCK] = d->max_mem;
   def[K_FAN] = 30;
+  int gr_set = 0;
+  for (int i = 0; i < d->nsegs; i++)
+    gr_set |= d->segs[i].set[K_GR_ACTIVE];
   for (int i = 0; i < d->nsegs; i++) {
     struct sim_seg *g = &d->segs[i], *prev = i ? &d->segs[i - 1] : NULL;
     for (int k = 0; k < K_NKEYS; k++)
       if (!g->set[k])
         g->v[k] = prev ? prev->v[k] : def[k];
+    if (!gr_set)
+      g->v[K_GR_ACTIVE] = g->v[K_UTIL];
     if (!g->procs_set && prev) {
       g->nprocs = prev->nprocs;
       memcpy(g->procs, prev->procs, sizeof g->procs);
@@ -435,6 +497,19 @@ static int finalize(struct parser *p, struct sim_dev *d) {
     }
   }
   return 0;
+}
+
+/* An instance after its parent: its name and UUID as a real driver gives them, the parent's GPM
+ * support and period, then its own timeline. */
+static int finalize_mig(struct parser *p, struct sim_dev *d, struct sim_dev *x) {
+  x->parent = d;
+  x->gpm = d->gpm;
+  if (!x->period)
+    x->period = d->period;
+  snprintf(x->name, sizeof x->name, "%.58s MIG %.31s", d->name, x->profile);
+  if (!x->uuid[0])
+    snprintf(x->uuid, sizeof x->uuid, "MIG-5a1c%04x-0000-4000-8000-%012x", d->index, x->gi);
+  return finalize(p, x);
 }
 
 int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) {
@@ -490,9 +565,13 @@ int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) 
     snprintf(err, errlen, "%s: no device", path);
     goto fail;
   }
-  for (unsigned i = 0; i < s->ndev; i++)
+  for (unsigned i = 0; i < s->ndev; i++) {
     if (finalize(&p, &s->dev[i]))
       goto fail;
+    for (int k = 0; k < s->dev[i].nmigs; k++)
+      if (finalize_mig(&p, &s->dev[i], &s->dev[i].migs[k]))
+        goto fail;
+  }
   return 0;
 
 fail:
@@ -504,6 +583,11 @@ fail:
 
 void sim_scn_free(struct sim_scn *s) {
   for (unsigned i = 0; s->dev && i < s->ndev; i++) {
+    for (int k = 0; k < s->dev[i].nmigs; k++) {
+      free(s->dev[i].migs[k].segs);
+      free(s->dev[i].migs[k].faults);
+    }
+    free(s->dev[i].migs);
     free(s->dev[i].segs);
     free(s->dev[i].faults);
   }

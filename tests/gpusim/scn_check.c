@@ -83,6 +83,21 @@ static void check_named(const char *dir) {
            "slow power on GPU 0 only");
     sim_scn_free(&s);
   }
+  if (!load(dir, "node8_mig.scn", &s)) {
+    const struct sim_dev *d = &s.dev[2], *a = &d->migs[0], *b = &d->migs[1];
+    EXPECT(d->mig == 1 && d->nmigs == 2 && s.dev[1].nmigs == 0, "GPU 2 in MIG mode with two instances");
+    EXPECT(a->gi == 1 && a->slot == 0 && !strcmp(a->profile, "3g.40gb") && a->parent == d, "GI 1: 3g.40gb, slot 0");
+    EXPECT(b->gi == 9 && b->ci == 0 && b->slot == 2 && b->mem_total == 9984ULL << 20, "GI 9: 1g.10gb, slot 2");
+    EXPECT(!strcmp(b->name, "NVIDIA H100 80GB HBM3 MIG 1g.10gb") && !strncmp(b->uuid, "MIG-", 4), "'%s' '%s'", b->name,
+           b->uuid);
+    EXPECT(sim_value(a, K_MEM_USED, 1) == 20.0 * (1 << 30) && sim_value(b, K_GR_ACTIVE, 4) == 20, "instance timelines");
+    EXPECT(sim_value(d, K_GR_ACTIVE, 1) == 85 && a->period == 6, "GPU 2's own gr_active, the instance's period");
+    sim_scn_free(&s);
+  }
+  if (!load(dir, "idle1.scn", &s)) {
+    EXPECT(sim_value(&s.dev[0], K_GR_ACTIVE, 1) == sim_value(&s.dev[0], K_UTIL, 1), "gr_active defaults to util");
+    sim_scn_free(&s);
+  }
 }
 
 static void check_errors(void) {
@@ -96,6 +111,9 @@ static void check_errors(void) {
       {"device 0\n  at 0 throttle=Hot\n", "unknown throttle reason"},
       {"device 0\n  period 2\n  at 3 util=1\n", "not inside its period"},
       {"device 0\n  at 0 procs=abc:1GiB\n", "bad pid"},
+      {"device 0\n  in 3 at 0 mem_used=1GiB\n", "'in' wants the GPU-instance id"},
+      {"device 0\n  mig_instance 1 0 1g.10gb\n", "mig_instance wants"},
+      {"device 0\n  mig_instance 1 0 1g.10gb 10GiB\n  mig_instance 1 0 1g.10gb 10GiB\n", "GPU instance 1 twice"},
   };
   char path[] = "/tmp/gpusim-scn-XXXXXX";
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
