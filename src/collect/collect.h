@@ -58,12 +58,27 @@ int collect_list_descendants(pid_t pid, pid_t **out);
 
 /* What `gpuscope devices` and the run's params say about one GPU. Text fields are "" and numbers
  * -1 when the driver cannot tell (missing is not zero). */
+#define NVML_MAX_MIG 8 /* MIG instances listed per GPU (NVIDIA's GPUs have at most 7) */
+
+/* One MIG instance (a GPU instance, through its first MIG device handle). */
+struct nvml_mig_facts {
+  unsigned slot;       /* its MIG device index under the GPU */
+  unsigned gi, ci;     /* GPU-instance id (dcgm-exporter's GPU_I_ID), compute-instance id */
+  char name[96];       /* "NVIDIA H100 80GB HBM3 MIG 1g.10gb" */
+  char profile[32];    /* "1g.10gb": the name after " MIG ", "" when the name has none */
+  char uuid[96];       /* "MIG-...", "" when unknown */
+  long long mem_total; /* bytes, -1 when unknown */
+};
+
 struct nvml_facts {
   char name[96], uuid[96], pci_bus_id[32];
   int cc_major, cc_minor;                               /* -1 when unknown */
   long long mem_total;                                  /* bytes, -1 when unknown */
   int mig_current, mig_pending;                         /* 0/1, -1 when not supported */
   int fam_basic, fam_samples, fam_per_process, fam_gpm; /* metric families that answer */
+  int n_mig;                                            /* MIG instances listed (MIG mode on) */
+  int mig_unlisted; /* MIG mode on but this library lacks the MIG device calls */
+  struct nvml_mig_facts mig[NVML_MAX_MIG];
 };
 
 /* What `gpuscope devices` lists (report_devices prints it): the driver and every GPU NVML counts. */

@@ -50,6 +50,7 @@ enum metric {
   M_PCIE_RX,
   M_FAN,
   M_PSTATE,
+  M_GR_ACTIVE,
   M_SM_ACTIVE,
   M_SM_OCCUPANCY,
   M_TENSOR_ACTIVE,
@@ -63,8 +64,22 @@ enum metric {
   M_NVLINK_TX,
   M_PROC_MEM,
   M_PROC_SM,
+  /* one MIG instance's (labels gpu=N,gi=G) */
+  M_MIG_MEM_USED,
+  M_MIG_MEM_FREE,
+  M_MIG_MEM_TOTAL,
+  M_MIG_GR_ACTIVE,
+  M_MIG_SM_ACTIVE,
+  M_MIG_SM_OCCUPANCY,
+  M_MIG_TENSOR_ACTIVE,
+  M_MIG_DRAM_ACTIVE,
+  M_MIG_FP16_ACTIVE,
+  M_MIG_FP32_ACTIVE,
+  M_MIG_FP64_ACTIVE,
   M_COUNT
 };
+#define M_MIG_FIRST M_MIG_MEM_USED
+#define N_MIG_METRICS (M_COUNT - M_MIG_FIRST)
 
 static const struct gs_metric_desc nvml_metrics[M_COUNT] = {
     [M_UTIL] = {"gpu.util_pct", "%", GS_GAUGE,
@@ -88,6 +103,8 @@ static const struct gs_metric_desc nvml_metrics[M_COUNT] = {
     [M_PCIE_RX] = {"gpu.pcie_rx_bytes_s", "B/s", GS_GAUGE, "PCIe bytes received by the GPU (20 ms window, 1 Hz)"},
     [M_FAN] = {"gpu.fan_pct", "%", GS_GAUGE, "fan speed, percent of its maximum"},
     [M_PSTATE] = {"gpu.pstate", "", GS_GAUGE, "performance state (0 fastest .. 15 slowest)"},
+    [M_GR_ACTIVE] = {"gpu.gr_active_pct", "%", GS_GAUGE,
+                     "GPM: share of time a graphics or compute context was active (graphics engine)"},
     [M_SM_ACTIVE] = {"gpu.sm_active_pct", "%", GS_GAUGE, "GPM: share of SMs busy, time-averaged"},
     [M_SM_OCCUPANCY] = {"gpu.sm_occupancy_pct", "%", GS_GAUGE, "GPM: resident warps over the maximum"},
     [M_TENSOR_ACTIVE] = {"gpu.tensor_active_pct", "%", GS_GAUGE, "GPM: any tensor-core pipe active"},
@@ -101,25 +118,38 @@ static const struct gs_metric_desc nvml_metrics[M_COUNT] = {
     [M_NVLINK_TX] = {"gpu.nvlink_tx_bytes_s", "B/s", GS_GAUGE, "GPM: NVLink bytes sent, all links"},
     [M_PROC_MEM] = {"gpu.proc_mem_bytes", "B", GS_GAUGE, "device memory used by one process (labels pid)"},
     [M_PROC_SM] = {"gpu.proc_sm_pct", "%", GS_GAUGE, "SM utilisation of one process (labels pid)"},
+    [M_MIG_MEM_USED] = {"mig.mem_used_bytes", "B", GS_GAUGE, "MIG instance: its memory in use (labels gpu, gi)"},
+    [M_MIG_MEM_FREE] = {"mig.mem_free_bytes", "B", GS_GAUGE, "MIG instance: its memory free"},
+    [M_MIG_MEM_TOTAL] = {"mig.mem_total_bytes", "B", GS_GAUGE, "MIG instance: its memory in total"},
+    [M_MIG_GR_ACTIVE] = {"mig.gr_active_pct", "%", GS_GAUGE, "MIG instance, GPM: graphics engine active"},
+    [M_MIG_SM_ACTIVE] = {"mig.sm_active_pct", "%", GS_GAUGE, "MIG instance, GPM: share of its SMs busy"},
+    [M_MIG_SM_OCCUPANCY] = {"mig.sm_occupancy_pct", "%", GS_GAUGE, "MIG instance, GPM: resident warps"},
+    [M_MIG_TENSOR_ACTIVE] = {"mig.tensor_active_pct", "%", GS_GAUGE, "MIG instance, GPM: tensor pipes active"},
+    [M_MIG_DRAM_ACTIVE] = {"mig.dram_active_pct", "%", GS_GAUGE, "MIG instance, GPM: DRAM bandwidth used"},
+    [M_MIG_FP16_ACTIVE] = {"mig.fp16_active_pct", "%", GS_GAUGE, "MIG instance, GPM: FP16 pipe active"},
+    [M_MIG_FP32_ACTIVE] = {"mig.fp32_active_pct", "%", GS_GAUGE, "MIG instance, GPM: FP32 pipe active"},
+    [M_MIG_FP64_ACTIVE] = {"mig.fp64_active_pct", "%", GS_GAUGE, "MIG instance, GPM: FP64 pipe active"},
 };
 
 #define MIB 1048576.0
+/* Each GPM metric read: the whole GPU's series, and a MIG instance's (M_COUNT: not read for one). */
 static const struct {
   unsigned id;
-  enum metric metric;
+  enum metric metric, mig;
   double scale;
 } gpm_table[] = {
-    {NVML_GPM_METRIC_SM_UTIL, M_SM_ACTIVE, 1},
-    {NVML_GPM_METRIC_SM_OCCUPANCY, M_SM_OCCUPANCY, 1},
-    {NVML_GPM_METRIC_ANY_TENSOR_UTIL, M_TENSOR_ACTIVE, 1},
-    {NVML_GPM_METRIC_DRAM_BW_UTIL, M_DRAM_ACTIVE, 1},
-    {NVML_GPM_METRIC_FP16_UTIL, M_FP16_ACTIVE, 1},
-    {NVML_GPM_METRIC_FP32_UTIL, M_FP32_ACTIVE, 1},
-    {NVML_GPM_METRIC_FP64_UTIL, M_FP64_ACTIVE, 1},
-    {NVML_GPM_METRIC_PCIE_TX_PER_SEC, M_PCIE_TX_GPM, MIB},
-    {NVML_GPM_METRIC_PCIE_RX_PER_SEC, M_PCIE_RX_GPM, MIB},
-    {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, M_NVLINK_RX, MIB},
-    {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, M_NVLINK_TX, MIB},
+    {NVML_GPM_METRIC_GRAPHICS_UTIL, M_GR_ACTIVE, M_MIG_GR_ACTIVE, 1},
+    {NVML_GPM_METRIC_SM_UTIL, M_SM_ACTIVE, M_MIG_SM_ACTIVE, 1},
+    {NVML_GPM_METRIC_SM_OCCUPANCY, M_SM_OCCUPANCY, M_MIG_SM_OCCUPANCY, 1},
+    {NVML_GPM_METRIC_ANY_TENSOR_UTIL, M_TENSOR_ACTIVE, M_MIG_TENSOR_ACTIVE, 1},
+    {NVML_GPM_METRIC_DRAM_BW_UTIL, M_DRAM_ACTIVE, M_MIG_DRAM_ACTIVE, 1},
+    {NVML_GPM_METRIC_FP16_UTIL, M_FP16_ACTIVE, M_MIG_FP16_ACTIVE, 1},
+    {NVML_GPM_METRIC_FP32_UTIL, M_FP32_ACTIVE, M_MIG_FP32_ACTIVE, 1},
+    {NVML_GPM_METRIC_FP64_UTIL, M_FP64_ACTIVE, M_MIG_FP64_ACTIVE, 1},
+    {NVML_GPM_METRIC_PCIE_TX_PER_SEC, M_PCIE_TX_GPM, M_COUNT, MIB},
+    {NVML_GPM_METRIC_PCIE_RX_PER_SEC, M_PCIE_RX_GPM, M_COUNT, MIB},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, M_NVLINK_RX, M_COUNT, MIB},
+    {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, M_NVLINK_TX, M_COUNT, MIB},
 };
 #define N_GPM (sizeof gpm_table / sizeof gpm_table[0])
 
@@ -172,6 +202,27 @@ struct proc_series {
   int64_t last_t[2];
 };
 
+/* GPM sampling of one GPU or one MIG instance: the previous sample and the one being taken. */
+struct gpm_state {
+  int on;
+  nvmlGpmSample_t s[2]; /* [0] older, [1] the one being taken */
+  int have;             /* s[0] holds a sample */
+  int64_t t;            /* when s[0] was taken */
+  unsigned char noted[N_GPM];
+};
+
+/* One MIG instance of a GPU in MIG mode (a GPU instance, through its first MIG device handle). */
+struct mig {
+  unsigned gi;
+  nvmlDevice_t dev;
+  char label[40]; /* "gpu=N,gi=G" */
+  unsigned char off[C_COUNT], noted[C_COUNT];
+  int mem_v1_only;
+  int sid[N_MIG_METRICS];
+  int64_t last_t[N_MIG_METRICS];
+  struct gpm_state gpm;
+};
+
 struct gpu {
   unsigned index;
   nvmlDevice_t dev;
@@ -195,13 +246,13 @@ struct gpu {
   unsigned long long throttle_prev;
   int throttle_valid;
 
-  /* GPM */
-  int gpm;
-  nvmlGpmSample_t gpm_s[2]; /* [0] older, [1] the one being taken */
-  int gpm_have;             /* gpm_s[0] holds a sample */
-  int64_t gpm_t;            /* when gpm_s[0] was taken */
+  /* GPM; the request is shared by the GPU and its MIG instances */
+  struct gpm_state gpm;
   nvmlGpmMetricsGet_t *gpm_req;
-  unsigned char gpm_noted[N_GPM];
+
+  /* MIG instances (MIG mode on), listed once at open */
+  struct mig *migs;
+  int n_migs;
 
   /* processes */
   unsigned char *pbuf; /* raw entries, api.proc_stride bytes each */
@@ -218,6 +269,7 @@ struct gpu {
 struct pend_point {
   enum metric metric;
   int proc; /* index into gpu.procs, or -1 */
+  int mig;  /* index into gpu.migs, or -1 */
   int64_t t;
   double v;
 };
@@ -354,7 +406,19 @@ static void emit(struct nvml_ctx *c, struct gpu *g, enum metric m, int64_t t, do
   if (grow((void **)&c->pp, &c->cap_pp, c->n_pp + 1, sizeof *c->pp))
     return;
   g->last_t[m] = t;
-  c->pp[c->n_pp++] = (struct pend_point){.metric = m, .proc = -1, .t = t, .v = v};
+  c->pp[c->n_pp++] = (struct pend_point){.metric = m, .proc = -1, .mig = -1, .t = t, .v = v};
+}
+
+/* Queues one value of MIG instance k (m one of M_MIG_*), as emit() does. */
+static void emit_mig(struct nvml_ctx *c, struct gpu *g, int k, enum metric m, int64_t t, double v) {
+  struct mig *mi = &g->migs[k];
+  int j = m - M_MIG_FIRST;
+  if (!isfinite(v) || t <= mi->last_t[j])
+    return;
+  if (grow((void **)&c->pp, &c->cap_pp, c->n_pp + 1, sizeof *c->pp))
+    return;
+  mi->last_t[j] = t;
+  c->pp[c->n_pp++] = (struct pend_point){.metric = m, .proc = -1, .mig = k, .t = t, .v = v};
 }
 
 static void emit_proc(struct nvml_ctx *c, struct gpu *g, enum metric m, unsigned pid, int64_t t, double v) {
@@ -373,7 +437,7 @@ static void emit_proc(struct nvml_ctx *c, struct gpu *g, enum metric m, unsigned
   if (grow((void **)&c->pp, &c->cap_pp, c->n_pp + 1, sizeof *c->pp))
     return;
   p->last_t[k] = t;
-  c->pp[c->n_pp++] = (struct pend_point){.metric = m, .proc = (int)i, .t = t, .v = v};
+  c->pp[c->n_pp++] = (struct pend_point){.metric = m, .proc = (int)i, .mig = -1, .t = t, .v = v};
 }
 
 static void lose(struct nvml_ctx *c, struct gpu *g, nvmlReturn_t r) {
@@ -384,30 +448,39 @@ static void lose(struct nvml_ctx *c, struct gpu *g, nvmlReturn_t r) {
   event(c, stamp(c), "gpu_lost", "", nvml_api_strerror(&c->api, r));
 }
 
-/* Classifies the answer of one driver call. Returns 1 on success. NOT_SUPPORTED and NO_PERMISSION
- * switch the call off for this GPU with a note; GPU_IS_LOST ends the GPU; anything else is noted
- * once and retried next tick. */
-static int ok(struct nvml_ctx *c, struct gpu *g, enum call call, nvmlReturn_t r) {
+/* Classifies the answer of one driver call on GPU g, or on its MIG instance mi when not NULL.
+ * Returns 1 on success. NOT_SUPPORTED and NO_PERMISSION switch the call off for this GPU (or
+ * instance) with a note; GPU_IS_LOST ends the GPU; anything else is noted once and retried next tick. */
+static int verdict(struct nvml_ctx *c, struct gpu *g, struct mig *mi, enum call call, nvmlReturn_t r) {
+  char who[48];
+  if (mi)
+    snprintf(who, sizeof who, "gpu%u mig %u", g->index, mi->gi);
+  else
+    snprintf(who, sizeof who, "gpu%u", g->index);
   switch (r) {
   case NVML_SUCCESS:
     return 1;
   case NVML_ERROR_NOT_SUPPORTED:
   case NVML_ERROR_NO_PERMISSION:
   case NVML_ERROR_FUNCTION_NOT_FOUND:
-    g->off[call] = 1;
-    note(c, "gpu%u: %s: %s", g->index, call_what[call], nvml_api_strerror(&c->api, r));
+    (mi ? mi->off : g->off)[call] = 1;
+    note(c, "%s: %s: %s", who, call_what[call], nvml_api_strerror(&c->api, r));
     return 0;
   case NVML_ERROR_GPU_IS_LOST:
   case NVML_ERROR_GPU_NOT_FOUND:
     lose(c, g, r);
     return 0;
   default:
-    if (!g->noted[call]) {
-      g->noted[call] = 1;
-      note(c, "gpu%u: %s: %s (retrying)", g->index, call_what[call], nvml_api_strerror(&c->api, r));
+    if (!(mi ? mi->noted : g->noted)[call]) {
+      (mi ? mi->noted : g->noted)[call] = 1;
+      note(c, "%s: %s: %s (retrying)", who, call_what[call], nvml_api_strerror(&c->api, r));
     }
     return 0;
   }
+}
+
+static int ok(struct nvml_ctx *c, struct gpu *g, enum call call, nvmlReturn_t r) {
+  return verdict(c, g, NULL, call, r);
 }
 
 /* Evaluates a driver call unless it is switched off; true when it succeeded. */
@@ -418,11 +491,15 @@ static int ok(struct nvml_ctx *c, struct gpu *g, enum call call, nvmlReturn_t r)
       return;                                                                                                          \
   } while (0)
 
-static int series_id(struct nvml_ctx *c, struct gpu *g, enum metric m, int proc) {
-  int *slot = proc < 0 ? &g->sid[m] : &g->procs[proc].sid[m == M_PROC_SM];
+static int series_id(struct nvml_ctx *c, struct gpu *g, enum metric m, int proc, int mig) {
+  int *slot = mig >= 0  ? &g->migs[mig].sid[m - M_MIG_FIRST]
+              : proc < 0 ? &g->sid[m]
+                         : &g->procs[proc].sid[m == M_PROC_SM];
   if (*slot < 0) {
     char labels[64];
-    if (proc < 0)
+    if (mig >= 0)
+      snprintf(labels, sizeof labels, "%s", g->migs[mig].label);
+    else if (proc < 0)
       snprintf(labels, sizeof labels, "%s", g->label);
     else
       snprintf(labels, sizeof labels, "%s,pid=%u", g->label, g->procs[proc].pid);
@@ -441,7 +518,7 @@ static int flush(struct nvml_ctx *c, struct gpu *g) {
   if (written) {
     for (size_t i = 0; i < c->n_pp; i++) {
       struct pend_point *p = &c->pp[i];
-      int sid = series_id(c, g, p->metric, p->proc);
+      int sid = series_id(c, g, p->metric, p->proc, p->mig);
       if (sid >= 0)
         gs_sink_put(c->sink, sid, p->t, p->v);
     }
@@ -459,12 +536,13 @@ static int flush(struct nvml_ctx *c, struct gpu *g) {
 
 /* ---- one GPU, one tick ---- */
 
-static void gpm_tick(struct nvml_ctx *c, struct gpu *g) {
-  if (!g->gpm || g->off[C_GPM])
-    return;
-  int64_t short_by = g->gpm_have ? GPM_MIN_GAP_NS - (gs_mono_ns() - g->gpm_t) : 0;
+/* Takes a GPM sample of GPU g (k < 0) or of its MIG instance k, waiting out a gap a few ms short of
+ * the 100 ms NVML wants. Returns 1 when st->s[0] (first sample) or st->s[1] now holds a new one. */
+static int gpm_take(struct nvml_ctx *c, struct gpu *g, int k, struct gpm_state *st) {
+  struct mig *mi = k >= 0 ? &g->migs[k] : NULL;
+  int64_t short_by = st->have ? GPM_MIN_GAP_NS - (gs_mono_ns() - st->t) : 0;
   if (short_by > GPM_MAX_WAIT_NS)
-    return;
+    return 0;
   if (short_by > 0) {
     /* At a 100 ms interval the gap is 100 ms give or take the wakeup jitter: wait out those few
      * milliseconds rather than lose every other GPM reading. */
@@ -472,40 +550,58 @@ static void gpm_tick(struct nvml_ctx *c, struct gpu *g) {
     while (nanosleep(&ts, &ts))
       ;
   }
-  int slot = g->gpm_have;
-  if (!CALL(C_GPM, c->api.nvmlGpmSampleGet(g->dev, g->gpm_s[slot])))
+  nvmlGpmSample_t s = st->s[st->have];
+  nvmlReturn_t r = mi ? c->api.nvmlGpmMigSampleGet(g->dev, mi->gi, s) : c->api.nvmlGpmSampleGet(g->dev, s);
+  return verdict(c, g, mi, C_GPM, r);
+}
+
+/* GPM of GPU g (k < 0) or of its MIG instance k: each metric's average since the previous sample. */
+static void gpm_tick(struct nvml_ctx *c, struct gpu *g, int k) {
+  struct mig *mi = k >= 0 ? &g->migs[k] : NULL;
+  struct gpm_state *st = mi ? &mi->gpm : &g->gpm;
+  if (!st->on || (mi ? mi->off : g->off)[C_GPM] || !gpm_take(c, g, k, st))
     return;
   int64_t t = gs_mono_ns();
-  if (!g->gpm_have) {
-    g->gpm_have = 1;
-    g->gpm_t = t;
+  if (!st->have) {
+    st->have = 1;
+    st->t = t;
     return;
   }
   nvmlGpmMetricsGet_t *q = g->gpm_req;
+  size_t which[N_GPM], n = 0;
   memset(q, 0, offsetof(nvmlGpmMetricsGet_t, metrics) + N_GPM * sizeof q->metrics[0]);
   q->version = NVML_GPM_METRICS_GET_VERSION;
-  q->numMetrics = N_GPM;
-  q->sample1 = g->gpm_s[0];
-  q->sample2 = g->gpm_s[1];
+  q->sample1 = st->s[0];
+  q->sample2 = st->s[1];
   for (size_t i = 0; i < N_GPM; i++)
-    q->metrics[i].metricId = gpm_table[i].id;
+    if (!mi || gpm_table[i].mig != M_COUNT)
+      which[n] = i, q->metrics[n++].metricId = gpm_table[i].id;
+  q->numMetrics = (unsigned)n;
   nvmlReturn_t r = c->api.nvmlGpmMetricsGet(q);
   /* The newer sample becomes the older one either way. */
-  nvmlGpmSample_t tmp = g->gpm_s[0];
-  g->gpm_s[0] = g->gpm_s[1];
-  g->gpm_s[1] = tmp;
-  g->gpm_t = t;
-  if (!ok(c, g, C_GPM, r))
+  nvmlGpmSample_t tmp = st->s[0];
+  st->s[0] = st->s[1];
+  st->s[1] = tmp;
+  st->t = t;
+  if (!verdict(c, g, mi, C_GPM, r))
     return;
   int64_t ts = stamp(c);
-  for (size_t i = 0; i < N_GPM; i++) {
-    nvmlGpmMetric_t *m = &q->metrics[i];
+  for (size_t j = 0; j < n; j++) {
+    size_t i = which[j];
+    nvmlGpmMetric_t *m = &q->metrics[j];
+    enum metric em = mi ? gpm_table[i].mig : gpm_table[i].metric;
     if (m->nvmlReturn == NVML_SUCCESS) {
-      emit(c, g, gpm_table[i].metric, ts, m->value * gpm_table[i].scale);
-    } else if (!g->gpm_noted[i]) {
-      g->gpm_noted[i] = 1;
-      note(c, "gpu%u: GPM %s: %s", g->index, nvml_metrics[gpm_table[i].metric].name,
-           nvml_api_strerror(&c->api, m->nvmlReturn));
+      if (mi)
+        emit_mig(c, g, k, em, ts, m->value * gpm_table[i].scale);
+      else
+        emit(c, g, em, ts, m->value * gpm_table[i].scale);
+    } else if (!st->noted[i]) {
+      st->noted[i] = 1;
+      if (mi)
+        note(c, "gpu%u mig %u: GPM %s: %s", g->index, mi->gi, nvml_metrics[em].name,
+             nvml_api_strerror(&c->api, m->nvmlReturn));
+      else
+        note(c, "gpu%u: GPM %s: %s", g->index, nvml_metrics[em].name, nvml_api_strerror(&c->api, m->nvmlReturn));
     }
   }
 }
@@ -619,38 +715,64 @@ static void util_tick(struct nvml_ctx *c, struct gpu *g) {
   }
 }
 
+/* Reads dev's memory (used, free, total bytes into v): the _v2 call unless *v1_only, which is set
+ * when the driver refuses _v2's version (an older driver: the unversioned call may still answer).
+ * Returns the answer of the call that counted; FUNCTION_NOT_FOUND when no call is left. */
+static nvmlReturn_t memory_read(const struct nvml_api *a, nvmlDevice_t dev, int *v1_only, double v[3]) {
+  nvmlReturn_t r;
+  if (a->have_memory_v2 && !*v1_only) {
+    nvmlMemory_v2_t m = {.version = NVML_MEMORY_INFO_V2};
+    r = a->nvmlDeviceGetMemoryInfo_v2(dev, &m);
+    if (r == NVML_SUCCESS) {
+      v[0] = (double)m.used, v[1] = (double)m.free, v[2] = (double)m.total;
+      return r;
+    }
+    if (r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && r != NVML_ERROR_NOT_SUPPORTED &&
+        r != NVML_ERROR_FUNCTION_NOT_FOUND && r != NVML_ERROR_INVALID_ARGUMENT)
+      return r;
+    *v1_only = 1;
+  }
+  if (!a->nvmlDeviceGetMemoryInfo)
+    return NVML_ERROR_FUNCTION_NOT_FOUND;
+  nvmlMemory_t m;
+  r = a->nvmlDeviceGetMemoryInfo(dev, &m);
+  if (r == NVML_SUCCESS)
+    v[0] = (double)m.used, v[1] = (double)m.free, v[2] = (double)m.total;
+  return r;
+}
+
 static void memory_tick(struct nvml_ctx *c, struct gpu *g) {
+  double v[3];
   if (g->off[C_MEMORY])
     return;
-  if (c->api.have_memory_v2 && !g->mem_v1_only) {
-    nvmlMemory_v2_t m = {.version = NVML_MEMORY_INFO_V2};
-    nvmlReturn_t r = c->api.nvmlDeviceGetMemoryInfo_v2(g->dev, &m);
-    if (r == NVML_SUCCESS) {
-      int64_t t = stamp(c);
-      emit(c, g, M_MEM_USED, t, (double)m.used);
-      emit(c, g, M_MEM_FREE, t, (double)m.free);
-      emit(c, g, M_MEM_TOTAL, t, (double)m.total);
-      return;
-    }
-    if (r == NVML_ERROR_ARGUMENT_VERSION_MISMATCH || r == NVML_ERROR_NOT_SUPPORTED ||
-        r == NVML_ERROR_FUNCTION_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT) {
-      g->mem_v1_only = 1; /* an older driver: the unversioned call below may still answer */
-    } else {
-      ok(c, g, C_MEMORY, r);
-      return;
-    }
-  }
-  nvmlMemory_t m;
-  if (!c->api.nvmlDeviceGetMemoryInfo) {
-    g->off[C_MEMORY] = 1;
+  nvmlReturn_t r = memory_read(&c->api, g->dev, &g->mem_v1_only, v);
+  if (r == NVML_ERROR_FUNCTION_NOT_FOUND && !c->api.nvmlDeviceGetMemoryInfo) {
+    g->off[C_MEMORY] = 1; /* the library has no call left: its note lists what it lacks */
     return;
   }
-  if (CALL(C_MEMORY, c->api.nvmlDeviceGetMemoryInfo(g->dev, &m))) {
-    int64_t t = stamp(c);
-    emit(c, g, M_MEM_USED, t, (double)m.used);
-    emit(c, g, M_MEM_FREE, t, (double)m.free);
-    emit(c, g, M_MEM_TOTAL, t, (double)m.total);
-  }
+  if (!ok(c, g, C_MEMORY, r))
+    return;
+  int64_t t = stamp(c);
+  emit(c, g, M_MEM_USED, t, v[0]);
+  emit(c, g, M_MEM_FREE, t, v[1]);
+  emit(c, g, M_MEM_TOTAL, t, v[2]);
+}
+
+/* One MIG instance's tick: its GPM, then its memory. What a MIG device does not answer is off after
+ * its first NOT_SUPPORTED, with one note, as on a GPU. */
+static void mig_tick(struct nvml_ctx *c, struct gpu *g, int k) {
+  struct mig *mi = &g->migs[k];
+  double v[3];
+  gpm_tick(c, g, k);
+  if (g->lost || mi->off[C_MEMORY])
+    return;
+  nvmlReturn_t r = memory_read(&c->api, mi->dev, &mi->mem_v1_only, v);
+  if (!verdict(c, g, mi, C_MEMORY, r))
+    return;
+  int64_t t = stamp(c);
+  emit_mig(c, g, k, M_MIG_MEM_USED, t, v[0]);
+  emit_mig(c, g, k, M_MIG_MEM_FREE, t, v[1]);
+  emit_mig(c, g, k, M_MIG_MEM_TOTAL, t, v[2]);
 }
 
 static void throttle_tick(struct nvml_ctx *c, struct gpu *g) {
@@ -771,7 +893,7 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   unsigned u;
   unsigned long long ull;
 
-  gpm_tick(c, g); /* first, so the 100 ms spacing of GPM samples jitters least */
+  gpm_tick(c, g, -1); /* first, so the 100 ms spacing of GPM samples jitters least */
   RETURN_IF_LOST();
   util_tick(c, g);
   RETURN_IF_LOST();
@@ -816,6 +938,8 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
     emit(c, g, M_PSTATE, stamp(c), u);
   RETURN_IF_LOST();
   procs_tick(c, g);
+  for (int k = 0; k < g->n_migs && !g->lost; k++)
+    mig_tick(c, g, k);
 }
 
 /* ---- the thread ---- */
@@ -882,10 +1006,13 @@ static void ctx_free(struct nvml_ctx *c, int shutdown) {
     return;
   for (unsigned i = 0; c->gpus && i < c->n_gpus; i++) {
     struct gpu *g = &c->gpus[i];
-    if (shutdown)
+    for (int m = -1; shutdown && m < g->n_migs; m++) {
+      struct gpm_state *st = m < 0 ? &g->gpm : &g->migs[m].gpm;
       for (int k = 0; k < 2; k++)
-        if (g->gpm_s[k])
-          c->api.nvmlGpmSampleFree(g->gpm_s[k]);
+        if (st->s[k])
+          c->api.nvmlGpmSampleFree(st->s[k]);
+    }
+    free(g->migs);
     free(g->sbuf), free(g->gpm_req), free(g->pbuf), free(g->pids), free(g->ubuf), free(g->procs);
   }
   free(c->gpus);
@@ -899,7 +1026,7 @@ static void ctx_free(struct nvml_ctx *c, int shutdown) {
 }
 
 static void param(struct gs_sink *s, unsigned gpu, const char *key, const char *value) {
-  char k[64];
+  char k[96];
   snprintf(k, sizeof k, "gpu.%u.%s", gpu, key);
   gs_sink_param(s, k, value);
 }
@@ -973,19 +1100,76 @@ static int gpu_read_max_clocks(struct nvml_ctx *c, struct gpu *g) {
   return 0;
 }
 
-/* Prepares GPM on a GPU that supports it: the request and the two samples it alternates between (GPM
- * stays off, with a note, when the driver cannot allocate them). Returns 0, or GS_ENOMEM. */
-static int gpu_start_gpm(struct nvml_ctx *c, struct gpu *g) {
+/* Prepares GPM sampling of a GPU (k < 0) or of its MIG instance k: the shared request and the two
+ * samples it alternates between (GPM stays off, with a note, when the driver cannot allocate them).
+ * Returns 0, or GS_ENOMEM. */
+static int gpu_start_gpm(struct nvml_ctx *c, struct gpu *g, int k) {
   const struct nvml_api *a = &c->api;
-  g->gpm_req = calloc(1, sizeof *g->gpm_req);
-  if (!g->gpm_req)
+  struct gpm_state *st = k < 0 ? &g->gpm : &g->migs[k].gpm;
+  if (!g->gpm_req && !(g->gpm_req = calloc(1, sizeof *g->gpm_req)))
     return GS_ENOMEM;
-  if (a->nvmlGpmSampleAlloc(&g->gpm_s[0]) != NVML_SUCCESS || a->nvmlGpmSampleAlloc(&g->gpm_s[1]) != NVML_SUCCESS) {
-    note(c, "gpu%u: GPM: cannot allocate samples", g->index);
-    g->off[C_GPM] = 1;
+  if (a->nvmlGpmSampleAlloc(&st->s[0]) != NVML_SUCCESS || a->nvmlGpmSampleAlloc(&st->s[1]) != NVML_SUCCESS) {
+    if (k < 0)
+      note(c, "gpu%u: GPM: cannot allocate samples", g->index);
+    else
+      note(c, "gpu%u mig %u: GPM: cannot allocate samples", g->index, g->migs[k].gi);
+    (k < 0 ? g->off : g->migs[k].off)[C_GPM] = 1;
   } else {
-    g->gpm = 1;
+    st->on = 1;
   }
+  return 0;
+}
+
+/* Records one MIG instance's facts as params gpu.N.mig.G.* (none for a fact the driver does not give). */
+static void mig_record_facts(struct nvml_ctx *c, unsigned index, const struct nvml_mig_facts *m) {
+  char k[48], v[64];
+  static const char *const keys[3] = {"profile", "name", "uuid"};
+  const char *vals[3] = {m->profile, m->name, m->uuid};
+  for (int i = 0; i < 3; i++) {
+    snprintf(k, sizeof k, "mig.%u.%s", m->gi, keys[i]);
+    if (vals[i][0])
+      param(c->sink, index, k, vals[i]);
+  }
+  snprintf(k, sizeof k, "mig.%u.ci", m->gi);
+  snprintf(v, sizeof v, "%u", m->ci);
+  param(c->sink, index, k, v);
+  if (m->mem_total >= 0) {
+    snprintf(k, sizeof k, "mig.%u.mem_total_bytes", m->gi);
+    snprintf(v, sizeof v, "%lld", m->mem_total);
+    param(c->sink, index, k, v);
+  }
+}
+
+/* Prepares the MIG instances nvml_api_facts listed on a GPU in MIG mode: their handles, labels
+ * gpu=N,gi=G, params, and GPM where this library has nvmlGpmMigSampleGet. Only memory and GPM are
+ * read from a MIG device; its other calls are off. Returns 0, or GS_ENOMEM. */
+static int gpu_start_migs(struct nvml_ctx *c, struct gpu *g, const struct nvml_facts *f) {
+  const struct nvml_api *a = &c->api;
+  char list[NVML_MAX_MIG * 12] = "";
+  if (f->mig_unlisted)
+    note(c, "gpu%u: MIG instances not listed: this driver's library lacks the MIG device calls", g->index);
+  if (!f->n_mig || !(g->migs = calloc((size_t)f->n_mig, sizeof *g->migs)))
+    return f->n_mig ? GS_ENOMEM : 0;
+  for (int i = 0; i < f->n_mig; i++) {
+    struct mig *mi = &g->migs[g->n_migs];
+    if (!(mi->dev = nvml_api_mig_handle(a, g->dev, f->mig[i].slot)))
+      continue;
+    mi->gi = f->mig[i].gi;
+    snprintf(mi->label, sizeof mi->label, "gpu=%u,gi=%u", g->index, mi->gi);
+    for (int j = 0; j < N_MIG_METRICS; j++)
+      mi->sid[j] = -1, mi->last_t[j] = INT64_MIN;
+    memset(mi->off, 1, sizeof mi->off);
+    mi->off[C_MEMORY] = !a->nvmlDeviceGetMemoryInfo && !a->nvmlDeviceGetMemoryInfo_v2;
+    mi->off[C_GPM] = !a->nvmlGpmMigSampleGet || !a->nvmlGpmMetricsGet || !a->nvmlGpmSampleAlloc;
+    mig_record_facts(c, g->index, &f->mig[i]);
+    size_t len = strlen(list);
+    snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", mi->gi);
+    g->n_migs++;
+    if (!mi->off[C_GPM] && gpu_start_gpm(c, g, g->n_migs - 1))
+      return GS_ENOMEM;
+  }
+  if (list[0])
+    param(c->sink, g->index, "mig.instances", list);
   return 0;
 }
 
@@ -1023,7 +1207,9 @@ static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
   gpu_switch_off_missing_calls(a, g, &f);
   if (gpu_read_max_clocks(c, g))
     return 0;
-  return f.fam_gpm ? gpu_start_gpm(c, g) : 0;
+  if (f.fam_gpm && gpu_start_gpm(c, g, -1))
+    return GS_ENOMEM;
+  return gpu_start_migs(c, g, &f);
 }
 
 static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, char *err, size_t errlen) {
@@ -1127,7 +1313,7 @@ static void nvml_summary(void *ctx, FILE *out) {
   }
   unsigned gpm = 0, same = 1;
   for (unsigned i = 0; i < c->n_gpus; i++) {
-    gpm += (unsigned)c->gpus[i].gpm;
+    gpm += (unsigned)c->gpus[i].gpm.on;
     same &= !strcmp(c->gpus[i].name, c->gpus[0].name);
   }
   if (same)

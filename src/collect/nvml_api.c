@@ -61,6 +61,13 @@ static const struct sym syms[] = {
     {F(nvmlGpmSampleFree), 0, {"nvmlGpmSampleFree", NULL}},
     {F(nvmlGpmSampleGet), 0, {"nvmlGpmSampleGet", NULL}},
     {F(nvmlGpmMetricsGet), 0, {"nvmlGpmMetricsGet", NULL}},
+    {F(nvmlDeviceGetMaxMigDeviceCount), 0, {"nvmlDeviceGetMaxMigDeviceCount", NULL}},
+    {F(nvmlDeviceGetMigDeviceHandleByIndex), 0, {"nvmlDeviceGetMigDeviceHandleByIndex", NULL}},
+    {F(nvmlDeviceIsMigDeviceHandle), 0, {"nvmlDeviceIsMigDeviceHandle", NULL}},
+    {F(nvmlDeviceGetGpuInstanceId), 0, {"nvmlDeviceGetGpuInstanceId", NULL}},
+    {F(nvmlDeviceGetComputeInstanceId), 0, {"nvmlDeviceGetComputeInstanceId", NULL}},
+    {F(nvmlDeviceGetDeviceHandleFromMigDeviceHandle), 0, {"nvmlDeviceGetDeviceHandleFromMigDeviceHandle", NULL}},
+    {F(nvmlGpmMigSampleGet), 0, {"nvmlGpmMigSampleGet", NULL}},
 };
 
 #undef F
@@ -193,6 +200,74 @@ const char *nvml_api_missing(const struct nvml_api *api, char *buf, size_t n) {
   return buf;
 }
 
+/* Total memory of a device (MIG or not), -1 when it does not say. */
+static long long mem_total_of(const struct nvml_api *api, nvmlDevice_t dev) {
+  if (api->nvmlDeviceGetMemoryInfo_v2) {
+    nvmlMemory_v2_t m = {.version = NVML_MEMORY_INFO_V2};
+    if (api->nvmlDeviceGetMemoryInfo_v2(dev, &m) == NVML_SUCCESS)
+      return (long long)m.total;
+  }
+  nvmlMemory_t m;
+  if (api->nvmlDeviceGetMemoryInfo && api->nvmlDeviceGetMemoryInfo(dev, &m) == NVML_SUCCESS)
+    return (long long)m.total;
+  return -1;
+}
+
+/* Reads one MIG device's facts into m. Returns 1 when it is a MIG device with a GPU-instance id. */
+static int mig_device_facts(const struct nvml_api *api, nvmlDevice_t dev, nvmlDevice_t h, struct nvml_mig_facts *m) {
+  unsigned is_mig = 1;
+  nvmlDevice_t parent = dev;
+  if ((api->nvmlDeviceIsMigDeviceHandle && api->nvmlDeviceIsMigDeviceHandle(h, &is_mig) == NVML_SUCCESS && !is_mig) ||
+      (api->nvmlDeviceGetDeviceHandleFromMigDeviceHandle &&
+       api->nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h, &parent) == NVML_SUCCESS && parent != dev))
+    return 0; /* not a MIG device of this GPU: a driver bug, not something to sample */
+  if (api->nvmlDeviceGetGpuInstanceId(h, &m->gi) != NVML_SUCCESS)
+    return 0;
+  if (!api->nvmlDeviceGetComputeInstanceId || api->nvmlDeviceGetComputeInstanceId(h, &m->ci) != NVML_SUCCESS)
+    m->ci = 0;
+  if (!api->nvmlDeviceGetName || api->nvmlDeviceGetName(h, m->name, sizeof m->name) != NVML_SUCCESS)
+    m->name[0] = 0;
+  if (!api->nvmlDeviceGetUUID || api->nvmlDeviceGetUUID(h, m->uuid, sizeof m->uuid) != NVML_SUCCESS)
+    m->uuid[0] = 0;
+  m->name[sizeof m->name - 1] = m->uuid[sizeof m->uuid - 1] = 0;
+  /* The profile has no call of its own on a MIG handle: real drivers name the device
+   * "<GPU's name> MIG <profile>". */
+  const char *p = strstr(m->name, " MIG ");
+  snprintf(m->profile, sizeof m->profile, "%s", p ? p + 5 : "");
+  m->mem_total = mem_total_of(api, h);
+  return 1;
+}
+
+/* The MIG instances of a GPU in MIG mode: every MIG device index up to the maximum (an empty one
+ * answers NOT_FOUND), one entry per GPU instance (its first compute instance's handle). */
+static nvmlReturn_t mig_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+  unsigned max = 0;
+  if (!api->nvmlDeviceGetMaxMigDeviceCount || !api->nvmlDeviceGetMigDeviceHandleByIndex ||
+      !api->nvmlDeviceGetGpuInstanceId) {
+    f->mig_unlisted = 1;
+    return NVML_SUCCESS;
+  }
+  nvmlReturn_t r = api->nvmlDeviceGetMaxMigDeviceCount(dev, &max);
+  if (r != NVML_SUCCESS)
+    return r == NVML_ERROR_GPU_IS_LOST ? r : NVML_SUCCESS;
+  for (unsigned slot = 0; slot < max && f->n_mig < NVML_MAX_MIG; slot++) {
+    nvmlDevice_t h = NULL;
+    r = api->nvmlDeviceGetMigDeviceHandleByIndex(dev, slot, &h);
+    if (r == NVML_ERROR_GPU_IS_LOST)
+      return r;
+    struct nvml_mig_facts *m = &f->mig[f->n_mig];
+    memset(m, 0, sizeof *m);
+    m->slot = slot;
+    if (r != NVML_SUCCESS || !h || !mig_device_facts(api, dev, h, m))
+      continue;
+    int seen = 0;
+    for (int i = 0; i < f->n_mig; i++)
+      seen |= f->mig[i].gi == m->gi;
+    f->n_mig += !seen;
+  }
+  return NVML_SUCCESS;
+}
+
 nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
   nvmlReturn_t r;
   memset(f, 0, sizeof *f);
@@ -279,5 +354,12 @@ nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct
     f->fam_gpm = r == NVML_SUCCESS && s.isSupportedDevice;
   }
 #undef LOST
-  return NVML_SUCCESS;
+  return f->mig_current == 1 ? mig_facts(api, dev, f) : NVML_SUCCESS;
+}
+
+nvmlDevice_t nvml_api_mig_handle(const struct nvml_api *api, nvmlDevice_t dev, unsigned slot) {
+  nvmlDevice_t h = NULL;
+  if (!api->nvmlDeviceGetMigDeviceHandleByIndex || api->nvmlDeviceGetMigDeviceHandleByIndex(dev, slot, &h))
+    return NULL;
+  return h;
 }

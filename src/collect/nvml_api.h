@@ -249,6 +249,14 @@ struct nvml_api {
   nvmlReturn_t (*nvmlGpmSampleFree)(nvmlGpmSample_t s);
   nvmlReturn_t (*nvmlGpmSampleGet)(nvmlDevice_t d, nvmlGpmSample_t s);
   nvmlReturn_t (*nvmlGpmMetricsGet)(nvmlGpmMetricsGet_t *m);
+  /* MIG devices (R450 and newer); an older library simply lists no instances */
+  nvmlReturn_t (*nvmlDeviceGetMaxMigDeviceCount)(nvmlDevice_t d, unsigned *count);
+  nvmlReturn_t (*nvmlDeviceGetMigDeviceHandleByIndex)(nvmlDevice_t d, unsigned index, nvmlDevice_t *mig);
+  nvmlReturn_t (*nvmlDeviceIsMigDeviceHandle)(nvmlDevice_t d, unsigned *is_mig);
+  nvmlReturn_t (*nvmlDeviceGetGpuInstanceId)(nvmlDevice_t mig, unsigned *id);
+  nvmlReturn_t (*nvmlDeviceGetComputeInstanceId)(nvmlDevice_t mig, unsigned *id);
+  nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle)(nvmlDevice_t mig, nvmlDevice_t *parent);
+  nvmlReturn_t (*nvmlGpmMigSampleGet)(nvmlDevice_t d, unsigned gpu_instance_id, nvmlGpmSample_t s);
 };
 
 /* Loads lib (NULL: $GPUSCOPE_NVML_LIB, else "libnvidia-ml.so.1"), resolves every entry point and
@@ -269,8 +277,12 @@ const char *nvml_api_missing(const struct nvml_api *api, char *buf, size_t n);
 
 struct nvml_facts; /* one GPU's static facts (collect.h) */
 
-/* Reads the facts of one device. Returns the first fatal code (NVML_ERROR_GPU_IS_LOST) or
- * NVML_SUCCESS; unsupported facts are just left unknown. */
+/* Reads the facts of one device, and on a GPU in MIG mode those of its MIG instances (f->mig).
+ * Returns the first fatal code (NVML_ERROR_GPU_IS_LOST) or NVML_SUCCESS; unsupported facts are just
+ * left unknown. */
 nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f);
+
+/* The handle of the MIG device at index slot of dev (as nvml_api_facts found it), or NULL. */
+nvmlDevice_t nvml_api_mig_handle(const struct nvml_api *api, nvmlDevice_t dev, unsigned slot);
 
 #endif
