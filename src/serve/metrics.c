@@ -40,6 +40,8 @@ static const struct dcgm_map {
     {"gpu.mem_clock_mhz", "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", 1, 0},
     {"gpu.throttle_reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event reasons (bitmask).", 1,
      0},
+    {"gpu.gr_active_pct", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.", 0.01,
+     0},
     {"gpu.sm_active_pct", "DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned.",
      0.01, 0},
     {"gpu.sm_occupancy_pct", "DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM.",
@@ -81,11 +83,13 @@ struct row {
   int order; /* the sink's series id, so lines keep a stable order inside a family */
   int fallback;
   int gpu;
+  int gi; /* a MIG instance's GPU-instance id, -1 for a whole GPU */
 };
 
 struct gpu_labels {
   int known;
   char text[512]; /* gpu="0",UUID="...",... */
+  size_t head;    /* length of text up to modelName: a MIG instance's labels go after it */
 };
 
 struct metrics {
@@ -211,6 +215,7 @@ static const char *gpu_labels(struct metrics *m, int gpu) {
   snprintf(key, sizeof key, "gpu.%d.name", gpu);
   if (gs_sink_param_get(m->sink, key, v, sizeof v))
     label_add(g->text, sizeof g->text, "modelName", 9, v, strlen(v));
+  g->head = strlen(g->text);
   if (m->host[0])
     label_add(g->text, sizeof g->text, m->o.host_label, strlen(m->o.host_label), m->host, strlen(m->host));
   if (gs_sink_param_get(m->sink, "nvml.driver_version", v, sizeof v))
@@ -288,8 +293,44 @@ static struct row *row_new(struct metrics *m) {
   }
   struct row *r = &m->rows[m->nrows++];
   memset(r, 0, sizeof *r);
-  r->gpu = -1;
+  r->gpu = r->gi = -1;
   return r;
+}
+
+/* A MIG instance's labels as dcgm-exporter writes them for a GPU-instance entity: its GPU's (gpu is
+ * the GPU's index, UUID the GPU's UUID, ...), with GPU_I_PROFILE and GPU_I_ID after modelName. */
+static const char *mig_labels(struct metrics *m, int gpu, int gi, char *out, size_t n) {
+  const char *gl = gpu_labels(m, gpu);
+  size_t head = m->gpus[gpu].head;
+  char key[64], v[64], id[16];
+  snprintf(out, n, "%.*s", (int)head, gl);
+  snprintf(key, sizeof key, "gpu.%d.mig.%d.profile", gpu, gi);
+  if (gs_sink_param_get(m->sink, key, v, sizeof v))
+    label_add(out, n, "GPU_I_PROFILE", 13, v, strlen(v));
+  snprintf(id, sizeof id, "%d", gi);
+  label_add(out, n, "GPU_I_ID", 8, id, strlen(id));
+  size_t off = strlen(out);
+  snprintf(out + off, n - off, "%s", gl + head);
+  return out;
+}
+
+/* A MIG instance's series (mig.X, labels gpu=N,gi=G) under the DCGM name of the GPU's gpu.X, as
+ * dcgm-exporter exports the fields DCGM measures per GPU instance. Returns 1 when mapped. */
+static int mig_row(struct row *r, const char *name, size_t nlen, const char *labels, double v) {
+  int gpu, gi, used = 0;
+  if (sscanf(labels, "gpu=%d,gi=%d%n", &gpu, &gi, &used) != 2 || labels[used] || gpu < 0 || gpu >= MAX_GPUS)
+    return 0;
+  for (size_t i = 0; i < NDCGM; i++)
+    if (!DCGM[i].fallback && strlen(DCGM[i].series) == nlen && !strncmp(DCGM[i].series + 4, name + 4, nlen - 4)) {
+      snprintf(r->fam, sizeof r->fam, "%s", DCGM[i].dcgm);
+      r->type = DCGM[i].type;
+      r->help = DCGM[i].help;
+      r->v = scaled(v, DCGM[i].scale);
+      r->gpu = gpu;
+      r->gi = gi;
+      return 1;
+    }
+  return 0;
 }
 
 /* ---- the pass over the sink (under the sink's lock: copies only) ---- */
@@ -349,6 +390,8 @@ static void each(void *user, int id, const char *source, size_t slen, const char
   r->order = id;
   r->v = v;
   if (slen == 4 && !strncmp(source, "nvml", 4)) {
+    if (nlen > 4 && !strncmp(name, "mig.", 4) && mig_row(r, name, nlen, labels, v))
+      return;
     for (size_t i = 0; i < NDCGM; i++)
       if (strlen(DCGM[i].series) == nlen && !strncmp(DCGM[i].series, name, nlen) && !strncmp(labels, "gpu=", 4) &&
           !strchr(labels, ',')) {
@@ -472,7 +515,8 @@ int metrics_write(struct metrics *m, FILE *out, int openmetrics, int64_t now_ns)
     if (!r->fallback)
       continue;
     for (size_t j = 0; j < m->nrows; j++)
-      if (j != i && !m->rows[j].fallback && m->rows[j].gpu == r->gpu && !strcmp(m->rows[j].fam, r->fam)) {
+      if (j != i && !m->rows[j].fallback && m->rows[j].gpu == r->gpu && m->rows[j].gi == r->gi &&
+          !strcmp(m->rows[j].fam, r->fam)) {
         r->fam[0] = 0; /* dropped */
         break;
       }
@@ -504,7 +548,8 @@ int metrics_write(struct metrics *m, FILE *out, int openmetrics, int64_t now_ns)
       fprintf(out, "# TYPE %s %s\n", r->fam, openmetrics && is_counter ? "unknown" : r->type);
     }
     fputs(r->fam, out);
-    const char *gl = r->gpu >= 0 ? gpu_labels(m, r->gpu) : "";
+    char mig[640];
+    const char *gl = r->gpu < 0 ? "" : r->gi < 0 ? gpu_labels(m, r->gpu) : mig_labels(m, r->gpu, r->gi, mig, sizeof mig);
     if (*gl || r->labels[0])
       fprintf(out, "{%s%s%s}", gl, *gl && r->labels[0] ? "," : "", r->labels);
     fputc(' ', out);
