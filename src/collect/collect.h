@@ -77,7 +77,7 @@ struct nvml_facts {
   int mig_current, mig_pending;                         /* 0/1, -1 when not supported */
   int fam_basic, fam_samples, fam_per_process, fam_gpm; /* metric families that answer */
   int n_mig;                                            /* MIG instances listed (MIG mode on) */
-  int mig_unlisted; /* MIG mode on but this library lacks the MIG device calls */
+  int mig_unlisted;                                     /* MIG mode on but this library lacks the MIG device calls */
   struct nvml_mig_facts mig[NVML_MAX_MIG];
 };
 

@@ -492,7 +492,7 @@ static int ok(struct nvml_ctx *c, struct gpu *g, enum call call, nvmlReturn_t r)
   } while (0)
 
 static int series_id(struct nvml_ctx *c, struct gpu *g, enum metric m, int proc, int mig) {
-  int *slot = mig >= 0  ? &g->migs[mig].sid[m - M_MIG_FIRST]
+  int *slot = mig >= 0   ? &g->migs[mig].sid[m - M_MIG_FIRST]
               : proc < 0 ? &g->sid[m]
                          : &g->procs[proc].sid[m == M_PROC_SM];
   if (*slot < 0) {

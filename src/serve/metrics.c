@@ -40,8 +40,8 @@ static const struct dcgm_map {
     {"gpu.mem_clock_mhz", "DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", 1, 0},
     {"gpu.throttle_reasons", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Current clock event reasons (bitmask).", 1,
      0},
-    {"gpu.gr_active_pct", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.", 0.01,
-     0},
+    {"gpu.gr_active_pct", "DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.",
+     0.01, 0},
     {"gpu.sm_active_pct", "DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned.",
      0.01, 0},
     {"gpu.sm_occupancy_pct", "DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM.",
@@ -549,7 +549,9 @@ int metrics_write(struct metrics *m, FILE *out, int openmetrics, int64_t now_ns)
     }
     fputs(r->fam, out);
     char mig[640];
-    const char *gl = r->gpu < 0 ? "" : r->gi < 0 ? gpu_labels(m, r->gpu) : mig_labels(m, r->gpu, r->gi, mig, sizeof mig);
+    const char *gl = r->gpu < 0  ? ""
+                     : r->gi < 0 ? gpu_labels(m, r->gpu)
+                                 : mig_labels(m, r->gpu, r->gi, mig, sizeof mig);
     if (*gl || r->labels[0])
       fprintf(out, "{%s%s%s}", gl, *gl && r->labels[0] ? "," : "", r->labels);
     fputc(' ', out);
