@@ -128,6 +128,27 @@ static void test_an_empty_sink_renders_nothing(void **state) {
   assert_string_equal(render(f, 1, 10 * S), "# EOF\n");
 }
 
+static void test_mig_instance_lines_carry_dcgm_exporters_instance_labels(void **state) {
+  struct fx *f = *state;
+  gs_sink_param(f->sink, "gpu.0.mig.9.profile", "1g.10gb");
+  put(f, "nvml", "gpu.mem_used_bytes", "gpu=0", 1024.0 * 1024 * 1024, 10 * S);
+  put(f, "nvml", "mig.mem_used_bytes", "gpu=0,gi=9", 3.0 * 1024 * 1024 * 1024, 10 * S);
+  put(f, "nvml", "mig.gr_active_pct", "gpu=0,gi=9", 20, 10 * S);
+  put(f, "nvml", "gpu.gr_active_pct", "gpu=0", 85, 10 * S);
+  const char *t = render(f, 0, 10 * S);
+  /* the GPU's labels (gpu, UUID, ... modelName), then the instance's, then the host's */
+  assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\",UUID=\"GPU-abc\",pci_bus_id=\"00000000:18:00.0\","
+                            "device=\"nvidia0\",modelName=\"NVIDIA \\\"Quoted\\\" H100\",GPU_I_PROFILE=\"1g.10gb\","
+                            "GPU_I_ID=\"9\""));
+  assert_non_null(strstr(t, "} 3072\n")); /* the instance's MiB */
+  assert_non_null(strstr(t, "} 1024\n")); /* the GPU's, its own line */
+  assert_non_null(strstr(t, "# HELP DCGM_FI_PROF_GR_ENGINE_ACTIVE Ratio of time the graphics engine is active.\n"));
+  assert_non_null(strstr(t, "GPU_I_ID=\"9\",hostname=\""));
+  assert_non_null(strstr(t, "} 0.2\n"));
+  assert_non_null(strstr(t, "} 0.85\n"));
+  assert_null(strstr(t, "gpuscope_mig_mem_used")); /* a DCGM field, not one of gpuscope's own */
+}
+
 static void test_accept_header_choice(void **state) {
   (void)state;
   assert_false(metrics_wants_openmetrics(NULL));
@@ -146,6 +167,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_openmetrics_ends_and_keeps_dcgm_counter_names, setup, teardown),
       cmocka_unit_test_setup_teardown(test_findings_by_rule, setup, teardown),
       cmocka_unit_test_setup_teardown(test_an_empty_sink_renders_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mig_instance_lines_carry_dcgm_exporters_instance_labels, setup, teardown),
       cmocka_unit_test(test_accept_header_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

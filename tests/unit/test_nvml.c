@@ -32,7 +32,7 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
 
-static char lib_path[PATH_MAX], legacy_path[PATH_MAX], scn_dir[PATH_MAX];
+static char lib_path[PATH_MAX], legacy_path[PATH_MAX], nomig_path[PATH_MAX], scn_dir[PATH_MAX];
 
 #define EXPECT_NEAR(a, b, eps)                                                                                         \
   do {                                                                                                                 \
@@ -574,6 +574,73 @@ static void test_mig_gpu_keeps_memory_and_loses_utilisation(void **state) {
   assert_null(cap_def(c, "gpu.sm_active_pct", "gpu=1")); /* Ampere: no GPM */
 }
 
+/* ---- node8_mig: GPU 2 in MIG mode with GI 1 (3g.40gb, MIG device 0) and GI 9 (1g.10gb, device 2) ---- */
+
+static int setup_mig_instances(void **state) {
+  *state = play("node8_mig.scn", lib_path, 100, 2);
+  return 0;
+}
+
+static void test_mig_instances_are_params_with_profile_and_uuid(void **state) {
+  struct cap *c = *state;
+  assert_string_equal(cap_param(c, "gpu.2.mig.instances"), "1,9"); /* MIG device 1 is empty: NOT_FOUND */
+  assert_string_equal(cap_param(c, "gpu.2.mig.1.profile"), "3g.40gb");
+  assert_string_equal(cap_param(c, "gpu.2.mig.9.profile"), "1g.10gb");
+  assert_string_equal(cap_param(c, "gpu.2.mig.9.name"), "NVIDIA H100 80GB HBM3 MIG 1g.10gb");
+  assert_string_equal(cap_param(c, "gpu.2.mig.9.ci"), "0");
+  assert_int_equal(strncmp(cap_param(c, "gpu.2.mig.9.uuid"), "MIG-", 4), 0);
+  assert_string_equal(cap_param(c, "gpu.2.mig.9.mem_total_bytes"), "10468982784"); /* 9984 MiB */
+  assert_null(cap_param(c, "gpu.1.mig.instances"));
+}
+
+static void test_mig_instances_have_their_own_memory_and_gpm_series(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100];
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=2,gi=1", t, v, 100);
+  assert_true(n >= 5);
+  EXPECT_NEAR(v[n - 1], 20 * GIB, 0);
+  assert_true(cap_points(c, "mig.mem_free_bytes", "gpu=2,gi=9", t, v, 100) >= 5);
+  EXPECT_NEAR(v[0], 9984 * MIB - 3 * GIB, 0);
+  assert_true((n = cap_points(c, "mig.sm_active_pct", "gpu=2,gi=1", t, v, 100)) >= 3);
+  EXPECT_NEAR(v[n - 1], 60, 1e-6);
+  assert_true((n = cap_points(c, "mig.gr_active_pct", "gpu=2,gi=9", t, v, 100)) >= 3);
+  EXPECT_NEAR(v[n - 1], 20, 1e-6);
+  assert_string_equal(cap_def(c, "mig.gr_active_pct", "gpu=2,gi=9")->source, "nvml");
+  /* the parent keeps its own memory; what MIG mode takes from it has no series */
+  assert_true(cap_points(c, "gpu.mem_used_bytes", "gpu=2", t, v, 100) >= 5);
+  EXPECT_NEAR(v[0], 12 * GIB, 0);
+  assert_null(cap_def(c, "gpu.gr_active_pct", "gpu=2"));
+  assert_null(cap_def(c, "gpu.util_pct", "gpu=2"));
+  assert_null(cap_def(c, "mig.mem_used_bytes", "gpu=1,gi=1"));
+  assert_int_equal(cap_notes(c, "mig 1:") + cap_notes(c, "mig 9:"), 0); /* nothing unsupported was asked */
+}
+
+static void test_gr_engine_activity_is_gpm_metric_1(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100];
+  size_t n = cap_points(c, "gpu.gr_active_pct", "gpu=0", t, v, 100);
+  assert_true(n >= 3);
+  for (size_t i = 0; i < n; i++)
+    EXPECT_NEAR(v[i], 85, 1e-6); /* not util's 90 */
+}
+
+static int setup_nomig(void **state) {
+  *state = play("node8_mig.scn", nomig_path, 100, 1.5);
+  return 0;
+}
+
+static void test_driver_without_mig_calls_lists_no_instances_and_goes_on(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100];
+  assert_string_equal(cap_param(c, "gpu.2.mig_mode"), "enabled");
+  assert_null(cap_param(c, "gpu.2.mig.instances"));
+  assert_null(cap_def(c, "mig.mem_used_bytes", "gpu=2,gi=1"));
+  assert_int_equal(cap_notes(c, "gpu2: MIG instances not listed"), 1);
+  assert_true(cap_points(c, "gpu.mem_used_bytes", "gpu=2", t, v, 100) >= 5);
+  EXPECT_NEAR(v[0], 12 * GIB, 0);
+  assert_true(cap_points(c, "gpu.util_pct", "gpu=0", t, v, 100) >= 5);
+}
+
 /* ---- throttled: thermal slowdown 2..4 s, power cap 3..4 s, idle from 5 s ---- */
 
 #define EARLY 0.006 /* a value is stamped at most 5 ms before it was read (late readings: at their read) */
@@ -862,6 +929,11 @@ GROUP(old_basic, setup_old_basic, teardown_cap, cmocka_unit_test(test_old_basic_
       cmocka_unit_test(test_old_basic_util_follows_the_rates))
 GROUP(legacy, setup_legacy, teardown_cap, cmocka_unit_test(test_legacy_library_falls_back_to_unversioned_calls))
 GROUP(mig, setup_mig, teardown_cap, cmocka_unit_test(test_mig_gpu_keeps_memory_and_loses_utilisation))
+GROUP(mig_instances, setup_mig_instances, teardown_cap,
+      cmocka_unit_test(test_mig_instances_are_params_with_profile_and_uuid),
+      cmocka_unit_test(test_mig_instances_have_their_own_memory_and_gpm_series),
+      cmocka_unit_test(test_gr_engine_activity_is_gpm_metric_1))
+GROUP(nomig, setup_nomig, teardown_cap, cmocka_unit_test(test_driver_without_mig_calls_lists_no_instances_and_goes_on))
 GROUP(throttled, setup_throttled, teardown_cap,
       cmocka_unit_test(test_throttle_reasons_start_and_stop_where_the_scenario_says),
       cmocka_unit_test(test_throttle_idle_bit_makes_no_event))
@@ -878,9 +950,19 @@ static const struct {
   const char *name;
   int (*run)(void);
 } groups[] = {
-    {"idle1", run_idle1}, {"busy8", run_busy8},         {"old_basic", run_old_basic}, {"legacy", run_legacy},
-    {"mig", run_mig},     {"throttled", run_throttled}, {"lost", run_lost},           {"slow", run_slow},
-    {"hang", run_hang},   {"dips", run_dips},           {"devices", run_devices},
+    {"idle1", run_idle1},
+    {"busy8", run_busy8},
+    {"old_basic", run_old_basic},
+    {"legacy", run_legacy},
+    {"mig", run_mig},
+    {"mig_instances", run_mig_instances},
+    {"nomig", run_nomig},
+    {"throttled", run_throttled},
+    {"lost", run_lost},
+    {"slow", run_slow},
+    {"hang", run_hang},
+    {"dips", run_dips},
+    {"devices", run_devices},
 };
 #define N_GROUPS (sizeof groups / sizeof *groups)
 
@@ -895,6 +977,8 @@ static void find_paths(void) {
   else
     snprintf(lib_path, sizeof lib_path, "%s/../gpusim/libnvidia-ml.so.1", dir);
   snprintf(legacy_path, sizeof legacy_path, "%.*s/legacy/libnvidia-ml.so.1", (int)(strrchr(lib_path, '/') - lib_path),
+           lib_path);
+  snprintf(nomig_path, sizeof nomig_path, "%.*s/nomig/libnvidia-ml.so.1", (int)(strrchr(lib_path, '/') - lib_path),
            lib_path);
 #ifdef GS_TESTS_DIR
   snprintf(scn_dir, sizeof scn_dir, "%s/gpusim/scenarios", GS_TESTS_DIR);
