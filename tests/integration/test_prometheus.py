@@ -1,6 +1,7 @@
 """A real Prometheus (Debian's prometheus) scrapes `gpuscope agent` every second on a simulated
 8-GPU node (tests/gpusim/scenarios/node8_mig.scn: GPU 2 in MIG mode, GPU 5 without an energy
-counter). Prometheus' HTTP API must hold the DCGM-named values with dcgm-exporter's labels, and
+counter; GPU 2 holds two MIG instances, GI 1 3g.40gb and GI 9 1g.10gb). Prometheus' HTTP API must
+hold the DCGM-named values with dcgm-exporter's labels (GPU_I_PROFILE / GPU_I_ID on an instance), and
 they must match the simulator's timeline; the readings the simulator does not support must have no
 series at all (never a 0). `promtool check metrics` must find no format error in a scrape.
 
@@ -25,6 +26,9 @@ SCN = os.path.join(SRC, "tests/gpusim/scenarios/node8_mig.scn")
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 MODEL = "NVIDIA H100 80GB HBM3"
 MIG_GPU, NO_ENERGY_GPU = 2, 5
+# GPU 2's instances as the scenario declares them: profile, MiB in total and used, GPM shares (%)
+MIG = {"1": dict(profile="3g.40gb", total=40448, used=20 * 1024, gr=70, sm=60, occ=30, tensor=40, dram=25),
+       "9": dict(profile="1g.10gb", total=9984, used=3 * 1024, gr=20, sm=15, occ=10, tensor=5, dram=8)}
 
 
 def free_port():
@@ -128,7 +132,18 @@ sandbox = shared_sandbox(setup)
 
 
 def by_gpu(result):
-    return {int(r["metric"]["gpu"]): r for r in result}
+    """The whole GPUs' lines by GPU index (a MIG instance's line, with GPU_I_ID, is not a GPU's)."""
+    rows = {}
+    for r in result:
+        if "GPU_I_ID" not in r["metric"]:
+            g = int(r["metric"]["gpu"])
+            check(g not in rows, f"two lines for GPU {g}: {rows.get(g)} and {r}")
+            rows[g] = r
+    return rows
+
+
+def by_instance(result):
+    return {r["metric"]["GPU_I_ID"]: r for r in result if "GPU_I_ID" in r["metric"]}
 
 
 def test_target_is_up():
@@ -197,11 +212,57 @@ def test_unsupported_readings_have_no_series_at_all():
     sandbox()
     prom = _state["prom"]
     # Not in the last minute of the TSDB at all: no line was ever scraped, so never a 0.
-    for q in (f'DCGM_FI_DEV_GPU_UTIL{{gpu="{MIG_GPU}"}}', f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{MIG_GPU}"}}',
+    # (GPU 2's instances have PROF lines of their own, with GPU_I_ID; the GPU's own lines have none)
+    for q in (f'DCGM_FI_DEV_GPU_UTIL{{gpu="{MIG_GPU}"}}', f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{MIG_GPU}",GPU_I_ID=""}}',
               f'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{{gpu="{NO_ENERGY_GPU}"}}'):
         check(prom.query(f"count_over_time({q}[1h])") == [], f"{q} has samples")
     energy = by_gpu(prom.query("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"))
     check(sorted(energy) == [g for g in range(8) if g != NO_ENERGY_GPU], f"energy on {sorted(energy)}")
+
+
+def test_mig_instances_arrive_with_dcgm_exporters_labels():
+    sandbox()
+    prom, dev = _state["prom"], _state["devices"][MIG_GPU]
+    rows = by_instance(prom.query("DCGM_FI_DEV_FB_USED"))
+    check(sorted(rows) == sorted(MIG), f"instances: {sorted(rows)}")
+    for gi, r in rows.items():
+        m = r["metric"]
+        # dcgm-exporter's GPU-instance entity: the parent GPU's gpu, UUID, device and model
+        check(m["gpu"] == str(MIG_GPU) and m["UUID"] == dev["uuid"] and m["device"] == f"nvidia{MIG_GPU}", f"{m}")
+        check(m["GPU_I_PROFILE"] == MIG[gi]["profile"] and m["modelName"] == MODEL, f"GI {gi}: {m}")
+        check(m["pci_bus_id"] == dev["pci_bus_id"] and m["hostname"] == socket.gethostname(), f"GI {gi}: {m}")
+
+
+def test_mig_instances_values_match_the_simulator():
+    sandbox()
+    prom = _state["prom"]
+    used, free = by_instance(prom.query("DCGM_FI_DEV_FB_USED")), by_instance(prom.query("DCGM_FI_DEV_FB_FREE"))
+    for gi, want in MIG.items():
+        check(float(used[gi]["value"][1]) == want["used"], f"GI {gi}: FB_USED {used[gi]['value']} MiB")
+        check(float(free[gi]["value"][1]) == want["total"] - want["used"], f"GI {gi}: FB_FREE {free[gi]['value']}")
+    for name, key in (("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gr"), ("DCGM_FI_PROF_SM_ACTIVE", "sm"),
+                      ("DCGM_FI_PROF_SM_OCCUPANCY", "occ"), ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor"),
+                      ("DCGM_FI_PROF_DRAM_ACTIVE", "dram")):
+        rows = by_instance(prom.query(name))
+        check(sorted(rows) == sorted(MIG), f"{name} on instances {sorted(rows)}")
+        for gi, r in rows.items():
+            check(abs(float(r["value"][1]) - MIG[gi][key] / 100) < 1e-6, f"{name} GI {gi}: {r['value']}")
+    # what an instance does not measure has no instance line, never a 0
+    for name in ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_PROF_PCIE_TX_BYTES"):
+        check(prom.query(f'count_over_time({name}{{GPU_I_ID!=""}}[1h])') == [], f"{name} has instance lines")
+    # the parent keeps its own memory line (the whole GPU's 12 GiB)
+    check(float(by_gpu(prom.query("DCGM_FI_DEV_FB_USED"))[MIG_GPU]["value"][1]) == 12 * 1024, "GPU 2's FB_USED")
+
+
+def test_gr_engine_active_on_gpm_gpus_and_not_on_the_mig_parent():
+    sandbox()
+    prom = _state["prom"]
+    rows = by_gpu(prom.query("DCGM_FI_PROF_GR_ENGINE_ACTIVE"))
+    check(sorted(rows) == [g for g in range(8) if g != MIG_GPU], f"GR_ENGINE_ACTIVE on {sorted(rows)}")
+    for g, r in rows.items():
+        check(abs(float(r["value"][1]) - 0.85) < 1e-6, f"gpu {g}: GR_ENGINE_ACTIVE {r['value']} (85 %, a ratio)")
+    q = f'DCGM_FI_PROF_GR_ENGINE_ACTIVE{{gpu="{MIG_GPU}",GPU_I_ID=""}}'
+    check(prom.query(f"count_over_time({q}[1h])") == [], "GPU 2's parent has a GR_ENGINE_ACTIVE line")
 
 
 def test_energy_counter_in_millijoules_rises_at_the_power_draw():
