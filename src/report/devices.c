@@ -16,6 +16,32 @@ static const char *mig_text(const struct nvml_facts *f) {
   return f->mig_current ? "enabled (pending disable)" : "disabled (pending enable)";
 }
 
+static void json_str_or_null(FILE *out, const char *s) {
+  if (s[0])
+    gs_json_str(out, s);
+  else
+    fputs("null", out);
+}
+
+/* "mig_instances": [{"gpu_instance_id": 1, "compute_instance_id": 0, "profile": ..., ...}] */
+static void write_json_migs(FILE *out, const struct nvml_facts *f) {
+  fputs(", \"mig_instances\": [", out);
+  for (int i = 0; i < f->n_mig; i++) {
+    const struct nvml_mig_facts *m = &f->mig[i];
+    fprintf(out, "%s{\"gpu_instance_id\": %u, \"compute_instance_id\": %u, \"profile\": ", i ? ", " : "", m->gi, m->ci);
+    json_str_or_null(out, m->profile);
+    fputs(", \"name\": ", out);
+    json_str_or_null(out, m->name);
+    fputs(", \"uuid\": ", out);
+    json_str_or_null(out, m->uuid);
+    if (m->mem_total >= 0)
+      fprintf(out, ", \"memory_total_bytes\": %lld}", m->mem_total);
+    else
+      fputs(", \"memory_total_bytes\": null}", out);
+  }
+  fputc(']', out);
+}
+
 static void write_json_device(FILE *out, unsigned index, const struct nvml_facts *f, int lost) {
   char cc[16];
   fprintf(out, "{\"index\": %u, \"name\": ", index);
@@ -52,6 +78,8 @@ static void write_json_device(FILE *out, unsigned index, const struct nvml_facts
   fprintf(out, ", \"families\": {\"basic\": %s, \"samples\": %s, \"per_process\": %s, \"gpm\": %s}",
           f->fam_basic ? "true" : "false", f->fam_samples ? "true" : "false", f->fam_per_process ? "true" : "false",
           f->fam_gpm ? "true" : "false");
+  if (f->mig_current == 1)
+    write_json_migs(out, f);
   if (lost)
     fputs(", \"lost\": true", out);
   fputc('}', out);
@@ -70,6 +98,12 @@ static void write_text_device(FILE *out, unsigned index, const struct nvml_facts
           mig_text(f) ? mig_text(f) : "n/a", f->fam_basic ? " basic" : "", f->fam_samples ? " samples" : "",
           f->fam_per_process ? " per-process" : "", f->fam_gpm ? " GPM" : "",
           f->fam_basic || f->fam_samples || f->fam_per_process || f->fam_gpm ? "" : " none");
+  for (int i = 0; i < f->n_mig; i++) {
+    const struct nvml_mig_facts *m = &f->mig[i];
+    fprintf(out, "  MIG %s  GPU instance %u, compute instance %u  memory %s  (UUID: %s)\n",
+            m->profile[0] ? m->profile : "?", m->gi, m->ci,
+            m->mem_total >= 0 ? gs_fmt_bytes((double)m->mem_total, mem, sizeof mem) : "?", m->uuid[0] ? m->uuid : "?");
+  }
 }
 
 int report_devices(FILE *out, const struct nvml_devices *d, int json) {

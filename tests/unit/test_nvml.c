@@ -873,6 +873,23 @@ static void test_devices_json_lists_each_gpu_with_families(void **state) {
   free(out);
 }
 
+static void test_devices_lists_mig_instances(void **state) {
+  (void)state;
+  int rc;
+  char *out = devices_output("node8_mig.scn", lib_path, 1, &rc);
+  assert_int_equal(rc, 0);
+  assert_non_null(strstr(out, "\"mig_mode\": \"enabled\", \"families\": {\"basic\": true, \"samples\": false, "
+                              "\"per_process\": true, \"gpm\": false}, \"mig_instances\": [{\"gpu_instance_id\": 1, "
+                              "\"compute_instance_id\": 0, \"profile\": \"3g.40gb\", \"name\": \"NVIDIA H100 80GB HBM3 "
+                              "MIG 3g.40gb\", \"uuid\": \"MIG-"));
+  assert_non_null(strstr(out, "\"profile\": \"1g.10gb\""));
+  assert_int_equal(count(out, "\"mig_instances\""), 1); /* only on the GPU in MIG mode */
+  free(out);
+  out = devices_output("node8_mig.scn", lib_path, 0, &rc);
+  assert_non_null(strstr(out, "  MIG 1g.10gb  GPU instance 9, compute instance 0  memory 9.8 GiB  (UUID: MIG-"));
+  free(out);
+}
+
 static void test_devices_text_names_families_and_missing_ones(void **state) {
   (void)state;
   int rc;
@@ -943,6 +960,7 @@ GROUP(hang, NULL, NULL, cmocka_unit_test(test_close_returns_while_the_thread_is_
 GROUP(dips, setup_dips, teardown_cap, cmocka_unit_test(test_dips_shorter_than_the_interval_are_all_seen))
 GROUP(devices, NULL, NULL, cmocka_unit_test(test_open_without_library_is_off_with_a_reason),
       cmocka_unit_test(test_devices_json_lists_each_gpu_with_families),
+      cmocka_unit_test(test_devices_lists_mig_instances),
       cmocka_unit_test(test_devices_text_names_families_and_missing_ones),
       cmocka_unit_test(test_devices_without_driver_is_enoent_with_reason))
 
