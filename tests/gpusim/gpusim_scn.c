@@ -357,11 +357,7 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   const char *k = tok[0];
   int bad = 0;
   double v;
-  if (!strcmp(k, "mig_instance")) {
-    return mig_instance_line(p, d, tok, ntok);
-  } else if (!strcmp(k, "in")) {
-    return in_line(p, d, tok, ntok);
-  } else if (!strcmp(k, "name")) {
+  if (!strcmp(k, "name")) {
     snprintf(d->name, sizeof d->name, "%s", rest);
   } else if (!strcmp(k, "uuid") && ntok == 2) {
     snprintf(d->uuid, sizeof d->uuid, "%s", tok[1]);
@@ -459,6 +455,15 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   return bad;
 }
 
+/* One line of a device block: a MIG instance's, or the device's own. */
+static int block_line(struct parser *p, struct sim_dev *d, char **tok, int ntok, const char *rest) {
+  if (!strcmp(tok[0], "mig_instance"))
+    return mig_instance_line(p, d, tok, ntok);
+  if (!strcmp(tok[0], "in"))
+    return in_line(p, d, tok, ntok);
+  return device_line(p, d, tok, ntok, rest);
+}
+
 static int seg_cmp(const void *a, const void *b) {
   double x = ((const struct sim_seg *)a)->t, y = ((const struct sim_seg *)b)->t;
   return (x > y) - (x < y);
@@ -554,7 +559,7 @@ int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) 
       }
       for (int i = 0; i < p.nsel; i++) {
         /* device_line may cut tokens at '='; it restores them for the next device. */
-        if (device_line(&p, &s->dev[p.sel[i]], tok, ntok, rest))
+        if (block_line(&p, &s->dev[p.sel[i]], tok, ntok, rest))
           goto fail;
       }
     }
