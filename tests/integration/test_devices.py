@@ -24,6 +24,7 @@ EXPECTED = {
     "slow.scn": (2, "NVIDIA H100 80GB HBM3", ALL),
     "hang.scn": (1, "NVIDIA H100 80GB HBM3", {"basic": True, "samples": True, "per_process": True, "gpm": False}),
     "dips.scn": (8, "NVIDIA H200", ALL),
+    "node8_mig.scn": (8, "NVIDIA H100 80GB HBM3", ALL),
 }
 
 
@@ -44,11 +45,27 @@ def test_every_scenario_lists_its_gpus_as_json():
             check(set(d) == {"driver_version", "devices"}, f"{scn}: top-level keys {set(d)}")
             check(len(d["devices"]) == count, f"{scn}: {len(d['devices'])} devices, expected {count}")
             for i, dev in enumerate(d["devices"]):
-                check(set(dev) == KEYS, f"{scn}: keys {set(dev)}")
+                # a GPU in MIG mode also lists its instances (maybe none)
+                mig = (dev["mig_mode"] or "").startswith("enabled")
+                check(set(dev) == KEYS | ({"mig_instances"} if mig else set()), f"{scn}: keys {set(dev)}")
                 check(dev["index"] == i and dev["uuid"].startswith("GPU-"), f"{scn}: {dev}")
             g0 = d["devices"][0]
             check(g0["name"] == name, f"{scn}: name {g0['name']}")
             check(g0["families"] == fam, f"{scn}: families {g0['families']}, expected {fam}")
+    finally:
+        box.close()
+
+
+def test_json_lists_mig_instances():
+    box = Sandbox()
+    try:
+        d = json.loads(devices(box, "node8_mig.scn", "--json")[1])
+        got = [(m["gpu_instance_id"], m["compute_instance_id"], m["profile"], m["memory_total_bytes"] >> 20)
+               for m in d["devices"][2]["mig_instances"]]
+        check(got == [(1, 0, "3g.40gb", 40448), (9, 0, "1g.10gb", 9984)], f"GPU 2's instances: {got}")
+        check(all(m["uuid"].startswith("MIG-") for m in d["devices"][2]["mig_instances"]), d["devices"][2])
+        check(d["devices"][2]["mig_instances"][1]["name"] == "NVIDIA H100 80GB HBM3 MIG 1g.10gb", d["devices"][2])
+        check(json.loads(devices(box, "mig.scn", "--json")[1])["devices"][0]["mig_instances"] == [], "mig.scn")
     finally:
         box.close()
 
