@@ -71,6 +71,16 @@ static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
             DR_MIN_SHARE * 100, (DR_MIN_SPEEDUP - 1) * 100);
 }
 
+/* The findings about one host's CPU, storage or memory and its job's processes: in a group, the node
+ * they were read on is named. */
+static int host_side(const char *rule) {
+  static const char *const rules[] = {"input_bound", "loader_workers", "input_latency", "io_bound", "host_code_bound"};
+  for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
+    if (!strcmp(rule, rules[i]))
+      return 1;
+  return 0;
+}
+
 int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, struct store_finding **out, size_t *n) {
   struct dr_run d;
   struct dr_findings fs = {0};
@@ -81,6 +91,9 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
     goto done;
   for (size_t r = 0; r < sizeof RULES / sizeof *RULES && !fs.oom; r++)
     RULES[r](&d, &fs);
+  for (size_t i = 0; i < fs.n; i++)
+    if (host_side(fs.v[i].rule))
+      dr_name_node(&d, &fs.v[i]);
   /* Keep what is worth acting on. */
   size_t k = 0;
   for (size_t i = 0; i < fs.n; i++)

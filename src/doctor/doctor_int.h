@@ -115,6 +115,11 @@ struct dr_rank {
 struct dr_run {
   const struct runview *v; /* borrowed: the run's series, events, params and steps, loaded once */
   double duration_s;
+  /* A group of runs (v->group): the node the host and process signals are read from — the one whose
+   * rank waits longest for data — and that rank (whose step figures the loop's then are); "" and 0
+   * for a single run (dr_pick_node). */
+  char host[128];
+  int host_rank;
   int64_t from, to; /* the analysis window: the training steps when the client sent them, else the run */
   double window_s;
 
@@ -165,6 +170,13 @@ void dr_run_done(struct dr_run *d);
 void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
                  struct dr_stats *out);
 
+/* In a group, labels of the focus node's series (d->host): labels with ",host=H" appended ("host=H"
+ * for ""), written into buf; else labels itself. */
+const char *dr_node_labels(const struct dr_run *d, const char *labels, char *buf, size_t n);
+/* Is a series (or event) labelled `labels` the focus node's? 1 with its labels without host=H in
+ * base (n bytes), else 0. A single run: always 1, base = labels. */
+int dr_own_labels(const struct dr_run *d, const char *labels, char *base, size_t n);
+
 /* Loads a series' samples within the window into malloc'd arrays (NULL, 0 when absent). */
 int dr_samples(const struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n);
 
@@ -173,6 +185,10 @@ int dr_samples(const struct dr_run *d, int64_t series_id, int64_t **t, double **
  * totals (signals_host.c), the job's processes (signals_procs.c), the GPUs (signals_gpu.c), and the
  * ranks of a distributed job (signals_loop.c). Those that allocate return 0 or a GS_E code. */
 void dr_load_loop(struct dr_run *d);
+/* In a group, picks the node the host signals come from (d->host) after the ranks are loaded: the host
+ * of the rank that waits longest for data, its step figures then standing for the loop's; without
+ * ranks rank 0's host, else the node whose job kept the most CPU busy (signals_host.c). */
+void dr_pick_node(struct dr_run *d);
 void dr_load_host(struct dr_run *d);
 int dr_load_procs(struct dr_run *d);
 int dr_load_gpus(struct dr_run *d);
@@ -215,6 +231,9 @@ double dr_median(double *v, size_t n);
 const char *dr_fmt(char *dst, size_t cap, double v, int decimals, const char *unit);
 /* printf into a fixed field (truncated safely). */
 void dr_printf(char *dst, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* In a group, names the focus node in a host-side finding: " (host H)" after its title, and "host"
+ * first in its evidence (left out when the evidence has no room). */
+void dr_name_node(const struct dr_run *d, struct store_finding *f);
 /* Is there already a finding with this rule? */
 int dr_has(const struct dr_findings *fs, const char *rule);
 

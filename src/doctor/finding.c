@@ -95,6 +95,30 @@ void dr_json_int(struct dr_json *j, const char *key, long long v) {
   member(j, key, num);
 }
 
+void dr_name_node(const struct dr_run *d, struct store_finding *f) {
+  if (!d->host[0])
+    return;
+  size_t len = strlen(f->title);
+  if (d->host_rank)
+    dr_printf(f->title + len, sizeof f->title - len, " (host %s, rank %d)", d->host, d->host_rank);
+  else
+    dr_printf(f->title + len, sizeof f->title - len, " (host %s)", d->host);
+  char head[400];
+  struct dr_json j;
+  dr_json_begin(&j, head, sizeof head);
+  dr_json_str(&j, "host", d->host);
+  if (d->host_rank)
+    dr_json_int(&j, "rank", d->host_rank);
+  size_t hl = strlen(head), el = strlen(f->evidence);
+  if (f->evidence[0] != '{' || hl + el + 1 > sizeof f->evidence)
+    return;
+  /* {"host":"H"} + {...} -> {"host":"H",...} */
+  char out[sizeof f->evidence];
+  int more = el > 2;
+  dr_printf(out, sizeof out, "%.*s%s%s", (int)(hl - 1), head, more ? "," : "}", more ? f->evidence + 1 : "");
+  memcpy(f->evidence, out, sizeof out);
+}
+
 void dr_json_str(struct dr_json *j, const char *key, const char *s) {
   char out[512];
   size_t o = 0;

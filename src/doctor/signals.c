@@ -14,11 +14,38 @@
 
 #include "doctor/doctor_int.h"
 
+const char *dr_node_labels(const struct dr_run *d, const char *labels, char *buf, size_t n) {
+  if (!d->host[0] || !labels)
+    return labels;
+  dr_printf(buf, n, "%s%shost=%s", labels, *labels ? "," : "", d->host);
+  return buf;
+}
+
+int dr_own_labels(const struct dr_run *d, const char *labels, char *base, size_t n) {
+  size_t len = strlen(labels), hl = strlen(d->host);
+  if (!d->host[0]) {
+    dr_printf(base, n, "%s", labels);
+    return 1;
+  }
+  /* store_group_open appends host=H last */
+  if (len < hl + 5 || strcmp(labels + len - hl, d->host) || strncmp(labels + len - hl - 5, "host=", 5))
+    return 0;
+  size_t cut = len - hl - 5;
+  if (cut && labels[cut - 1] != ',')
+    return 0;
+  dr_printf(base, n, "%.*s", (int)(cut ? cut - 1 : 0), labels);
+  return 1;
+}
+
 void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
                  struct dr_stats *out) {
   struct runview_stats s;
   out->n = 0;
   out->mean = out->min = out->max = NAN;
+  char buf[320];
+  /* the host's and the job's own series are the focus node's; GPUs and steps are the group's */
+  if (source && (!strcmp(source, "host") || !strcmp(source, "proctree")))
+    labels = dr_node_labels(d, labels, buf, sizeof buf);
   if (runview_stats(d->v, source, name, labels, d->from, d->to, &s) || !s.n)
     return;
   out->n = s.n;
@@ -74,9 +101,13 @@ int dr_run_load(const struct runview *v, int64_t from, int64_t to, struct dr_run
   d->duration_s = v->duration_s;
   pick_window(d, from, to);
   dr_load_loop(d);
+  int rc = dr_load_ranks(d);
+  if (rc)
+    return rc;
+  if (v->group)
+    dr_pick_node(d);
   dr_load_host(d);
-  int rc;
-  if ((rc = dr_load_procs(d)) || (rc = dr_load_gpus(d)) || (rc = dr_load_ranks(d)))
+  if ((rc = dr_load_procs(d)) || (rc = dr_load_gpus(d)))
     return rc;
   return GS_OK;
 }

@@ -1,16 +1,70 @@
 /* doctor/signals_host: the host's side of the analysis window — how many cores the job may use (the
  * least of the cgroup quota, its cpuset and the CPUs seen), how busy the host and the job were, I/O
- * and CPU pressure, memory — and so how many cores other work took. */
+ * and CPU pressure, memory — and so how many cores other work took.
+ *
+ * In a group of runs (the nodes of one job) every node has a host of its own; the host-side rules
+ * read one of them, the node that holds the others back (dr_pick_node): in a synchronous job the
+ * rank that waits longest for its data sets the pace, so its node's CPU, I/O and memory are where a
+ * cause of waiting would be, and its steps are the ones whose data wait the rules explain. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "doctor/doctor_int.h"
 
+/* Without step timings: the node whose job kept the most CPU busy (tree.cpu_pct), from the group's
+ * host list ("a, b, c"). */
+static void busiest_node(struct dr_run *d) {
+  const char *list = runview_param(d->v, "group.hosts");
+  double best = -1;
+  for (const char *p = list; p && *p;) {
+    size_t n = strcspn(p, ",");
+    char host[128], lab[160];
+    dr_printf(host, sizeof host, "%.*s", (int)n, p);
+    struct dr_stats st;
+    dr_printf(lab, sizeof lab, "host=%s", host);
+    dr_stats_of(d, "proctree", "tree.cpu_pct", lab, &st);
+    if (!d->host[0] || (st.n && st.mean > best)) {
+      dr_printf(d->host, sizeof d->host, "%s", host);
+      best = st.n ? st.mean : best;
+    }
+    p += n;
+    p += strspn(p, ", ");
+  }
+}
+
+void dr_pick_node(struct dr_run *d) {
+  const struct dr_rank *w = NULL;
+  for (size_t i = 0; i < d->nranks; i++) {
+    const struct dr_rank *r = &d->ranks[i];
+    if (r->nsteps >= DR_MIN_STEPS && isfinite(r->data_mean) && r->total_mean > 0 && (!w || r->data_mean > w->data_mean))
+      w = r;
+  }
+  d->host_rank = 0;
+  if (w && w->rank != 0 && !(w->data_mean <= d->data_mean)) {
+    /* another rank waits longer than rank 0: its step figures are what the host side explains */
+    d->host_rank = w->rank;
+    d->step_mean = w->total_mean;
+    d->data_mean = w->data_mean;
+    d->data_share = fmin(1, w->data_mean / w->total_mean);
+    d->h2d_mean = d->h2d_share = d->compute_mean = NAN;
+  }
+  char key[64];
+  snprintf(key, sizeof key, "group.rank.%d.host", d->host_rank);
+  const char *host = runview_param(d->v, key);
+  d->host[0] = 0;
+  if (host && *host)
+    dr_printf(d->host, sizeof d->host, "%s", host);
+  else
+    busiest_node(d);
+}
+
 void dr_load_host(struct dr_run *d) {
+  char base[320];
   for (size_t i = 0; i < d->v->nseries; i++) {
     const struct store_series *s = &d->v->series[i];
-    if (!strcmp(s->source, "host") && !strcmp(s->name, "host.cpu.busy_pct") && !strncmp(s->labels, "cpu=", 4) &&
-        s->labels[4] >= '0' && s->labels[4] <= '9')
+    if (!strcmp(s->source, "host") && !strcmp(s->name, "host.cpu.busy_pct") &&
+        dr_own_labels(d, s->labels, base, sizeof base) && !strncmp(base, "cpu=", 4) && base[4] >= '0' && base[4] <= '9')
       d->ncpu++;
   }
   struct dr_stats q, cs;

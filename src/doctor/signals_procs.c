@@ -44,27 +44,30 @@ int dr_load_procs(struct dr_run *d) {
     return gs_fail(GS_ENOMEM, "out of memory");
   for (size_t i = 0; i < d->v->nseries; i++) {
     const struct store_series *s = &d->v->series[i];
-    if (strcmp(s->source, "proctree") || strcmp(s->name, "proc.cpu_pct") || strncmp(s->labels, "pid=", 4))
+    char lab[320], ev[320];
+    if (strcmp(s->source, "proctree") || strcmp(s->name, "proc.cpu_pct") ||
+        !dr_own_labels(d, s->labels, lab, sizeof lab) || strncmp(lab, "pid=", 4))
       continue;
     char *end;
-    long pid = strtol(s->labels + 4, &end, 10);
+    long pid = strtol(lab + 4, &end, 10);
     if (*end || pid <= 0 || pid > 1 << 30)
       continue;
     size_t count = 0;
     struct dr_proc *p = &d->procs[d->nprocs];
     p->pid = (int)pid;
-    p->cpu = mean_in_window(d, "proc.cpu_pct", s->labels, &count) / 100;
+    p->cpu = mean_in_window(d, "proc.cpu_pct", lab, &count) / 100;
     if (!count)
       continue;
-    p->rss = mean_in_window(d, "proc.rss_bytes", s->labels, NULL);
-    p->threads = mean_in_window(d, "proc.threads", s->labels, NULL);
+    p->rss = mean_in_window(d, "proc.rss_bytes", lab, NULL);
+    p->threads = mean_in_window(d, "proc.threads", lab, NULL);
     /* The share of the window the process was seen in: its first to last sample, plus one interval. */
     double seen = fmin((double)s->t_last + interval, (double)d->to) - fmax((double)s->t_first, (double)d->from);
     p->coverage = d->window_s > 0 ? fmax(0, seen) / (d->window_s * GS_NS_PER_S) : NAN;
     p->dstate = NAN;
     start[d->nprocs] = s->t_first;
     for (size_t e = 0; e < d->v->nevents; e++)
-      if (!strcmp(d->v->events[e].kind, "proc_start") && d->v->events[e].value == (double)pid) {
+      if (!strcmp(d->v->events[e].kind, "proc_start") && d->v->events[e].value == (double)pid &&
+          dr_own_labels(d, d->v->events[e].labels, ev, sizeof ev)) {
         dr_printf(p->comm, sizeof p->comm, "%s", d->v->events[e].name);
         start[d->nprocs] = d->v->events[e].t;
         break;

@@ -61,7 +61,41 @@ int runview_samples(const struct runview *v, int64_t series_id, int64_t from, in
 }
 
 long runview_find(const struct runview *v, const char *source, const char *name, const char *labels) {
-  return store_series_find(v->series, v->nseries, source, name, labels);
+  if (!v->group)
+    return store_series_find(v->series, v->nseries, source, name, labels);
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *s = &v->series[i];
+    if ((!source || !strcmp(s->source, source)) && !strcmp(s->name, name) &&
+        (!labels || runview_labels_match(v, s->labels, labels)))
+      return (long)i;
+  }
+  return -1;
+}
+
+/* Is there a host=... member in labels? Its start and its length (with the comma before or after). */
+static const char *host_member(const char *labels, size_t *len) {
+  for (const char *p = labels; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, "host=", 5)) {
+      size_t n = strcspn(p, ",");
+      if (p[n] == ',')
+        n++;
+      else if (p > labels)
+        p--, n++; /* the last member: the comma before it goes */
+      *len = n;
+      return p;
+    }
+  return NULL;
+}
+
+int runview_labels_match(const struct runview *v, const char *have, const char *want) {
+  if (!strcmp(have, want))
+    return 1;
+  size_t n;
+  const char *h = v->group ? host_member(have, &n) : NULL;
+  if (!h || host_member(want, &(size_t){0}))
+    return 0;
+  size_t before = (size_t)(h - have), wl = strlen(want);
+  return wl == strlen(have) - n && !strncmp(have, want, before) && !strcmp(have + before + n, want + before);
 }
 
 /* ---- params and labels ---- */
@@ -199,7 +233,8 @@ int runview_stats(const struct runview *v, const char *source, const char *name,
   int rc = GS_OK;
   for (size_t i = 0; i < v->nseries && !rc && !g.oom; i++) {
     const struct store_series *s = &v->series[i];
-    if ((source && strcmp(s->source, source)) || strcmp(s->name, name) || (labels && strcmp(s->labels, labels)))
+    if ((source && strcmp(s->source, source)) || strcmp(s->name, name) ||
+        (labels && !runview_labels_match(v, s->labels, labels)))
       continue;
     if (s->count > RUNVIEW_QUICK_POINTS && !gather_rollups(v, s, from, to, &g))
       continue;
@@ -455,6 +490,8 @@ int runview_load(struct store *st, const char *ref, struct runview *v) {
       (rc = st->notes_read(st, v->run.id, &v->notes, &v->nnotes)) ||
       (rc = st->findings_read(st, v->run.id, &v->findings, &v->nfindings)))
     return rc;
+  /* store_group_open's run: its id is its group's name (a run's own id is never its group's). */
+  v->group = v->run.group[0] && !strcmp(v->run.id, v->run.group);
   int64_t last = 0;
   for (size_t i = 0; i < v->nseries; i++)
     if (v->series[i].count > 0 && v->series[i].t_last > last)

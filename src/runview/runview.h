@@ -63,6 +63,7 @@ struct runview_loop {
 struct runview {
   struct store *st; /* borrowed: the caller keeps it open while the view lives */
   struct store_run run;
+  int group; /* a group of runs (store_group_open): the nodes' series carry host=HOST */
   struct store_series *series;
   size_t nseries;
   struct store_event *events;
@@ -97,10 +98,17 @@ int runview_load(struct store *st, const char *ref, struct runview *v);
 /* Frees what the view holds (not the store). Safe on a zeroed or failed view. */
 void runview_done(struct runview *v);
 
-/* Index of the first series matching source (NULL: any), name and labels (NULL: any), or -1. */
+/* Does a series labelled `have` answer a query for labels `want`? Exactly equal; and in a group, also
+ * `have` without its host=HOST member when `want` names no host: "cpu=total" matches every node's
+ * "cpu=total,host=H", so a reader that does not name a node reads all of them (pooled by
+ * runview_stats), and one that does reads that node's. */
+int runview_labels_match(const struct runview *v, const char *have, const char *want);
+
+/* Index of the first series matching source (NULL: any), name and labels (NULL: any; matched by
+ * runview_labels_match), or -1. */
 long runview_find(const struct runview *v, const char *source, const char *name, const char *labels);
 
-/* Statistics of every series matching source / name / labels (NULL: any), pooled, over
+/* Statistics of every series matching source / name / labels (NULL: any; runview_labels_match), pooled, over
  * [from, to] (ns since run start; INT64_MIN / INT64_MAX for the whole run). Returns 0 (out->n may be
  * 0) or a GS_E code; out is filled (empty) either way. */
 int runview_stats(const struct runview *v, const char *source, const char *name, const char *labels, int64_t from,

@@ -70,78 +70,99 @@ void serve_json_findings(FILE *out, const struct store_finding *f, size_t n) {
 void serve_cached_view_done(struct serve_cached_view *c) {
   if (c->loaded)
     runview_done(&c->v);
+  if (c->group)
+    c->group->close(c->group);
   free(c->run_json);
   free(c->diag);
   memset(c, 0, sizeof *c);
 }
 
-/* The view of ref: a cached one for a finished run (owned by the cache, *entry its slot), else loaded
- * now into *fresh (*owned set: the caller runs runview_done on it; *entry NULL). Returns 0, or the
- * GS_E code with the reply set. */
-static int view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
-                    struct runview *fresh, int *owned, struct serve_cached_view **entry) {
-  struct store_run run;
-  *owned = 0;
-  *entry = NULL;
-  int rc = s->st->run_get(s->st, ref, &run);
-  if (rc) {
+int serve_view_load(struct serve *s, const char *ref, struct runview *v, struct store **group) {
+  *group = NULL;
+  int rc = runview_load(s->st, ref, v);
+  if (rc != GS_ENOENT)
+    return rc;
+  runview_done(v);
+  if (!(*group = store_group_open(s->st, ref))) {
+    memset(v, 0, sizeof *v);
+    return GS_ENOENT;
+  }
+  return runview_load(*group, ref, v);
+}
+
+/* The record of ref — a run's, else a group's (its store opened into *group, else NULL) — with the
+ * error reply set on failure. */
+static int record_get(struct serve *s, const char *ref, struct store_run *run, struct store **group,
+                      struct serve_reply *r) {
+  *group = NULL;
+  int rc = s->st->run_get(s->st, ref, run);
+  if (rc == GS_ENOENT && (*group = store_group_open(s->st, ref)) && (rc = (*group)->run_get(*group, ref, run)))
+    (*group)->close(*group), *group = NULL;
+  if (rc)
     serve_reply_error(r,
                       rc == GS_ENOENT   ? MHD_HTTP_NOT_FOUND
                       : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT
                                         : 500,
                       "%s", gs_last_error());
+  return rc;
+}
+
+/* The view of ref (a run or a group): a cached one for a finished run (owned by the cache, *entry its
+ * slot), else loaded now into *fresh (the caller runs serve_cached_view_done on it either way; *entry
+ * NULL). Returns 0, or the GS_E code with the reply set. */
+static int view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
+                    struct serve_cached_view *fresh, struct serve_cached_view **entry) {
+  struct store_run run;
+  struct store *group;
+  memset(fresh, 0, sizeof *fresh);
+  *entry = NULL;
+  int rc = record_get(s, ref, &run, &group, r);
+  if (rc)
     return rc;
-  }
   int finished = strcmp(run.status, "running") != 0;
   if (finished)
     for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
       if (s->views[i].loaded && !strcmp(s->views[i].id, run.id) && s->views[i].end_wall_ns == run.end_wall_ns &&
-          !strcmp(s->views[i].v.run.status, run.status)) {
+          !strcmp(s->views[i].v.run.status, run.status) && !s->views[i].group == !group) {
         s->views[i].used = ++s->clock;
         *out = &s->views[i].v;
         *entry = &s->views[i];
+        if (group)
+          group->close(group);
         return GS_OK;
       }
-  if (!finished) {
-    rc = runview_load(s->st, run.id, fresh);
-    if (rc) {
-      runview_done(fresh);
-      serve_reply_error(r, 500, "%s", gs_last_error());
-      return rc;
-    }
-    *owned = 1;
-    *out = fresh;
-    return GS_OK;
+  struct serve_cached_view *c = fresh;
+  if (finished) {
+    size_t k = 0; /* the least recently used slot */
+    for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
+      if (!s->views[i].loaded || s->views[i].used < s->views[k].used) {
+        k = i;
+        if (!s->views[i].loaded)
+          break;
+      }
+    c = &s->views[k];
+    serve_cached_view_done(c);
   }
-  size_t k = 0; /* the least recently used slot */
-  for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-    if (!s->views[i].loaded || s->views[i].used < s->views[k].used) {
-      k = i;
-      if (!s->views[i].loaded)
-        break;
-    }
-  struct serve_cached_view *c = &s->views[k];
-  serve_cached_view_done(c);
-  rc = runview_load(s->st, run.id, &c->v);
+  c->group = group;
+  rc = runview_load(group ? group : s->st, run.id, &c->v);
+  c->loaded = 1;
   if (rc) {
-    runview_done(&c->v);
-    memset(c, 0, sizeof *c);
+    serve_cached_view_done(c);
     serve_reply_error(r, 500, "%s", gs_last_error());
     return rc;
   }
-  c->loaded = 1;
   snprintf(c->id, sizeof c->id, "%s", run.id);
   c->end_wall_ns = run.end_wall_ns;
   c->used = ++s->clock;
   *out = &c->v;
-  *entry = c;
+  *entry = finished ? c : NULL;
   return GS_OK;
 }
 
 /* The run's findings: the stored ones, else the doctor's diagnosis (kept with a cached view; else
  * *owned is set and the caller frees *f). *stored says which. Returns 0 or a GS_E code. */
-static int findings_for(struct serve *s, struct serve_cached_view *e, const struct runview *v, struct store_finding **f,
-                        size_t *nf, int *owned, int *stored) {
+static int findings_for(struct serve_cached_view *e, const struct runview *v, struct store_finding **f, size_t *nf,
+                        int *owned, int *stored) {
   *owned = 0;
   *stored = v->nfindings > 0;
   if (*stored) {
@@ -154,7 +175,7 @@ static int findings_for(struct serve *s, struct serve_cached_view *e, const stru
     *nf = e->ndiag;
     return GS_OK;
   }
-  int rc = doctor_diagnose(s->st, v->run.id, f, nf);
+  int rc = doctor_diagnose_view(v, INT64_MIN, INT64_MAX, f, nf);
   if (rc)
     return rc;
   if (e) {
@@ -563,10 +584,8 @@ static void event_entries(FILE *out, const struct runview *v) {
 
 static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   const struct runview *v;
-  struct runview fresh;
-  int owned;
-  struct serve_cached_view *e;
-  if (view_get(s, ref, r, &v, &fresh, &owned, &e))
+  struct serve_cached_view fresh, *e;
+  if (view_get(s, ref, r, &v, &fresh, &e))
     return;
   FILE *out = r->out;
   if (e && e->run_json) { /* a finished run's answer does not change */
@@ -576,7 +595,7 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   struct store_finding *f = NULL;
   size_t nf = 0;
   int free_f = 0, stored = 1;
-  if (findings_for(s, e, v, &f, &nf, &free_f, &stored)) {
+  if (findings_for(e, v, &f, &nf, &free_f, &stored)) {
     f = NULL; /* the doctor failed: no findings rather than no page */
     nf = 0;
   }
@@ -631,8 +650,7 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
     memcpy(e->run_json, r->body, r->len);
     e->run_json_len = r->len;
   }
-  if (owned)
-    runview_done(&fresh);
+  serve_cached_view_done(&fresh);
 }
 
 /* ---- /api/runs/REF/series ---- */
@@ -675,10 +693,8 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
     return;
   }
   const struct runview *v;
-  struct runview fresh;
-  int owned;
-  struct serve_cached_view *e;
-  if (view_get(s, ref, r, &v, &fresh, &owned, &e))
+  struct serve_cached_view fresh, *e;
+  if (view_get(s, ref, r, &v, &fresh, &e))
     return;
   int64_t fa = isfinite(from) ? sec_to_ns(from) : INT64_MIN, ta = isfinite(to) ? sec_to_ns(to) : INT64_MAX;
   fprintf(r->out, "{\"run\":");
@@ -725,18 +741,15 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
     serve_reply_error(r, 500, "%s", gs_last_error());
   else
     fputs("]}\n", r->out);
-  if (owned)
-    runview_done(&fresh);
+  serve_cached_view_done(&fresh);
 }
 
 /* ---- /api/runs/REF/findings ---- */
 
 static void api_findings(struct serve *s, const char *ref, const struct serve_args *a, struct serve_reply *r) {
   const struct runview *v;
-  struct runview fresh;
-  int owned;
-  struct serve_cached_view *e;
-  if (view_get(s, ref, r, &v, &fresh, &owned, &e))
+  struct serve_cached_view fresh, *e;
+  if (view_get(s, ref, r, &v, &fresh, &e))
     return;
   const char *live = a->get(a->user, "live");
   int want_live = live && strcmp(live, "0");
@@ -744,8 +757,7 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   size_t nf = 0;
   int free_f = 0, stored = 0;
   double window_s = NAN;
-  int rc =
-      want_live ? serve_live_findings_view(v, &f, &nf, &window_s) : findings_for(s, e, v, &f, &nf, &free_f, &stored);
+  int rc = want_live ? serve_live_findings_view(v, &f, &nf, &window_s) : findings_for(e, v, &f, &nf, &free_f, &stored);
   if (want_live)
     free_f = 1;
   if (rc) {
@@ -762,8 +774,7 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   if (free_f)
     free(f);
 done:
-  if (owned)
-    runview_done(&fresh);
+  serve_cached_view_done(&fresh);
 }
 
 int serve_live_findings_view(const struct runview *v, struct store_finding **out, size_t *n, double *window_s) {
@@ -794,6 +805,7 @@ int serve_live_findings(struct store *st, const char *run_id, struct store_findi
 
 struct cmp_run {
   struct runview v;
+  struct store *group; /* a group's store (serve_view_load), else NULL */
   struct steps_fig sf;
   struct store_finding *f;
   size_t nf;
@@ -855,7 +867,7 @@ static int compare_load(struct serve *s, const char *list, struct cmp_run *runs,
     memcpy(ref, p, len);
     ref[len] = 0;
     struct cmp_run *x = &runs[(*n)++];
-    int rc = runview_load(s->st, ref, &x->v);
+    int rc = serve_view_load(s, ref, &x->v, &x->group);
     if (rc) {
       serve_reply_error(r,
                         rc == GS_ENOENT   ? MHD_HTTP_NOT_FOUND
@@ -867,7 +879,7 @@ static int compare_load(struct serve *s, const char *list, struct cmp_run *runs,
     steps_figures(&x->v, &x->sf);
     x->f = x->v.findings;
     x->nf = x->v.nfindings;
-    if (!x->nf && !doctor_diagnose(s->st, x->v.run.id, &x->f, &x->nf))
+    if (!x->nf && !doctor_diagnose_view(&x->v, INT64_MIN, INT64_MAX, &x->f, &x->nf))
       x->diagnosed = 1;
     p = e ? e + 1 : p + len;
   }
@@ -955,6 +967,8 @@ done:
     if (runs[i].diagnosed)
       free(runs[i].f);
     runview_done(&runs[i].v);
+    if (runs[i].group)
+      runs[i].group->close(runs[i].group);
   }
   free(runs);
 }

@@ -48,7 +48,7 @@ static int api_into(struct serve *s, const char *path, struct kv_args *args, FIL
   return rc;
 }
 
-static int page_series(const struct store_series *s) {
+static int page_series(const struct runview *v, const struct store_series *s) {
   static const char *const gpu[] = {"gpu.util_pct",        "gpu.sm_active_pct",  "gpu.tensor_active_pct",
                                     "gpu.dram_active_pct", "gpu.mem_used_bytes", "gpu.power_w",
                                     "gpu.power_limit_w",   "gpu.temp_c",         "gpu.sm_clock_mhz",
@@ -63,15 +63,18 @@ static int page_series(const struct store_series *s) {
            strspn(s->labels + 4, "0123456789") == strlen(s->labels + 4);
   if (!strcmp(s->name, "proc.cpu_pct") || !strcmp(s->name, "proc.rss_bytes"))
     return 2;
-  return !strcmp(s->source, "client") && !*s->labels;
+  return !strcmp(s->source, "client") && runview_labels_match(v, s->labels, ""); /* a group: every node's */
 }
 
 /* The series a run page draws: {"ID": [S, ...]} member for one run. */
-static int run_series(struct store *st, const char *id, FILE *out, int compare_only) {
+static int run_series(struct serve *srv, const char *id, FILE *out, int compare_only) {
   struct runview v;
-  int rc = runview_load(st, id, &v);
+  struct store *group;
+  int rc = serve_view_load(srv, id, &v, &group);
   if (rc) {
     runview_done(&v);
+    if (group)
+      group->close(group);
     return rc;
   }
   rp_json_str(out, v.run.id);
@@ -79,7 +82,7 @@ static int run_series(struct store *st, const char *id, FILE *out, int compare_o
   int k = 0, ncpu = 0, nrss = 0;
   for (size_t i = 0; i < v.nseries && !rc; i++) {
     const struct store_series *s = &v.series[i];
-    int want = page_series(s);
+    int want = page_series(&v, s);
     if (compare_only)
       want = (!strcmp(s->name, "gpu.util_pct") && !strcmp(s->labels, "gpu=0")) ||
              ((!strcmp(s->name, "step.total_s") || !strcmp(s->name, "step.n")) && !*s->labels &&
@@ -95,6 +98,8 @@ static int run_series(struct store *st, const char *id, FILE *out, int compare_o
   }
   fputc(']', out);
   runview_done(&v);
+  if (group)
+    group->close(group);
   return rc;
 }
 
@@ -136,7 +141,7 @@ static int embed_json(struct serve *s, const struct store_run *runs, size_t n, c
   for (size_t i = 0; i < n && !rc; i++) {
     if (i)
       fputc(',', j);
-    rc = run_series(s->st, runs[i].id, j, n > 1);
+    rc = run_series(s, runs[i].id, j, n > 1);
   }
   fputs("},\"compare\":", j);
   if (n > 1 && !rc) {
@@ -165,6 +170,12 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n) {
   int rc = !runs || !j || !l ? gs_fail(GS_ENOMEM, "out of memory") : GS_OK;
   for (size_t i = 0; i < n && !rc; i++) {
     rc = st->run_get(st, refs[i], &runs[i]);
+    if (rc == GS_ENOENT) { /* a group: the runs of one distributed job as one */
+      struct store *g = store_group_open(st, refs[i]);
+      rc = g ? g->run_get(g, refs[i], &runs[i]) : GS_ENOENT;
+      if (g)
+        g->close(g);
+    }
     fprintf(l, "%s%s", i ? "," : "", runs[i].id);
   }
   if (l) {

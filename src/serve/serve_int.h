@@ -23,6 +23,7 @@ struct serve_cached_view {
   struct store_finding *diag; /* the doctor's diagnosis when the run has no stored findings */
   size_t ndiag;
   int diag_done;
+  struct store *group; /* a group's view: the store_group_open store it reads (owned), else NULL */
 };
 
 /* Frees what a cache slot holds and zeroes it. */
@@ -86,6 +87,12 @@ int serve_reply_begin(struct serve_reply *r);
 void serve_reply_error(struct serve_reply *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Closes the stream: r->body / r->len are then the body (caller frees body). */
 void serve_reply_end(struct serve_reply *r);
+
+/* Loads the view of ref in s->st: a run, or when no run is called ref the group ref (the runs of one
+ * distributed job as one, store_group_open: *group is then its store, which the caller closes after
+ * runview_done; NULL for a run). Returns 0, or GS_ENOENT / GS_EAMBIG / another GS_E code with a
+ * message; v is valid for runview_done either way. */
+int serve_view_load(struct serve *s, const char *ref, struct runview *v, struct store **group);
 
 /* The API, under s->mu: path is what follows "/api/" ("runs", "runs/REF/series", "compare"). */
 void serve_api(struct serve *s, const char *path, const struct serve_args *a, struct serve_reply *r);

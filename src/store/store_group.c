@@ -10,10 +10,13 @@
  *     GPU rules (straggler, underused_gpus) compare and count every GPU of the job;
  *   - step series keep their rank label (the clients send the global rank); a second unlabelled
  *     main loop (a node whose job set no rank) gets the next free rank;
- *   - every other series of a run but the first gets host=HOST added to its labels.
+ *   - every other series (the host's, the job's processes, the client's own metrics) gets host=HOST
+ *     added to its labels, on every run alike: no node is the unlabelled reference, so a reader that
+ *     wants one node's host names it, and one that wants all of them matches the labels without host
+ *     (runview_labels_match).
  * Which host each GPU and rank is on is in the group's params (group.gpu.N.host, group.rank.R.host,
  * group.runs, group.hosts), so a finding can name the host. Events and notes are merged in time order
- * (notes prefixed with their host). */
+ * (notes prefixed with their host; events other than a GPU's labelled host=HOST like series). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,7 +312,7 @@ static int add_run_series(struct group_store *g, size_t i, int *gpu_base) {
         rank = rank_remap;
       if (rank > 0)
         snprintf(x.labels, sizeof x.labels, "rank=%d", rank);
-    } else if (i > 0)
+    } else
       add_host_label(x.labels, sizeof x.labels, r->host);
     int64_t off = g->offset[i];
     if (x.count)
@@ -333,7 +336,7 @@ static int add_run_series(struct group_store *g, size_t i, int *gpu_base) {
   return rc;
 }
 
-/* Run i's events on the group's clock, their GPU renumbered from gpu_base, others' labelled with the host. */
+/* Run i's events on the group's clock, their GPU renumbered from gpu_base, the others labelled with the host. */
 static int add_run_events(struct group_store *g, size_t i, int gpu_base) {
   struct store_event *e = NULL;
   size_t n = 0;
@@ -353,7 +356,7 @@ static int add_run_events(struct group_store *g, size_t i, int gpu_base) {
     int gpu = gpu_of(e[k].labels, &rest);
     if (gpu >= 0 && snprintf(x.labels, sizeof x.labels, "gpu=%d%s", gpu_base + gpu, rest) >= (int)sizeof x.labels)
       x.labels[sizeof x.labels - 1] = 0;
-    if (gpu < 0 && i > 0)
+    if (gpu < 0)
       add_host_label(x.labels, sizeof x.labels, g->runs[i].host);
     g->events[g->nevents++] = x;
   }
@@ -485,7 +488,7 @@ struct store *store_group_open(struct store *src, const char *name) {
     gs_fail(GS_ENOENT, "no run or group '%s' in this store (see 'gpuscope runs')", name);
     goto fail;
   }
-  /* oldest first: the first run is the group's reference (its host's series keep their labels) */
+  /* oldest first: the first run's GPUs are the group's first, its params stand where runs differ */
   for (size_t i = 1; i < g->nruns; i++)
     for (size_t k = i; k > 0 && g->runs[k].start_wall_ns < g->runs[k - 1].start_wall_ns; k--) {
       struct store_run t = g->runs[k];

@@ -1,14 +1,17 @@
 """One run across nodes: several agents on this machine, each a separate `gpuscope run --group` of
 one job writing to one PostgreSQL server (tests/pg/pgserver.py), each in its own UTS namespace so it
 records a host name of its own (nodea, nodeb, nodec), each on simulated GPUs (tests/gpusim). nodeb's
-loader is slower (its rank waits 40 ms for data, the others 5 ms); nodec's first GPU runs at 1100 MHz
-against 1980. The group's report names both, with their hosts; `runs --group` lists the group;
-the GPU rules count the group's six GPUs, and underused_gpus the second group's idle node (2 of 4);
-`compare GROUP GROUP` reads two groups."""
+loader is slower and busy on the CPU (its rank spins 40 ms for data, the others sleep 5 ms); nodec's
+first GPU runs at 1100 MHz against 1980. The nodes start half a second apart, so nodeb's run is not
+the group's earliest. The group's report names both, with their hosts, and reads the host side
+(the input rules) on nodeb; `runs --group` lists the group; the GPU rules count the group's six GPUs,
+and underused_gpus the second group's idle node (2 of 4); `compare GROUP GROUP` reads two groups, and
+`compare --html` / `report --html` write the web page of groups (a group beside a plain run too)."""
 import json
 import os
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "pg"))
@@ -30,10 +33,11 @@ device 0
   at 0 sm_clock=CLOCK
 """
 
-# gs1 steps of one rank: job.py RANK DATA COMPUTE N
+# gs1 steps of one rank: job.py RANK DATA COMPUTE N SPIN (SPIN 1: the data wait is CPU work)
 STEP_JOB = r'''
 import os, socket, sys, time
 rank, data, comp, n = int(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
+spin = sys.argv[5] == "1"
 path = os.environ.get("GPUSCOPE_SOCKET")
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 def send(line):
@@ -41,7 +45,13 @@ def send(line):
         s.sendto(line.encode(), path)
 send("gs1 param batch_size 32")
 for i in range(n):
-    t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
+    t0 = time.monotonic()
+    if spin:
+        while time.monotonic() - t0 < data:
+            pass
+    else:
+        time.sleep(data)
+    t1 = time.monotonic()
     while time.monotonic() - t1 < comp:
         pass
     t2 = time.monotonic()
@@ -62,17 +72,21 @@ def write(sb, name, text):
 
 
 def run_group(sb, pg, group, nodes, steps):
-    """Starts one agent per node at once; nodes: (host, rank, data_s, gpu0_clock[, util]). Waits for all."""
+    """Starts one agent per node, in order, half a second apart (so the first is the earliest run);
+    nodes: (host, rank, data_s, gpu0_clock[, util[, spin]]). Waits for all."""
     job = write(sb, "job.py", STEP_JOB)
     procs = []
-    for host, rank, data, clock, *util in nodes:
+    for host, rank, data, clock, *more in nodes:
+        util, spin = (more + [95, 0])[:2] if len(more) < 2 else more
         scn = write(sb, f"{group}-{host}.scn",
-                    SCENARIO.replace("CLOCK", str(clock)).replace("UTIL", str(util[0] if util else 95)))
+                    SCENARIO.replace("CLOCK", str(clock)).replace("UTIL", str(util)))
+        if procs:
+            time.sleep(0.5)
         env = pg.env(sb.env)
         env.update({"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": scn, "GPUSCOPE_SPOOL_DIR": sb.dir + "/spool"})
         cmd = [*namespace_prefix(), "sh", "-c", 'hostname "$0" && exec "$@"', host, BIN, "run", "--quiet",
                "--group", group, "--name", f"{group}-{host}", "--interval", "100ms", "--", PYTHON, job, str(rank),
-               str(data), "0.03", str(steps)]
+               str(data), "0.03", str(steps), str(spin)]
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for p in procs:
         out, err = p.communicate(timeout=180)
@@ -90,8 +104,8 @@ def setup():
     sb.env = pg.env(sb.env)
     sb.env["GPUSCOPE_STORE"] = pg.url("group")
     _made.append((pg, sb))
-    run_group(sb, pg, "job1", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.040, 1980), ("nodec", 2, 0.005, 1100)],
-              100)
+    run_group(sb, pg, "job1",
+              [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.040, 1980, 95, 1), ("nodec", 2, 0.005, 1100)], 100)
     # job2: nodeb's GPUs stay idle
     run_group(sb, pg, "job2", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.005, 1980, 0)], 60)
     return _made[0]
@@ -146,6 +160,78 @@ def test_compare_two_groups():
     doc = json.loads(out)
     check("job1" in out and "job2" in out, f"compare does not name both groups: {out[:400]}")
     check(doc, "empty compare")
+
+
+def test_host_side_is_read_on_the_node_that_holds_the_others_back():
+    pg, sb = setup()
+    runs = {r["host"]: r for r in sb.json("runs", "--json") if r["group"] == "job1"}
+    first = min(runs.values(), key=lambda r: r["start_wall_ns"])
+    check(first["host"] != "nodeb", f"nodeb's run is the group's earliest: {first}")
+    rep = sb.json("report", "job1", "--json")
+    rules = ("input_bound", "loader_workers", "input_latency", "io_bound")
+    inp = [f for f in rep["findings"] if f["rule"] in rules]
+    titles = " | ".join(f"{f['rule']}: {f['title']}" for f in rep["findings"])
+    check(inp, f"no input finding for nodeb's loader: {titles}")
+    for f in inp:
+        ev = f["evidence"]
+        check(ev.get("host") == "nodeb" and ev.get("rank") == 1, f"not read on nodeb (rank 1): {f}")
+        check("(host nodeb, rank 1)" in f["title"], f"the title does not name nodeb: {f['title']}")
+        # nodeb's rank's data wait (40 ms), not rank 0's (5 ms) on nodea
+        check(ev.get("data_wait_s") is not None and ev["data_wait_s"] > 0.02, f"not nodeb's data wait: {ev}")
+    ib = [f for f in inp if f["rule"] == "input_bound"]
+    check(ib and isinstance(ib[0]["evidence"].get("job_cpu_cores"), (int, float)),
+          f"nodeb's host-labelled job series were not found: {ib}")
+    text = sb.ok("report", "job1")
+    check("(host nodeb, rank 1)" in text, f"the text report does not name nodeb's input finding:\n{text}")
+
+
+def html_of(sb, *args):
+    path = os.path.join(sb.dir, "page.html")
+    if os.path.exists(path):
+        os.unlink(path)
+    out = sb.ok(*args, "--html", path)
+    check("wrote" in out and os.path.exists(path), f"{' '.join(args)} --html wrote nothing: {out}")
+    with open(path) as f:
+        return f.read()
+
+
+def embed_of(page):
+    start = page.index("window.GS_EMBED = ") + len("window.GS_EMBED = ")
+    return json.loads(page[start:page.index(";</script>", start)])
+
+
+def test_compare_html_of_two_groups_names_them_their_hosts_and_findings():
+    pg, sb = setup()
+    doc = embed_of(html_of(sb, "compare", "job1", "job2"))
+    cmp = doc["compare"]
+    check([r["id"] for r in cmp["runs"]] == ["job1", "job2"], f"not both groups: {[r['id'] for r in cmp['runs']]}")
+    check(cmp["runs"][0]["host"] == "nodea, nodeb, nodec" and cmp["runs"][0]["gpus"] == 6,
+          f"not job1's three hosts and six GPUs: {cmp['runs'][0]}")
+    rules = {f["rule"]: f["in"] for f in cmp["findings"]}
+    check(rules.get("straggler") == [True, False] and rules.get("underused_gpus", [None, True])[1],
+          f"the findings are not job1's straggler and job2's idle GPUs: {cmp['findings']}")
+    check(set(doc["series"]) == {"job1", "job2"} and doc["series"]["job1"], f"no series of the groups: {doc['series'].keys()}")
+
+
+def test_compare_html_of_a_group_beside_a_plain_run():
+    pg, sb = setup()
+    run = [r for r in sb.json("runs", "--json") if r["name"] == "job2-nodea"][0]
+    doc = embed_of(html_of(sb, "compare", "job1", run["id"]))
+    check([r["id"] for r in doc["compare"]["runs"]] == ["job1", run["id"]], f"runs: {doc['compare']['runs']}")
+    check(doc["compare"]["runs"][1]["host"] == "nodea", f"not the plain run's host: {doc['compare']['runs'][1]}")
+
+
+def test_report_html_of_a_group_shows_its_hosts_gpus_and_findings():
+    pg, sb = setup()
+    page = html_of(sb, "report", "job1")
+    doc = embed_of(page)
+    run = doc["runs"]["job1"]
+    check(run["run"]["host"] == "nodea, nodeb, nodec", f"not the group's hosts: {run['run']['host']}")
+    check(len(run["gpus"]) == 6, f"not the group's six GPUs: {run['gpus']}")
+    check(run["params"].get("group.gpu.5.host") == "nodec", "no host of GPU 5 in the page's params")
+    titles = " | ".join(f["title"] for f in run["findings"])
+    check("GPU 0 of host nodec" in titles and "(host nodeb" in titles, f"findings without their hosts: {titles}")
+    check("<title>gpuscope: job1</title>" in page, "the page is not titled with the group")
 
 
 if __name__ == "__main__":

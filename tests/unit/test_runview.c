@@ -248,6 +248,23 @@ static void test_runview_unknown_run_is_enoent(void **state) {
   st->close(st);
 }
 
+/* A group's series carry host=H: a query that names no host matches every node's, one that names a
+ * host matches that node's only; a single run matches exactly. */
+static void test_runview_group_labels_match_without_the_host(void **state) {
+  (void)state;
+  struct runview v = {.group = 1};
+  assert_true(runview_labels_match(&v, "cpu=total,host=nodeb", "cpu=total"));
+  assert_true(runview_labels_match(&v, "host=nodeb", ""));
+  assert_true(runview_labels_match(&v, "pid=7,host=b,x=1", "pid=7,x=1"));
+  assert_true(runview_labels_match(&v, "cpu=total,host=nodeb", "cpu=total,host=nodeb"));
+  assert_false(runview_labels_match(&v, "cpu=total,host=nodeb", "cpu=total,host=nodea"));
+  assert_false(runview_labels_match(&v, "cpu=1,host=nodeb", "cpu=total"));
+  assert_false(runview_labels_match(&v, "cpu=total", ""));
+  v.group = 0;
+  assert_false(runview_labels_match(&v, "cpu=total,host=nodeb", "cpu=total"));
+  assert_true(runview_labels_match(&v, "cpu=total", "cpu=total"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_runview_short_series_stats_in_a_window),
@@ -256,6 +273,7 @@ int main(void) {
       cmocka_unit_test(test_runview_params_and_labels_are_strict),
       cmocka_unit_test(test_runview_long_series_reads_rollups_and_keeps_a_dip),
       cmocka_unit_test(test_runview_unknown_run_is_enoent),
+      cmocka_unit_test(test_runview_group_labels_match_without_the_host),
       cmocka_unit_test(test_runview_long_run_holds_spread_stretches_and_sums_every_step),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
