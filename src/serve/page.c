@@ -58,9 +58,12 @@ static int page_series(const struct runview *v, const struct store_series *s) {
   for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++)
     if (!strcmp(s->name, gpu[i]))
       return 1;
-  if (!strcmp(s->name, "host.cpu.busy_pct"))
-    return !strncmp(s->labels, "cpu=", 4) && s->labels[4] &&
-           strspn(s->labels + 4, "0123456789") == strlen(s->labels + 4);
+  if (!strcmp(s->name, "host.cpu.busy_pct")) { /* cpu=N, or in a group cpu=N,host=H */
+    if (strncmp(s->labels, "cpu=", 4))
+      return 0;
+    size_t n = strspn(s->labels + 4, "0123456789");
+    return n && (!s->labels[4 + n] || (v->group && !strncmp(s->labels + 4 + n, ",host=", 6)));
+  }
   if (!strcmp(s->name, "proc.cpu_pct") || !strcmp(s->name, "proc.rss_bytes"))
     return 2;
   return !strcmp(s->source, "client") && runview_labels_match(v, s->labels, ""); /* a group: every node's */

@@ -3,7 +3,8 @@
 // simulated GPU (tests/gpusim) and a job that reports its steps over gs1; then the runs page, the
 // live run's page (charts have data and grow while the run goes on; the live finding appears), a
 // finished run's page (zoom and reset), the compare page (bars with speed-ups), and the same pages
-// written by report --html and compare --html, opened from file:// with no network. Screenshots go to
+// written by report --html and compare --html, opened from file:// with no network; then a group of two
+// runs (gpuscope run --group) served as one run and compared beside a run in a file. Screenshots go to
 // $GS_BUILD_DIR/tests/e2e/screens/ — look at them.
 //
 // env: GPUSCOPE_BIN, GS_BUILD_DIR, GS_SOURCE_DIR, GS_PYTHON, GS_CHROMIUM, NODE_PATH (puppeteer-core)
@@ -247,6 +248,38 @@ try {
     await fresh.screenshot({ path: join(SHOTS, "file-compare.png"), fullPage: true });
     const net = asked.filter((u) => !u.startsWith("file://") && !u.startsWith("data:"));
     check(!net.length, "requests beyond the file: " + net.join(" "));
+    await fresh.close();
+  });
+
+  await step("a group (two runs of one job, gpuscope run --group) as one run: served, and written by compare --html", async () => {
+    // two nodes' runs at once; on one machine both record the same host name, which is fine here
+    const nodes = ["pair-a", "pair-b"].map((name) => new Promise((done) => {
+      const args = ["run", "--quiet", "--interval", "100ms", "--group", "pair", "--name", name, "--", PY, job, "0.01", "0.02",
+        "30"];
+      const p = spawn(BIN, args, { env: { ...env, GPUSIM_SCENARIO: join(SRC, "tests/gpusim/scenarios/busy8_h200.scn") },
+        stdio: "ignore" });
+      children.push(p);
+      p.on("exit", done);
+    }));
+    check((await Promise.all(nodes)).every((c) => c === 0), "the group's runs failed");
+    await open(page, base, "#/run/pair");
+    check((await page.$$("#gpus tbody tr")).length === 16, "the group's 16 GPUs in the table");
+    for (const id of ["util", "cpu", "steps"]) {
+      const p = await chartPoints(page, id);
+      check(p && p.values > 0, `the group's chart ${id} has data: ${JSON.stringify(p)}`);
+    }
+    await page.screenshot({ path: join(SHOTS, "run-group.png"), fullPage: true });
+    const cmp = join(SHOTS, "..", "compare-group.html");
+    const r = spawnSync(BIN, ["compare", "pair", "slow-loader", "--html", cmp], { env, encoding: "utf8" });
+    check(r.status === 0, `compare pair slow-loader --html exited ${r.status}: ${r.stderr}`);
+    const fresh = await browser.newPage();
+    fresh.on("pageerror", (e) => errors.push("group file page: " + e.message));
+    await fresh.goto("file://" + cmp);
+    await fresh.waitForFunction(() => document.body.dataset.ready, { timeout: 15000 });
+    const bars = await fresh.$$eval("#bars .bar", (b) => b.map((x) => x.innerText));
+    const text = await fresh.evaluate(() => document.body.innerText);
+    check(bars.length === 2 && /pair/.test(text) && /slow-loader/.test(text), "the group beside the run: " + bars);
+    await fresh.screenshot({ path: join(SHOTS, "file-compare-group.png"), fullPage: true });
     await fresh.close();
   });
 
