@@ -4,8 +4,9 @@
  * then st->run_end, which computes the rollups, and the doctor's findings stored as the agent stores
  * them at a run's end). The dip is what a downsampled chart must not lose.
  * usage: serve_gen --url URL [--days D | --hours H] [--gpus G] [--hz HZ] [--dip-at S] [--dip-ms MS]
- *                  [--name NAME] [--metrics N]
- * Prints the run id. */
+ *                  [--name NAME] [--metrics N] [--group NAME] [--host HOST] [--start S]
+ * (--group and --host: a node's run of a group; --start: its wall-clock start, seconds since the
+ * epoch, so the same run can be made in two stores.) Prints the run id. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,67 +27,135 @@ static uint32_t rnd(uint64_t *s) {
   return (uint32_t)((*s * 2685821657736338717ULL) >> 32);
 }
 
-int main(int argc, char **argv) {
-  const char *url = NULL, *name = "serve-gen";
-  double hours = 24 * 7, dip_at = -1, dip_ms = 200;
-  int gpus = 1, hz = 10, metrics = 1;
-  static const struct option opts[] = {{"url", required_argument, 0, 'u'},     {"days", required_argument, 0, 'd'},
-                                       {"hours", required_argument, 0, 'H'},   {"gpus", required_argument, 0, 'g'},
-                                       {"hz", required_argument, 0, 'z'},      {"dip-at", required_argument, 0, 'a'},
-                                       {"dip-ms", required_argument, 0, 'm'},  {"name", required_argument, 0, 'n'},
-                                       {"metrics", required_argument, 0, 'M'}, {0, 0, 0, 0}};
+/* Metric m's value at tick k (GPU 0 in its dip or not). */
+static double value(int m, int dip, int64_t k, int hz, uint64_t *rng) {
+  switch (m) {
+  case 0:
+    return dip ? 0 : 97 + rnd(rng) % 4;
+  case 1:
+    return dip ? 200 : 640 + rnd(rng) % 20;
+  case 2:
+    return 70 + (k / (hz * 60)) % 5;
+  case 3:
+    return 120.0 * 1073741824.0;
+  case 4:
+    return dip ? 0 : 88 + rnd(rng) % 5;
+  default:
+    return 1980;
+  }
+}
+
+struct gen_opts {
+  const char *url, *name, *group, *host;
+  double hours, dip_at, dip_ms, start; /* start: wall-clock seconds, < 0: so that the run ends now */
+  int gpus, hz, metrics;
+};
+
+/* Parses the options into o; returns -1 to go on, else the exit code. */
+static int parse_opts(int argc, char **argv, struct gen_opts *o) {
+  static const struct option opts[] = {{"url", required_argument, 0, 'u'},
+                                       {"days", required_argument, 0, 'd'},
+                                       {"hours", required_argument, 0, 'H'},
+                                       {"gpus", required_argument, 0, 'g'},
+                                       {"hz", required_argument, 0, 'z'},
+                                       {"dip-at", required_argument, 0, 'a'},
+                                       {"dip-ms", required_argument, 0, 'm'},
+                                       {"name", required_argument, 0, 'n'},
+                                       {"metrics", required_argument, 0, 'M'},
+                                       {"group", required_argument, 0, 'G'},
+                                       {"host", required_argument, 0, 'h'},
+                                       {"start", required_argument, 0, 's'},
+                                       {0, 0, 0, 0}};
+  *o = (struct gen_opts){.name = "serve-gen",
+                         .hours = 24 * 7,
+                         .dip_at = -1,
+                         .dip_ms = 200,
+                         .start = -1,
+                         .gpus = 1,
+                         .hz = 10,
+                         .metrics = 1};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
     case 'u':
-      url = optarg;
+      o->url = optarg;
       break;
     case 'd':
-      hours = atof(optarg) * 24;
+      o->hours = atof(optarg) * 24;
       break;
     case 'H':
-      hours = atof(optarg);
+      o->hours = atof(optarg);
       break;
     case 'g':
-      gpus = atoi(optarg);
+      o->gpus = atoi(optarg);
       break;
     case 'z':
-      hz = atoi(optarg);
+      o->hz = atoi(optarg);
       break;
     case 'a':
-      dip_at = atof(optarg);
+      o->dip_at = atof(optarg);
       break;
     case 'm':
-      dip_ms = atof(optarg);
+      o->dip_ms = atof(optarg);
       break;
     case 'n':
-      name = optarg;
+      o->name = optarg;
       break;
     case 'M':
-      metrics = atoi(optarg);
+      o->metrics = atoi(optarg);
+      break;
+    case 'G':
+      o->group = optarg;
+      break;
+    case 'h':
+      o->host = optarg;
+      break;
+    case 's':
+      o->start = atof(optarg);
       break;
     default:
       fprintf(stderr, "usage: serve_gen --url URL [--days D | --hours H] [--gpus G] [--hz HZ] [--dip-at S] "
-                      "[--dip-ms MS] [--name NAME] [--metrics 1..6]\n");
+                      "[--dip-ms MS] [--name NAME] [--metrics 1..6] [--group NAME] [--host HOST] [--start S]\n");
       return 2;
     }
   }
-  if (!url || hours <= 0 || gpus < 1 || gpus > 64 || hz < 1 || hz > 1000 || metrics < 1 || metrics > 6) {
+  if (!o->url || o->hours <= 0 || o->gpus < 1 || o->gpus > 64 || o->hz < 1 || o->hz > 1000 || o->metrics < 1 ||
+      o->metrics > 6) {
     fprintf(stderr, "serve_gen: bad arguments (--url is required)\n");
     return 2;
   }
-  struct store *st = store_open(url);
+  return -1;
+}
+
+/* The run's record: ending now unless o->start says when it started. */
+static void run_record(const struct gen_opts *o, int64_t step, int64_t mono0, struct store_run *run) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  *run = (struct store_run){.interval_ns = step, .exit_code = 0, .agent_pid = getpid(), .mono_start_ns = mono0};
+  snprintf(run->name, sizeof run->name, "%s", o->name);
+  snprintf(run->group, sizeof run->group, "%s", o->group ? o->group : "");
+  if (o->host)
+    snprintf(run->host, sizeof run->host, "%s", o->host);
+  snprintf(run->command, sizeof run->command, "serve_gen --hours %g --gpus %d --hz %d", o->hours, o->gpus, o->hz);
+  run->start_wall_ns = o->start >= 0 ? (int64_t)llround(o->start * 1e9)
+                                     : (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - (int64_t)(o->hours * 3600e9);
+}
+
+int main(int argc, char **argv) {
+  struct gen_opts o;
+  int prc = parse_opts(argc, argv, &o);
+  if (prc >= 0)
+    return prc;
+  double hours = o.hours, dip_at = o.dip_at, dip_ms = o.dip_ms;
+  int gpus = o.gpus, hz = o.hz, metrics = o.metrics;
+  struct store *st = store_open(o.url);
   if (!st) {
     fprintf(stderr, "serve_gen: %s\n", gs_last_error());
     return 1;
   }
   const int64_t step = 1000000000LL / hz, ticks = (int64_t)llround(hours * 3600 * hz), mono0 = 1000000000000LL;
-  struct timespec now;
-  clock_gettime(CLOCK_REALTIME, &now);
-  struct store_run run = {.interval_ns = step, .exit_code = 0, .agent_pid = getpid(), .mono_start_ns = mono0};
-  snprintf(run.name, sizeof run.name, "%s", name);
-  snprintf(run.command, sizeof run.command, "serve_gen --hours %g --gpus %d --hz %d", hours, gpus, hz);
-  run.start_wall_ns = (int64_t)now.tv_sec * 1000000000LL + now.tv_nsec - (int64_t)(hours * 3600e9);
+  struct store_run run;
+  run_record(&o, step, mono0, &run);
   if (st->run_begin(st, &run)) {
     fprintf(stderr, "serve_gen: %s\n", gs_last_error());
     return 1;
@@ -120,28 +189,8 @@ int main(int argc, char **argv) {
       int64_t t = k * step;
       for (int g = 0; g < gpus; g++)
         for (int m = 0; m < metrics; m++) {
-          double v;
           int dip = g == 0 && t >= dip0 && t < dip1;
-          switch (m) {
-          case 0:
-            v = dip ? 0 : 97 + rnd(&rng) % 4;
-            break;
-          case 1:
-            v = dip ? 200 : 640 + rnd(&rng) % 20;
-            break;
-          case 2:
-            v = 70 + (k / (hz * 60)) % 5;
-            break;
-          case 3:
-            v = 120.0 * 1073741824.0;
-            break;
-          case 4:
-            v = dip ? 0 : 88 + rnd(&rng) % 5;
-            break;
-          default:
-            v = 1980;
-            break;
-          }
+          double v = value(m, dip, k, hz, &rng);
           b.points[b.n_points++] = (struct gs_point){.series = g * metrics + m, .t_ns = mono0 + t, .v = v};
         }
     }

@@ -36,7 +36,7 @@ class Term:
         with open(script, "w") as f:
             f.write("#!/bin/sh\n")
             for k in ("GPUSCOPE_STORE", "XDG_DATA_HOME", "GPUSCOPE_NVML_LIB", "GPUSIM_SCENARIO", "LANG", "LC_ALL",
-                      "PYTHONPATH", "OMP_NUM_THREADS", "NO_COLOR"):
+                      "PYTHONPATH", "OMP_NUM_THREADS", "NO_COLOR", "PGPASSFILE", "GPUSCOPE_SPOOL_DIR"):
                 if k in e:
                     f.write(f"export {k}='{e[k]}'\n")
             f.write(" ".join(f"'{a}'" for a in cmd) + "\n")
