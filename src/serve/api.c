@@ -704,7 +704,7 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
   const char *labels = a->get(a->user, "labels");
   if (name) {
     for (size_t i = 0; i < v->nseries && !bad; i++)
-      if (!strcmp(v->series[i].name, name) && (!labels || !strcmp(v->series[i].labels, labels))) {
+      if (!strcmp(v->series[i].name, name) && (!labels || runview_labels_match(v, v->series[i].labels, labels))) {
         if (k++)
           fputc(',', r->out);
         bad = serve_series_json(r->out, v, &v->series[i], fa, ta, (size_t)points, band) != 0;
