@@ -578,7 +578,14 @@
     });
     if (!plan.length) charts.append(el("p", { class: "muted" }, "This run has no samples to draw."));
 
-    if (!running || EMB) return;
+    // a group (the runs of one job's nodes, read as one: its id is its group's name) has no stream:
+    // while it runs, the page is drawn again every 10 s
+    if (running && !EMB && R.id === R.group) {
+      $live.replaceChildren(el("span", { class: "badge live-badge" }, "● live (every 10 s)"));
+      const again = setTimeout(() => { if (location.hash === hash) route(); }, 10000);
+      cleanup.push(() => { clearTimeout(again); $live.replaceChildren(); });
+    }
+    if (!running || EMB || R.id === R.group) return;
     // ---- live: new samples extend the charts; the findings are recomputed by the server ----
     $live.replaceChildren(el("span", { class: "badge live-badge" }, "● live"));
     const since = lastT.size ? Math.min(...lastT.values()) : 0;
