@@ -104,6 +104,8 @@ def setup():
     sb.env = pg.env(sb.env)
     sb.env["GPUSCOPE_STORE"] = pg.url("group")
     _made.append((pg, sb))
+    # the database made first, so no node's start waits for it (the nodes' runs start in order)
+    sb.ok("run", "--quiet", "--name", "make-the-store", "--", "true")
     run_group(sb, pg, "job1",
               [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.040, 1980, 95, 1), ("nodec", 2, 0.005, 1100)], 100)
     # job2: nodeb's GPUs stay idle
