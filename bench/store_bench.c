@@ -269,7 +269,7 @@ static void pg_sizes(const char *url, double *chunks, double *chunk_index, doubl
     PQclear(PQexec(c, "VACUUM chunks"));
     *chunks = pg_value(c, "SELECT pg_table_size('chunks')");
     *chunk_index = pg_value(c, "SELECT pg_indexes_size('chunks')");
-    *rollups = pg_value(c, "SELECT pg_total_relation_size('rollups')");
+    *rollups = pg_value(c, "SELECT pg_total_relation_size('rollup_blocks')");
     *payload = pg_value(c, "SELECT sum(octet_length(data)) FROM chunks");
   }
   PQfinish(c);

@@ -17,6 +17,9 @@
 /* The same chunk bounds as the SQLite back end, so both stores hold the same chunks (a page bound
  * is not needed here, but equal chunks keep bytes per point and read costs comparable). */
 enum { PG_CHUNK_MAX_POINTS = 1024, PG_CHUNK_MAX_BYTES = 4000, PG_CHUNK_MAX_POINT_BYTES = 19 };
+/* The schema version of this back end: 3 packs rollups in blocks (version 2 had a row per bucket,
+ * the tables of SQLite's version 2). A newer one is refused. */
+enum { PG_SCHEMA_VERSION = 3 };
 #define PG_CHUNK_MAX_SPAN_NS (120LL * GS_NS_PER_S)
 #define PG_STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
 /* While the server is unreachable, a reconnection is tried at most this often (by the writer
@@ -38,6 +41,7 @@ struct pg_store {
   char url[1024];        /* as given, for libpq (may hold a password: never printed) */
   char name[1024];       /* the URL without its password: every message uses this */
   int schema_ok;         /* the schema was checked (and made) on the current connection */
+  int rollup_rows;       /* an unmigrated version-2 schema, read only: a rollups row per bucket */
   struct pg_wseries *ws; /* indexed by sink series id */
   size_t n_ws;
   int stale;                    /* a write was rolled back: reload the open chunks before the next one */
@@ -131,6 +135,9 @@ int pg_insert_run(struct pg_store *s, const struct store_run *r);
 /* Writes a batch in one transaction; all or nothing (the writer state follows). */
 int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
 void pg_writer_done(struct pg_store *s);
+/* Replaces the stored rollups of series sid by the buckets of levels[0..n) (one resolution each),
+ * packed in blocks (rollup_block_encode) by one COPY. In the caller's transaction. */
+int pg_rollups_write(struct pg_store *s, int64_t sid, struct rollup_acc *const *levels, int n);
 
 /* ---- store_pg.c ---- */
 
