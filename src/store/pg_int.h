@@ -25,6 +25,9 @@ enum { PG_SCHEMA_VERSION = 3 };
 /* While the server is unreachable, a reconnection is tried at most this often (by the writer
  * thread, so the job never waits for it). */
 #define PG_RETRY_NS (2LL * GS_NS_PER_S)
+/* A spool is replayed in pieces of at most this many points, one transaction each
+ * ($GPUSCOPE_SPOOL_PIECE_POINTS overrides it, for tests). */
+enum { PG_SPOOL_PIECE_POINTS = 2 * 1024 * 1024 };
 
 struct pg_wseries { /* writer state of one sink series */
   int64_t db_id;    /* -1: no row in the series table (yet) */
@@ -56,6 +59,8 @@ struct pg_store {
   char spool_path[1024];
   char server_run_id[32], spool_run_id[32]; /* the run's id in the server and in the spool */
   int64_t outages, spooled_points, replayed_points;
+  char replay_error[512];   /* why the last replay of this run's spool failed, the server being there */
+  char recover_error[1600]; /* a left spool that could not be replayed: a note on the next run */
 };
 
 /* ---- pg_util.c ---- */
@@ -108,9 +113,10 @@ void pg_settle_running(struct pg_store *s);
 int pg_reconnect(struct pg_store *s, int force);
 /* Writes b to the run's spool (opened, with the run and every known series, on first use). */
 int pg_spool_append(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
-/* Writes everything the spool holds to the server (one transaction; a replay that is cut off is
- * simply replayed again: points at or before a series' last stored time and events already stored
- * are skipped), then deletes the spool. 0 when nothing is left to replay. */
+/* Writes everything the spool holds to the server in pieces of at most PG_SPOOL_PIECE_POINTS, one
+ * transaction each (a replay that is cut off is simply replayed again: points at or before a
+ * series' last stored time and events already stored are skipped), then deletes the spool. 0 when
+ * nothing is left to replay; on another failure than a lost connection, replay_error says why. */
 int pg_spool_replay(struct pg_store *s, const struct store_run *r);
 /* Closes the run in the spool (the server is still unreachable at its end). */
 int pg_spool_end(struct pg_store *s, const struct store_run *r);

@@ -50,6 +50,8 @@ int pg_insert_run(struct pg_store *s, const struct store_run *r) {
   return GS_OK;
 }
 
+static int add_note(struct pg_store *s, const struct store_run *r, const char *text);
+
 int pg_run_begin(struct store *base, struct store_run *r) {
   struct pg_store *s = (struct pg_store *)base;
   int rc = pg_check_writable(s);
@@ -59,7 +61,9 @@ int pg_run_begin(struct store *base, struct store_run *r) {
   snprintf(r->status, sizeof r->status, "running");
   if (!s->down) {
     pg_settle_running(s); /* runs whose agent died are closed as crashed now, by the next start */
-    if (!(rc = pg_insert_run(s, r)) || !s->down)
+    if (!(rc = pg_insert_run(s, r)) && s->recover_error[0]) /* a left spool the server did not take */
+      add_note(s, r, s->recover_error);
+    if (!rc || !s->down)
       return rc;
   }
   /* unreachable: the run starts in the spool, and reaches the server when it returns */
@@ -592,6 +596,9 @@ int pg_run_end(struct store *base, const struct store_run *r) {
     if (store_pending_any(&s->pending))
       to_spool(s, r, &none);
     pg_spool_end(s, r);
+    if (!s->down && s->replay_error[0])
+      return gs_fail(GS_EIO, "the run is kept whole in the local spool %s: the server did not take it (%s)",
+                     s->spool_path, s->replay_error);
     return gs_fail(GS_EIO, "store %s is unreachable: the run is kept whole in the local spool %s", s->name,
                    s->spool_path);
   }
