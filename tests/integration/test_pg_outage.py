@@ -1,9 +1,14 @@
 """The shared store on PostgreSQL, through the real binary against a real server (tests/pg/pgserver.py):
 outages lose nothing (the server stopped and started twice during a run: every sample the job sent
 is in the server once, the host series have no gap, the spool is gone), a run starts when the
-server is down at its start, credentials come from the libpq password file and a password in a URL
+server is down at its start, an agent SIGKILLed in an outage is replayed by the next run as crashed
+with every sample its spool committed, once, a replay in pieces that the server refuses halfway
+(for another cause than an outage) is said so, keeps the spool and resumes with nothing lost or
+doubled, credentials come from the libpq password file and a password in a URL
 is never printed, and a database of another application is refused and left as it was."""
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -155,6 +160,103 @@ def test_run_ended_in_an_outage_is_replayed_by_the_next_run():
         check(not [f for f in os.listdir(spool) if f.endswith(".db")], f"spool kept: {os.listdir(spool)}")
     finally:
         sb.close()
+
+
+def spool_files(spool):
+    return [os.path.join(spool, f) for f in os.listdir(spool) if f.endswith(".db")] if os.path.isdir(spool) else []
+
+
+def spool_ticks(sb, path):
+    """The tick samples a spool file holds: it is an SQLite store, read as one."""
+    rc, out, err = sb.gs("show", "--store", "sqlite://" + path, "last", "--metric", "tick", "--csv")
+    if rc != 0:
+        return []
+    import csv, io
+    return [float(r["value"]) for r in csv.DictReader(io.StringIO(out))]
+
+
+def test_agent_killed_in_an_outage_is_replayed_as_crashed_by_the_next_run():
+    sb = sandbox("killed")
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    try:
+        server.stop()
+        p = subprocess.Popen([BIN, "run", "--quiet", "--name", "killed", "--interval", "100ms", "--",
+                              *tick_job(sb, 100000, 0.02)], env=sb.env, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seen, deadline = 0, time.monotonic() + 60
+        while seen < 100 and time.monotonic() < deadline:  # a few flushes are in the spool
+            time.sleep(0.2)
+            files = spool_files(spool)
+            seen = len(spool_ticks(sb, files[0])) if files else 0
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        check(seen >= 100, f"the spool holds {seen} tick samples after 60 s")
+        files = spool_files(spool)
+        check(len(files) == 1, f"the killed agent left no spool: {files}")
+        committed = spool_ticks(sb, files[0])  # what the spool committed before the kill: the truth
+        check(len(committed) >= seen and committed == [float(i) for i in range(len(committed))],
+              f"the spool's ticks are not 0..{len(committed) - 1}")
+    finally:
+        server.start()
+    try:
+        sb.ok("run", "--name", "next", "--", "true")
+        values = tick_values(sb, "killed")
+        check(values == committed, f"{len(values)} tick samples in the server, {len(committed)} in the spool")
+        runs = [r for r in sb.json("runs", "--json") if r["name"] == "killed"]
+        check(len(runs) == 1 and runs[0]["status"] == "crashed", f"the killed run is not one crashed run: {runs}")
+        check(not spool_files(spool), f"spool kept after the replay: {os.listdir(spool)}")
+    finally:
+        sb.close()
+
+
+def test_replay_in_pieces_refused_halfway_keeps_the_spool_and_resumes():
+    # Pieces of 150 points (GPUSCOPE_SPOOL_PIECE_POINTS, for tests): the spool of a 3 s run at 100 ms
+    # is some 15 of them. A trigger makes the server refuse the run's samples past 1.5 s, as a full
+    # disk or a constraint would: the pieces before are in, the replay says the server's own reason
+    # (not "unreachable") and keeps the spool; once the trigger is gone, the next run replays the
+    # rest. Every tick arrives once.
+    sb = sandbox("pieces")
+    sb.env["GPUSCOPE_SPOOL_PIECE_POINTS"] = "150"
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    n = 150
+    try:
+        server.stop()
+        sb.ok("run", "--name", "cut", "--interval", "100ms", "--", *tick_job(sb, n, 0.02))
+        check(len(spool_files(spool)) == 1, f"no spool: {os.listdir(spool)}")
+    finally:
+        server.start()
+    sb.ok("run", "--name", "first", "--", "true")  # replays "cut" in pieces, nothing refused
+    values = tick_values(sb, "cut")
+    check(values == [float(i) for i in range(n)], f"{len(values)} of {n} ticks after a replay in pieces, or doubled")
+    check(not spool_files(spool), "a spool without a refusal was not deleted after its last piece")
+    try:
+        server.stop()
+        sb.ok("run", "--name", "cut2", "--interval", "100ms", "--", *tick_job(sb, n, 0.02))
+    finally:
+        server.start()
+    server.psql("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF NEW.t1 > 1500000000 AND EXISTS (SELECT 1 FROM series s JOIN runs r ON r.id = s.run_id"
+                " WHERE s.id = NEW.series_id AND r.name = 'cut2') THEN"
+                " RAISE EXCEPTION 'no room left for series %', NEW.series_id; END IF; RETURN NEW; END $$;"
+                " CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON open_chunks"
+                " FOR EACH ROW EXECUTE FUNCTION refuse()", db="pieces")
+    sb.ok("run", "--name", "second", "--", "true")
+    notes = sb.ok("show", "second", "--notes")
+    check("no room left for series" in notes and "unreachable" not in notes and "kept" in notes,
+          f"the refused replay is not said by its cause:\n{notes}")
+    check(len(spool_files(spool)) == 1, "the spool of a refused replay was not kept")
+    partial = tick_values(sb, "cut2")
+    check(0 < len(partial) < n and partial == [float(i) for i in range(len(partial))],
+          f"the pieces before the refusal are not in, in order: {len(partial)} of {n}")
+    server.psql("DROP TRIGGER refuse ON open_chunks", db="pieces")
+    sb.ok("run", "--name", "third", "--", "true")
+    values = tick_values(sb, "cut2")
+    check(values == [float(i) for i in range(n)], f"after the resumed replay {len(values)} of {n} ticks, or doubled")
+    check_no_gap(sb, "cut2", "host.mem.available_bytes", 0.1)
+    check(not spool_files(spool), "the spool was kept after the resumed replay")
+    sb.close()
 
 
 def test_password_in_a_url_is_never_printed():
