@@ -4,7 +4,7 @@ is in the server once, the host series have no gap, the spool is gone), a run st
 server is down at its start, an agent SIGKILLed in an outage is replayed by the next run as crashed
 with every sample its spool committed, once, a replay in pieces that the server refuses halfway
 (for another cause than an outage) is said so, keeps the spool and resumes with nothing lost or
-doubled, credentials come from the libpq password file and a password in a URL
+doubled, a version-2 store (a row per rollup bucket) reads and migrates to packed rollups, credentials come from the libpq password file and a password in a URL
 is never printed, and a database of another application is refused and left as it was."""
 import os
 import signal
@@ -305,6 +305,37 @@ def test_database_of_another_application_is_refused_and_kept():
                     " INSERT INTO meta VALUES ('app', 'gpuscope'), ('schema_version', '99')", db="newer")
         rc, out, err = sb.gs("runs", "--store", server.url("newer"))
         check(rc != 0 and "upgrade gpuscope" in err, f"a newer schema was not refused: {rc} {err}")
+    finally:
+        sb.close()
+
+
+def test_version_2_store_is_read_then_migrated_to_packed_rollups():
+    # Version 2 kept a rollups row per bucket; version 3 packs them in rollup_blocks. A version-2
+    # store (made here from a version-3 one, its rollups as version 2 kept them) is read as it is,
+    # and `gpuscope migrate` packs its rows, drops the old table and moves the number.
+    sb = sandbox("old")
+    try:
+        server = pg()
+        sb.ok("run", "--name", "old", "--interval", "100ms", "--", *tick_job(sb, 100, 0.02))
+        sid = server.psql("SELECT s.id FROM series s JOIN runs r ON r.id = s.run_id"
+                          " WHERE r.name = 'old' AND s.name = 'tick'", db="old")
+        server.psql("DROP TABLE rollup_blocks; CREATE TABLE rollups(series_id bigint, res_ns bigint, t bigint,"
+                    " n integer, min double precision, max double precision, mean double precision,"
+                    " PRIMARY KEY(series_id, res_ns, t));"
+                    f" INSERT INTO rollups VALUES ({sid}, 10000000000, 0, 0, 0, 99, 49.5),"
+                    f" ({sid}, 60000000000, 0, 0, 0, 99, 49.5);"
+                    " UPDATE meta SET value = '2' WHERE key = 'schema_version'", db="old")
+        check(tick_values(sb, "old") == [float(i) for i in range(100)], "a version-2 store does not read")
+        check(server.psql("SELECT value FROM meta WHERE key = 'schema_version'", db="old") == "2",
+              "a read migrated the store")
+        out = sb.ok("migrate")
+        check("from schema version 2 to 3" in out, f"migrate: {out}")
+        blocks = server.psql(f"SELECT string_agg(res_ns || ':' || n, ',' ORDER BY res_ns) FROM rollup_blocks"
+                             f" WHERE series_id = {sid}", db="old")
+        check(blocks == "10000000000:1,60000000000:1", f"the old rows were not packed: {blocks}")
+        check(server.psql("SELECT to_regclass('rollups') IS NULL", db="old") == "t", "the old table was kept")
+        check("already" in sb.ok("migrate"), "a second migrate did something")
+        check(tick_values(sb, "old") == [float(i) for i in range(100)], "the migrated store does not read")
     finally:
         sb.close()
 
