@@ -725,7 +725,7 @@ int main(int argc, char **argv) {
     }
   }
   printf("query   1,000-point chart of gpu.util_pct gpu=0 over the whole run (%lld points): rollups_read %.2f ms "
-         "(%zu rows at %lld s, %d buckets), raw samples_read %.1f ms (%d buckets); median of %d\n",
+         "(%zu rollup buckets at %lld s, %d buckets), raw samples_read %.1f ms (%d buckets); median of %d\n",
          (long long)ser[si].count, median(t_roll, REPS) * 1e3, roll_rows, (long long)(use_res / 1000000000LL),
          buckets_roll, median(t_raw, REPS) * 1e3, buckets_raw, REPS);
   if (plain_ticks && db)

@@ -197,7 +197,8 @@ static int replay_pieces(struct replay *p) {
   for (size_t i = 0; i < p->nser; i++)
     cur[i] = INT64_MIN;
   double span = p->total ? (double)p->hi - (double)p->lo + 1 : 1;
-  int64_t width = (int64_t)(span * (double)max / (double)(p->total ? p->total : 1)) + 1;
+  double wd = span * (double)max / (double)(p->total ? p->total : 1);
+  int64_t width = (int64_t)(wd < span ? wd : span) + 1; /* a slice wider than the spool is all of it */
   /* the last slice reaches the end of time: a point past the counted t_last is not left behind */
   int64_t end = !p->total || p->hi - p->lo < width ? INT64_MAX - 1 : p->lo + width - 1;
   int rc = GS_OK, full = 0;
