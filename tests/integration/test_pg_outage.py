@@ -309,6 +309,49 @@ def test_database_of_another_application_is_refused_and_kept():
         sb.close()
 
 
+def test_replay_refused_at_the_run_end_is_said_by_its_cause():
+    # The server is back after an outage but refuses the run's samples (a trigger, as a full disk or
+    # a constraint would): the run ends in its spool, and gpuscope says the server did not take it,
+    # with the server's reason — not that it is unreachable. The next run, the trigger gone, brings
+    # every tick in once.
+    sb = sandbox("refused")
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    sb.ok("run", "--name", "schema", "--", "true")
+    server.psql("CREATE FUNCTION refuse_all() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " RAISE EXCEPTION 'disk full on the server (test)'; END $$;"
+                " CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON open_chunks"
+                " FOR EACH ROW EXECUTE FUNCTION refuse_all()", db="refused")
+    log = []
+
+    def outage():
+        time.sleep(1.5)
+        server.stop()
+        time.sleep(2.5)
+        server.start()
+        log.append(1)
+
+    th = threading.Thread(target=outage)
+    th.start()
+    try:
+        rc, out, err = sb.gs("run", "--name", "refused", "--interval", "100ms", "--", *tick_job(sb, 400, 0.02),
+                             timeout=120)
+    finally:
+        th.join()
+        if not log:
+            server.start()
+    check(rc == 0, f"the job's status is not gpuscope's: {rc}\n{err}")
+    check("the server did not take it" in err and "disk full on the server (test)" in err
+          and "unreachable" not in err, f"the refusal is not said by its cause:\n{err}")
+    check(len(spool_files(spool)) == 1, "the spool of a refused replay was not kept")
+    server.psql("DROP TRIGGER refuse ON open_chunks", db="refused")
+    sb.ok("run", "--name", "next", "--", "true")
+    values = tick_values(sb, "refused")
+    check(values == [float(i) for i in range(400)], f"{len(values)} of 400 ticks after the replay, or doubled")
+    check(not spool_files(spool), "the spool was kept after its replay")
+    sb.close()
+
+
 def test_version_2_store_is_read_then_migrated_to_packed_rollups():
     # Version 2 kept a rollups row per bucket; version 3 packs them in rollup_blocks. A version-2
     # store (made here from a version-3 one, its rollups as version 2 kept them) is read as it is,
