@@ -29,10 +29,11 @@ int cmd_migrate(int argc, char **argv) {
   struct store *st = cli_open_store_mode(url, STORE_MIGRATE);
   if (!st)
     return GS_EXIT_STORE;
-  if (st->schema_found == GS_STORE_SCHEMA_VERSION)
-    printf("gpuscope: the store is at schema version %d already; nothing to do\n", GS_STORE_SCHEMA_VERSION);
+  int version = st->version >= 3 && st->schema_version ? st->schema_version : GS_STORE_SCHEMA_VERSION;
+  if (st->schema_found == version)
+    printf("gpuscope: the store is at schema version %d already; nothing to do\n", version);
   else
-    printf("gpuscope: migrated the store from schema version %d to %d\n", st->schema_found, GS_STORE_SCHEMA_VERSION);
+    printf("gpuscope: migrated the store from schema version %d to %d\n", st->schema_found, version);
   st->close(st);
   return GS_EXIT_OK;
 }

@@ -17,11 +17,17 @@
 /* The same chunk bounds as the SQLite back end, so both stores hold the same chunks (a page bound
  * is not needed here, but equal chunks keep bytes per point and read costs comparable). */
 enum { PG_CHUNK_MAX_POINTS = 1024, PG_CHUNK_MAX_BYTES = 4000, PG_CHUNK_MAX_POINT_BYTES = 19 };
+/* The schema version of this back end: 3 packs rollups in blocks (version 2 had a row per bucket,
+ * the tables of SQLite's version 2). A newer one is refused. */
+enum { PG_SCHEMA_VERSION = 3 };
 #define PG_CHUNK_MAX_SPAN_NS (120LL * GS_NS_PER_S)
 #define PG_STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
 /* While the server is unreachable, a reconnection is tried at most this often (by the writer
  * thread, so the job never waits for it). */
 #define PG_RETRY_NS (2LL * GS_NS_PER_S)
+/* A spool is replayed in pieces of at most this many points, one transaction each
+ * ($GPUSCOPE_SPOOL_PIECE_POINTS overrides it, for tests). */
+enum { PG_SPOOL_PIECE_POINTS = 2 * 1024 * 1024 };
 
 struct pg_wseries { /* writer state of one sink series */
   int64_t db_id;    /* -1: no row in the series table (yet) */
@@ -38,6 +44,7 @@ struct pg_store {
   char url[1024];        /* as given, for libpq (may hold a password: never printed) */
   char name[1024];       /* the URL without its password: every message uses this */
   int schema_ok;         /* the schema was checked (and made) on the current connection */
+  int rollup_rows;       /* an unmigrated version-2 schema, read only: a rollups row per bucket */
   struct pg_wseries *ws; /* indexed by sink series id */
   size_t n_ws;
   int stale;                    /* a write was rolled back: reload the open chunks before the next one */
@@ -52,6 +59,8 @@ struct pg_store {
   char spool_path[1024];
   char server_run_id[32], spool_run_id[32]; /* the run's id in the server and in the spool */
   int64_t outages, spooled_points, replayed_points;
+  char replay_error[512];   /* why the last replay of this run's spool failed, the server being there */
+  char recover_error[1600]; /* a left spool that could not be replayed: a note on the next run */
 };
 
 /* ---- pg_util.c ---- */
@@ -104,9 +113,10 @@ void pg_settle_running(struct pg_store *s);
 int pg_reconnect(struct pg_store *s, int force);
 /* Writes b to the run's spool (opened, with the run and every known series, on first use). */
 int pg_spool_append(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
-/* Writes everything the spool holds to the server (one transaction; a replay that is cut off is
- * simply replayed again: points at or before a series' last stored time and events already stored
- * are skipped), then deletes the spool. 0 when nothing is left to replay. */
+/* Writes everything the spool holds to the server in pieces of at most PG_SPOOL_PIECE_POINTS, one
+ * transaction each (a replay that is cut off is simply replayed again: points at or before a
+ * series' last stored time and events already stored are skipped), then deletes the spool. 0 when
+ * nothing is left to replay; on another failure than a lost connection, replay_error says why. */
 int pg_spool_replay(struct pg_store *s, const struct store_run *r);
 /* Closes the run in the spool (the server is still unreachable at its end). */
 int pg_spool_end(struct pg_store *s, const struct store_run *r);
@@ -131,6 +141,9 @@ int pg_insert_run(struct pg_store *s, const struct store_run *r);
 /* Writes a batch in one transaction; all or nothing (the writer state follows). */
 int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
 void pg_writer_done(struct pg_store *s);
+/* Replaces the stored rollups of series sid by the buckets of levels[0..n) (one resolution each),
+ * packed in blocks (rollup_block_encode) by one COPY. In the caller's transaction. */
+int pg_rollups_write(struct pg_store *s, int64_t sid, struct rollup_acc *const *levels, int n);
 
 /* ---- store_pg.c ---- */
 

@@ -231,6 +231,44 @@ int pg_samples_read(struct store *base, int64_t series_id, int64_t from, int64_t
   return rc;
 }
 
+/* A version-2 schema's rollups, a row per bucket (a store opened read-only before its migration). */
+static int read_rollup_rows(struct pg_store *s, const char *const *p, struct rollup_acc *acc) {
+  PGresult *res = pg_query(s,
+                           "SELECT t, min, max, mean FROM rollups WHERE series_id = $1::bigint AND res_ns = $2::bigint"
+                           " ORDER BY t",
+                           2, p, "cannot read rollups");
+  if (!res)
+    return GS_EIO;
+  for (int i = 0; i < PQntuples(res) && !acc->oom; i++)
+    rollup_add_bucket(acc, pg_i64(res, i, 0), strtod(PQgetvalue(res, i, 1), NULL), strtod(PQgetvalue(res, i, 2), NULL),
+                      strtod(PQgetvalue(res, i, 3), NULL));
+  PQclear(res);
+  return GS_OK;
+}
+
+/* The packed blocks of one resolution, in time order (binary results: the bytea as it is). */
+static int read_rollup_blocks(struct pg_store *s, const char *const *p, struct rollup_acc *acc, int64_t series_id) {
+  PGresult *res = PQexecParams(s->conn,
+                               "SELECT n, data FROM rollup_blocks WHERE series_id = $1::bigint AND res_ns = $2::bigint"
+                               " ORDER BY t0",
+                               2, NULL, p, NULL, NULL, 1);
+  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+    int rc = pg_fail(s, res, "cannot read rollups");
+    PQclear(res);
+    return rc;
+  }
+  int rc = GS_OK;
+  for (int i = 0; i < PQntuples(res) && !rc; i++) {
+    uint32_t n;
+    memcpy(&n, PQgetvalue(res, i, 0), 4);
+    rc = rollup_block_decode((const uint8_t *)PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1), ntohl(n), acc);
+    if (rc == GS_ECORRUPT)
+      rc = gs_fail(rc, "store %s: a rollup block of series %lld is corrupt", s->name, (long long)series_id);
+  }
+  PQclear(res);
+  return rc;
+}
+
 int pg_rollups_read(struct store *base, int64_t series_id, int64_t res_ns, int64_t **t, double **mn, double **mx,
                     double **mean, size_t *n) {
   struct pg_store *s = (struct pg_store *)base;
@@ -241,18 +279,9 @@ int pg_rollups_read(struct store *base, int64_t series_id, int64_t res_ns, int64
   snprintf(a, sizeof a, "%lld", (long long)series_id);
   snprintf(b, sizeof b, "%lld", (long long)res_ns);
   const char *p[] = {a, b};
-  PGresult *res = pg_query(s,
-                           "SELECT t, min, max, mean FROM rollups WHERE series_id = $1::bigint AND res_ns = $2::bigint"
-                           " ORDER BY t",
-                           2, p, "cannot read rollups");
-  if (!res)
-    return GS_EIO;
   struct rollup_acc acc = {.res = res_ns};
-  for (int i = 0; i < PQntuples(res) && !acc.oom; i++)
-    rollup_add_bucket(&acc, pg_i64(res, i, 0), strtod(PQgetvalue(res, i, 1), NULL), strtod(PQgetvalue(res, i, 2), NULL),
-                      strtod(PQgetvalue(res, i, 3), NULL));
-  PQclear(res);
-  return rollup_read_finish(base, series_id, &acc, GS_OK, t, mn, mx, mean, n);
+  int rc = s->rollup_rows ? read_rollup_rows(s, p, &acc) : read_rollup_blocks(s, p, &acc, series_id);
+  return rollup_read_finish(base, series_id, &acc, rc, t, mn, mx, mean, n);
 }
 
 /* ---- events, params, notes, findings ---- */

@@ -3,8 +3,11 @@
  * the spool, through the SQLite back end, one file per run ($GPUSCOPE_SPOOL_DIR, else the data
  * folder's gpuscope/spool/spool-RUNID.db, RUNID the server's run id; in the spool the run has an id
  * of its own, which the readers translate) — and tries to reconnect every
- * PG_RETRY_NS. When the server is back, the spool is replayed into it in one transaction before
- * anything newer, then deleted.
+ * PG_RETRY_NS. When the server is back, the spool is replayed into it before anything newer, in
+ * pieces of at most PG_SPOOL_PIECE_POINTS points (a transaction each: memory and transactions stay
+ * bounded after a long outage), then deleted once the last piece is in. A replay that fails for
+ * another cause than a lost connection (a constraint, a full disk on the server) keeps the spool
+ * and says that cause, never "unreachable".
  *
  * A replay is idempotent, so a replay cut off halfway (or a flush whose COMMIT was lost with the
  * connection, stored or not) is simply replayed again: the run row is inserted unless present,
@@ -108,11 +111,21 @@ int pg_spool_append(struct pg_store *s, const struct store_run *r, const struct 
   return GS_OK;
 }
 
+/* The most points one replayed piece holds: $GPUSCOPE_SPOOL_PIECE_POINTS (for tests), else
+ * PG_SPOOL_PIECE_POINTS. */
+static size_t piece_points(void) {
+  const char *e = getenv("GPUSCOPE_SPOOL_PIECE_POINTS");
+  long long v = e && *e ? atoll(e) : 0;
+  return v > 0 ? (size_t)v : PG_SPOOL_PIECE_POINTS;
+}
+
 struct collect_ctx {
   struct gs_batch *b;
   int32_t series;
   int64_t mono0;
-  int oom;
+  size_t limit; /* the piece is full at this many points */
+  int64_t last; /* the spool time of the last point taken */
+  int full, oom;
 };
 
 static int collect_point(void *u, int64_t t, double v) {
@@ -129,7 +142,80 @@ static int collect_point(void *u, int64_t t, double v) {
     b->cap_points = cap;
   }
   b->points[b->n_points++] = (struct gs_point){.series = c->series, .t_ns = t + c->mono0, .v = v};
-  return 0;
+  c->last = t;
+  c->full = b->n_points >= c->limit;
+  return c->full;
+}
+
+/* A spool on its way to the server, piece by piece. */
+struct replay {
+  struct pg_store *w;        /* the writer the pieces go through */
+  const struct store_run *r; /* the run as the server knows it */
+  struct store *sp;          /* the spool */
+  const struct store_series *ser;
+  size_t nser;
+  const int32_t *ids; /* each spooled series' id in the batch (-1: not replayed) */
+  struct gs_batch *b; /* its series definitions; events, params and notes for the first piece */
+  int64_t mono0;      /* a spool time + mono0 = the batch's time */
+  int64_t lo, hi, total;
+};
+
+/* Fills b with the next piece: each series from its cursor cur[i] up to end, until the piece holds
+ * max points (*full: the series after it wait for the next piece). */
+static int read_piece(struct replay *p, int64_t *cur, int64_t end, size_t max, int *full) {
+  int rc = GS_OK;
+  *full = 0;
+  for (size_t i = 0; i < p->nser && !*full && !rc; i++) {
+    if (p->ids[i] < 0 || cur[i] > end)
+      continue;
+    struct collect_ctx c = {.b = p->b, .series = p->ids[i], .mono0 = p->mono0, .limit = max};
+    rc = p->sp->samples_read(p->sp, p->ser[i].id, cur[i], end, collect_point, &c);
+    if (c.oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+    *full = c.full;
+    cur[i] = c.full ? c.last + 1 : end + 1;
+  }
+  return rc;
+}
+
+/* Writes the spool to the server in pieces of at most piece_points() points, one transaction each,
+ * in time slices of about that many points (the spool's rate taken as even; a piece that fills
+ * first leaves the series after it for the next). Each piece is idempotent (a series only moves
+ * forward), so a replay cut off between pieces resumes where it stopped. */
+static int replay_pieces(struct replay *p) {
+  size_t max = piece_points();
+  p->lo = INT64_MAX, p->hi = INT64_MIN, p->total = 0;
+  for (size_t i = 0; i < p->nser; i++)
+    if (p->ids[i] >= 0 && p->ser[i].count > 0) {
+      p->lo = p->ser[i].t_first < p->lo ? p->ser[i].t_first : p->lo;
+      p->hi = p->ser[i].t_last > p->hi ? p->ser[i].t_last : p->hi;
+      p->total += p->ser[i].count;
+    }
+  int64_t *cur = malloc((p->nser ? p->nser : 1) * sizeof *cur);
+  if (!cur)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < p->nser; i++)
+    cur[i] = INT64_MIN;
+  double span = p->total ? (double)p->hi - (double)p->lo + 1 : 1;
+  double wd = span * (double)max / (double)(p->total ? p->total : 1);
+  int64_t width = (int64_t)(wd < span ? wd : span) + 1; /* a slice wider than the spool is all of it */
+  /* the last slice reaches the end of time: a point past the counted t_last is not left behind */
+  int64_t end = !p->total || p->hi - p->lo < width ? INT64_MAX - 1 : p->lo + width - 1;
+  int rc = GS_OK, full = 0;
+  for (int first = 1;; first = 0) {
+    p->b->n_points = 0;
+    if ((rc = read_piece(p, cur, end, max, &full)))
+      break;
+    if ((p->b->n_points || first) && (rc = pg_write_batch(p->w, p->r, p->b)))
+      break;
+    p->b->n_events = p->b->n_params = p->b->n_notes = 0; /* in the first piece only */
+    if (!full && end == INT64_MAX - 1)
+      break;
+    if (!full)
+      end = p->hi - end <= width ? INT64_MAX - 1 : end + width;
+  }
+  free(cur);
+  return rc;
 }
 
 /* The sink id of a spooled series (its definitions are the ones the agent gave), or -1. */
@@ -153,62 +239,88 @@ static void remove_spool(struct pg_store *s) {
   }
 }
 
-int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
-  if (!s->spool)
-    return GS_OK;
-  int rc;
-  if (!s->run_in_pg && (rc = pg_insert_run(s, r)))
-    return rc;
-  struct gs_batch b = {.series = s->known.b.series, .n_series = s->known.b.n_series};
-  struct store_series *ser = NULL;
-  struct store_event *ev = NULL;
-  struct gs_kv *kv = NULL;
-  char **notes = NULL;
-  size_t nser = 0, nev = 0, nkv = 0, nnotes = 0;
-  struct store *sp = s->spool;
-  if ((rc = sp->series_list(sp, s->spool_run_id, &ser, &nser)))
-    goto out;
-  struct collect_ctx c = {&b, 0, r->mono_start_ns, 0};
-  for (size_t i = 0; i < nser && !rc; i++) {
-    if ((c.series = sink_id(s, &ser[i])) < 0)
-      continue; /* cannot happen: the spool's series came from the agent's definitions */
-    rc = sp->samples_read(sp, ser[i].id, INT64_MIN, INT64_MAX, collect_point, &c);
-    if (c.oom)
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-  }
-  if (rc || (rc = sp->events_read(sp, s->spool_run_id, &ev, &nev)) ||
-      (rc = sp->params_read(sp, s->spool_run_id, &kv, &nkv)) ||
-      (rc = sp->notes_read(sp, s->spool_run_id, &notes, &nnotes)))
-    goto out;
+/* The spool's events as batch events (pointing into ev, times + mono0); the caller frees the
+ * array. NULL when out of memory. */
+static struct gs_event *spool_events_copy(struct store_event *ev, size_t nev, int64_t mono0) {
   struct gs_event *bev = calloc(nev ? nev : 1, sizeof *bev);
-  if (!bev) {
-    rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
-  }
+  if (!bev)
+    return NULL;
   for (size_t i = 0; i < nev; i++)
-    bev[i] = (struct gs_event){.t_ns = ev[i].t + r->mono_start_ns,
+    bev[i] = (struct gs_event){.t_ns = ev[i].t + mono0,
                                .kind = ev[i].kind,
                                .name = ev[i].name,
                                .value = ev[i].value,
                                .labels = ev[i].labels,
                                .text = ev[i].text};
-  b.events = bev, b.n_events = nev;
-  b.params = kv, b.n_params = nkv;
-  b.notes = notes, b.n_notes = nnotes;
-  rc = pg_write_batch(s, r, &b);
-  free(bev);
-  if (!rc) {
-    s->replayed_points += (int64_t)b.n_points;
+  return bev;
+}
+
+/* What a spool holds beside its samples, read once for the first piece. */
+struct spool_rest {
+  struct store_event *ev;
+  struct gs_event *bev;
+  struct gs_kv *kv;
+  char **notes;
+  size_t nev, nkv, nnotes;
+};
+
+/* Reads the spooled run's events, params and notes into x and points b at them. */
+static int rest_read(struct store *sp, const char *run_id, int64_t mono0, struct spool_rest *x, struct gs_batch *b) {
+  int rc;
+  if ((rc = sp->events_read(sp, run_id, &x->ev, &x->nev)) || (rc = sp->params_read(sp, run_id, &x->kv, &x->nkv)) ||
+      (rc = sp->notes_read(sp, run_id, &x->notes, &x->nnotes)))
+    return rc;
+  if (!(x->bev = spool_events_copy(x->ev, x->nev, mono0)))
+    return gs_fail(GS_ENOMEM, "out of memory");
+  b->events = x->bev, b->n_events = x->nev;
+  b->params = x->kv, b->n_params = x->nkv;
+  b->notes = x->notes, b->n_notes = x->nnotes;
+  return GS_OK;
+}
+
+static void rest_done(struct spool_rest *x) {
+  free(x->bev);
+  free(x->ev);
+  if (x->kv)
+    store_kv_free(x->kv, x->nkv);
+  if (x->notes)
+    store_notes_free(x->notes, x->nnotes);
+}
+
+int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
+  if (!s->spool)
+    return GS_OK;
+  struct gs_batch b = {.series = s->known.b.series, .n_series = s->known.b.n_series};
+  struct store_series *ser = NULL;
+  struct spool_rest x = {0};
+  int32_t *ids = NULL;
+  size_t nser = 0;
+  struct store *sp = s->spool;
+  int rc = s->run_in_pg ? GS_OK : pg_insert_run(s, r);
+  if (rc || (rc = sp->series_list(sp, s->spool_run_id, &ser, &nser)) ||
+      (rc = rest_read(sp, s->spool_run_id, r->mono_start_ns, &x, &b)))
+    goto out;
+  if (!(ids = malloc((nser ? nser : 1) * sizeof *ids))) {
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < nser; i++)
+    ids[i] = sink_id(s, &ser[i]); /* -1 cannot happen: the spool's series came from the agent's definitions */
+  struct replay p = {
+      .w = s, .r = r, .sp = sp, .ser = ser, .nser = nser, .ids = ids, .b = &b, .mono0 = r->mono_start_ns};
+  if (!(rc = replay_pieces(&p))) {
+    s->replayed_points += p.total;
     remove_spool(s);
   }
 out:
+  if (rc && !s->down) /* the server is there but did not take the spool: the real cause, not "unreachable" */
+    snprintf(s->replay_error, sizeof s->replay_error, "%s", gs_last_error());
+  else if (!rc)
+    s->replay_error[0] = 0;
   free(b.points);
   free(ser);
-  free(ev);
-  if (kv)
-    store_kv_free(kv, nkv);
-  if (notes)
-    store_notes_free(notes, nnotes);
+  free(ids);
+  rest_done(&x);
   return rc;
 }
 
@@ -238,48 +350,6 @@ void pg_spool_done(struct pg_store *s) {
 
 /* ---- spools left behind ---- */
 
-/* Replays one spool file left by an agent that is gone (its run ended while the server was away,
- * or it was killed during an outage) into the server, as run server_id; deletes it when done.
- * Through a writer state of its own (tmp), sharing the connection: the run's own writer is not
- * disturbed. Returns 0, 1 when the spool is still in use (its agent is alive), or a GS_E code. */
-/* Reads every spooled series' samples into b (series table and points); b owns what it holds. */
-static int spool_read_samples(struct store *sp, struct store_series *ser, size_t nser, struct gs_batch *b) {
-  int rc = GS_OK;
-  if (!(b->series = calloc(nser ? nser : 1, sizeof *b->series)))
-    return gs_fail(GS_ENOMEM, "out of memory");
-  struct collect_ctx c = {b, 0, 0, 0};
-  for (size_t i = 0; i < nser && !rc; i++) {
-    b->series[i] = (struct gs_series_def){.id = (int)i,
-                                          .source = ser[i].source,
-                                          .name = ser[i].name,
-                                          .labels = ser[i].labels,
-                                          .unit = ser[i].unit,
-                                          .kind = ser[i].kind};
-    c.series = (int32_t)i;
-    rc = sp->samples_read(sp, ser[i].id, INT64_MIN, INT64_MAX, collect_point, &c);
-    if (c.oom)
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-  }
-  b->n_series = nser;
-  return rc;
-}
-
-/* The spool's events as batch events (pointing into ev); the caller frees the array. NULL when out
- * of memory. */
-static struct gs_event *spool_events_copy(struct store_event *ev, size_t nev) {
-  struct gs_event *bev = calloc(nev ? nev : 1, sizeof *bev);
-  if (!bev)
-    return NULL;
-  for (size_t i = 0; i < nev; i++)
-    bev[i] = (struct gs_event){.t_ns = ev[i].t,
-                               .kind = ev[i].kind,
-                               .name = ev[i].name,
-                               .value = ev[i].value,
-                               .labels = ev[i].labels,
-                               .text = ev[i].text};
-  return bev;
-}
-
 /* Removes a recovered spool file and the files SQLite keeps beside it. */
 static void spool_unlink(const char *path) {
   const char *suffix[] = {"", "-wal", "-shm", "-journal"};
@@ -290,6 +360,30 @@ static void spool_unlink(const char *path) {
   }
 }
 
+/* The batch's series definitions of the spooled series (pointing into ser), ids 0..nser-1. */
+static int spool_defs(struct store_series *ser, size_t nser, struct gs_batch *b, int32_t **ids) {
+  b->series = calloc(nser ? nser : 1, sizeof *b->series);
+  *ids = malloc((nser ? nser : 1) * sizeof **ids);
+  if (!b->series || !*ids)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  for (size_t i = 0; i < nser; i++) {
+    b->series[i] = (struct gs_series_def){.id = (int)i,
+                                          .source = ser[i].source,
+                                          .name = ser[i].name,
+                                          .labels = ser[i].labels,
+                                          .unit = ser[i].unit,
+                                          .kind = ser[i].kind};
+    (*ids)[i] = (int32_t)i;
+  }
+  b->n_series = nser;
+  return GS_OK;
+}
+
+/* Replays one spool file left by an agent that is gone (its run ended while the server was away,
+ * or it was killed during an outage) into the server, as run server_id, in pieces; deletes it when
+ * the last piece is in. Through a writer state of its own (tmp), sharing the connection: the run's
+ * own writer is not disturbed. Returns 0, 1 when the spool is still in use (its agent is alive), or
+ * a GS_E code (the spool is kept). */
 static int recover_one(struct pg_store *s, const char *path, const char *server_id) {
   struct store *sp = store_backend_sqlite.open(path, STORE_READ);
   if (!sp)
@@ -306,11 +400,9 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   snprintf(tmp.name, sizeof tmp.name, "%s", s->name);
   struct gs_batch b = {0};
   struct store_series *ser = NULL;
-  struct store_event *ev = NULL;
-  struct gs_kv *kv = NULL;
-  char **notes = NULL;
-  size_t nser = 0, nev = 0, nkv = 0, nnotes = 0;
-  struct gs_event *bev = NULL;
+  struct spool_rest x = {0};
+  int32_t *ids = NULL;
+  size_t nser = 0;
   struct store_run rr = {0};
   if (rc)
     goto out;
@@ -318,35 +410,24 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   const char *spool_id = runs[0].id;
   snprintf(rr.id, sizeof rr.id, "%s", server_id);
   rr.mono_start_ns = 0; /* the spool's times are the run's already */
-  if ((rc = sp->series_list(sp, spool_id, &ser, &nser)) || (rc = spool_read_samples(sp, ser, nser, &b)) ||
-      (rc = sp->events_read(sp, spool_id, &ev, &nev)) || (rc = sp->params_read(sp, spool_id, &kv, &nkv)) ||
-      (rc = sp->notes_read(sp, spool_id, &notes, &nnotes)))
+  if ((rc = sp->series_list(sp, spool_id, &ser, &nser)) || (rc = spool_defs(ser, nser, &b, &ids)) ||
+      (rc = rest_read(sp, spool_id, 0, &x, &b)))
     goto out;
-  if (!(bev = spool_events_copy(ev, nev))) {
-    rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
-  }
-  b.events = bev, b.n_events = nev;
-  b.params = kv, b.n_params = nkv;
-  b.notes = notes, b.n_notes = nnotes;
   /* the run as it ended in the spool (or as the crash left it): row, samples, then its end */
   struct store_run row = rr;
-  if ((rc = pg_insert_run(&tmp, &row)) || (rc = pg_write_batch(&tmp, &rr, &b)))
+  struct replay p = {.w = &tmp, .r = &rr, .sp = sp, .ser = ser, .nser = nser, .ids = ids, .b = &b};
+  if ((rc = pg_insert_run(&tmp, &row)) || (rc = replay_pieces(&p)))
     goto out;
   if (!rr.end_wall_ns)
     rr.end_wall_ns = rr.start_wall_ns;
   rc = pg_run_end(&tmp.base, &rr);
 out:
   pg_writer_done(&tmp);
-  free(bev);
   free(b.series);
   free(b.points);
   free(ser);
-  free(ev);
-  if (kv)
-    store_kv_free(kv, nkv);
-  if (notes)
-    store_notes_free(notes, nnotes);
+  free(ids);
+  rest_done(&x);
   free(runs);
   sp->close(sp);
   if (!rc)
@@ -370,10 +451,16 @@ int pg_spool_recover(struct pg_store *s) {
     snprintf(id, sizeof id, "%.*s", (int)(len - 9), e->d_name + 6);
     char path[1200];
     snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-    if (!recover_one(s, path, id))
+    int rc = recover_one(s, path, id);
+    if (!rc)
       done++;
     else if (pg_conn_lost(s))
       break;
+    else if (rc < 0 && !s->recover_error[0]) /* said on the next run (a note), by its cause */
+      snprintf(s->recover_error, sizeof s->recover_error,
+               "the spool %s, left by an earlier run, was not replayed: %s; it is kept, and the next run that reaches"
+               " the server tries again",
+               path, gs_last_error());
   }
   closedir(d);
   return done;

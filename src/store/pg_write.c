@@ -50,6 +50,8 @@ int pg_insert_run(struct pg_store *s, const struct store_run *r) {
   return GS_OK;
 }
 
+static int add_note(struct pg_store *s, const struct store_run *r, const char *text);
+
 int pg_run_begin(struct store *base, struct store_run *r) {
   struct pg_store *s = (struct pg_store *)base;
   int rc = pg_check_writable(s);
@@ -59,7 +61,9 @@ int pg_run_begin(struct store *base, struct store_run *r) {
   snprintf(r->status, sizeof r->status, "running");
   if (!s->down) {
     pg_settle_running(s); /* runs whose agent died are closed as crashed now, by the next start */
-    if (!(rc = pg_insert_run(s, r)) || !s->down)
+    if (!(rc = pg_insert_run(s, r)) && s->recover_error[0]) /* a left spool the server did not take */
+      add_note(s, r, s->recover_error);
+    if (!rc || !s->down)
       return rc;
   }
   /* unreachable: the run starts in the spool, and reaches the server when it returns */
@@ -428,53 +432,87 @@ int pg_run_append(struct store *base, const struct store_run *r, const struct gs
 
 /* ---- the run's end ---- */
 
-/* Writes the rollups of one series: its stored rows replaced by a COPY (a week of 10 s buckets is
- * 60,480 rows: one statement each would take minutes). */
-static int write_series_rollups(struct pg_store *s, int64_t sid) {
-  struct rollup_all all;
-  rollup_all_init(&all);
-  int rc = pg_samples_read(&s->base, sid, INT64_MIN, INT64_MAX, rollup_all_point, &all);
+/* Appends the COPY lines of one resolution's blocks to m (bytea in hex, its backslash escaped for
+ * COPY's text format). */
+static int copy_blocks(FILE *m, int64_t sid, const struct rollup_acc *a) {
+  for (size_t i = 0, next; i < a->len; i = next) {
+    uint8_t *buf;
+    size_t len;
+    int rc = rollup_block_encode(a, i, &next, &buf, &len);
+    if (rc)
+      return rc;
+    fprintf(m, "%lld\t%lld\t%lld\t%zu\t\\\\x", (long long)sid, (long long)a->res, (long long)a->t[i], next - i);
+    for (size_t k = 0; k < len; k++)
+      fprintf(m, "%02x", buf[k]);
+    fputc('\n', m);
+    free(buf);
+  }
+  return GS_OK;
+}
+
+/* Sends a COPY's text (len bytes) and reads its end. */
+static int copy_in(struct pg_store *s, const char *sql, const char *buf, size_t len, const char *what) {
+  int rc = GS_OK;
+  PGresult *res = PQexec(s->conn, sql);
+  if (PQresultStatus(res) != PGRES_COPY_IN)
+    rc = pg_fail(s, res, what);
+  PQclear(res);
+  if (!rc && (PQputCopyData(s->conn, buf, (int)len) != 1 || PQputCopyEnd(s->conn, NULL) != 1))
+    rc = pg_fail(s, NULL, what);
+  while (!rc && (res = PQgetResult(s->conn))) {
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+      rc = pg_fail(s, res, what);
+    PQclear(res);
+  }
+  while (rc && !pg_conn_lost(s) && (res = PQgetResult(s->conn)))
+    PQclear(res);
+  return rc;
+}
+
+int pg_rollups_write(struct pg_store *s, int64_t sid, struct rollup_acc *const *levels, int n) {
   char *buf = NULL;
   size_t len = 0;
-  FILE *m = rc ? NULL : open_memstream(&buf, &len);
-  if (!rc && !m)
-    rc = gs_fail(GS_ENOMEM, "out of memory");
-  for (int k = 0; k < STORE_N_ROLLUP_RES; k++) {
-    struct rollup_acc *a = &all.a[k];
-    rollup_emit(a);
-    if (!rc && a->oom)
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-    for (size_t i = 0; m && !rc && rollup_worth_storing(&all, a) && i < a->len; i++)
-      fprintf(m, "%lld\t%lld\t%lld\t0\t%.17g\t%.17g\t%.17g\n", (long long)sid, (long long)a->res, (long long)a->t[i],
-              a->mn[i], a->mx[i], a->mean[i]);
-    rollup_done(a);
-  }
-  if (m)
-    fclose(m);
+  FILE *m = open_memstream(&buf, &len);
+  if (!m)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  int rc = GS_OK;
+  for (int k = 0; k < n && !rc; k++)
+    rc = copy_blocks(m, sid, levels[k]);
+  fclose(m);
   char id[24];
   snprintf(id, sizeof id, "%lld", (long long)sid);
   const char *p[] = {id};
   PGresult *res = NULL;
-  if (!rc && (res = pg_query(s, "DELETE FROM rollups WHERE series_id = $1::bigint", 1, p, "cannot write rollups")))
+  if (!rc &&
+      (res = pg_query(s, "DELETE FROM rollup_blocks WHERE series_id = $1::bigint", 1, p, "cannot write rollups")))
     PQclear(res);
   else if (!rc)
     rc = GS_EIO;
-  if (!rc && len) {
-    res = PQexec(s->conn, "COPY rollups FROM STDIN");
-    if (PQresultStatus(res) != PGRES_COPY_IN)
-      rc = pg_fail(s, res, "cannot write rollups");
-    PQclear(res);
-    if (!rc && (PQputCopyData(s->conn, buf, (int)len) != 1 || PQputCopyEnd(s->conn, NULL) != 1))
-      rc = pg_fail(s, NULL, "cannot write rollups");
-    while (!rc && (res = PQgetResult(s->conn))) {
-      if (PQresultStatus(res) != PGRES_COMMAND_OK)
-        rc = pg_fail(s, res, "cannot write rollups");
-      PQclear(res);
-    }
-    while (rc && !pg_conn_lost(s) && (res = PQgetResult(s->conn)))
-      PQclear(res);
-  }
+  if (!rc && len)
+    rc = copy_in(s, "COPY rollup_blocks FROM STDIN", buf, len, "cannot write rollups");
   free(buf);
+  return rc;
+}
+
+/* Writes the rollups of one series: the resolutions worth storing (rollup_worth_storing), packed
+ * STORE_ROLLUP_BLOCK_BUCKETS to a row, replacing what was stored. */
+static int write_series_rollups(struct pg_store *s, int64_t sid) {
+  struct rollup_all all;
+  rollup_all_init(&all);
+  int rc = pg_samples_read(&s->base, sid, INT64_MIN, INT64_MAX, rollup_all_point, &all);
+  struct rollup_acc *keep[STORE_N_ROLLUP_RES];
+  int n = 0;
+  for (int k = 0; k < STORE_N_ROLLUP_RES; k++) {
+    rollup_emit(&all.a[k]);
+    if (!rc && all.a[k].oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+    if (rollup_worth_storing(&all, &all.a[k]))
+      keep[n++] = &all.a[k];
+  }
+  if (!rc)
+    rc = pg_rollups_write(s, sid, keep, n);
+  for (int k = 0; k < STORE_N_ROLLUP_RES; k++)
+    rollup_done(&all.a[k]);
   return rc;
 }
 
@@ -558,6 +596,9 @@ int pg_run_end(struct store *base, const struct store_run *r) {
     if (store_pending_any(&s->pending))
       to_spool(s, r, &none);
     pg_spool_end(s, r);
+    if (!s->down && s->replay_error[0])
+      return gs_fail(GS_EIO, "the run is kept whole in the local spool %s: the server did not take it (%s)",
+                     s->spool_path, s->replay_error);
     return gs_fail(GS_EIO, "store %s is unreachable: the run is kept whole in the local spool %s", s->name,
                    s->spool_path);
   }

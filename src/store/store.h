@@ -15,7 +15,8 @@
 #include "core/core.h"
 
 /* 2: chunks may be decimal chunks (chunk.c), which a version-1 gpuscope would misread: it refuses
- * a version-2 store instead. The tables are unchanged. */
+ * a version-2 store instead. The tables are unchanged. A back end may have moved on alone (its
+ * struct store's schema_version: PostgreSQL's is 3, rollups packed in blocks). */
 enum { GS_STORE_SCHEMA_VERSION = 2 };
 
 struct store_run {
@@ -94,10 +95,11 @@ struct store_write_stats {
 enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };
 
 struct store {
-  int version; /* 2: schema_found and stats added */
+  int version; /* 2: schema_found and stats added; 3: schema_version */
   const char *scheme;
-  int schema_found; /* the schema version the file had when opened (0: created now) */
-  int read_only;    /* opened (or fell back to) read-only: every write fails with GS_EINVAL */
+  int schema_found;   /* the schema version the file had when opened (0: created now) */
+  int schema_version; /* the back end's own version, that this gpuscope writes (0: GS_STORE_SCHEMA_VERSION) */
+  int read_only;      /* opened (or fell back to) read-only: every write fails with GS_EINVAL */
   struct store_write_stats stats;
   /* Inserts a new run in status "running"; fills run->id. Returns 0 or a GS_E code. */
   int (*run_begin)(struct store *st, struct store_run *run);

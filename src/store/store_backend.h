@@ -67,6 +67,18 @@ int rollup_all_point(void *u, int64_t t, double v);
 /* True when resolution a (of all) is worth storing (STORE_ROLLUP_MIN_POINTS). */
 int rollup_worth_storing(const struct rollup_all *all, const struct rollup_acc *a);
 
+/* Packed buckets: at most this many a block, and a block stops before this many bytes (so a row
+ * stays in its page). */
+enum { STORE_ROLLUP_BLOCK_BUCKETS = 256, STORE_ROLLUP_BLOCK_BYTES = 6000 };
+/* Encodes the buckets of a from index `from` on, as many as fit one block (at least one), into *buf
+ * (malloc'd, *len bytes): three chunks (chunk.c) of the same times — minimums, maximums, means —
+ * the first two preceded by their length (32 bits, big-endian). *to is the index after the last
+ * bucket taken. Returns 0 or GS_ENOMEM. */
+int rollup_block_encode(const struct rollup_acc *a, size_t from, size_t *to, uint8_t **buf, size_t *len);
+/* Appends the n buckets of a block to a. Returns 0, GS_ECORRUPT (a is then partly filled) or
+ * GS_ENOMEM. */
+int rollup_block_decode(const uint8_t *buf, size_t len, uint32_t n, struct rollup_acc *a);
+
 /* ---- what failed appends leave behind (pending.c) ---- */
 
 /* A batch the back end could not write, kept to be written with the next append. It owns copies

@@ -19,9 +19,13 @@
 
 #include "store/pg_int.h"
 
-/* Schema version 2, as SQLite's (store.h). Indexes: what the readers look up — runs by name, by
+/* Schema version 3 (PG_SCHEMA_VERSION): SQLite's version 2 (store.h) but for the rollups, which are
+ * packed STORE_ROLLUP_BLOCK_BUCKETS buckets to a row (rollup_blocks, bytea in the chunk codec): a
+ * row per bucket, as in SQLite, cost ~125 bytes for 28 bytes of data (a 24-byte row header and a
+ * three-column index), 2.1 bytes a point at 1 Hz. Indexes: what the readers look up — runs by name, by
  * group and newest first; series by run (the unique key); chunks by (series_id, t0), the primary
- * key every sample read seeks; rollups by (series_id, res_ns, t); events, notes, findings by run.
+ * key every sample read seeks; rollup blocks by (series_id, res_ns, t0); events, notes, findings by
+ * run.
  * events and notes have a unique key so a replayed spool never stores one twice.
  *
  * The open chunk of each series (rewritten at every flush) lives in open_chunks, one row per series,
@@ -31,7 +35,11 @@
  * the layout SQLite's back end gets from its rowid -N rows. A chunk (at most ~4 KB of codec that does
  * not compress further) stays in its row: no TOAST (toast_tuple_target 8160), no compression
  * (STORAGE EXTERNAL). Readers take both tables. */
-static const char *SCHEMA_V2[] = {
+#define ROLLUP_BLOCKS_TABLE                                                                                            \
+  "CREATE TABLE rollup_blocks(series_id bigint, res_ns bigint, t0 bigint, n integer, data bytea,"                      \
+  " PRIMARY KEY(series_id, res_ns, t0)) WITH (toast_tuple_target = 8160)"
+#define ROLLUP_BLOCKS_STORAGE "ALTER TABLE rollup_blocks ALTER COLUMN data SET STORAGE EXTERNAL"
+static const char *SCHEMA[] = {
     "CREATE TABLE meta(key text PRIMARY KEY, value text)",
     "CREATE TABLE runs(id text PRIMARY KEY, name text NOT NULL DEFAULT '', grp text NOT NULL DEFAULT '',"
     " command text, cwd text, host text, \"user\" text, tags text, git text, start_wall_ns bigint,"
@@ -49,8 +57,8 @@ static const char *SCHEMA_V2[] = {
     "CREATE TABLE open_chunks(series_id bigint PRIMARY KEY, t0 bigint, t1 bigint, n integer, data bytea)"
     " WITH (toast_tuple_target = 8160, fillfactor = 50)",
     "ALTER TABLE open_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
-    "CREATE TABLE rollups(series_id bigint, res_ns bigint, t bigint, n integer, min double precision,"
-    " max double precision, mean double precision, PRIMARY KEY(series_id, res_ns, t))",
+    ROLLUP_BLOCKS_TABLE,
+    ROLLUP_BLOCKS_STORAGE,
     "CREATE TABLE events(run_id text, t bigint, kind text, name text, value double precision, labels text,"
     " text text, seq bigserial)",
     "CREATE UNIQUE INDEX events_run ON events(run_id, t, kind, name, labels, text)",
@@ -157,10 +165,56 @@ static int schema_version(struct pg_store *s, int *version) {
                    s->name);
   if (*version <= 0)
     return gs_fail(GS_ECORRUPT, "store %s has no schema version; left untouched", s->name);
-  if (*version > GS_STORE_SCHEMA_VERSION)
+  if (*version > PG_SCHEMA_VERSION)
     return gs_fail(GS_ECORRUPT, "store %s has schema version %d, newer than this gpuscope (%d): upgrade gpuscope",
-                   s->name, *version, GS_STORE_SCHEMA_VERSION);
+                   s->name, *version, PG_SCHEMA_VERSION);
   return GS_OK;
+}
+
+/* Version 2 -> 3: the rollups' rows packed into blocks, series by series (the same buckets, read back
+ * the same), then the old table dropped. In the migration's transaction. */
+static int migrate_rollups(struct pg_store *s) {
+  int rc;
+  if ((rc = pg_exec(s, ROLLUP_BLOCKS_TABLE, "cannot migrate the rollups")) ||
+      (rc = pg_exec(s, ROLLUP_BLOCKS_STORAGE, "cannot migrate the rollups")))
+    return rc;
+  PGresult *ids =
+      pg_query(s, "SELECT DISTINCT series_id FROM rollups ORDER BY 1", 0, NULL, "cannot migrate the rollups");
+  if (!ids)
+    return GS_EIO;
+  for (int i = 0; i < PQntuples(ids) && !rc; i++) {
+    const char *p[] = {PQgetvalue(ids, i, 0)};
+    PGresult *r = pg_query(s,
+                           "SELECT res_ns, t, min, max, mean FROM rollups WHERE series_id = $1::bigint"
+                           " ORDER BY res_ns, t",
+                           1, p, "cannot migrate the rollups");
+    if (!r) {
+      rc = GS_EIO;
+      break;
+    }
+    struct rollup_acc acc[STORE_N_ROLLUP_RES + 1], *lv[STORE_N_ROLLUP_RES + 1];
+    int n = 0;
+    for (int j = 0; j < PQntuples(r) && !rc; j++) {
+      int64_t res = pg_i64(r, j, 0);
+      if (!n || acc[n - 1].res != res) {
+        if (n == STORE_N_ROLLUP_RES + 1)
+          break; /* a resolution no gpuscope wrote: computed from the chunks when read */
+        acc[n] = (struct rollup_acc){.res = res};
+        lv[n] = &acc[n], n++;
+      }
+      rollup_add_bucket(&acc[n - 1], pg_i64(r, j, 1), strtod(PQgetvalue(r, j, 2), NULL),
+                        strtod(PQgetvalue(r, j, 3), NULL), strtod(PQgetvalue(r, j, 4), NULL));
+      if (acc[n - 1].oom)
+        rc = gs_fail(GS_ENOMEM, "out of memory");
+    }
+    PQclear(r);
+    if (!rc)
+      rc = pg_rollups_write(s, pg_i64(ids, i, 0), lv, n);
+    for (int k = 0; k < n; k++)
+      rollup_done(&acc[k]);
+  }
+  PQclear(ids);
+  return rc ? rc : pg_exec(s, "DROP TABLE rollups", "cannot migrate the rollups");
 }
 
 /* Creates the schema, or migrates an older one, in one transaction under an advisory lock (agents
@@ -171,7 +225,7 @@ static int migrate(struct pg_store *s) {
     return rc;
   if (!s->base.schema_found)
     s->base.schema_found = v;
-  if (v == GS_STORE_SCHEMA_VERSION)
+  if (v == PG_SCHEMA_VERSION)
     return GS_OK;
   if ((rc = pg_exec(s, "BEGIN", "cannot create or migrate the schema")) ||
       (rc = pg_exec(s, "SELECT pg_advisory_xact_lock(7316853)", "cannot create or migrate the schema")))
@@ -180,17 +234,18 @@ static int migrate(struct pg_store *s) {
     goto fail;
   char sql[160];
   if (v == 0) {
-    for (int i = 0; SCHEMA_V2[i]; i++)
-      if ((rc = pg_exec(s, SCHEMA_V2[i], "cannot create the schema")))
+    for (int i = 0; SCHEMA[i]; i++)
+      if ((rc = pg_exec(s, SCHEMA[i], "cannot create the schema")))
         goto fail;
     snprintf(sql, sizeof sql, "INSERT INTO meta VALUES('schema_version', '%d'), ('app', 'gpuscope')",
-             GS_STORE_SCHEMA_VERSION);
+             PG_SCHEMA_VERSION);
     if ((rc = pg_exec(s, sql, "cannot create the schema")))
       goto fail;
-  } else if (v < GS_STORE_SCHEMA_VERSION) {
-    /* Version 1 never existed on PostgreSQL (its tables are version 2's): only the number moves.
-     * Future migrations: if (v < 3) { ALTER ...; } then the number. */
-    snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'", GS_STORE_SCHEMA_VERSION);
+  } else if (v < PG_SCHEMA_VERSION) {
+    /* Version 1 never existed on PostgreSQL (its tables are version 2's). */
+    if (v < 3 && (rc = migrate_rollups(s)))
+      goto fail;
+    snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'", PG_SCHEMA_VERSION);
     if ((rc = pg_exec(s, sql, "cannot migrate the schema")))
       goto fail;
   }
@@ -284,7 +339,9 @@ int pg_connect(struct pg_store *s) {
       return gs_fail(GS_ECORRUPT, "store %s is an empty database, not a gpuscope store; left untouched", s->name);
     s->base.schema_found = v;
   }
-  if (s->mode == STORE_READ || (s->mode == STORE_KEEP && s->base.schema_found != GS_STORE_SCHEMA_VERSION)) {
+  int current = s->base.schema_found == 0 || s->base.schema_found == PG_SCHEMA_VERSION;
+  s->rollup_rows = !current && s->mode != STORE_WRITE && s->mode != STORE_MIGRATE;
+  if (s->mode == STORE_READ || (s->mode == STORE_KEEP && !current)) {
     s->base.read_only = 1;
     if ((rc = pg_exec(s, "SET default_transaction_read_only = on", "cannot open read-only")))
       return rc;
@@ -317,8 +374,9 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
   snprintf(s->url, sizeof s->url, "%s://%s", scheme, location);
   pg_scrub_url(s->url, s->name, sizeof s->name);
   s->mode = mode;
-  s->base = (struct store){.version = 2,
+  s->base = (struct store){.version = 3,
                            .scheme = "postgresql",
+                           .schema_version = PG_SCHEMA_VERSION,
                            .run_begin = pg_run_begin,
                            .run_append = pg_run_append,
                            .run_end = pg_run_end,

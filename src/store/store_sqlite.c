@@ -325,7 +325,8 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
   }
   snprintf(s->path, sizeof s->path, "%s", path);
   s->mode = mode;
-  s->base = (struct store){.version = 2,
+  s->base = (struct store){.version = 3,
+                           .schema_version = GS_STORE_SCHEMA_VERSION,
                            .scheme = "sqlite",
                            .run_begin = sq_run_begin,
                            .run_append = sq_run_append,

@@ -1,9 +1,14 @@
 """The shared store on PostgreSQL, through the real binary against a real server (tests/pg/pgserver.py):
 outages lose nothing (the server stopped and started twice during a run: every sample the job sent
 is in the server once, the host series have no gap, the spool is gone), a run starts when the
-server is down at its start, credentials come from the libpq password file and a password in a URL
+server is down at its start, an agent SIGKILLed in an outage is replayed by the next run as crashed
+with every sample its spool committed, once, a replay in pieces that the server refuses halfway
+(for another cause than an outage) is said so, keeps the spool and resumes with nothing lost or
+doubled, a version-2 store (a row per rollup bucket) reads and migrates to packed rollups, credentials come from the libpq password file and a password in a URL
 is never printed, and a database of another application is refused and left as it was."""
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -157,6 +162,103 @@ def test_run_ended_in_an_outage_is_replayed_by_the_next_run():
         sb.close()
 
 
+def spool_files(spool):
+    return [os.path.join(spool, f) for f in os.listdir(spool) if f.endswith(".db")] if os.path.isdir(spool) else []
+
+
+def spool_ticks(sb, path):
+    """The tick samples a spool file holds: it is an SQLite store, read as one."""
+    rc, out, err = sb.gs("show", "--store", "sqlite://" + path, "last", "--metric", "tick", "--csv")
+    if rc != 0:
+        return []
+    import csv, io
+    return [float(r["value"]) for r in csv.DictReader(io.StringIO(out))]
+
+
+def test_agent_killed_in_an_outage_is_replayed_as_crashed_by_the_next_run():
+    sb = sandbox("killed")
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    try:
+        server.stop()
+        p = subprocess.Popen([BIN, "run", "--quiet", "--name", "killed", "--interval", "100ms", "--",
+                              *tick_job(sb, 100000, 0.02)], env=sb.env, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seen, deadline = 0, time.monotonic() + 60
+        while seen < 100 and time.monotonic() < deadline:  # a few flushes are in the spool
+            time.sleep(0.2)
+            files = spool_files(spool)
+            seen = len(spool_ticks(sb, files[0])) if files else 0
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        check(seen >= 100, f"the spool holds {seen} tick samples after 60 s")
+        files = spool_files(spool)
+        check(len(files) == 1, f"the killed agent left no spool: {files}")
+        committed = spool_ticks(sb, files[0])  # what the spool committed before the kill: the truth
+        check(len(committed) >= seen and committed == [float(i) for i in range(len(committed))],
+              f"the spool's ticks are not 0..{len(committed) - 1}")
+    finally:
+        server.start()
+    try:
+        sb.ok("run", "--name", "next", "--", "true")
+        values = tick_values(sb, "killed")
+        check(values == committed, f"{len(values)} tick samples in the server, {len(committed)} in the spool")
+        runs = [r for r in sb.json("runs", "--json") if r["name"] == "killed"]
+        check(len(runs) == 1 and runs[0]["status"] == "crashed", f"the killed run is not one crashed run: {runs}")
+        check(not spool_files(spool), f"spool kept after the replay: {os.listdir(spool)}")
+    finally:
+        sb.close()
+
+
+def test_replay_in_pieces_refused_halfway_keeps_the_spool_and_resumes():
+    # Pieces of 150 points (GPUSCOPE_SPOOL_PIECE_POINTS, for tests): the spool of a 3 s run at 100 ms
+    # is some 15 of them. A trigger makes the server refuse the run's samples past 1.5 s, as a full
+    # disk or a constraint would: the pieces before are in, the replay says the server's own reason
+    # (not "unreachable") and keeps the spool; once the trigger is gone, the next run replays the
+    # rest. Every tick arrives once.
+    sb = sandbox("pieces")
+    sb.env["GPUSCOPE_SPOOL_PIECE_POINTS"] = "150"
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    n = 150
+    try:
+        server.stop()
+        sb.ok("run", "--name", "cut", "--interval", "100ms", "--", *tick_job(sb, n, 0.02))
+        check(len(spool_files(spool)) == 1, f"no spool: {os.listdir(spool)}")
+    finally:
+        server.start()
+    sb.ok("run", "--name", "first", "--", "true")  # replays "cut" in pieces, nothing refused
+    values = tick_values(sb, "cut")
+    check(values == [float(i) for i in range(n)], f"{len(values)} of {n} ticks after a replay in pieces, or doubled")
+    check(not spool_files(spool), "a spool without a refusal was not deleted after its last piece")
+    try:
+        server.stop()
+        sb.ok("run", "--name", "cut2", "--interval", "100ms", "--", *tick_job(sb, n, 0.02))
+    finally:
+        server.start()
+    server.psql("CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " IF NEW.t1 > 1500000000 AND EXISTS (SELECT 1 FROM series s JOIN runs r ON r.id = s.run_id"
+                " WHERE s.id = NEW.series_id AND r.name = 'cut2') THEN"
+                " RAISE EXCEPTION 'no room left for series %', NEW.series_id; END IF; RETURN NEW; END $$;"
+                " CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON open_chunks"
+                " FOR EACH ROW EXECUTE FUNCTION refuse()", db="pieces")
+    sb.ok("run", "--name", "second", "--", "true")
+    notes = sb.ok("show", "second", "--notes")
+    check("no room left for series" in notes and "unreachable" not in notes and "kept" in notes,
+          f"the refused replay is not said by its cause:\n{notes}")
+    check(len(spool_files(spool)) == 1, "the spool of a refused replay was not kept")
+    partial = tick_values(sb, "cut2")
+    check(0 < len(partial) < n and partial == [float(i) for i in range(len(partial))],
+          f"the pieces before the refusal are not in, in order: {len(partial)} of {n}")
+    server.psql("DROP TRIGGER refuse ON open_chunks", db="pieces")
+    sb.ok("run", "--name", "third", "--", "true")
+    values = tick_values(sb, "cut2")
+    check(values == [float(i) for i in range(n)], f"after the resumed replay {len(values)} of {n} ticks, or doubled")
+    check_no_gap(sb, "cut2", "host.mem.available_bytes", 0.1)
+    check(not spool_files(spool), "the spool was kept after the resumed replay")
+    sb.close()
+
+
 def test_password_in_a_url_is_never_printed():
     sb = sandbox("pw")
     try:
@@ -203,6 +305,80 @@ def test_database_of_another_application_is_refused_and_kept():
                     " INSERT INTO meta VALUES ('app', 'gpuscope'), ('schema_version', '99')", db="newer")
         rc, out, err = sb.gs("runs", "--store", server.url("newer"))
         check(rc != 0 and "upgrade gpuscope" in err, f"a newer schema was not refused: {rc} {err}")
+    finally:
+        sb.close()
+
+
+def test_replay_refused_at_the_run_end_is_said_by_its_cause():
+    # The server is back after an outage but refuses the run's samples (a trigger, as a full disk or
+    # a constraint would): the run ends in its spool, and gpuscope says the server did not take it,
+    # with the server's reason — not that it is unreachable. The next run, the trigger gone, brings
+    # every tick in once.
+    sb = sandbox("refused")
+    server = pg()
+    spool = os.path.join(sb.dir, "spool")
+    sb.ok("run", "--name", "schema", "--", "true")
+    server.psql("CREATE FUNCTION refuse_all() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN"
+                " RAISE EXCEPTION 'disk full on the server (test)'; END $$;"
+                " CREATE TRIGGER refuse BEFORE INSERT OR UPDATE ON open_chunks"
+                " FOR EACH ROW EXECUTE FUNCTION refuse_all()", db="refused")
+    log = []
+
+    def outage():
+        time.sleep(1.5)
+        server.stop()
+        time.sleep(2.5)
+        server.start()
+        log.append(1)
+
+    th = threading.Thread(target=outage)
+    th.start()
+    try:
+        rc, out, err = sb.gs("run", "--name", "refused", "--interval", "100ms", "--", *tick_job(sb, 400, 0.02),
+                             timeout=120)
+    finally:
+        th.join()
+        if not log:
+            server.start()
+    check(rc == 0, f"the job's status is not gpuscope's: {rc}\n{err}")
+    check("the server did not take it" in err and "disk full on the server (test)" in err
+          and "unreachable" not in err, f"the refusal is not said by its cause:\n{err}")
+    check(len(spool_files(spool)) == 1, "the spool of a refused replay was not kept")
+    server.psql("DROP TRIGGER refuse ON open_chunks", db="refused")
+    sb.ok("run", "--name", "next", "--", "true")
+    values = tick_values(sb, "refused")
+    check(values == [float(i) for i in range(400)], f"{len(values)} of 400 ticks after the replay, or doubled")
+    check(not spool_files(spool), "the spool was kept after its replay")
+    sb.close()
+
+
+def test_version_2_store_is_read_then_migrated_to_packed_rollups():
+    # Version 2 kept a rollups row per bucket; version 3 packs them in rollup_blocks. A version-2
+    # store (made here from a version-3 one, its rollups as version 2 kept them) is read as it is,
+    # and `gpuscope migrate` packs its rows, drops the old table and moves the number.
+    sb = sandbox("old")
+    try:
+        server = pg()
+        sb.ok("run", "--name", "old", "--interval", "100ms", "--", *tick_job(sb, 100, 0.02))
+        sid = server.psql("SELECT s.id FROM series s JOIN runs r ON r.id = s.run_id"
+                          " WHERE r.name = 'old' AND s.name = 'tick'", db="old")
+        server.psql("DROP TABLE rollup_blocks; CREATE TABLE rollups(series_id bigint, res_ns bigint, t bigint,"
+                    " n integer, min double precision, max double precision, mean double precision,"
+                    " PRIMARY KEY(series_id, res_ns, t));"
+                    f" INSERT INTO rollups VALUES ({sid}, 10000000000, 0, 0, 0, 99, 49.5),"
+                    f" ({sid}, 60000000000, 0, 0, 0, 99, 49.5);"
+                    " UPDATE meta SET value = '2' WHERE key = 'schema_version'", db="old")
+        check(tick_values(sb, "old") == [float(i) for i in range(100)], "a version-2 store does not read")
+        check(server.psql("SELECT value FROM meta WHERE key = 'schema_version'", db="old") == "2",
+              "a read migrated the store")
+        out = sb.ok("migrate")
+        check("from schema version 2 to 3" in out, f"migrate: {out}")
+        blocks = server.psql(f"SELECT string_agg(res_ns || ':' || n, ',' ORDER BY res_ns) FROM rollup_blocks"
+                             f" WHERE series_id = {sid}", db="old")
+        check(blocks == "10000000000:1,60000000000:1", f"the old rows were not packed: {blocks}")
+        check(server.psql("SELECT to_regclass('rollups') IS NULL", db="old") == "t", "the old table was kept")
+        check("already" in sb.ok("migrate"), "a second migrate did something")
+        check(tick_values(sb, "old") == [float(i) for i in range(100)], "the migrated store does not read")
     finally:
         sb.close()
 

@@ -1,5 +1,6 @@
 """Integration: `gpuscope serve`'s JSON API over real HTTP on loopback (docs/api.md). A real store with a
-week-long 10 Hz run made by bench/serve_gen (one 200 ms dip to 0 % on GPU 0) and short runs of a job
+week-long 10 Hz run made by bench/serve_gen (one 200 ms dip to 0 % on GPU 0), a 1 Hz week (one sample at
+0 %: charts from a stored rollup level and from one computed from the chunks) and short runs of a job
 that reports its steps; the server started on a free port. Status codes, JSON shapes, downsampling that
 keeps the dip, the token (refused and accepted, header and cookie), path traversal, oversized and
 body-carrying requests, the Host check, the live stream, and that the store is never written."""
@@ -18,12 +19,16 @@ from gstest import *  # noqa: E402,F403
 GEN = os.path.join(BUILD, "bench/serve_gen")
 WEEK_S = 7 * 24 * 3600
 DIP_AT = 300000.3  # seconds since the run's start: GPU 0 reads 0 % for 200 ms from here
+DIP1_AT = 400000  # the 1 Hz week's one sample at 0 %
 
 
 def setup(sb):
     check(os.path.exists(GEN), f"{GEN} is not built")
     p = subprocess.run([GEN, "--url", sb.store, "--days", "7", "--hz", "10", "--dip-at", str(DIP_AT),
                         "--dip-ms", "200", "--name", "week"], capture_output=True, text=True, timeout=600)
+    check(p.returncode == 0, f"serve_gen failed: {p.stderr}")
+    p = subprocess.run([GEN, "--url", sb.store, "--days", "7", "--hz", "1", "--dip-at", str(DIP1_AT),
+                        "--dip-ms", "1000", "--name", "week1hz"], capture_output=True, text=True, timeout=600)
     check(p.returncode == 0, f"serve_gen failed: {p.stderr}")
     sb.ok("run", "--quiet", "--name", "slow", "--", *sb.step_job(0.03, 0.01, 30, "num_workers=0", "batch_size=32"))
     sb.ok("run", "--quiet", "--name", "fast", "--", *sb.step_job(0.005, 0.01, 30, "num_workers=4", "batch_size=32"))
@@ -132,6 +137,23 @@ def _week_series(query):
     w = server().json("/api/runs/week")
     sid = next(s["id"] for s in w["series"] if s["name"] == "gpu.util_pct")
     return server().json(f"/api/runs/week/series?id={sid}{query}")["series"][0]
+
+
+def test_a_1hz_week_charts_right_from_a_stored_level_and_from_one_computed_from_its_samples():
+    # At 1 Hz only the 1 min rollups are stored (a 10 s bucket holds ten samples: not worth a row);
+    # a chart whose buckets want the 10 s level gets it computed from the raw chunks, with the same
+    # answer: the one-sample dip in exactly one bucket, every bucket full.
+    w = server().json("/api/runs/week1hz")
+    sid = next(s["id"] for s in w["series"] if s["name"] == "gpu.util_pct")
+    for points, res in ((1000, "60s"), (6000, "10s")):
+        s = server().json(f"/api/runs/week1hz/series?id={sid}&points={points}")["series"][0]
+        check(s["res"] == res, f"{points} points of a 1 Hz week come from {s['res']}, not {res}")
+        check(points - 10 <= len(s["t"]) <= points, f"{len(s['t'])} points for {points} asked")
+        zero = [i for i, m in enumerate(s["min"]) if m == 0]
+        check(len(zero) == 1 and abs(s["t"][zero[0]] - DIP1_AT) <= s["bucket_s"], f"the dip's buckets: {zero}")
+        check(all(m is not None and m >= 97 for k, m in enumerate(s["min"]) if k != zero[0]),
+              "a bucket is empty or dips where the samples do not")
+        check(all(97 <= x <= 100 for k, x in enumerate(s["mean"]) if k != zero[0]), "means off the samples")
 
 
 def test_downsampling_keeps_a_200ms_dip_in_a_week_long_series():

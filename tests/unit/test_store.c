@@ -159,6 +159,68 @@ static void test_store_samples_roundtrip_across_flushes(void **state) {
   st->close(st);
 }
 
+/* Value k of the 1 Hz series below: decimals that move, with a fractional part now and then. */
+static double hz1_value(int k) {
+  return (double)(k % 97) + (k % 5 == 0 ? 0.25 : 0.0);
+}
+
+/* Checks rollups_read at res against buckets computed here from the samples (n points, 1 s apart). */
+static void check_rollups(struct store *st, int64_t sid, int64_t res, int n) {
+  int64_t *t;
+  double *mn, *mx, *mean;
+  size_t nr;
+  assert_int_equal(st->rollups_read(st, sid, res, &t, &mn, &mx, &mean, &nr), 0);
+  int per = (int)(res / 1000000000LL);
+  assert_int_equal(nr, (size_t)((n + per - 1) / per));
+  for (size_t b = 0; b < nr; b++) {
+    double lo = INFINITY, hi = -INFINITY, sum = 0;
+    int cnt = 0;
+    for (int k = (int)b * per; k < n && k < ((int)b + 1) * per; k++, cnt++) {
+      double v = hz1_value(k);
+      lo = v < lo ? v : lo, hi = v > hi ? v : hi, sum += v;
+    }
+    assert_int_equal(t[b], (int64_t)b * res);
+    assert_true(mn[b] == lo && mx[b] == hi);
+    assert_true(mean[b] == sum / (double)cnt);
+  }
+  free(t), free(mn), free(mx), free(mean);
+}
+
+/* A 1 Hz series for 5 h, flushed every 10 s as the agent does: its 1 s and 10 s levels (a sample
+ * or ten a bucket) are not worth storing, its 1 min level is (300 buckets, more than a stored block
+ * holds). Every level reads back as the samples make it, stored or computed. */
+static void test_store_rollups_of_a_1hz_series_read_right_at_every_level(void **state) {
+  (void)state;
+  struct store *st = open_db("hz1");
+  struct store_run r;
+  begin(st, &r, "hz1");
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "nvml", "gpu.power_w", "gpu=0", "W", GS_GAUGE);
+  const int n = 5 * 3600;
+  for (int k = 0; k < n; k++) {
+    gs_sink_put(s, id, 1000 + 1000000000LL * k, hz1_value(k));
+    if (k % 10 == 9 || k == n - 1) {
+      struct gs_batch *b = gs_sink_take(s);
+      assert_int_equal(st->run_append(st, &r, b), 0);
+      gs_batch_free(b);
+    }
+  }
+  snprintf(r.status, sizeof r.status, "finished");
+  r.exit_code = 0;
+  r.end_wall_ns = r.start_wall_ns + (int64_t)n * 1000000000LL;
+  assert_int_equal(st->run_end(st, &r), 0);
+  struct store_series *ser;
+  size_t ns;
+  assert_int_equal(st->series_list(st, r.id, &ser, &ns), 0);
+  assert_int_equal(ns, 1);
+  check_rollups(st, ser[0].id, 1000000000LL, n);
+  check_rollups(st, ser[0].id, 10000000000LL, n);
+  check_rollups(st, ser[0].id, 60000000000LL, n);
+  free(ser);
+  gs_sink_free(s);
+  st->close(st);
+}
+
 static void test_store_resolves_runs(void **state) {
   (void)state;
   struct store *st = open_db("b");
@@ -290,6 +352,7 @@ static void test_store_samples_readable_before_the_run_ends(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_samples_roundtrip_across_flushes),
+      cmocka_unit_test(test_store_rollups_of_a_1hz_series_read_right_at_every_level),
       cmocka_unit_test(test_store_resolves_runs),
       cmocka_unit_test(test_store_dead_agent_run_is_crashed),
       cmocka_unit_test(test_store_read_mode_reads_and_refuses_writes),
