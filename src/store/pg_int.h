@@ -79,6 +79,10 @@ int pg_exec(struct pg_store *s, const char *sql, const char *what);
 /* Runs sql with n text parameters (NULL = SQL NULL); returns the result (caller PQclear()s) when it
  * succeeded, else NULL after pg_fail(). */
 PGresult *pg_query(struct pg_store *s, const char *sql, int n, const char *const *params, const char *what);
+/* pg_query with the rows in binary (a bytea as it is, an integer in network order: pg_u32). */
+PGresult *pg_query_bin(struct pg_store *s, const char *sql, int n, const char *const *params, const char *what);
+/* Row i, column col of a binary result: a 4-byte integer in host order. */
+uint32_t pg_u32(const PGresult *r, int i, int col);
 /* Ends the transaction in progress, if any, by rolling it back (its own error ignored). */
 void pg_rollback(struct pg_store *s);
 /* Refuses a write on a store opened read-only; 0 when writable. */

@@ -4,7 +4,6 @@
  * returns or fails: a lost connection is an error, never a shorter list. While the server is
  * unreachable and this agent's run is in the spool, the readers read the spool (the run's summary
  * and diagnosis still work). */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -201,25 +200,20 @@ int pg_samples_read(struct store *base, int64_t series_id, int64_t from, int64_t
   const char *p[] = {a, b, c};
   /* The first full chunk needed is the last to start at or before `from`: one index seek; the open
    * chunk, when the series has one, is the last. */
-  PGresult *res = PQexecParams(s->conn,
+  PGresult *res = pg_query_bin(s,
                                "SELECT n, data FROM (SELECT t0, n, data FROM chunks WHERE series_id = $1::bigint"
                                " AND t0 <= $3::bigint AND t0 >= coalesce((SELECT t0 FROM chunks WHERE"
                                " series_id = $1::bigint AND t0 <= $2::bigint ORDER BY t0 DESC LIMIT 1), $2::bigint)"
                                " UNION ALL SELECT t0, n, data FROM open_chunks WHERE series_id = $1::bigint"
                                " AND t0 <= $3::bigint AND t1 >= $2::bigint) c ORDER BY t0",
-                               3, NULL, p, NULL, NULL, 1);
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    int rc = pg_fail(s, res, "cannot read samples");
-    PQclear(res);
-    return rc;
-  }
+                               3, p, "cannot read samples");
+  if (!res)
+    return GS_EIO;
   struct range_ctx ctx = {from, to, fn, user};
   int rc = GS_OK;
   for (int i = 0; i < PQntuples(res); i++) {
-    uint32_t n;
-    memcpy(&n, PQgetvalue(res, i, 0), 4);
-    int d = chunk_decode((const uint8_t *)PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1), ntohl(n), range_filter,
-                         &ctx);
+    int d = chunk_decode((const uint8_t *)PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1), pg_u32(res, i, 0),
+                         range_filter, &ctx);
     if (d < 0) {
       rc = gs_fail(d, "store %s: a chunk of series %lld is corrupt", s->name, (long long)series_id);
       break;
@@ -248,20 +242,16 @@ static int read_rollup_rows(struct pg_store *s, const char *const *p, struct rol
 
 /* The packed blocks of one resolution, in time order (binary results: the bytea as it is). */
 static int read_rollup_blocks(struct pg_store *s, const char *const *p, struct rollup_acc *acc, int64_t series_id) {
-  PGresult *res = PQexecParams(s->conn,
+  PGresult *res = pg_query_bin(s,
                                "SELECT n, data FROM rollup_blocks WHERE series_id = $1::bigint AND res_ns = $2::bigint"
                                " ORDER BY t0",
-                               2, NULL, p, NULL, NULL, 1);
-  if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-    int rc = pg_fail(s, res, "cannot read rollups");
-    PQclear(res);
-    return rc;
-  }
+                               2, p, "cannot read rollups");
+  if (!res)
+    return GS_EIO;
   int rc = GS_OK;
   for (int i = 0; i < PQntuples(res) && !rc; i++) {
-    uint32_t n;
-    memcpy(&n, PQgetvalue(res, i, 0), 4);
-    rc = rollup_block_decode((const uint8_t *)PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1), ntohl(n), acc);
+    rc = rollup_block_decode((const uint8_t *)PQgetvalue(res, i, 1), (size_t)PQgetlength(res, i, 1), pg_u32(res, i, 0),
+                             acc);
     if (rc == GS_ECORRUPT)
       rc = gs_fail(rc, "store %s: a rollup block of series %lld is corrupt", s->name, (long long)series_id);
   }

@@ -1,6 +1,7 @@
 /* store/pg_util: the PostgreSQL back end's shared helpers (pg_int.h) — URLs shown without their
  * password, errors that name the server's message and mark a lost connection, statements with
  * text parameters, and small column helpers. */
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,18 +64,33 @@ int pg_exec(struct pg_store *s, const char *sql, const char *what) {
   return rc;
 }
 
-PGresult *pg_query(struct pg_store *s, const char *sql, int n, const char *const *params, const char *what) {
+static PGresult *query(struct pg_store *s, const char *sql, int n, const char *const *params, int binary,
+                       const char *what) {
   if (pg_conn_lost(s)) {
     pg_fail(s, NULL, what);
     return NULL;
   }
-  PGresult *r = PQexecParams(s->conn, sql, n, NULL, params, NULL, NULL, 0);
+  PGresult *r = PQexecParams(s->conn, sql, n, NULL, params, NULL, NULL, binary);
   ExecStatusType st = PQresultStatus(r);
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
     return r;
   pg_fail(s, r, what);
   PQclear(r);
   return NULL;
+}
+
+PGresult *pg_query(struct pg_store *s, const char *sql, int n, const char *const *params, const char *what) {
+  return query(s, sql, n, params, 0, what);
+}
+
+PGresult *pg_query_bin(struct pg_store *s, const char *sql, int n, const char *const *params, const char *what) {
+  return query(s, sql, n, params, 1, what);
+}
+
+uint32_t pg_u32(const PGresult *r, int i, int col) {
+  uint32_t v;
+  memcpy(&v, PQgetvalue(r, i, col), 4);
+  return ntohl(v);
 }
 
 void pg_rollback(struct pg_store *s) {

@@ -140,25 +140,20 @@ static int reload_open_chunk(struct pg_store *s, struct pg_wseries *w) {
   char sid[24];
   snprintf(sid, sizeof sid, "%lld", (long long)w->db_id);
   const char *p[] = {sid};
-  PGresult *r = PQexecParams(s->conn,
+  PGresult *r = pg_query_bin(s,
                              "SELECT n, data, 0 FROM open_chunks WHERE series_id = $1::bigint UNION ALL"
                              " (SELECT n, data, 1 FROM chunks WHERE series_id = $1::bigint ORDER BY t0 DESC LIMIT 1)",
-                             1, NULL, p, NULL, NULL, 1);
-  if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-    int rc = pg_fail(s, r, "cannot read the open chunks");
-    PQclear(r);
-    return rc;
-  }
+                             1, p, "cannot read the open chunks");
+  if (!r)
+    return GS_EIO;
   if (PQntuples(r) >= 1) {
-    uint32_t n, sealed;
-    memcpy(&n, PQgetvalue(r, 0, 0), 4);
-    memcpy(&sealed, PQgetvalue(r, 0, 2), 4);
-    if (chunk_decode((const uint8_t *)PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1), ntohl(n), enc_put,
+    uint32_t sealed = pg_u32(r, 0, 2);
+    if (chunk_decode((const uint8_t *)PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1), pg_u32(r, 0, 0), enc_put,
                      &w->enc)) { /* a corrupt last chunk stays as it is; new points start their own */
       chunk_enc_done(&w->enc);
       chunk_enc_init(&w->enc);
     } else
-      w->sealed = ntohl(sealed) == 1;
+      w->sealed = sealed == 1;
   }
   PQclear(r);
   return GS_OK;
