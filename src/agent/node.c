@@ -1,5 +1,6 @@
 /* agent/node: `gpuscope agent` — the node mode. No job is launched: the host and NVML collectors
- * watch the whole node (every GPU and the processes NVML lists on them), once per tick, into a sink
+ * watch the whole node (every GPU and the processes NVML lists on them), and the gputrees collector
+ * the CPU trees of those processes (collect/proctree_gpu.c), once per tick, into a sink
  * that the Prometheus endpoint (serve/metrics.h) reads. Without --record the sink is emptied every
  * flush period and nothing is kept; with it, a node run is kept in the store like any run (the
  * batch is appended from this loop, every flush period, and the doctor's live findings over the
@@ -78,13 +79,14 @@ int node_metrics_start(struct gs_sink *sink, const char *listen, const char *tok
   return GS_OK;
 }
 
-/* Opens the host and NVML collectors into cols; one that cannot open here is noted and left out.
+/* Opens the host, NVML and GPU-process-tree collectors (in that order: the trees read what NVML put)
+ * into cols; one that cannot open here is noted and left out.
  * Returns how many opened. */
 static size_t node_open_collectors(const struct agent_node_opts *o, struct gs_sink *sink, struct node_col *cols) {
   char err[256];
   size_t ncols = 0;
   struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = 0, .interval_ns = o->interval_ns};
-  const struct collector *want[] = {&collector_host, &collector_nvml};
+  const struct collector *want[] = {&collector_host, &collector_nvml, &collector_gputrees};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     err[0] = 0;
     void *ctx = want[i]->open(&copts, sink, err, sizeof err);

@@ -19,6 +19,8 @@ struct collector_opts {
   int64_t interval_ns;  /* the sampling interval */
   const char *nvml_lib; /* path of libnvidia-ml.so.1 to load (NULL: GPUSCOPE_NVML_LIB or default) */
   int subreaper;        /* the agent is the job's parent and a child subreaper: its orphans count */
+  const char *labels;   /* proctree: labels of the tree's series ("pid=P,comm=C"; NULL: none) */
+  int tree_only;        /* proctree: the tree's totals only, no per-process series */
 };
 
 struct collector {
@@ -40,6 +42,11 @@ struct collector {
 extern const struct collector collector_host;
 extern const struct collector collector_proctree;
 extern const struct collector collector_nvml;
+/* The CPU side of every process NVML lists on a GPU (node mode: opts.pid 0): one proctree per GPU
+ * process, at most GPUTREES_MAX, labelled pid= (the GPU process) and comm=. It reads NVML's
+ * per-process series from the sink, so it samples after collector_nvml. */
+extern const struct collector collector_gputrees;
+#define GPUTREES_MAX 64
 
 /* All collectors, in sampling order, NULL-terminated. */
 extern const struct collector *const collect_registry[];

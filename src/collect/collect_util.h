@@ -40,4 +40,8 @@ static inline void skip_fields(const char **p, int n) {
   *p = s;
 }
 
+/* proctree.c, for proctree_gpu.c: 1 once a tree (a collector_proctree context) is over — its root
+ * has exited (or was never there) and no process is left in it. */
+int proctree_ended(void *ctx);
+
 #endif

@@ -6,7 +6,12 @@
  * own children and stay in the tree. Processes that exit between listing and reading are skipped.
  * Each process's files — stat, io and its main thread's children list — stay open (pread per tick)
  * while it lives, as does the agent's own children list: opening a procfs file costs more than
- * reading it. */
+ * reading it. A process that exits, and the tree once none is left, end their series (gs_sink_end:
+ * no latest value, so /metrics has no line for them); once the root has exited its pid is never
+ * followed again (it may name another process soon). A figure not read is not put: no tree CPU
+ * before a process has two readings, no tree I/O unless every process's io file could be read (an
+ * other user's is not readable). The node agent (proctree_gpu.c) runs one tree per GPU process,
+ * labelled and without per-process series. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -48,9 +53,12 @@ struct proctree {
   int seen_total, peak_procs;
   double peak_rss;
   int with_self;
-  pid_t self_pid;       /* the agent (with_self), 0 otherwise */
-  int fd_self_children; /* its main thread's children list, kept open; -1 when none */
-  pid_t agent_pid;      /* never part of the job, even when it is a descendant (gpuscope attach $PPID) */
+  int root_seen, root_gone, live; /* live: the tree's series hold a value */
+  char labels[192];               /* of the tree's series */
+  struct gs_sink *sink;           /* the one it writes to, for close() to end its series */
+  pid_t self_pid;                 /* the agent (with_self), 0 otherwise */
+  int fd_self_children;           /* its main thread's children list, kept open; -1 when none */
+  pid_t agent_pid;                /* never part of the job, even when it is a descendant (gpuscope attach $PPID) */
 };
 
 static const struct gs_metric_desc proctree_metrics[] = {
@@ -81,7 +89,7 @@ static void register_series(struct gs_sink *s, int first, int n, const char *lab
 }
 
 static int add_found(struct proctree *t, pid_t pid) {
-  if (pid == t->agent_pid)
+  if (pid == t->agent_pid || (t->root_gone && pid == t->opts.pid))
     return 0;
   for (size_t i = 0; i < t->n_found; i++)
     if (t->found[i] == pid)
@@ -170,6 +178,11 @@ static struct proc *find_proc(struct proctree *t, pid_t pid) {
   return NULL;
 }
 
+static void proc_end_series(struct gs_sink *s, struct proc *p) {
+  for (int i = 0; i < P_N; i++)
+    gs_sink_end(s, p->sid[i]);
+}
+
 static void proc_drop(struct proc *p) {
   if (p->fd_stat >= 0)
     close(p->fd_stat);
@@ -252,8 +265,13 @@ static struct proc *proc_new(struct proctree *t, struct gs_sink *s, pid_t pid, i
   snprintf(p->comm, sizeof p->comm, "%s", f.comm);
   char lab[32];
   snprintf(lab, sizeof lab, "pid=%d", pid);
-  register_series(s, 0, P_N, lab, p->sid);
+  if (t->opts.tree_only)
+    for (int i = 0; i < P_N; i++)
+      p->sid[i] = -1;
+  else
+    register_series(s, 0, P_N, lab, p->sid);
   gs_sink_event(s, now, "proc_start", f.comm, (double)pid, lab, "");
+  t->root_seen |= pid == t->opts.pid;
   t->seen_total++;
   return p;
 }
@@ -269,9 +287,17 @@ static void find_tree(struct proctree *t, int full) {
     add_children(t, t->found[i], full);
 }
 
+/* The tree's totals of one tick, and how many processes each figure covers. */
+struct totals {
+  double v[T_N];
+  int n_cpu;   /* processes with a CPU reading (a previous tick to compare with) */
+  int n_io;    /* processes whose io file was read */
+  int n_rates; /* of them, with a previous reading */
+};
+
 /* Samples one live process (its stat already read into f) and adds it into the tree's totals. */
 static void sample_proc(struct proctree *t, struct gs_sink *s, struct proc *p, const struct stat_fields *f, int64_t now,
-                        double dt, double tot[T_N]) {
+                        double dt, struct totals *tot) {
   p->tick = t->tick;
   if (strcmp(f->comm, p->comm)) {
     char lab[32];
@@ -288,26 +314,29 @@ static void sample_proc(struct proctree *t, struct gs_sink *s, struct proc *p, c
   gs_sink_put(s, p->sid[P_THREADS], now, (double)f->threads);
   uint64_t rb, wb;
   if (read_io(t, p, &rb, &wb) == 0) {
+    tot->n_io++;
     if (p->primed && dt > 0) {
       double r = (double)(rb - p->rb_prev) / dt, w = (double)(wb - p->wb_prev) / dt;
       gs_sink_put(s, p->sid[P_READ], now, r);
       gs_sink_put(s, p->sid[P_WRITE], now, w);
-      tot[T_READ] += r, tot[T_WRITE] += w;
+      tot->v[T_READ] += r, tot->v[T_WRITE] += w;
+      tot->n_rates++;
     }
     p->rb_prev = rb, p->wb_prev = wb;
   }
   p->primed = 1;
   if (isfinite(pcpu))
-    tot[T_CPU] += pcpu;
-  tot[T_RSS] += prss;
-  tot[T_PROCS]++;
-  tot[T_THREADS] += (double)f->threads;
-  tot[T_RUNNING] += f->state == 'R';
-  tot[T_SLEEPING] += f->state == 'S';
-  tot[T_DSTATE] += f->state == 'D';
+    tot->v[T_CPU] += pcpu, tot->n_cpu++;
+  tot->v[T_RSS] += prss;
+  tot->v[T_PROCS]++;
+  tot->v[T_THREADS] += (double)f->threads;
+  tot->v[T_RUNNING] += f->state == 'R';
+  tot->v[T_SLEEPING] += f->state == 'S';
+  tot->v[T_DSTATE] += f->state == 'D';
 }
 
-/* Processes not seen this tick have exited: an event each, and their files closed. */
+/* Processes not seen this tick have exited: an event each, their series ended, their files closed.
+ * The root's pid is not followed again once it has exited. */
 static void drop_exited(struct proctree *t, struct gs_sink *s, int64_t now) {
   for (size_t i = 0; i < t->n;) {
     struct proc *p = &t->procs[i];
@@ -318,9 +347,34 @@ static void drop_exited(struct proctree *t, struct gs_sink *s, int64_t now) {
     char lab[32];
     snprintf(lab, sizeof lab, "pid=%d", p->pid);
     gs_sink_event(s, now, "proc_exit", p->comm, (double)p->pid, lab, "");
+    t->root_gone |= p->pid == t->opts.pid;
+    proc_end_series(s, p);
     proc_drop(p);
     t->procs[i] = t->procs[--t->n];
   }
+}
+
+/* Puts the tree's totals; a tree with no live process ends its series instead. */
+static void put_totals(struct proctree *t, struct gs_sink *s, const struct totals *tot, int64_t now) {
+  if (tot->v[T_PROCS] <= 0) {
+    if (t->live)
+      for (int i = 0; i < T_N; i++)
+        gs_sink_end(s, t->sid[i]);
+    t->live = 0;
+    return;
+  }
+  for (int i = 0; i < T_N; i++) {
+    if (i == T_CPU && !tot->n_cpu)
+      continue; /* no process has two readings yet */
+    if ((i == T_READ || i == T_WRITE) && (tot->n_io < (int)tot->v[T_PROCS] || !tot->n_rates))
+      continue; /* a process's io cannot be read (another user's): a partial sum is no total */
+    gs_sink_put(s, t->sid[i], now, tot->v[i]);
+  }
+  t->live = 1;
+  if (tot->v[T_RSS] > t->peak_rss)
+    t->peak_rss = tot->v[T_RSS];
+  if (tot->v[T_PROCS] > t->peak_procs)
+    t->peak_procs = (int)tot->v[T_PROCS];
 }
 
 static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
@@ -328,7 +382,7 @@ static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
   double dt = t->t_prev ? (double)(now - t->t_prev) / GS_NS_PER_S : 0;
   find_tree(t, t->tick % FULL_SCAN_EVERY == 0);
   t->tick++;
-  double tot[T_N] = {0};
+  struct totals tot = {0};
   for (size_t i = 0; i < t->n_found; i++) {
     pid_t pid = t->found[i];
     struct proc *p = find_proc(t, pid);
@@ -337,28 +391,29 @@ static int proctree_sample(void *ctx, struct gs_sink *s, int64_t now) {
     struct stat_fields f;
     if (reread(p->fd_stat, t->buf, BUF) <= 0 || parse_stat(t->buf, &f) || f.start != p->start)
       continue; /* exited (or pid reused): dropped below */
-    sample_proc(t, s, p, &f, now, dt, tot);
+    sample_proc(t, s, p, &f, now, dt, &tot);
   }
   drop_exited(t, s, now);
-  if (tot[T_PROCS] > 0) {
-    for (int i = 0; i < T_N; i++) /* the I/O rates need a previous tick */
-      if ((i != T_READ && i != T_WRITE) || dt > 0)
-        gs_sink_put(s, t->sid[i], now, tot[i]);
-    if (tot[T_RSS] > t->peak_rss)
-      t->peak_rss = tot[T_RSS];
-    if (tot[T_PROCS] > t->peak_procs)
-      t->peak_procs = (int)tot[T_PROCS];
-  }
+  put_totals(t, s, &tot, now);
   t->t_prev = now;
   return GS_COLLECT_OK;
+}
+
+int proctree_ended(void *ctx) {
+  const struct proctree *t = ctx;
+  return t->tick > 0 && !t->n && (t->root_gone || !t->root_seen);
 }
 
 static void proctree_close(void *ctx) {
   struct proctree *t = ctx;
   if (!t)
     return;
-  for (size_t i = 0; i < t->n; i++)
+  for (size_t i = 0; i < t->n; i++) {
+    proc_end_series(t->sink, &t->procs[i]);
     proc_drop(&t->procs[i]);
+  }
+  for (int i = 0; i < T_N; i++)
+    gs_sink_end(t->sink, t->sid[i]);
   free(t->procs);
   free(t->found);
   if (t->fd_self_children >= 0)
@@ -389,7 +444,9 @@ static void *proctree_open(const struct collector_opts *o, struct gs_sink *s, ch
     snprintf(rel, sizeof rel, "/proc/%d/task/%d/children", t->self_pid, t->self_pid);
     t->fd_self_children = open_children(t, rel);
   }
-  register_series(s, P_N, T_N, "", t->sid);
+  snprintf(t->labels, sizeof t->labels, "%s", o->labels ? o->labels : "");
+  t->sink = s;
+  register_series(s, P_N, T_N, t->labels, t->sid);
   return t;
 }
 

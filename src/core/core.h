@@ -150,7 +150,11 @@ int gs_sink_series(struct gs_sink *s, const char *source, const char *name, cons
 /* Adds one value. Non-finite values are dropped (missing is not zero). Thread-safe, cheap. */
 void gs_sink_put(struct gs_sink *s, int series, int64_t t_ns, double v);
 
-/* The most recent value put into a series, or NAN when none. Thread-safe. */
+/* Ends a series' latest value: until its next put, gs_sink_each skips it and gs_sink_last gives NAN
+ * (a process that exited has no latest value). The points already put are kept. Thread-safe. */
+void gs_sink_end(struct gs_sink *s, int series);
+
+/* The most recent value put into a series, or NAN when none (or ended). Thread-safe. */
 double gs_sink_last(struct gs_sink *s, int series);
 
 /* The latest time put into any series of source (the largest t_ns), or 0 when none has a point yet.

@@ -183,6 +183,15 @@ void gs_sink_put(struct gs_sink *s, int series, int64_t t_ns, double v) {
   pthread_mutex_unlock(&s->mu);
 }
 
+void gs_sink_end(struct gs_sink *s, int series) {
+  if (series < 0)
+    return;
+  pthread_mutex_lock(&s->mu);
+  if ((size_t)series < s->n_series)
+    s->series[series].last = NAN;
+  pthread_mutex_unlock(&s->mu);
+}
+
 double gs_sink_last(struct gs_sink *s, int series) {
   double v = NAN;
   if (series < 0)

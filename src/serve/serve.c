@@ -322,13 +322,17 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
   (void)upload_data;
   struct serve *s = cls;
   static int first_call_marker;
-  if (!*con_cls) {
-    *con_cls = &first_call_marker;
-    /* Everything is decided on the headers: a body is never read. */
-  }
   enum MHD_Result refused;
   if (request_refused(s, c, url, method, upload_data_size, &refused))
-    return refused;
+    return refused; /* decided on the headers (MHD then closes the connection): a body is never read */
+  if (!*con_cls) {
+    /* The first call has only the headers. An answer queued now makes libmicrohttpd (0.9.75) read
+     * no more of the connection and close it after the answer ("Connection: close"), so a scraper's
+     * every request would cost a new connection and a new thread: answer on the next call, once
+     * MHD has the whole request, and the connection stays open (HTTP/1.1 keep-alive). */
+    *con_cls = &first_call_marker;
+    return MHD_YES;
+  }
   if (s->ep_fn)
     return endpoint_handle(s, c, url);
   if (!authorized(s, c)) {

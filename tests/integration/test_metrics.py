@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -211,6 +212,31 @@ def test_scrapes_of_one_tick_share_one_render():
         stop(p)
     # Twenty scrapes in well under one 5 s tick: one render (two should they straddle a tick).
     check(len(bodies) <= 2, f"{len(bodies)} different answers within one tick")
+
+
+def test_a_scraper_keeps_its_connection():
+    # HTTP/1.1 keep-alive: a scraper (Prometheus) sends every scrape on one connection, so a scrape
+    # costs no connection and no thread of the agent's.
+    import http.client
+    sb = sandbox()
+    p, url = start_agent(sb, "--listen", "127.0.0.1:0")
+    try:
+        u = urllib.parse.urlsplit(url)
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        socks = []
+        for _ in range(3):
+            conn.request("GET", u.path)
+            r = conn.getresponse()
+            body = r.read()
+            check(r.status == 200 and len(body) == int(r.getheader("Content-Length", "-1")),
+                  f"status {r.status}, Content-Length {r.getheader('Content-Length')} for {len(body)} bytes")
+            check((r.getheader("Connection") or "").lower() != "close" and conn.sock is not None,
+                  f"the agent closes the connection after a scrape (Connection: {r.getheader('Connection')})")
+            socks.append(conn.sock)
+        check(all(s is socks[0] for s in socks), "a new connection per scrape")
+        conn.close()
+    finally:
+        stop(p)
 
 
 def test_systemd_unit_verifies():

@@ -174,12 +174,102 @@ static void test_proctree_follows_children_that_come_and_go(void **state) {
   gs_sink_free(s);
 }
 
+/* A fabricated /proc/PID/stat (no io file: like another user's process, whose io cannot be read). */
+static void write_stat(int pid, const char *comm, int utime) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/proc/%d", root, pid);
+  mkdir(path, 0755);
+  snprintf(path, sizeof path, "%s/proc/%d/stat", root, pid);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fprintf(f, "%d (%s) S 1 1 1 0 -1 0 0 0 0 0 %d 0 0 0 20 0 2 0 4242 100000 100 0 0\n", pid, comm, utime);
+  fclose(f);
+}
+
+/* NVML's per-process series as the NVML collector puts them: gpu=0, one per pid. */
+static void put_gpu_procs(struct gs_sink *s, int64_t t) {
+  char lab[64];
+  for (int pid = 999; pid < 1070; pid++) { /* 999 is gone: no /proc/999 */
+    snprintf(lab, sizeof lab, "gpu=0,pid=%d", pid);
+    gs_sink_put(s, gs_sink_series(s, "nvml", "gpu.proc_mem_bytes", lab, "B", GS_GAUGE), t, 1e9);
+  }
+}
+
+static double last_tree(struct gs_sink *s, const char *name, int pid, const char *comm) {
+  char lab[96];
+  snprintf(lab, sizeof lab, "pid=%d,comm=%s", pid, comm);
+  return gs_sink_last(s, gs_sink_find(s, "proctree", name, lab));
+}
+
+static void test_gputrees_one_tree_per_gpu_process_at_most_64(void **state) {
+  (void)state;
+  char path[512];
+  snprintf(path, sizeof path, "%s/proc", root);
+  mkdir(path, 0755);
+  for (int pid = 1000; pid < 1070; pid++)
+    write_stat(pid, pid == 1001 ? "a,b=c\x01" : "python3", 0);
+  struct gs_sink *s = gs_sink_new();
+  struct collector_opts o = {.root = root, .interval_ns = GS_NS_PER_S};
+  char err[128] = "";
+  void *ctx = collector_gputrees.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  put_gpu_procs(s, GS_NS_PER_S);
+  collector_gputrees.sample(ctx, s, GS_NS_PER_S);
+  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 64, 0);
+  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.unwatched", "")), 6, 0);
+  assert_int_equal(gs_sink_find(s, "proctree", "tree.procs", "pid=999,comm=python3"), -1); /* gone: no tree */
+  assert_float_equal(last_tree(s, "tree.procs", 1001, "a_b_c?"), 1, 0); /* the name made a label value */
+  assert_true(isnan(last_tree(s, "tree.cpu_pct", 1000, "python3")));    /* one reading: no CPU yet */
+  /* a second later: 1000 used 50 ticks; its io file cannot be read, so no I/O total (not a 0) */
+  write_stat(1000, "python3", 50);
+  put_gpu_procs(s, 2 * GS_NS_PER_S);
+  collector_gputrees.sample(ctx, s, 2 * GS_NS_PER_S);
+  double hz = (double)sysconf(_SC_CLK_TCK);
+  assert_float_equal(last_tree(s, "tree.cpu_pct", 1000, "python3"), 50.0 * 100 / hz, 1e-6);
+  assert_true(isnan(last_tree(s, "tree.read_bytes_s", 1000, "python3")));
+  assert_int_equal(gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=1000"), -1); /* trees only */
+  /* 1000 exits (its stat reads empty: the kept-open file of a removed fixture would still read, where
+   * procfs answers ESRCH): its tree ends at once, and its slot goes to one that waited */
+  snprintf(path, sizeof path, "%s/proc/1000/stat", root);
+  fclose(fopen(path, "w"));
+  put_gpu_procs(s, 3 * GS_NS_PER_S);
+  collector_gputrees.sample(ctx, s, 3 * GS_NS_PER_S);
+  assert_true(isnan(last_tree(s, "tree.procs", 1000, "python3")));
+  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 63, 0);
+  put_gpu_procs(s, 4 * GS_NS_PER_S);
+  collector_gputrees.sample(ctx, s, 4 * GS_NS_PER_S);
+  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 64, 0);
+  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.unwatched", "")), 5, 0);
+  struct gs_batch *b = gs_sink_take(s);
+  int noted = 0;
+  for (size_t i = 0; i < b->n_notes; i++)
+    noted += strstr(b->notes[i], "more than 64 GPU processes") != NULL;
+  assert_int_equal(noted, 1);
+  gs_batch_free(b);
+  collector_gputrees.close(ctx);
+  assert_true(isnan(last_tree(s, "tree.procs", 1002, "python3"))); /* closed: no latest value left */
+  gs_sink_free(s);
+}
+
+/* A job's own agent (opts.pid set) has no GPU-process trees: proctree watches the job. */
+static void test_gputrees_is_off_for_a_job(void **state) {
+  (void)state;
+  struct gs_sink *s = gs_sink_new();
+  struct collector_opts o = {.root = root, .pid = 100};
+  char err[128] = "";
+  assert_null(collector_gputrees.open(&o, s, err, sizeof err));
+  assert_string_equal(err, "");
+  gs_sink_free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_rates_and_cgroup_quota),
       cmocka_unit_test(test_host_without_cgroup_limit_emits_no_cgroup_series),
       cmocka_unit_test(test_host_cpuset_counts_the_cpus_the_job_may_use),
       cmocka_unit_test(test_proctree_follows_children_that_come_and_go),
+      cmocka_unit_test(test_gputrees_one_tree_per_gpu_process_at_most_64),
+      cmocka_unit_test(test_gputrees_is_off_for_a_job),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
