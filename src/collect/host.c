@@ -353,10 +353,12 @@ static int cgroup_dir(struct host *h, char *dir, size_t n) {
   p += 3;
   p[strcspn(p, "\n")] = 0;
   /* Under cgroup v2 the unified hierarchy is at /sys/fs/cgroup; under a hybrid layout at .../unified. */
+  if (strlen(p) > 500) /* no cgroup path is that long; bounded, the names below always fit */
+    return -1;
   char probe[600], q[700];
-  snprintf(probe, sizeof probe, "/sys/fs/cgroup%s/cgroup.controllers", strcmp(p, "/") ? p : "");
+  snprintf(probe, sizeof probe, "/sys/fs/cgroup%.500s/cgroup.controllers", strcmp(p, "/") ? p : "");
   if (access(collect_path(&h->opts, probe, q, sizeof q), F_OK) == 0) {
-    snprintf(dir, n, "/sys/fs/cgroup%s", strcmp(p, "/") ? p : "");
+    snprintf(dir, n, "/sys/fs/cgroup%.500s", strcmp(p, "/") ? p : "");
     return 0;
   }
   return -1;

@@ -62,12 +62,12 @@ struct proctree {
 };
 
 static const struct gs_metric_desc proctree_metrics[] = {
-    {"proc.cpu_pct", "%", GS_GAUGE, "CPU of one process of the job (100 = one core; labels pid=)"},
+    {"proc.cpu_pct", "%", GS_GAUGE, "CPU of one process of the job (100 % = one core; labels pid=)"},
     {"proc.rss_bytes", "B", GS_GAUGE, "resident memory of one process"},
     {"proc.threads", "count", GS_GAUGE, "threads of one process"},
     {"proc.read_bytes_s", "B/s", GS_GAUGE, "storage reads of one process (/proc/PID/io read_bytes)"},
     {"proc.write_bytes_s", "B/s", GS_GAUGE, "storage writes of one process"},
-    {"tree.cpu_pct", "%", GS_GAUGE, "CPU of the whole job (100 = one core)"},
+    {"tree.cpu_pct", "%", GS_GAUGE, "CPU of the whole job (100 % = one core)"},
     {"tree.rss_bytes", "B", GS_GAUGE, "resident memory of the whole job"},
     {"tree.procs", "count", GS_GAUGE, "processes in the job"},
     {"tree.threads", "count", GS_GAUGE, "threads in the job"},

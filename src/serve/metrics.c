@@ -83,7 +83,8 @@ struct row {
   int order; /* the sink's series id, so lines keep a stable order inside a family */
   int fallback;
   int gpu;
-  int gi; /* a MIG instance's GPU-instance id, -1 for a whole GPU */
+  int gi;    /* a MIG instance's GPU-instance id, -1 for a whole GPU */
+  int ratio; /* a percentage series exported as a ratio: its HELP says so */
 };
 
 struct gpu_labels {
@@ -418,6 +419,7 @@ static void each(void *user, int id, const char *source, size_t slen, const char
   r->v = scaled(v, scale);
   r->type = "gauge";
   r->help = own_help(name, nlen);
+  r->ratio = scale < 1;
   int g;
   labels_from_sink(r->labels, sizeof r->labels, labels, &g);
 }
@@ -541,7 +543,7 @@ int metrics_write(struct metrics *m, FILE *out, int openmetrics, int64_t now_ns)
             fputs(*h == '\\' ? "\\\\" : "\\n", out);
           else
             fputc(*h, out);
-        fputc('\n', out);
+        fputs(r->ratio ? " (as a ratio: 1 = 100 %)\n" : "\n", out);
       }
       /* OpenMetrics wants a counter's samples named _total: DCGM's names have no such suffix, and a
        * board queries them as they are, so there they are "unknown". */
