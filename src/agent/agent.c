@@ -625,7 +625,7 @@ static void agent_finish(struct agent *a) {
                                                     : "failed");
   if (a->st->run_end(a->st, &a->run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
-  char unkept[512];
+  char unkept[2304];
   if (store_write_summary(a->st, unkept, sizeof unkept))
     fprintf(stderr, "gpuscope: %s\n", unkept);
   size_t nfind = 0;

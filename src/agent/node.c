@@ -175,8 +175,11 @@ static void node_run_close(const struct agent_node_opts *o, struct gs_sink *sink
   node_flush(sink, st, run, failed);
   run->end_wall_ns = run->start_wall_ns + (end - run->mono_start_ns);
   snprintf(run->status, sizeof run->status, "%s", rc ? "failed" : "finished");
+  char unkept[2304];
   if (st->run_end(st, run))
     fprintf(stderr, "gpuscope agent: cannot close the run: %s\n", gs_last_error());
+  else if (store_write_summary(st, unkept, sizeof unkept)) /* kept elsewhere (a spool), or not all of it */
+    fprintf(stderr, "gpuscope agent: node run %s: %s\n", run->id, unkept);
   else if (!o->quiet)
     fprintf(stderr, "gpuscope agent: node run %s kept\n", run->id);
 }

@@ -124,7 +124,8 @@ int pg_spool_append(struct pg_store *s, const struct store_run *r, const struct 
 int pg_spool_replay(struct pg_store *s, const struct store_run *r);
 /* Closes the run in the spool (the server is still unreachable at its end). */
 int pg_spool_end(struct pg_store *s, const struct store_run *r);
-/* The spool's store when the server is unreachable and the spool holds the run: readers go there. */
+/* The spool's store when the spool holds the run and the server does not (unreachable, or it
+ * refused the replay): readers go there. */
 struct store *pg_spool_reader(struct pg_store *s);
 void pg_spool_done(struct pg_store *s);
 /* Replays the spools that agents now gone left in the spool folder (a run that ended, or was

@@ -152,10 +152,11 @@ struct replay {
   struct pg_store *w;        /* the writer the pieces go through */
   const struct store_run *r; /* the run as the server knows it */
   struct store *sp;          /* the spool */
+  const char *spool_id;      /* the run's id in the spool */
   const struct store_series *ser;
   size_t nser;
   const int32_t *ids; /* each spooled series' id in the batch (-1: not replayed) */
-  struct gs_batch *b; /* its series definitions; events, params and notes for the first piece */
+  struct gs_batch *b; /* its series definitions and the piece's points */
   int64_t mono0;      /* a spool time + mono0 = the batch's time */
   int64_t lo, hi, total;
 };
@@ -175,6 +176,72 @@ static int read_piece(struct replay *p, int64_t *cur, int64_t end, size_t max, i
     *full = c.full;
     cur[i] = c.full ? c.last + 1 : end + 1;
   }
+  return rc;
+}
+
+/* The spool's events as batch events (pointing into ev, times + mono0); the caller frees the
+ * array. NULL when out of memory. */
+static struct gs_event *spool_events_copy(struct store_event *ev, size_t nev, int64_t mono0) {
+  struct gs_event *bev = calloc(nev ? nev : 1, sizeof *bev);
+  if (!bev)
+    return NULL;
+  for (size_t i = 0; i < nev; i++)
+    bev[i] = (struct gs_event){.t_ns = ev[i].t + mono0,
+                               .kind = ev[i].kind,
+                               .name = ev[i].name,
+                               .value = ev[i].value,
+                               .labels = ev[i].labels,
+                               .text = ev[i].text};
+  return bev;
+}
+
+/* Writes the spool's events to the server in time order, a page of at most max a transaction, read
+ * from the spool one page at a time: a long outage's events (a process tree's starts and exits)
+ * are bounded in memory and in transaction size like its samples. */
+static int replay_events(struct replay *p, size_t max) {
+  struct store_event_cursor cur = STORE_EVENT_CURSOR_START;
+  int rc = GS_OK;
+  for (size_t n = max; !rc && n == max;) {
+    struct store_event *ev = NULL;
+    if ((rc = store_sqlite_events_page(p->sp, p->spool_id, &cur, max, &ev, &n)))
+      break;
+    struct gs_event *bev = n ? spool_events_copy(ev, n, p->mono0) : NULL;
+    if (n && !bev)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
+    else if (n) {
+      struct gs_batch b = {.events = bev, .n_events = n};
+      rc = pg_write_batch(p->w, p->r, &b);
+    }
+    free(bev);
+    free(ev);
+  }
+  return rc;
+}
+
+/* Writes what the spool holds beside its samples, at most max items a transaction: its params and
+ * notes (read whole: at most 10,000 params a run, the protocol's limit, and a few notes), then its
+ * events, paged. Idempotent as the samples are: params are upserted, events and notes unique. */
+static int replay_rest(struct replay *p, size_t max) {
+  struct gs_kv *kv = NULL;
+  char **notes = NULL;
+  size_t nkv = 0, nnotes = 0;
+  int rc = p->sp->params_read(p->sp, p->spool_id, &kv, &nkv);
+  if (!rc)
+    rc = p->sp->notes_read(p->sp, p->spool_id, &notes, &nnotes);
+  for (size_t i = 0; !rc && i < nkv; i += max) {
+    struct gs_batch b = {.params = kv + i, .n_params = nkv - i < max ? nkv - i : max};
+    rc = pg_write_batch(p->w, p->r, &b);
+  }
+  for (size_t i = 0; !rc && i < nnotes; i += max) {
+    struct gs_batch b = {.notes = notes + i, .n_notes = nnotes - i < max ? nnotes - i : max};
+    rc = pg_write_batch(p->w, p->r, &b);
+  }
+  if (kv)
+    store_kv_free(kv, nkv);
+  if (notes)
+    store_notes_free(notes, nnotes);
+  if (!rc)
+    rc = replay_events(p, max < STORE_PENDING_MAX_EVENTS ? max : STORE_PENDING_MAX_EVENTS);
   return rc;
 }
 
@@ -208,14 +275,13 @@ static int replay_pieces(struct replay *p) {
       break;
     if ((p->b->n_points || first) && (rc = pg_write_batch(p->w, p->r, p->b)))
       break;
-    p->b->n_events = p->b->n_params = p->b->n_notes = 0; /* in the first piece only */
     if (!full && end == INT64_MAX - 1)
       break;
     if (!full)
       end = p->hi - end <= width ? INT64_MAX - 1 : end + width;
   }
   free(cur);
-  return rc;
+  return rc ? rc : replay_rest(p, max);
 }
 
 /* The sink id of a spooled series (its definitions are the ones the agent gave), or -1. */
@@ -239,66 +305,16 @@ static void remove_spool(struct pg_store *s) {
   }
 }
 
-/* The spool's events as batch events (pointing into ev, times + mono0); the caller frees the
- * array. NULL when out of memory. */
-static struct gs_event *spool_events_copy(struct store_event *ev, size_t nev, int64_t mono0) {
-  struct gs_event *bev = calloc(nev ? nev : 1, sizeof *bev);
-  if (!bev)
-    return NULL;
-  for (size_t i = 0; i < nev; i++)
-    bev[i] = (struct gs_event){.t_ns = ev[i].t + mono0,
-                               .kind = ev[i].kind,
-                               .name = ev[i].name,
-                               .value = ev[i].value,
-                               .labels = ev[i].labels,
-                               .text = ev[i].text};
-  return bev;
-}
-
-/* What a spool holds beside its samples, read once for the first piece. */
-struct spool_rest {
-  struct store_event *ev;
-  struct gs_event *bev;
-  struct gs_kv *kv;
-  char **notes;
-  size_t nev, nkv, nnotes;
-};
-
-/* Reads the spooled run's events, params and notes into x and points b at them. */
-static int rest_read(struct store *sp, const char *run_id, int64_t mono0, struct spool_rest *x, struct gs_batch *b) {
-  int rc;
-  if ((rc = sp->events_read(sp, run_id, &x->ev, &x->nev)) || (rc = sp->params_read(sp, run_id, &x->kv, &x->nkv)) ||
-      (rc = sp->notes_read(sp, run_id, &x->notes, &x->nnotes)))
-    return rc;
-  if (!(x->bev = spool_events_copy(x->ev, x->nev, mono0)))
-    return gs_fail(GS_ENOMEM, "out of memory");
-  b->events = x->bev, b->n_events = x->nev;
-  b->params = x->kv, b->n_params = x->nkv;
-  b->notes = x->notes, b->n_notes = x->nnotes;
-  return GS_OK;
-}
-
-static void rest_done(struct spool_rest *x) {
-  free(x->bev);
-  free(x->ev);
-  if (x->kv)
-    store_kv_free(x->kv, x->nkv);
-  if (x->notes)
-    store_notes_free(x->notes, x->nnotes);
-}
-
 int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
   if (!s->spool)
     return GS_OK;
   struct gs_batch b = {.series = s->known.b.series, .n_series = s->known.b.n_series};
   struct store_series *ser = NULL;
-  struct spool_rest x = {0};
   int32_t *ids = NULL;
   size_t nser = 0;
   struct store *sp = s->spool;
   int rc = s->run_in_pg ? GS_OK : pg_insert_run(s, r);
-  if (rc || (rc = sp->series_list(sp, s->spool_run_id, &ser, &nser)) ||
-      (rc = rest_read(sp, s->spool_run_id, r->mono_start_ns, &x, &b)))
+  if (rc || (rc = sp->series_list(sp, s->spool_run_id, &ser, &nser)))
     goto out;
   if (!(ids = malloc((nser ? nser : 1) * sizeof *ids))) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
@@ -306,8 +322,15 @@ int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
   }
   for (size_t i = 0; i < nser; i++)
     ids[i] = sink_id(s, &ser[i]); /* -1 cannot happen: the spool's series came from the agent's definitions */
-  struct replay p = {
-      .w = s, .r = r, .sp = sp, .ser = ser, .nser = nser, .ids = ids, .b = &b, .mono0 = r->mono_start_ns};
+  struct replay p = {.w = s,
+                     .r = r,
+                     .sp = sp,
+                     .spool_id = s->spool_run_id,
+                     .ser = ser,
+                     .nser = nser,
+                     .ids = ids,
+                     .b = &b,
+                     .mono0 = r->mono_start_ns};
   if (!(rc = replay_pieces(&p))) {
     s->replayed_points += p.total;
     remove_spool(s);
@@ -320,7 +343,6 @@ out:
   free(b.points);
   free(ser);
   free(ids);
-  rest_done(&x);
   return rc;
 }
 
@@ -339,7 +361,8 @@ const char *pg_spool_run_id(const struct pg_store *s, const char *run_id) {
 }
 
 struct store *pg_spool_reader(struct pg_store *s) {
-  return s->down && s->spool ? s->spool : NULL;
+  /* the server does not hold the run (unreachable, or it refused the spool): the spool does */
+  return s->spool && (s->down || s->replay_error[0]) ? s->spool : NULL;
 }
 
 void pg_spool_done(struct pg_store *s) {
@@ -400,7 +423,6 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   snprintf(tmp.name, sizeof tmp.name, "%s", s->name);
   struct gs_batch b = {0};
   struct store_series *ser = NULL;
-  struct spool_rest x = {0};
   int32_t *ids = NULL;
   size_t nser = 0;
   struct store_run rr = {0};
@@ -410,12 +432,12 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   const char *spool_id = runs[0].id;
   snprintf(rr.id, sizeof rr.id, "%s", server_id);
   rr.mono_start_ns = 0; /* the spool's times are the run's already */
-  if ((rc = sp->series_list(sp, spool_id, &ser, &nser)) || (rc = spool_defs(ser, nser, &b, &ids)) ||
-      (rc = rest_read(sp, spool_id, 0, &x, &b)))
+  if ((rc = sp->series_list(sp, spool_id, &ser, &nser)) || (rc = spool_defs(ser, nser, &b, &ids)))
     goto out;
   /* the run as it ended in the spool (or as the crash left it): row, samples, then its end */
   struct store_run row = rr;
-  struct replay p = {.w = &tmp, .r = &rr, .sp = sp, .ser = ser, .nser = nser, .ids = ids, .b = &b};
+  struct replay p = {
+      .w = &tmp, .r = &rr, .sp = sp, .spool_id = spool_id, .ser = ser, .nser = nser, .ids = ids, .b = &b};
   if ((rc = pg_insert_run(&tmp, &row)) || (rc = replay_pieces(&p)))
     goto out;
   if (!rr.end_wall_ns)
@@ -427,7 +449,6 @@ out:
   free(b.points);
   free(ser);
   free(ids);
-  rest_done(&x);
   free(runs);
   sp->close(sp);
   if (!rc)

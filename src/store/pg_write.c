@@ -586,17 +586,27 @@ int pg_run_end(struct store *base, const struct store_run *r) {
     pg_reconnect(s, 1);
   if (!s->down && s->spool)
     pg_spool_replay(s, r);
-  if (s->down || s->spool) { /* still unreachable: the run ends in the spool, which keeps all of it */
+  if (s->down || s->spool) { /* unreachable, or refused: the run ends in the spool, which keeps all of it */
     struct gs_batch none = {0};
     if (store_pending_any(&s->pending))
       to_spool(s, r, &none);
-    pg_spool_end(s, r);
+    if ((rc = pg_spool_end(s, r)))
+      return rc;
+    char *kept = s->base.stats.kept_elsewhere;
+    size_t n = sizeof s->base.stats.kept_elsewhere;
     if (!s->down && s->replay_error[0])
-      return gs_fail(GS_EIO, "the run is kept whole in the local spool %s: the server did not take it (%s)",
-                     s->spool_path, s->replay_error);
-    return gs_fail(GS_EIO, "store %s is unreachable: the run is kept whole in the local spool %s", s->name,
-                   s->spool_path);
+      snprintf(kept, n,
+               "the run is kept whole in the local spool %s because the server refused it (%s); the next"
+               " gpuscope run that reaches the server replays it",
+               s->spool_path, s->replay_error);
+    else
+      snprintf(kept, n,
+               "store %s is unreachable: the run is kept whole in the local spool %s; the next gpuscope run"
+               " that reaches the server replays it",
+               s->name, s->spool_path);
+    return GS_OK; /* closed, in the spool: the summary reads it there */
   }
+  s->base.stats.kept_elsewhere[0] = 0; /* the server has it */
   int kept = 1;
   if (store_pending_any(&s->pending)) {
     if (!pg_write_batch(s, r, &s->pending.b)) {

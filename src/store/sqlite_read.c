@@ -268,6 +268,45 @@ int sq_events_read(struct store *base, const char *run_id, struct store_event **
                    "cannot read events", sizeof **out, event_row, NULL, (void **)out, n);
 }
 
+struct event_page {
+  struct sq_vec v; /* first: event_row's vector */
+  struct store_event_cursor *cur;
+};
+
+static int event_page_row(sqlite3_stmt *st, void *u) {
+  struct event_page *p = u;
+  *p->cur = (struct store_event_cursor){sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 6)};
+  return event_row(st, &p->v);
+}
+
+int store_sqlite_events_page(struct store *base, const char *run_id, struct store_event_cursor *cur, size_t max,
+                             struct store_event **out, size_t *n) {
+  struct sqlite_store *s = (struct sqlite_store *)base;
+  sqlite3_stmt *st;
+  *out = NULL;
+  *n = 0;
+  int rc = sq_prepare(s,
+                      "SELECT t, kind, name, value, labels, text, rowid FROM events WHERE run_id = ?1 AND"
+                      " (t, rowid) > (?2, ?3) ORDER BY t, rowid LIMIT ?4",
+                      &st, "cannot read events");
+  if (rc)
+    return rc;
+  sqlite3_bind_text(st, 1, run_id, -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(st, 2, cur->t);
+  sqlite3_bind_int64(st, 3, cur->key);
+  sqlite3_bind_int64(st, 4, max < INT64_MAX ? (int64_t)max : INT64_MAX);
+  struct store_event_cursor at = *cur;
+  struct event_page p = {.v = {.elem = sizeof **out}, .cur = &at};
+  if ((rc = sq_each_row(s, st, "cannot read events", event_page_row, &p))) {
+    free(p.v.v);
+    return rc;
+  }
+  *cur = at;
+  *out = p.v.v;
+  *n = p.v.len;
+  return GS_OK;
+}
+
 static char *text_dup(sqlite3_stmt *st, int col) {
   const char *t = (const char *)sqlite3_column_text(st, col);
   return strdup(t ? t : "");

@@ -90,6 +90,10 @@ struct store_write_stats {
   int64_t points_dropped; /* points given up: over the bound, or never written by run_end */
   int64_t events_dropped; /* events, params and notes given up likewise */
   char first_error[256];  /* the first failure's message, naming its cause ("" when none) */
+  /* Where the run is kept when the store itself could not take it at its end ("" when the store
+   * has it): "the run is kept whole in the local spool PATH because ...". Said instead of the
+   * failed writes, which it answers for. */
+  char kept_elsewhere[2304];
 };
 
 enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };
@@ -164,7 +168,8 @@ void store_kv_free(struct gs_kv *kv, size_t n);
 void store_notes_free(char **notes, size_t n);
 
 /* Says in one line what the writer could not do ("the store did not keep 1234 samples and 2
- * events: CAUSE", or "2 writes failed and were retried, nothing was lost: CAUSE"), into buf.
+ * events: CAUSE", or "2 writes failed and were retried, nothing was lost: CAUSE", or where the run
+ * is kept when the store could not take it: stats.kept_elsewhere), into buf.
  * Returns 1 when there is something to say, else 0 (buf ""). */
 int store_write_summary(const struct store *st, char *buf, size_t n);
 

@@ -20,6 +20,17 @@ extern const struct store_backend store_backend_sqlite;
 /* postgresql:// and postgres:// (store_pg.c): the same back end under both of libpq's schemes. */
 extern const struct store_backend store_backend_postgresql, store_backend_postgres;
 
+/* Where a paged read of a run's events stands: after the event at time t with row key `key`. */
+struct store_event_cursor {
+  int64_t t, key;
+};
+#define STORE_EVENT_CURSOR_START ((struct store_event_cursor){INT64_MIN, INT64_MIN})
+/* The SQLite back end's own (sqlite_read.c), for the PostgreSQL spool (an SQLite store): the next
+ * at most max events of run_id after *cur, in time order, into *out (malloc'd, *n of them; fewer
+ * than max: the last page), and *cur moved past them. Returns 0 or a GS_E code (*out NULL). */
+int store_sqlite_events_page(struct store *st, const char *run_id, struct store_event_cursor *cur, size_t max,
+                             struct store_event **out, size_t *n);
+
 /* ---- rollups (rollup.c): min/max/mean per time bucket, the same for every back end ---- */
 
 /* Resolutions written at run end: 1 s, 10 s, 60 s. */

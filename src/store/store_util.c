@@ -74,10 +74,12 @@ long store_series_find(const struct store_series *s, size_t n, const char *sourc
 int store_write_summary(const struct store *st, char *buf, size_t n) {
   const struct store_write_stats *w = &st->stats;
   buf[0] = 0;
-  if (!w->failed_appends && !w->points_dropped && !w->events_dropped && !w->points_pending)
+  if (!w->failed_appends && !w->points_dropped && !w->events_dropped && !w->points_pending && !w->kept_elsewhere[0])
     return 0;
   int64_t lost = w->points_dropped + w->points_pending;
-  if (lost || w->events_dropped) {
+  if (w->kept_elsewhere[0] && !lost && !w->events_dropped) /* the failed writes are in it: nothing lost */
+    snprintf(buf, n, "%s", w->kept_elsewhere);
+  else if (lost || w->events_dropped) {
     char ev[64] = "";
     if (w->events_dropped)
       snprintf(ev, sizeof ev, " and %lld event%s, param%s or note%s", (long long)w->events_dropped,

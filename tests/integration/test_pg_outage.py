@@ -19,10 +19,11 @@ from gstest import *  # noqa: E402,F401
 from pgserver import PASSWORD, PgServer  # noqa: E402
 
 # A job that sends `gs1 metric tick I` for I = 0..N-1, one every PERIOD seconds: the ground truth
-# the store is counted against.
+# the store is counted against. With a third argument, each tick also sends a mark (an event) and
+# two params, `pI` and `qI`.
 TICK_JOB = r'''
 import os, socket, sys, time
-n, period = int(sys.argv[1]), float(sys.argv[2])
+n, period, more = int(sys.argv[1]), float(sys.argv[2]), len(sys.argv) > 3
 path = os.environ.get("GPUSCOPE_SOCKET")
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 t0 = time.monotonic()
@@ -31,6 +32,10 @@ for i in range(n):
         time.sleep(0.002)
     if path:
         s.sendto(f"gs1 metric tick {i}".encode(), path)
+        if more:
+            s.sendto(f"gs1 mark tick {i}".encode(), path)
+            s.sendto(f"gs1 param p{i} {i}".encode(), path)
+            s.sendto(f"gs1 param q{i} {i}".encode(), path)
 '''
 
 _pg = []
@@ -52,8 +57,8 @@ def sandbox(db):
     return sb
 
 
-def tick_job(sb, n, period):
-    return [PYTHON, os.path.join(sb.dir, "tick_job.py"), str(n), str(period)]
+def tick_job(sb, n, period, marks=False):
+    return [PYTHON, os.path.join(sb.dir, "tick_job.py"), str(n), str(period)] + (["marks"] if marks else [])
 
 
 def tick_values(sb, run):
@@ -223,13 +228,25 @@ def test_replay_in_pieces_refused_halfway_keeps_the_spool_and_resumes():
     n = 150
     try:
         server.stop()
-        sb.ok("run", "--name", "cut", "--interval", "100ms", "--", *tick_job(sb, n, 0.02))
+        sb.ok("run", "--name", "cut", "--interval", "100ms", "--", *tick_job(sb, n, 0.02, marks=True))
         check(len(spool_files(spool)) == 1, f"no spool: {os.listdir(spool)}")
     finally:
         server.start()
     sb.ok("run", "--name", "first", "--", "true")  # replays "cut" in pieces, nothing refused
     values = tick_values(sb, "cut")
     check(values == [float(i) for i in range(n)], f"{len(values)} of {n} ticks after a replay in pieces, or doubled")
+    # Events and params come in pieces of at most 150 too (one transaction each: rows of one xmin),
+    # every mark and param once.
+    for table, one, sent in (("events", "e.kind = 'mark'", n), ("params", "e.key ~ '^[pq][0-9]+$'", 2 * n)):
+        run_rows = f"FROM {table} e JOIN runs r ON r.id = e.run_id WHERE r.name = 'cut'"
+        got = server.psql(f"SELECT count(*) FILTER (WHERE {one}), count(DISTINCT e.xmin::text),"
+                          f" (SELECT max(c) FROM (SELECT count(*) c {run_rows} GROUP BY e.xmin::text) x) {run_rows}",
+                          db="pieces").split("|")
+        check(got[0] == str(sent) and int(got[1]) >= 2 and int(got[2]) <= 150,
+              f"{table}: {got[0]} of {sent} sent, in {got[1]} transactions of at most {got[2]} rows (pieces of 150)")
+    marks = server.psql("SELECT count(DISTINCT e.value) FROM events e JOIN runs r ON r.id = e.run_id"
+                        " WHERE r.name = 'cut' AND e.kind = 'mark'", db="pieces")
+    check(marks == str(n), f"{marks} distinct marks of {n}")
     check(not spool_files(spool), "a spool without a refusal was not deleted after its last piece")
     try:
         server.stop()
@@ -341,8 +358,15 @@ def test_replay_refused_at_the_run_end_is_said_by_its_cause():
         if not log:
             server.start()
     check(rc == 0, f"the job's status is not gpuscope's: {rc}\n{err}")
-    check("the server did not take it" in err and "disk full on the server (test)" in err
-          and "unreachable" not in err, f"the refusal is not said by its cause:\n{err}")
+    check("kept whole in the local spool" in err and "because the server refused it" in err
+          and "disk full on the server (test)" in err and "replays it" in err and "unreachable" not in err,
+          f"the refusal is not said by its cause:\n{err}")
+    # The summary reads the run where it is, the spool: ended, with its figures; one line says where
+    # it is and why, none that the failed writes "lost nothing" (true only of the spool).
+    check("(refused) — finished" in err and "(exit 0)" in err and "host CPU: mean" in err,
+          f"the summary does not read the run from its spool:\n{err}")
+    check(err.count("local spool") == 1 and "nothing was lost" not in err and "cannot close" not in err,
+          f"the summary does not say in one line where the run is:\n{err}")
     check(len(spool_files(spool)) == 1, "the spool of a refused replay was not kept")
     server.psql("DROP TRIGGER refuse ON open_chunks", db="refused")
     sb.ok("run", "--name", "next", "--", "true")
