@@ -14,13 +14,9 @@
 
 #include "store/store_backend.h"
 
-/* The same chunk bounds as the SQLite back end, so both stores hold the same chunks (a page bound
- * is not needed here, but equal chunks keep bytes per point and read costs comparable). */
-enum { PG_CHUNK_MAX_POINTS = 1024, PG_CHUNK_MAX_BYTES = 4000, PG_CHUNK_MAX_POINT_BYTES = 19 };
 /* The schema version of this back end: 3 packs rollups in blocks (version 2 had a row per bucket,
  * the tables of SQLite's version 2). A newer one is refused. */
 enum { PG_SCHEMA_VERSION = 3 };
-#define PG_CHUNK_MAX_SPAN_NS (120LL * GS_NS_PER_S)
 #define PG_STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
 /* While the server is unreachable, a reconnection is tried at most this often (by the writer
  * thread, so the job never waits for it). */
@@ -28,14 +24,6 @@ enum { PG_SCHEMA_VERSION = 3 };
 /* A spool is replayed in pieces of at most this many points, one transaction each
  * ($GPUSCOPE_SPOOL_PIECE_POINTS overrides it, for tests). */
 enum { PG_SPOOL_PIECE_POINTS = 2 * 1024 * 1024 };
-
-struct pg_wseries { /* writer state of one sink series */
-  int64_t db_id;    /* -1: no row in the series table (yet) */
-  int added;        /* its series row was inserted by the transaction in progress */
-  struct chunk_enc enc;
-  int dirty;
-  int sealed; /* enc holds the last full chunk (read back for its times): new points start a chunk */
-};
 
 struct pg_store {
   struct store base; /* first: the interface */
@@ -45,10 +33,7 @@ struct pg_store {
   char name[1024];       /* the URL without its password: every message uses this */
   int schema_ok;         /* the schema was checked (and made) on the current connection */
   int rollup_rows;       /* an unmigrated version-2 schema, read only: a rollups row per bucket */
-  struct pg_wseries *ws; /* indexed by sink series id */
-  size_t n_ws;
-  int stale;                    /* a write was rolled back: reload the open chunks before the next one */
-  struct store_pending pending; /* what failed appends left (not outages: those go to the spool) */
+  struct store_writer w; /* its pending batch: what failed appends left (not outages: those go to the spool) */
   /* ---- outages (pg_spool.c) ---- */
   int down;                   /* the server was unreachable at the last try */
   int64_t next_try_ns;        /* monotonic time of the next reconnection */

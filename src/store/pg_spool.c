@@ -39,7 +39,7 @@ int pg_reconnect(struct pg_store *s, int force) {
     s->down = 1;
     return rc;
   }
-  s->stale = 1; /* whatever the last connection left: the open chunks are read again */
+  s->w.stale = 1; /* whatever the last connection left: the open chunks are read again */
   return GS_OK;
 }
 

@@ -78,7 +78,7 @@ int pg_run_begin(struct store *base, struct store_run *r) {
 /* Queues the write of the series' chunk on the pipeline of the append in progress (libpq copies the
  * parameters: the encoder may move on at once): the open chunk into its series' row of
  * open_chunks, or, seal, the full chunk into chunks. */
-static int write_chunk(struct pg_store *s, struct pg_wseries *w, int *queued, int seal) {
+static int write_chunk(struct pg_store *s, struct store_wseries *w, int *queued, int seal) {
   char sid[8], t0[8], t1[8], n[4];
   put_be64(sid, w->db_id);
   put_be64(t0, w->enc.t0);
@@ -133,10 +133,8 @@ static int enc_put(void *u, int64_t t, double v) {
 
 /* Makes a series' writer state match the database: its open chunk is its row in open_chunks; without
  * one, its last full chunk is read for its times (points at or before its end are stored already). */
-static int reload_open_chunk(struct pg_store *s, struct pg_wseries *w) {
-  chunk_enc_done(&w->enc);
-  chunk_enc_init(&w->enc);
-  w->dirty = w->sealed = 0;
+static int reload_open_chunk(struct pg_store *s, struct store_wseries *w) {
+  store_wseries_clear(&s->w, w);
   char sid[24];
   snprintf(sid, sizeof sid, "%lld", (long long)w->db_id);
   const char *p[] = {sid};
@@ -149,36 +147,19 @@ static int reload_open_chunk(struct pg_store *s, struct pg_wseries *w) {
   if (PQntuples(r) >= 1) {
     uint32_t sealed = pg_u32(r, 0, 2);
     if (chunk_decode((const uint8_t *)PQgetvalue(r, 0, 1), (size_t)PQgetlength(r, 0, 1), pg_u32(r, 0, 0), enc_put,
-                     &w->enc)) { /* a corrupt last chunk stays as it is; new points start their own */
-      chunk_enc_done(&w->enc);
-      chunk_enc_init(&w->enc);
-    } else
+                     &w->enc)) /* a corrupt last chunk stays as it is; new points start their own */
+      store_wseries_clear(&s->w, w);
+    else
       w->sealed = sealed == 1;
   }
   PQclear(r);
   return GS_OK;
 }
 
-static int ensure_ws(struct pg_store *s, int id) {
-  if ((size_t)id < s->n_ws)
-    return GS_OK;
-  size_t n = (size_t)id + 64;
-  struct pg_wseries *ws = realloc(s->ws, n * sizeof *ws);
-  if (!ws)
-    return gs_fail(GS_ENOMEM, "out of memory");
-  for (size_t i = s->n_ws; i < n; i++) {
-    ws[i] = (struct pg_wseries){.db_id = -1};
-    chunk_enc_init(&ws[i].enc);
-  }
-  s->ws = ws;
-  s->n_ws = n;
-  return GS_OK;
-}
-
 static int add_series(struct pg_store *s, const struct store_run *r, const struct gs_series_def *d) {
   if (d->id < 0)
     return GS_OK;
-  int rc = ensure_ws(s, d->id);
+  int rc = store_writer_ensure(&s->w, d->id);
   if (rc)
     return rc;
   char kind[8];
@@ -190,7 +171,7 @@ static int add_series(struct pg_store *s, const struct store_run *r, const struc
     PQclear(res);
     return rc;
   }
-  struct pg_wseries *w = &s->ws[d->id];
+  struct store_wseries *w = store_writer_at(&s->w, (size_t)d->id);
   int64_t id = pg_i64(res, 0, 0);
   PQclear(res);
   if (w->db_id < 0)
@@ -202,34 +183,20 @@ static int add_series(struct pg_store *s, const struct store_run *r, const struc
   return GS_OK;
 }
 
-/* Queues the chunk writes of a batch on the pipeline (*queued counts the statements). */
-static int write_points(struct pg_store *s, const struct store_run *r, const struct gs_batch *b, int *queued) {
-  int rc = GS_OK;
-  for (size_t i = 0; i < b->n_points && !rc; i++) {
-    const struct gs_point *p = &b->points[i];
-    if (p->series < 0 || (size_t)p->series >= s->n_ws || s->ws[p->series].db_id < 0)
-      continue;
-    struct pg_wseries *w = &s->ws[p->series];
-    int64_t t = p->t_ns - r->mono_start_ns;
-    if (w->enc.n && t <= w->enc.t_prev)
-      continue; /* out of order or already stored (a replay): a series only moves forward */
-    if (w->sealed || w->enc.n >= PG_CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > PG_CHUNK_MAX_SPAN_NS) ||
-        chunk_enc_bytes(&w->enc) + PG_CHUNK_MAX_POINT_BYTES > PG_CHUNK_MAX_BYTES) {
-      /* full: into chunks, once (the series' open row is replaced by the next chunk below) */
-      if (!w->sealed && w->enc.n && (rc = write_chunk(s, w, queued, 1)))
-        break;
-      chunk_enc_done(&w->enc);
-      w->sealed = 0;
-    }
-    if (chunk_enc_put(&w->enc, t, p->v))
-      rc = gs_fail(GS_ENOMEM, "out of memory");
-    else
-      w->dirty = 1;
-  }
-  for (size_t i = 0; i < s->n_ws && !rc; i++)
-    if (s->ws[i].dirty)
-      rc = write_chunk(s, &s->ws[i], queued, 0);
-  return rc;
+/* An append in progress: the chunk writes go on its pipeline. */
+struct append_ctx {
+  struct pg_store *s;
+  int *queued; /* the statements queued */
+};
+
+static int seal_cb(void *u, struct store_wseries *w) {
+  struct append_ctx *c = u;
+  return write_chunk(c->s, w, c->queued, 1); /* into chunks, once (the series' open row is replaced next) */
+}
+
+static int write_cb(void *u, struct store_wseries *w) {
+  struct append_ctx *c = u;
+  return write_chunk(c->s, w, c->queued, 0);
 }
 
 static int write_events(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
@@ -279,20 +246,6 @@ static int add_note(struct pg_store *s, const struct store_run *r, const char *t
   return GS_OK;
 }
 
-static void forget_transaction(struct pg_store *s) {
-  for (size_t i = 0; i < s->n_ws; i++) {
-    struct pg_wseries *w = &s->ws[i];
-    if (w->added) {
-      w->db_id = -1;
-      w->added = 0;
-    }
-    chunk_enc_done(&w->enc);
-    chunk_enc_init(&w->enc);
-    w->dirty = w->sealed = 0;
-  }
-  s->stale = 1;
-}
-
 /* Queues a statement without parameters (BEGIN, COMMIT) on the pipeline. */
 static int queue_exec(struct pg_store *s, const char *sql, int *queued, const char *what) {
   if (!PQsendQueryParams(s->conn, sql, 0, NULL, NULL, NULL, NULL, 0))
@@ -307,13 +260,13 @@ int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct g
    * writes, the heartbeat and COMMIT in one pipeline. When a statement fails, the server skips the
    * rest up to the sync, COMMIT included: all or nothing, as one transaction. What needs an answer
    * first (reloaded chunks, new series ids) or is rare (events, params, notes) goes before. */
-  int simple = !s->stale && !b->n_series && !b->n_notes && !b->n_events && !b->n_params, rc = GS_OK, queued = 0;
+  int simple = !s->w.stale && !b->n_series && !b->n_notes && !b->n_events && !b->n_params, rc = GS_OK, queued = 0;
   if (!simple) {
     if ((rc = pg_exec(s, "BEGIN", "cannot start writing")))
       goto fail;
-    for (size_t i = 0; s->stale && i < s->n_ws && !rc; i++)
-      if (s->ws[i].db_id >= 0)
-        rc = reload_open_chunk(s, &s->ws[i]);
+    for (size_t i = 0; s->w.stale && i < s->w.n && !rc; i++)
+      if (store_writer_at(&s->w, i)->db_id >= 0)
+        rc = reload_open_chunk(s, store_writer_at(&s->w, i));
     for (size_t i = 0; i < b->n_series && !rc; i++)
       rc = add_series(s, r, &b->series[i]);
     for (size_t i = 0; i < b->n_notes && !rc; i++)
@@ -327,8 +280,9 @@ int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct g
   }
   if (simple)
     rc = queue_exec(s, "BEGIN", &queued, "cannot start writing");
+  struct append_ctx ctx = {s, &queued};
   if (!rc)
-    rc = write_points(s, r, b, &queued);
+    rc = store_writer_points(&s->w, r, b, seal_cb, write_cb, &ctx);
   if (!rc) {
     char hb[8];
     put_be64(hb, gs_wall_ns());
@@ -342,25 +296,15 @@ int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct g
   if (!rc)
     rc = queue_exec(s, "COMMIT", &queued, "cannot commit");
   if (!(rc = pipeline_finish(s, queued, rc)) && PQtransactionStatus(s->conn) == PQTRANS_IDLE) {
-    for (size_t i = 0; i < s->n_ws; i++)
-      s->ws[i].added = 0;
-    s->stale = 0;
+    store_writer_committed(&s->w);
     return GS_OK;
   }
   if (!rc) /* every statement answered, yet the transaction is still open: never commit blind */
     rc = gs_fail(GS_EIO, "store %s: cannot commit: the transaction did not end", s->name);
 fail:
   pg_rollback(s);
-  forget_transaction(s);
+  store_writer_forget(&s->w);
   return rc;
-}
-
-static void count_failure(struct pg_store *s) {
-  struct store_write_stats *w = &s->base.stats;
-  w->failed_appends++;
-  if (!w->first_error[0])
-    snprintf(w->first_error, sizeof w->first_error, "%s", gs_last_error());
-  w->points_pending = (int64_t)s->pending.b.n_points;
 }
 
 /* Remembers the batch's series definitions: a spool opened later needs every one. */
@@ -375,17 +319,16 @@ static void remember_series(struct pg_store *s, const struct gs_batch *b) {
 /* The server is unreachable: what memory holds goes to the spool first, then b. */
 static int to_spool(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
   int rc;
-  if (store_pending_any(&s->pending)) {
-    if ((rc = pg_spool_append(s, r, &s->pending.b)))
+  if (store_pending_any(&s->w.pending)) {
+    if ((rc = pg_spool_append(s, r, &s->w.pending.b)))
       goto keep;
-    store_pending_clear(&s->pending);
-    s->base.stats.points_pending = 0;
+    store_writer_clear(&s->w, &s->base.stats);
   }
   if (!(rc = pg_spool_append(s, r, b)))
     return GS_OK;
 keep: /* the spool cannot take it either (its disk is full): kept in memory, bounded */
-  store_pending_add(&s->pending, b, &s->base.stats);
-  count_failure(s);
+  store_pending_add(&s->w.pending, b, &s->base.stats);
+  store_writer_failed(&s->w, &s->base.stats);
   return rc;
 }
 
@@ -401,28 +344,15 @@ int pg_run_append(struct store *base, const struct store_run *r, const struct gs
     pg_spool_replay(s, r); /* the spool first: a series only moves forward */
   if (s->down || s->spool)
     return to_spool(s, r, b);
-  const struct gs_batch *todo = b;
-  if (store_pending_any(&s->pending)) {
-    store_pending_add(&s->pending, b, &s->base.stats);
-    todo = &s->pending.b;
-  }
-  if (!(rc = pg_write_batch(s, r, todo))) {
-    store_pending_clear(&s->pending);
-    s->base.stats.points_pending = 0;
-    return GS_OK;
-  }
-  if (s->down) { /* the connection was lost: this flush starts the spool */
-    s->outages++;
-    s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
-    if (todo == b)
-      return to_spool(s, r, b);
-    struct gs_batch none = {0};
-    return to_spool(s, r, &none); /* b is in pending already */
-  }
+  const struct gs_batch *todo = store_writer_todo(&s->w, &s->base.stats, b);
+  if (!(rc = pg_write_batch(s, r, todo)) || !s->down)
+    return store_writer_wrote(&s->w, &s->base.stats, b, todo, rc);
+  s->outages++; /* the connection was lost: this flush starts the spool */
+  s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
   if (todo == b)
-    store_pending_add(&s->pending, b, &s->base.stats);
-  count_failure(s);
-  return rc;
+    return to_spool(s, r, b);
+  struct gs_batch none = {0};
+  return to_spool(s, r, &none); /* b is in pending already */
 }
 
 /* ---- the run's end ---- */
@@ -535,14 +465,16 @@ static int seal_open_chunks(struct pg_store *s, const char *run_id) {
   if (!r)
     return GS_EIO;
   PQclear(r);
-  for (size_t i = 0; i < s->n_ws; i++) /* the writer's state follows: a later append starts new chunks */
-    if (s->ws[i].enc.n)
-      s->ws[i].sealed = 1;
+  for (size_t i = 0; i < s->w.n; i++) /* the writer's state follows: a later append starts new chunks */
+    if (store_writer_at(&s->w, i)->enc.n)
+      store_writer_at(&s->w, i)->sealed = 1;
   return GS_OK;
 }
 
-/* Status, exit code, end time, and the notes on what the store went through, in one transaction. */
-static int write_end(struct pg_store *s, const struct store_run *r) {
+/* Status, exit code, end time, and the notes on what the store went through, in one transaction (a
+ * store_end_fn over the store). */
+static int write_end(void *store, const struct store_run *r) {
+  struct pg_store *s = store;
   int rc = pg_exec(s, "BEGIN", "cannot end run");
   if (rc)
     return rc;
@@ -577,6 +509,34 @@ fail:
   return rc;
 }
 
+/* The run ends in its spool (the server is unreachable, or refused the spool): closed there, read
+ * there by the summary, replayed by the next run that reaches the server; the stats say where. */
+static int end_in_spool(struct pg_store *s, const struct store_run *r) {
+  struct gs_batch none = {0};
+  int rc;
+  if (store_pending_any(&s->w.pending))
+    to_spool(s, r, &none);
+  if ((rc = pg_spool_end(s, r)))
+    return rc;
+  char *kept = s->base.stats.kept_elsewhere;
+  size_t n = sizeof s->base.stats.kept_elsewhere;
+  if (!s->down && s->replay_error[0])
+    snprintf(kept, n,
+             "the run is kept whole in the local spool %s because the server refused it (%s); the next"
+             " gpuscope run that reaches the server replays it",
+             s->spool_path, s->replay_error);
+  else
+    snprintf(kept, n,
+             "store %s is unreachable: the run is kept whole in the local spool %s; the next gpuscope run"
+             " that reaches the server replays it",
+             s->name, s->spool_path);
+  return GS_OK;
+}
+
+static int batch_cb(void *s, const struct store_run *r, const struct gs_batch *b) {
+  return pg_write_batch(s, r, b);
+}
+
 int pg_run_end(struct store *base, const struct store_run *r) {
   struct pg_store *s = (struct pg_store *)base;
   int rc = pg_check_writable(s);
@@ -586,49 +546,11 @@ int pg_run_end(struct store *base, const struct store_run *r) {
     pg_reconnect(s, 1);
   if (!s->down && s->spool)
     pg_spool_replay(s, r);
-  if (s->down || s->spool) { /* unreachable, or refused: the run ends in the spool, which keeps all of it */
-    struct gs_batch none = {0};
-    if (store_pending_any(&s->pending))
-      to_spool(s, r, &none);
-    if ((rc = pg_spool_end(s, r)))
-      return rc;
-    char *kept = s->base.stats.kept_elsewhere;
-    size_t n = sizeof s->base.stats.kept_elsewhere;
-    if (!s->down && s->replay_error[0])
-      snprintf(kept, n,
-               "the run is kept whole in the local spool %s because the server refused it (%s); the next"
-               " gpuscope run that reaches the server replays it",
-               s->spool_path, s->replay_error);
-    else
-      snprintf(kept, n,
-               "store %s is unreachable: the run is kept whole in the local spool %s; the next gpuscope run"
-               " that reaches the server replays it",
-               s->name, s->spool_path);
-    return GS_OK; /* closed, in the spool: the summary reads it there */
-  }
+  if (s->down || s->spool) /* unreachable, or refused: the run ends in the spool, which keeps all of it */
+    return end_in_spool(s, r);
   s->base.stats.kept_elsewhere[0] = 0; /* the server has it */
-  int kept = 1;
-  if (store_pending_any(&s->pending)) {
-    if (!pg_write_batch(s, r, &s->pending.b)) {
-      store_pending_clear(&s->pending);
-      s->base.stats.points_pending = 0;
-    } else {
-      count_failure(s);
-      kept = 0;
-    }
-  }
-  struct store_write_stats before = s->base.stats;
-  if (!kept) {
-    s->base.stats.points_dropped += (int64_t)s->pending.b.n_points;
-    s->base.stats.events_dropped += (int64_t)(s->pending.b.n_events + s->pending.b.n_params + s->pending.b.n_notes);
-    s->base.stats.points_pending = 0;
-  }
-  if ((rc = write_end(s, r))) {
-    s->base.stats = before;
+  if ((rc = store_writer_end(&s->w, &s->base.stats, r, batch_cb, write_end, s)))
     return rc;
-  }
-  if (!kept)
-    store_pending_clear(&s->pending);
   if ((rc = pg_exec(s, "BEGIN", "cannot write rollups")) || (rc = seal_open_chunks(s, r->id)))
     return rc;
   if ((rc = write_rollups(s, r->id)) || (rc = pg_exec(s, "COMMIT", "cannot write rollups"))) {
@@ -686,10 +608,5 @@ fail:
 }
 
 void pg_writer_done(struct pg_store *s) {
-  for (size_t i = 0; i < s->n_ws; i++)
-    chunk_enc_done(&s->ws[i].enc);
-  free(s->ws);
-  s->ws = NULL;
-  s->n_ws = 0;
-  store_pending_done(&s->pending);
+  store_writer_done(&s->w);
 }

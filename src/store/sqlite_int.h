@@ -11,20 +11,12 @@
 
 #include "store/store_backend.h"
 
-/* A chunk closes at 1,024 points, after 120 s, or when it nears CHUNK_MAX_BYTES, which keeps every
- * row within one 4 KiB page (SQLite's default page size): a larger row spills into an overflow
- * page that is rewritten at each flush and half empty for good. */
-enum { CHUNK_MAX_POINTS = 1024, CHUNK_MAX_BYTES = 4000, CHUNK_MAX_POINT_BYTES = 19 };
-#define CHUNK_MAX_SPAN_NS (120LL * GS_NS_PER_S)
 #define STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
 
-struct wseries {  /* writer state of one sink series */
-  int64_t db_id;  /* -1: no row in the series table (yet) */
-  int added;      /* its series row was inserted by the transaction in progress */
-  int open_row;   /* rowid layout: the open chunk is in the series' row at rowid -db_id */
-  int slot_empty; /* rowid layout: that row is known not to exist */
-  struct chunk_enc enc;
-  int dirty;
+struct wseries {          /* writer state of one sink series */
+  struct store_wseries x; /* first: what every back end keeps */
+  int open_row;           /* rowid layout: the open chunk is in the series' row at rowid -db_id */
+  int slot_empty;         /* rowid layout: that row is known not to exist */
 };
 
 struct sqlite_store {
@@ -32,10 +24,7 @@ struct sqlite_store {
   sqlite3 *db;
   enum store_mode mode;
   char path[1024];
-  struct wseries *ws; /* indexed by sink series id */
-  size_t n_ws;
-  int stale;                    /* a write was rolled back: reload the open chunks from the file before the next one */
-  struct store_pending pending; /* what failed appends left, written with the next one */
+  struct store_writer w; /* of struct wseries */
   sqlite3_stmt *ins_chunk;
   sqlite3_stmt *upd_open, *ins_open, *move_open; /* rowid layout only (NULL for a clustered store) */
   sqlite3_stmt *begin, *commit, *heartbeat;      /* the writer's per-flush statements, prepared once */

@@ -79,14 +79,14 @@ int sq_run_begin(struct store *base, struct store_run *r) {
 static int insert_chunk(struct sqlite_store *s, struct wseries *w) {
   sqlite3_stmt *st = s->ins_chunk;
   sqlite3_reset(st);
-  sqlite3_bind_int64(st, 1, w->db_id);
-  sqlite3_bind_int64(st, 2, w->enc.t0);
-  sqlite3_bind_int64(st, 3, w->enc.t_prev);
-  sqlite3_bind_int64(st, 4, w->enc.n);
-  sqlite3_bind_blob(st, 5, w->enc.buf, (int)chunk_enc_bytes(&w->enc), SQLITE_STATIC);
+  sqlite3_bind_int64(st, 1, w->x.db_id);
+  sqlite3_bind_int64(st, 2, w->x.enc.t0);
+  sqlite3_bind_int64(st, 3, w->x.enc.t_prev);
+  sqlite3_bind_int64(st, 4, w->x.enc.n);
+  sqlite3_bind_blob(st, 5, w->x.enc.buf, (int)chunk_enc_bytes(&w->x.enc), SQLITE_STATIC);
   if (sqlite3_step(st) != SQLITE_DONE)
     return sq_fail(s, "cannot write samples");
-  w->dirty = 0;
+  w->x.dirty = 0;
   return GS_OK;
 }
 
@@ -96,44 +96,44 @@ static int insert_chunk(struct sqlite_store *s, struct wseries *w) {
 static int write_chunk(struct sqlite_store *s, struct wseries *w) {
   if (!s->upd_open)
     return insert_chunk(s, w);
-  int bytes = (int)chunk_enc_bytes(&w->enc);
+  int bytes = (int)chunk_enc_bytes(&w->x.enc);
   sqlite3_stmt *st;
   if (w->open_row) {
     st = s->upd_open;
     sqlite3_reset(st);
-    sqlite3_bind_int64(st, 1, w->enc.t_prev);
-    sqlite3_bind_int64(st, 2, w->enc.n);
-    sqlite3_bind_blob(st, 3, w->enc.buf, bytes, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 4, -w->db_id);
-    sqlite3_bind_int64(st, 5, w->db_id);
-    sqlite3_bind_int64(st, 6, w->enc.t0);
+    sqlite3_bind_int64(st, 1, w->x.enc.t_prev);
+    sqlite3_bind_int64(st, 2, w->x.enc.n);
+    sqlite3_bind_blob(st, 3, w->x.enc.buf, bytes, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 4, -w->x.db_id);
+    sqlite3_bind_int64(st, 5, w->x.db_id);
+    sqlite3_bind_int64(st, 6, w->x.enc.t0);
     if (sqlite3_step(st) != SQLITE_DONE)
       return sq_fail(s, "cannot write samples");
     if (sqlite3_changes(s->db) == 1) {
-      w->dirty = 0;
+      w->x.dirty = 0;
       return GS_OK;
     }
     w->open_row = 0;
   }
   if (!w->slot_empty) {
     sqlite3_reset(s->move_open);
-    sqlite3_bind_int64(s->move_open, 1, -w->db_id);
+    sqlite3_bind_int64(s->move_open, 1, -w->x.db_id);
     if (sqlite3_step(s->move_open) != SQLITE_DONE)
       return sq_fail(s, "cannot write samples");
   }
   st = s->ins_open;
   sqlite3_reset(st);
-  sqlite3_bind_int64(st, 1, -w->db_id);
-  sqlite3_bind_int64(st, 2, w->db_id);
-  sqlite3_bind_int64(st, 3, w->enc.t0);
-  sqlite3_bind_int64(st, 4, w->enc.t_prev);
-  sqlite3_bind_int64(st, 5, w->enc.n);
-  sqlite3_bind_blob(st, 6, w->enc.buf, bytes, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 1, -w->x.db_id);
+  sqlite3_bind_int64(st, 2, w->x.db_id);
+  sqlite3_bind_int64(st, 3, w->x.enc.t0);
+  sqlite3_bind_int64(st, 4, w->x.enc.t_prev);
+  sqlite3_bind_int64(st, 5, w->x.enc.n);
+  sqlite3_bind_blob(st, 6, w->x.enc.buf, bytes, SQLITE_STATIC);
   if (sqlite3_step(st) != SQLITE_DONE)
     return sq_fail(s, "cannot write samples");
   w->open_row = 1;
   w->slot_empty = 0;
-  w->dirty = 0;
+  w->x.dirty = 0;
   return GS_OK;
 }
 
@@ -141,8 +141,8 @@ static int write_chunk(struct sqlite_store *s, struct wseries *w) {
  * open row to the end of the table, where full chunks are appended and pages fill up. */
 static int seal_chunk(struct sqlite_store *s, struct wseries *w) {
   if (!s->upd_open)
-    return w->dirty ? insert_chunk(s, w) : GS_OK;
-  if (!w->dirty && !w->open_row)
+    return w->x.dirty ? insert_chunk(s, w) : GS_OK;
+  if (!w->x.dirty && !w->open_row)
     return GS_OK;
   int rc = insert_chunk(s, w); /* replaces the open row: same (series_id, t0) */
   if (!rc && w->open_row)
@@ -159,24 +159,21 @@ static int enc_put(void *u, int64_t t, double v) {
  * into the encoder again (in the rowid layout it may sit in the series' open row or, sealed, at
  * the end of the table; both are rewritten in place by the next write). */
 static int reload_open_chunk(struct sqlite_store *s, struct wseries *w) {
-  chunk_enc_done(&w->enc);
-  chunk_enc_init(&w->enc);
-  w->dirty = w->open_row = w->slot_empty = 0;
+  store_wseries_clear(&s->w, &w->x);
   sqlite3_stmt *st;
   int rc = sq_prepare(s, "SELECT rowid, n, data FROM chunks WHERE series_id = ? ORDER BY t0 DESC LIMIT 1", &st,
                       "cannot read the open chunks");
   if (rc)
     return rc;
-  sqlite3_bind_int64(st, 1, w->db_id);
+  sqlite3_bind_int64(st, 1, w->x.db_id);
   int step = sqlite3_step(st);
   if (step == SQLITE_ROW) {
     int dec = chunk_decode(sqlite3_column_blob(st, 2), (size_t)sqlite3_column_bytes(st, 2),
-                           (uint32_t)sqlite3_column_int64(st, 1), enc_put, &w->enc);
-    if (dec) { /* a corrupt last chunk stays as it is; new points start a chunk of their own */
-      chunk_enc_done(&w->enc);
-      chunk_enc_init(&w->enc);
-    } else
-      w->open_row = s->upd_open && sqlite3_column_int64(st, 0) == -w->db_id;
+                           (uint32_t)sqlite3_column_int64(st, 1), enc_put, &w->x.enc);
+    if (dec) /* a corrupt last chunk stays as it is; new points start a chunk of their own */
+      store_wseries_clear(&s->w, &w->x);
+    else
+      w->open_row = s->upd_open && sqlite3_column_int64(st, 0) == -w->x.db_id;
   } else if (step != SQLITE_DONE)
     rc = sq_fail(s, "cannot read the open chunks");
   sqlite3_finalize(st);
@@ -185,26 +182,10 @@ static int reload_open_chunk(struct sqlite_store *s, struct wseries *w) {
 
 /* ---- appends ---- */
 
-static int ensure_ws(struct sqlite_store *s, int id) {
-  if ((size_t)id < s->n_ws)
-    return GS_OK;
-  size_t n = (size_t)id + 64;
-  struct wseries *ws = realloc(s->ws, n * sizeof *ws);
-  if (!ws)
-    return gs_fail(GS_ENOMEM, "out of memory");
-  for (size_t i = s->n_ws; i < n; i++) {
-    ws[i] = (struct wseries){.db_id = -1};
-    chunk_enc_init(&ws[i].enc);
-  }
-  s->ws = ws;
-  s->n_ws = n;
-  return GS_OK;
-}
-
 static int add_series(struct sqlite_store *s, const struct store_run *r, const struct gs_series_def *d) {
   if (d->id < 0)
     return GS_OK;
-  int rc = ensure_ws(s, d->id);
+  int rc = store_writer_ensure(&s->w, d->id);
   if (rc)
     return rc;
   sqlite3_stmt *st;
@@ -219,42 +200,23 @@ static int add_series(struct sqlite_store *s, const struct store_run *r, const s
   sqlite3_bind_text(st, 4, d->labels, -1, SQLITE_STATIC);
   sqlite3_bind_text(st, 5, d->unit, -1, SQLITE_STATIC);
   sqlite3_bind_int(st, 6, (int)d->kind);
-  struct wseries *w = &s->ws[d->id];
+  struct store_wseries *x = store_writer_at(&s->w, (size_t)d->id);
   if (sqlite3_step(st) == SQLITE_ROW) {
-    if (w->db_id < 0)
-      w->added = 1;
-    w->db_id = sqlite3_column_int64(st, 0);
+    if (x->db_id < 0)
+      x->added = 1;
+    x->db_id = sqlite3_column_int64(st, 0);
   } else
     rc = sq_fail(s, "cannot add series");
   sqlite3_finalize(st);
   return rc;
 }
 
-static int write_points(struct sqlite_store *s, const struct store_run *r, const struct gs_batch *b) {
-  int rc;
-  for (size_t i = 0; i < b->n_points; i++) {
-    const struct gs_point *p = &b->points[i];
-    if (p->series < 0 || (size_t)p->series >= s->n_ws || s->ws[p->series].db_id < 0)
-      continue;
-    struct wseries *w = &s->ws[p->series];
-    int64_t t = p->t_ns - r->mono_start_ns;
-    if (w->enc.n && t <= w->enc.t_prev)
-      continue; /* out of order or duplicate: a series only moves forward */
-    if (w->enc.n >= CHUNK_MAX_POINTS || (w->enc.n && t - w->enc.t0 > CHUNK_MAX_SPAN_NS) ||
-        chunk_enc_bytes(&w->enc) + CHUNK_MAX_POINT_BYTES > CHUNK_MAX_BYTES) {
-      /* the chunk is full: its last points, then off to the end of the table */
-      if ((rc = seal_chunk(s, w)))
-        return rc;
-      chunk_enc_done(&w->enc);
-    }
-    if (chunk_enc_put(&w->enc, t, p->v))
-      return gs_fail(GS_ENOMEM, "out of memory");
-    w->dirty = 1;
-  }
-  for (size_t i = 0; i < s->n_ws; i++)
-    if (s->ws[i].dirty && (rc = write_chunk(s, &s->ws[i])))
-      return rc;
-  return GS_OK;
+static int seal_cb(void *s, struct store_wseries *x) {
+  return seal_chunk(s, (struct wseries *)x);
+}
+
+static int write_cb(void *s, struct store_wseries *x) {
+  return write_chunk(s, (struct wseries *)x);
 }
 
 static int write_events(struct sqlite_store *s, const struct store_run *r, const struct gs_batch *b) {
@@ -312,36 +274,22 @@ static int add_note(struct sqlite_store *s, const struct store_run *r, const cha
   return rc;
 }
 
-/* The transaction failed and was rolled back: series rows it added are gone, and the encoders
- * hold points the file does not. */
-static void forget_transaction(struct sqlite_store *s) {
-  for (size_t i = 0; i < s->n_ws; i++) {
-    struct wseries *w = &s->ws[i];
-    if (w->added) {
-      w->db_id = -1;
-      w->added = 0;
-    }
-    chunk_enc_done(&w->enc);
-    chunk_enc_init(&w->enc);
-    w->dirty = w->open_row = w->slot_empty = 0;
-  }
-  s->stale = 1;
-}
-
-/* Writes a batch in one transaction; all or nothing. */
-static int write_batch(struct sqlite_store *s, const struct store_run *r, const struct gs_batch *b) {
+/* Writes a batch in one transaction; all or nothing (a store_batch_fn over the store). */
+static int write_batch(void *store, const struct store_run *r, const struct gs_batch *b) {
+  struct sqlite_store *s = store;
   sq_rollback(s); /* a transaction an earlier failure may have left open */
   int rc = sq_step_done(s, s->begin, "cannot start writing");
   if (rc)
     return rc;
-  for (size_t i = 0; s->stale && i < s->n_ws && !rc; i++)
-    if (s->ws[i].db_id >= 0)
-      rc = reload_open_chunk(s, &s->ws[i]);
+  for (size_t i = 0; s->w.stale && i < s->w.n && !rc; i++)
+    if (store_writer_at(&s->w, i)->db_id >= 0)
+      rc = reload_open_chunk(s, (struct wseries *)store_writer_at(&s->w, i));
   for (size_t i = 0; i < b->n_series && !rc; i++)
     rc = add_series(s, r, &b->series[i]);
   for (size_t i = 0; i < b->n_notes && !rc; i++)
     rc = add_note(s, r, b->notes[i]);
-  if (!rc && !(rc = write_points(s, r, b)) && !(rc = write_events(s, r, b)) && !(rc = write_params(s, r, b))) {
+  if (!rc && !(rc = store_writer_points(&s->w, r, b, seal_cb, write_cb, s)) && !(rc = write_events(s, r, b)) &&
+      !(rc = write_params(s, r, b))) {
     sqlite3_reset(s->heartbeat);
     sqlite3_bind_int64(s->heartbeat, 1, gs_wall_ns());
     sqlite3_bind_text(s->heartbeat, 2, r->id, -1, SQLITE_STATIC);
@@ -349,22 +297,12 @@ static int write_batch(struct sqlite_store *s, const struct store_run *r, const 
       rc = sq_step_done(s, s->commit, "cannot commit");
   }
   if (!rc) {
-    for (size_t i = 0; i < s->n_ws; i++)
-      s->ws[i].added = 0;
-    s->stale = 0;
+    store_writer_committed(&s->w);
     return GS_OK;
   }
   sq_rollback(s);
-  forget_transaction(s);
+  store_writer_forget(&s->w);
   return rc;
-}
-
-static void count_failure(struct sqlite_store *s) {
-  struct store_write_stats *w = &s->base.stats;
-  w->failed_appends++;
-  if (!w->first_error[0])
-    snprintf(w->first_error, sizeof w->first_error, "%s", gs_last_error());
-  w->points_pending = (int64_t)s->pending.b.n_points;
 }
 
 int sq_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b) {
@@ -372,20 +310,8 @@ int sq_run_append(struct store *base, const struct store_run *r, const struct gs
   int rc = sq_check_writable(s);
   if (rc)
     return rc;
-  const struct gs_batch *todo = b;
-  if (store_pending_any(&s->pending)) { /* earlier appends failed: theirs first, in one go with this */
-    store_pending_add(&s->pending, b, &s->base.stats);
-    todo = &s->pending.b;
-  }
-  if (!(rc = write_batch(s, r, todo))) {
-    store_pending_clear(&s->pending);
-    s->base.stats.points_pending = 0;
-    return GS_OK;
-  }
-  if (todo == b)
-    store_pending_add(&s->pending, b, &s->base.stats);
-  count_failure(s);
-  return rc;
+  const struct gs_batch *todo = store_writer_todo(&s->w, &s->base.stats, b);
+  return store_writer_wrote(&s->w, &s->base.stats, b, todo, write_batch(s, r, todo));
 }
 
 /* ---- the run's end ---- */
@@ -433,7 +359,8 @@ out:
 
 /* Status, exit code and end time, and a note when the store did not keep everything: a
  * transaction of its own, a page or two, so it goes through when the samples cannot. */
-static int write_end(struct sqlite_store *s, const struct store_run *r) {
+static int write_end(void *store, const struct store_run *r) {
+  struct sqlite_store *s = store;
   int rc = sq_exec(s, "BEGIN IMMEDIATE", "cannot end run");
   if (rc)
     return rc;
@@ -468,28 +395,8 @@ int sq_run_end(struct store *base, const struct store_run *r) {
   int rc = sq_check_writable(s);
   if (rc)
     return rc;
-  int kept = 1;
-  if (store_pending_any(&s->pending)) {
-    if (!write_batch(s, r, &s->pending.b)) {
-      store_pending_clear(&s->pending);
-      s->base.stats.points_pending = 0;
-    } else {
-      count_failure(s);
-      kept = 0;
-    }
-  }
-  struct store_write_stats before = s->base.stats;
-  if (!kept) { /* the run closes without them: counted as not kept in the note */
-    s->base.stats.points_dropped += (int64_t)s->pending.b.n_points;
-    s->base.stats.events_dropped += (int64_t)(s->pending.b.n_events + s->pending.b.n_params + s->pending.b.n_notes);
-    s->base.stats.points_pending = 0;
-  }
-  if ((rc = write_end(s, r))) {
-    s->base.stats = before; /* still pending: a later run_end may write them */
+  if ((rc = store_writer_end(&s->w, &s->base.stats, r, write_batch, write_end, s)))
     return rc;
-  }
-  if (!kept)
-    store_pending_clear(&s->pending);
   if ((rc = sq_exec(s, "BEGIN IMMEDIATE", "cannot write rollups")))
     return rc;
   if ((rc = write_rollups(s, r->id)) || (rc = sq_exec(s, "COMMIT", "cannot write rollups"))) {
@@ -579,12 +486,7 @@ int sq_writer_prepare(struct sqlite_store *s) {
 }
 
 void sq_writer_done(struct sqlite_store *s) {
-  for (size_t i = 0; i < s->n_ws; i++)
-    chunk_enc_done(&s->ws[i].enc);
-  free(s->ws);
-  s->ws = NULL;
-  s->n_ws = 0;
-  store_pending_done(&s->pending);
+  store_writer_done(&s->w);
   sqlite3_stmt *stmts[] = {s->ins_chunk, s->upd_open, s->ins_open, s->move_open, s->begin, s->commit, s->heartbeat};
   for (size_t i = 0; i < sizeof stmts / sizeof *stmts; i++)
     sqlite3_finalize(stmts[i]);

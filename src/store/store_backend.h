@@ -109,6 +109,72 @@ void store_pending_clear(struct store_pending *p);
 /* Frees everything p holds; p is then empty (a zeroed struct is empty too). */
 void store_pending_done(struct store_pending *p);
 
+/* ---- the writer's state (writer.c), the same for every back end ---- */
+
+/* The writer state of one sink series. A back end with fields of its own embeds it first in a
+ * struct of its own; those fields are zero in a fresh state and after store_wseries_clear. */
+struct store_wseries {
+  int64_t db_id; /* -1: no row in the series table (yet) */
+  int added;     /* its series row was inserted by the transaction in progress */
+  int dirty;     /* enc holds points the store does not have yet */
+  int sealed;    /* enc holds a chunk the store has closed already (read back for its times): new points
+                  * start a chunk */
+  struct chunk_enc enc;
+};
+
+/* A back end's writer: a state per sink series id, the batch kept across failed appends. A zeroed
+ * struct is an empty writer of plain struct store_wseries; set elem first for a larger one. */
+struct store_writer {
+  unsigned char *ws;            /* n states of elem bytes, indexed by sink series id */
+  size_t n, elem;               /* elem 0: sizeof(struct store_wseries) */
+  int stale;                    /* a write was rolled back: reload the open chunks before the next one */
+  struct store_pending pending; /* what failed appends left, written with the next one */
+};
+
+/* The state of sink series i (i < w->n). */
+struct store_wseries *store_writer_at(struct store_writer *w, size_t i);
+/* Makes room for sink series id (new states: no row, an empty encoder). 0 or GS_ENOMEM. */
+int store_writer_ensure(struct store_writer *w, int id);
+/* The state of sink series id when it has a row in the store, else NULL. */
+struct store_wseries *store_writer_series(struct store_writer *w, int id);
+/* Empties a series' encoder and clears its flags and the back end's own fields (its row stays). */
+void store_wseries_clear(struct store_writer *w, struct store_wseries *x);
+/* The transaction was rolled back: series rows it added are gone, and the encoders hold points the
+ * store does not; stale is set, so the open chunks are reloaded before the next write. */
+void store_writer_forget(struct store_writer *w);
+/* The transaction committed: its new series rows are the store's; stale is cleared. */
+void store_writer_committed(struct store_writer *w);
+/* How a back end writes one series' chunk (ctx its own); returns 0 or a GS_E code. */
+typedef int (*store_chunk_fn)(void *ctx, struct store_wseries *x);
+/* Puts b's points into their series' encoders (times made relative with r->mono_start_ns; a point at
+ * or before its series' last is skipped: a series only moves forward). A chunk that is full is
+ * written by seal(ctx, x) before it closes (unless sealed already); at the end, write(ctx, x) for
+ * every series with unwritten points. Returns 0, the first callback error, or GS_ENOMEM. */
+int store_writer_points(struct store_writer *w, const struct store_run *r, const struct gs_batch *b,
+                        store_chunk_fn seal, store_chunk_fn write, void *ctx);
+/* Counts a failed append in st (the first error's message kept, the points still pending). */
+void store_writer_failed(struct store_writer *w, struct store_write_stats *st);
+/* The pending batch is written: empties it (st->points_pending 0). */
+void store_writer_clear(struct store_writer *w, struct store_write_stats *st);
+/* What an append of b writes: b, or (when failed appends left a batch) that batch with b added. */
+const struct gs_batch *store_writer_todo(struct store_writer *w, struct store_write_stats *st,
+                                         const struct gs_batch *b);
+/* After todo (from store_writer_todo) was written with result rc: on success the pending batch is
+ * emptied; on failure b is kept in it (bounded) and the failure counted. Returns rc. */
+int store_writer_wrote(struct store_writer *w, struct store_write_stats *st, const struct gs_batch *b,
+                       const struct gs_batch *todo, int rc);
+/* A back end's batch write (one transaction) and its run-end write (status, exit code, end time
+ * and the note from the stats, one transaction); ctx its own. 0 or a GS_E code. */
+typedef int (*store_batch_fn)(void *ctx, const struct store_run *r, const struct gs_batch *b);
+typedef int (*store_end_fn)(void *ctx, const struct store_run *r);
+/* The first part of every back end's run_end: writes what failed appends kept (write), then the
+ * run's end (end). What cannot be written is counted as not kept in the end's note; when the end
+ * fails too it is kept, and the stats restored, for a later run_end. Returns 0 or end's error. */
+int store_writer_end(struct store_writer *w, struct store_write_stats *st, const struct store_run *r,
+                     store_batch_fn write, store_end_fn end, void *ctx);
+/* Frees the states and the pending batch; w is then empty. */
+void store_writer_done(struct store_writer *w);
+
 /* ---- resolving a run reference (store_util.c), the same for every back end ---- */
 
 /* The lookups a reference goes through, in this order: "last" is the newest run; otherwise an exact

@@ -325,6 +325,7 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
   }
   snprintf(s->path, sizeof s->path, "%s", path);
   s->mode = mode;
+  s->w.elem = sizeof(struct wseries);
   s->base = (struct store){.version = 3,
                            .schema_version = GS_STORE_SCHEMA_VERSION,
                            .scheme = "sqlite",
