@@ -117,7 +117,9 @@ struct store {
    * run (with a note when samples were not kept) in a transaction of their own, then rollups. The
    * status is recorded even when the kept samples cannot be (they are then counted as not kept).
    * Returns 0, or the error of the status write (the run is still open: call again when the store
-   * can take a write) or of the rollups (the run is closed; rollups are computed when read). */
+   * can take a write) or of the rollups (the run is closed; rollups are computed when read). A
+   * back end that closes the run elsewhere (PostgreSQL's local spool, the server being away or
+   * refusing it) returns 0 and says where in stats.kept_elsewhere; its readers read it there. */
   int (*run_end)(struct store *st, const struct store_run *run);
   /* Lists runs, newest first. *out is malloc'd (caller frees). Runs whose agent died are reported
    * as "crashed" (and recorded so when the store is open to write). */

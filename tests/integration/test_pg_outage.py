@@ -244,6 +244,7 @@ def test_replay_in_pieces_refused_halfway_keeps_the_spool_and_resumes():
                           db="pieces").split("|")
         check(got[0] == str(sent) and int(got[1]) >= 2 and int(got[2]) <= 150,
               f"{table}: {got[0]} of {sent} sent, in {got[1]} transactions of at most {got[2]} rows (pieces of 150)")
+        print(f"     {table}: {got[0]} of {sent} sent, in {got[1]} transactions of at most {got[2]} rows")
     marks = server.psql("SELECT count(DISTINCT e.value) FROM events e JOIN runs r ON r.id = e.run_id"
                         " WHERE r.name = 'cut' AND e.kind = 'mark'", db="pieces")
     check(marks == str(n), f"{marks} distinct marks of {n}")
@@ -367,6 +368,7 @@ def test_replay_refused_at_the_run_end_is_said_by_its_cause():
           f"the summary does not read the run from its spool:\n{err}")
     check(err.count("local spool") == 1 and "nothing was lost" not in err and "cannot close" not in err,
           f"the summary does not say in one line where the run is:\n{err}")
+    print("     " + "\n     ".join(line for line in err.splitlines() if "local spool" in line or "refused) —" in line))
     check(len(spool_files(spool)) == 1, "the spool of a refused replay was not kept")
     server.psql("DROP TRIGGER refuse ON open_chunks", db="refused")
     sb.ok("run", "--name", "next", "--", "true")
