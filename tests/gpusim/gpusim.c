@@ -119,6 +119,16 @@ static struct sim_dev *dev_of(nvmlDevice_t h) {
   return NULL;
 }
 
+#ifndef GPUSIM_LEGACY
+/* The instance of GPU d with GPU-instance id gi that exists at t, NULL when none. */
+static struct sim_dev *mig_of(struct sim_dev *d, unsigned gi, double t) {
+  for (int i = 0; i < d->nmigs; i++)
+    if (d->migs[i].gi == gi && sim_mig_alive(&d->migs[i], t))
+      return &d->migs[i];
+  return NULL;
+}
+#endif
+
 /* What a MIG device handle answers, as on a real driver: its name, UUID, memory, processes and the
  * MIG calls. Everything else (utilisation, power, clocks, ...) is NOT_SUPPORTED. */
 static int mig_handle_answers(enum sim_call call) {
@@ -159,6 +169,10 @@ static nvmlReturn_t check(nvmlDevice_t h, enum sim_call call, struct sim_dev **d
   now = now_s();
   const struct sim_dev *gpu = d->parent ? d->parent : d;
   if (now >= gpu->lost_at || now >= gpu->gone_at)
+    return NVML_ERROR_GPU_IS_LOST;
+  if (d->parent && !sim_mig_alive(d, now))
+    return NVML_ERROR_INVALID_ARGUMENT; /* the handle of an instance not (or no longer) there */
+  if (d->parent && now >= d->lost_at)
     return NVML_ERROR_GPU_IS_LOST;
   if (d->parent && !mig_handle_answers(call))
     return NVML_ERROR_NOT_SUPPORTED;
@@ -491,7 +505,7 @@ static nvmlReturn_t mig_handle_impl(nvmlDevice_t h, unsigned index, nvmlDevice_t
   if (d->mig != 1)
     return NVML_ERROR_NOT_SUPPORTED;
   for (int i = 0; i < d->nmigs; i++)
-    if (d->migs[i].slot == index) {
+    if (d->migs[i].slot == index && sim_mig_alive(&d->migs[i], t)) {
       *out = (nvmlDevice_t)&d->migs[i];
       return NVML_SUCCESS;
     }
@@ -901,10 +915,7 @@ static nvmlReturn_t gpm_mig_get_impl(nvmlDevice_t h, unsigned gi, nvmlGpmSample_
     return NVML_ERROR_INVALID_ARGUMENT;
   if (!d->gpm || d->mig != 1)
     return NVML_ERROR_NOT_SUPPORTED;
-  int i;
-  for (i = 0; i < d->nmigs && d->migs[i].gi != gi; i++)
-    ;
-  if (i == d->nmigs)
+  if (!mig_of(d, gi, t))
     return NVML_ERROR_INVALID_ARGUMENT;
   g->dev = (int)d->index;
   g->gi = (int)gi;
@@ -928,15 +939,8 @@ static nvmlReturn_t gpm_metrics_impl(nvmlGpmMetricsGet_t *m) {
       a->dev != b->dev || a->gi != b->gi || !(b->t > a->t) || (unsigned)a->dev >= G.scn.ndev)
     return NVML_ERROR_INVALID_ARGUMENT;
   CHECK((nvmlDevice_t)&G.scn.dev[a->dev], SC_GPM);
-  (void)t;
-  if (a->gi >= 0) { /* an instance's sample: its own timeline */
-    int i;
-    for (i = 0; i < d->nmigs && d->migs[i].gi != (unsigned)a->gi; i++)
-      ;
-    if (i == d->nmigs)
-      return NVML_ERROR_INVALID_ARGUMENT;
-    d = &d->migs[i];
-  }
+  if (a->gi >= 0 && !(d = mig_of(d, (unsigned)a->gi, t))) /* an instance's sample: its own timeline */
+    return NVML_ERROR_INVALID_ARGUMENT;
   static const struct {
     unsigned id;
     enum sim_key key;

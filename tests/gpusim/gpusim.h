@@ -66,7 +66,8 @@ enum sim_call {
 extern const char *const sim_call_names[SC_NCALLS];
 
 #define SIM_MAX_PROCS 16
-#define SIM_MAX_MIG 7 /* MIG devices under one GPU (NVIDIA's A100/H100 maximum) */
+#define SIM_MAX_MIG 7       /* MIG devices under one GPU at once (NVIDIA's A100/H100 maximum) */
+#define SIM_MAX_MIG_DECL 16 /* mig_instance lines per GPU: instances created and destroyed over time */
 
 struct sim_proc {
   int jobpid; /* the pid is "$JOBPID", resolved at each call */
@@ -117,6 +118,7 @@ struct sim_dev {
   int nmigs;
   struct sim_dev *parent; /* set on an instance (after loading): the GPU it is part of */
   unsigned gi, ci, slot;  /* an instance's GPU-instance id, compute-instance id, MIG device index */
+  double from_at;         /* an instance exists from from_at until gone_at (seconds) */
   char profile[32];       /* an instance's profile name, "1g.10gb" */
 };
 
@@ -136,5 +138,7 @@ const struct sim_seg *sim_seg_at(const struct sim_dev *d, double t);
 double sim_value(const struct sim_dev *d, enum sim_key k, double t);
 /* The integral of k over [t0, t1] (value-seconds). */
 double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1);
+/* Whether MIG instance x exists at t (created by then, not yet destroyed). */
+int sim_mig_alive(const struct sim_dev *x, double t);
 
 #endif
