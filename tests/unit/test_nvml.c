@@ -28,6 +28,7 @@
 #include "collect/collect.h"
 #include "core/core.h"
 #include "report/report.h"
+#include "serve/metrics.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -52,6 +53,8 @@ struct cap {
   char err[256];
   int opened;
   char live[16384]; /* "name{labels}\n" of each series holding a latest value when the run ended */
+  char *metrics;    /* the /metrics exposition of the sink when the run ended */
+  size_t metrics_len;
 };
 
 static void cap_take(struct cap *c, struct gs_sink *s) {
@@ -67,6 +70,7 @@ static void cap_free(struct cap *c) {
   for (size_t i = 0; i < c->nb; i++)
     gs_batch_free(c->b[i]);
   free(c->b);
+  free(c->metrics);
   free(c);
 }
 
@@ -216,6 +220,12 @@ static struct cap *play(const char *scn, const char *lib, int interval_ms, doubl
   collector_nvml.close(ctx);
   cap_take(c, s);
   gs_sink_each(s, cap_live_one, c);
+  struct metrics_opts mo = {.host_label = "hostname", .interval_ns = o.interval_ns};
+  struct metrics *m = metrics_new(s, &mo);
+  FILE *mf = open_memstream(&c->metrics, &c->metrics_len);
+  assert_true(m && mf && metrics_write(m, mf, 0, gs_mono_ns()) == 0);
+  fclose(mf);
+  metrics_free(m);
   gs_sink_free(s);
   return c;
 }
@@ -742,6 +752,16 @@ static void test_mig_instance_id_reused_with_another_profile_is_a_new_instance(v
   assert_true(cap_live(c, "mig.mem_used_bytes", "gpu=0,gi=1"));
 }
 
+static void test_mig_metrics_show_the_instances_there_now(void **state) {
+  struct cap *c = *state;
+  const char *t = c->metrics;
+  assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\""));
+  assert_non_null(strstr(t, "GPU_I_PROFILE=\"2g.20gb\",GPU_I_ID=\"5\""));
+  assert_non_null(strstr(t, "GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"1\""));
+  assert_null(strstr(t, "GPU_I_ID=\"9\""));            /* destroyed 2.7 s ago: gone, not waiting to go stale */
+  assert_null(strstr(t, "GPU_I_PROFILE=\"3g.40gb\"")); /* GI 1's old profile */
+}
+
 /* ---- throttled: thermal slowdown 2..4 s, power cap 3..4 s, idle from 5 s ---- */
 
 static int setup_throttled(void **state) {
@@ -1052,7 +1072,8 @@ GROUP(mig_instances, setup_mig_instances, teardown_cap,
 GROUP(mig_change, setup_mig_change, teardown_cap,
       cmocka_unit_test(test_mig_instance_destroyed_ends_its_series_with_an_event),
       cmocka_unit_test(test_mig_instance_created_gets_series_params_and_an_event),
-      cmocka_unit_test(test_mig_instance_id_reused_with_another_profile_is_a_new_instance))
+      cmocka_unit_test(test_mig_instance_id_reused_with_another_profile_is_a_new_instance),
+      cmocka_unit_test(test_mig_metrics_show_the_instances_there_now))
 GROUP(nomig, setup_nomig, teardown_cap, cmocka_unit_test(test_driver_without_mig_calls_lists_no_instances_and_goes_on))
 GROUP(throttled, setup_throttled, teardown_cap,
       cmocka_unit_test(test_throttle_reasons_start_and_stop_where_the_scenario_says),
