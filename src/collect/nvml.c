@@ -1307,8 +1307,9 @@ static void mig_sync(struct nvml_ctx *c, struct gpu *g, const struct nvml_facts 
 }
 
 /* Re-reads g's MIG mode; a change is the param gpu.N.mig_mode again and, when the current mode
- * changed, an event mig_mode and the GPU's own calls switched back on (the ones MIG mode refuses are
- * then switched off again, with their notes). Returns 0, or -1 when the GPU was lost. */
+ * changed, an event mig_mode. Leaving MIG mode switches the GPU's own calls back on (those MIG mode
+ * refused; one that the GPU refuses for another reason is noted once more). Returns 0, or -1 when
+ * the GPU was lost. */
 static int mig_mode_reread(struct nvml_ctx *c, struct gpu *g) {
   unsigned cur, pend;
   char v[48];
@@ -1327,9 +1328,12 @@ static int mig_mode_reread(struct nvml_ctx *c, struct gpu *g) {
     return 0;
   g->mig_mode = cur != 0, g->mig_pending = pend != 0;
   param(c->sink, g->index, "mig_mode", mig_mode_text(g->mig_mode, g->mig_pending, v, sizeof v));
-  if (was != g->mig_mode) {
+  if (was != g->mig_mode)
     event(c, stamp(c), "mig_mode", v, g->mig_mode ? "MIG mode enabled" : "MIG mode disabled");
+  if (was == 1 && !g->mig_mode) {
+    /* What MIG mode refused answers again; the driver's samples from before are not this mode's. */
     gpu_switch_off_missing_calls(&c->api, g, g->fam_gpm);
+    g->seen_us[0] = g->seen_us[1] = g->pu_seen_us = (unsigned long long)wall_us();
   }
   return 0;
 }

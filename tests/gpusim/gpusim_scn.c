@@ -214,7 +214,7 @@ static void dev_defaults(struct sim_dev *x, unsigned i) {
   x->sample_hz = 6;
   x->samples_when_idle = 1;
   x->energy_start_mj = 1000000ULL * (i + 1);
-  x->lost_at = x->gone_at = INFINITY;
+  x->lost_at = x->gone_at = x->mig_at = INFINITY;
   snprintf(x->uuid, sizeof x->uuid, "GPU-5a1c0000-0000-4000-8000-%012x", i);
   snprintf(x->pci, sizeof x->pci, "00000000:%02X:00.0", 0x18 + 0x10 * i);
 }
@@ -386,6 +386,19 @@ static int in_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
   return device_line(p, x, tok + 2, ntok - 2, "");
 }
 
+/* "mig on|off|unsupported [from T]": d's MIG mode from 0, or the one it changes to at T (an
+ * operator's nvidia-smi -mig, applied). */
+static int mig_mode_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
+  int bad = 0, mode = !strcmp(tok[1], "on") ? 1 : !strcmp(tok[1], "off") ? 0 : -1;
+  if (ntok == 2)
+    d->mig = mode;
+  else if (!strcmp(tok[2], "from"))
+    d->mig_to = mode, d->mig_at = parse_time(p, tok[3], &bad);
+  else
+    return perr(p, "mig wants on|off|unsupported [from T]");
+  return bad;
+}
+
 /* Applies one device-block line to device d. */
 static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok, const char *rest) {
   const char *k = tok[0];
@@ -415,8 +428,8 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   } else if (!strcmp(k, "gpm_unsupported")) {
     for (int i = 1; i < ntok && d->n_gpm_unsupported < 16; i++)
       d->gpm_unsupported[d->n_gpm_unsupported++] = (unsigned)atoi(tok[i]);
-  } else if (!strcmp(k, "mig") && ntok == 2) {
-    d->mig = !strcmp(tok[1], "on") ? 1 : !strcmp(tok[1], "off") ? 0 : -1;
+  } else if (!strcmp(k, "mig") && (ntok == 2 || ntok == 4)) {
+    return mig_mode_line(p, d, tok, ntok);
   } else if (!strcmp(k, "sample_hz") && ntok == 2) {
     if (parse_num(tok[1], &d->sample_hz) || d->sample_hz <= 0 || d->sample_hz > 1000)
       return perr(p, "bad sample_hz");
@@ -677,4 +690,8 @@ double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t
 
 int sim_mig_alive(const struct sim_dev *x, double t) {
   return t >= x->from_at && t < x->gone_at;
+}
+
+int sim_mig_mode(const struct sim_dev *d, double t) {
+  return t >= d->mig_at ? d->mig_to : d->mig;
 }

@@ -104,6 +104,12 @@ static void check_named(const char *dir) {
            "each GI 1 its own timeline");
     sim_scn_free(&s);
   }
+  if (!load(dir, "mig_mode.scn", &s)) {
+    const struct sim_dev *a = &s.dev[0], *b = &s.dev[1];
+    EXPECT(sim_mig_mode(a, 0.5) == 1 && sim_mig_mode(a, 0.6) == 0, "GPU 0 leaves MIG mode at 0.6 s");
+    EXPECT(sim_mig_mode(b, 0.5) == 0 && sim_mig_mode(b, 0.6) == 1 && b->migs[0].from_at == 0.6, "GPU 1 enters it");
+    sim_scn_free(&s);
+  }
   if (!load(dir, "idle1.scn", &s)) {
     EXPECT(sim_value(&s.dev[0], K_GR_ACTIVE, 1) == sim_value(&s.dev[0], K_UTIL, 1), "gr_active defaults to util");
     sim_scn_free(&s);
@@ -129,6 +135,7 @@ static void check_errors(void) {
       {"device 0\n  mig_instance 1 0 1g.10gb 10GiB\n  mig_instance 2 0 1g.10gb 10GiB slot 0 from 1\n",
        "MIG device slot 0 twice at once"},
       {"device 0\n  mig_instance 1 0 1g.10gb 10GiB at 3\n", "mig_instance wants"},
+      {"device 0\n  mig on at 3\n", "mig wants on|off|unsupported [from T]"},
   };
   char path[] = "/tmp/gpusim-scn-XXXXXX";
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -762,6 +762,50 @@ static void test_mig_metrics_show_the_instances_there_now(void **state) {
   assert_null(strstr(t, "GPU_I_PROFILE=\"3g.40gb\"")); /* GI 1's old profile */
 }
 
+/* ---- mig_mode: GPU 0 leaves MIG mode at 0.6 s, GPU 1 enters it (GI 2 created) ---- */
+
+static int setup_mig_mode(void **state) {
+  *state = play("mig_mode.scn", lib_path, 100, 2.0);
+  return 0;
+}
+
+static void test_mig_mode_disabled_ends_the_instances_and_gives_back_utilisation(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  assert_int_equal(cap_events(c, "mig_mode", "disabled", "gpu=0", et, 4), 1);
+  assert_true(et[0] >= 0.6 - EARLY);
+  assert_string_equal(cap_param(c, "gpu.0.mig_mode"), "disabled");
+  assert_string_equal(cap_param(c, "gpu.0.mig.instances"), "");
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", "3g.40gb", "gpu=0,gi=1", et, 4), 1);
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=1", t, v, 100);
+  assert_true(n >= 3);
+  assert_true(t[n - 1] < 0.6);
+  assert_false(cap_live(c, "mig.mem_used_bytes", "gpu=0,gi=1"));
+  /* the GPU's own utilisation, NOT_SUPPORTED under MIG mode, is read again */
+  n = cap_points(c, "gpu.util_pct", "gpu=0", t, v, 100);
+  assert_true(n >= 3);
+  assert_true(t[0] >= 0.6 - EARLY);
+  EXPECT_NEAR(v[n - 1], 80, 0);
+}
+
+static void test_mig_mode_enabled_lists_the_new_instances(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  assert_int_equal(cap_events(c, "mig_mode", "enabled", "gpu=1", et, 4), 1);
+  assert_true(et[0] >= 0.6 - EARLY);
+  assert_string_equal(cap_param(c, "gpu.1.mig_mode"), "enabled");
+  assert_int_equal(cap_events(c, "mig_instance_created", "7g.80gb", "gpu=1,gi=2", et, 4), 1);
+  assert_string_equal(cap_param(c, "gpu.1.mig.instances"), "2");
+  assert_string_equal(cap_param(c, "gpu.1.mig.2.profile"), "7g.80gb");
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=1,gi=2", t, v, 100);
+  assert_true(n >= 3);
+  assert_true(t[0] >= 0.6 - EARLY);
+  EXPECT_NEAR(v[0], 33 * GIB, 0);
+  n = cap_points(c, "gpu.util_pct", "gpu=1", t, v, 100);
+  assert_true(n >= 1 && t[n - 1] < 0.6); /* refused under MIG mode: noted, and off */
+  assert_int_equal(cap_notes(c, "gpu1: utilization: Not Supported"), 1);
+}
+
 /* ---- throttled: thermal slowdown 2..4 s, power cap 3..4 s, idle from 5 s ---- */
 
 static int setup_throttled(void **state) {
@@ -1074,6 +1118,9 @@ GROUP(mig_change, setup_mig_change, teardown_cap,
       cmocka_unit_test(test_mig_instance_created_gets_series_params_and_an_event),
       cmocka_unit_test(test_mig_instance_id_reused_with_another_profile_is_a_new_instance),
       cmocka_unit_test(test_mig_metrics_show_the_instances_there_now))
+GROUP(mig_mode, setup_mig_mode, teardown_cap,
+      cmocka_unit_test(test_mig_mode_disabled_ends_the_instances_and_gives_back_utilisation),
+      cmocka_unit_test(test_mig_mode_enabled_lists_the_new_instances))
 GROUP(nomig, setup_nomig, teardown_cap, cmocka_unit_test(test_driver_without_mig_calls_lists_no_instances_and_goes_on))
 GROUP(throttled, setup_throttled, teardown_cap,
       cmocka_unit_test(test_throttle_reasons_start_and_stop_where_the_scenario_says),
@@ -1099,6 +1146,7 @@ static const struct {
     {"mig", run_mig},
     {"mig_instances", run_mig_instances},
     {"mig_change", run_mig_change},
+    {"mig_mode", run_mig_mode},
     {"nomig", run_nomig},
     {"throttled", run_throttled},
     {"lost", run_lost},
