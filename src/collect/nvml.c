@@ -1354,14 +1354,14 @@ static void mig_follow(struct nvml_ctx *c, struct gpu *g) {
   struct nvml_facts f;
   f.n_mig = 0;
   if (g->mig_mode == 1) {
-    nvmlReturn_t r = nvml_api_mig_list(&c->api, g->dev, &f);
+    nvmlReturn_t why, r = nvml_api_mig_list(&c->api, g->dev, &f, &why);
     if (r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_GPU_NOT_FOUND) {
       lose(c, g, r);
       return;
     }
     if (r == NVML_ERROR_FUNCTION_NOT_FOUND)
       return; /* no MIG device calls: noted at open */
-    if (r != NVML_SUCCESS) {
+    if (r != NVML_SUCCESS || (r = why) != NVML_SUCCESS) {
       if (!g->noted[C_MIG])
         note(c, "gpu%u: MIG instances: %s (retrying)", g->index, nvml_api_strerror(&c->api, r));
       g->noted[C_MIG] = 1;

@@ -241,9 +241,10 @@ static nvmlReturn_t mig_device_facts(const struct nvml_api *api, nvmlDevice_t de
   return NVML_SUCCESS;
 }
 
-nvmlReturn_t nvml_api_mig_list(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+nvmlReturn_t nvml_api_mig_list(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f,
+                               nvmlReturn_t *incomplete) {
   unsigned max = 0;
-  nvmlReturn_t first = NVML_SUCCESS;
+  *incomplete = NVML_SUCCESS;
   f->n_mig = 0;
   if (!api->nvmlDeviceGetMaxMigDeviceCount || !api->nvmlDeviceGetMigDeviceHandleByIndex ||
       !api->nvmlDeviceGetGpuInstanceId) {
@@ -262,12 +263,10 @@ nvmlReturn_t nvml_api_mig_list(const struct nvml_api *api, nvmlDevice_t dev, str
     memset(m, 0, sizeof *m);
     m->slot = slot;
     if (r == NVML_SUCCESS && h)
-      r = mig_device_facts(api, dev, h, m);
-    if (r == NVML_ERROR_GPU_IS_LOST)
-      return r;
+      r = mig_device_facts(api, dev, h, m); /* GPU_IS_LOST here is the instance's, not the GPU's */
     if (r != NVML_SUCCESS) {
-      if (r != NVML_ERROR_NOT_FOUND && first == NVML_SUCCESS)
-        first = r; /* this slot's instance may exist: the list is not complete */
+      if (r != NVML_ERROR_NOT_FOUND && *incomplete == NVML_SUCCESS)
+        *incomplete = r; /* this slot's instance may exist: the list is not complete */
       continue;
     }
     int seen = 0;
@@ -275,12 +274,12 @@ nvmlReturn_t nvml_api_mig_list(const struct nvml_api *api, nvmlDevice_t dev, str
       seen |= f->mig[i].gi == m->gi;
     f->n_mig += !seen;
   }
-  return first;
+  return NVML_SUCCESS;
 }
 
 /* The instances nvml_api_facts lists: what could be listed is listed; only a lost GPU is an error. */
 static nvmlReturn_t facts_migs(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
-  nvmlReturn_t r = nvml_api_mig_list(api, dev, f);
+  nvmlReturn_t incomplete, r = nvml_api_mig_list(api, dev, f, &incomplete);
   return r == NVML_ERROR_GPU_IS_LOST ? r : NVML_SUCCESS;
 }
 

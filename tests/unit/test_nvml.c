@@ -682,10 +682,13 @@ static void test_driver_without_mig_calls_lists_no_instances_and_goes_on(void **
 
 #define EARLY 0.006 /* a value is stamped at most 5 ms before it was read (late readings: at their read) */
 
-/* ---- mig_change: GI 9 destroyed at 0.5 s, GI 5 created at 1.2 s, GI 1 re-created as 1g.10gb at 2 s ---- */
+/* ---- mig_change: GI 9 destroyed at 0.5 s, GI 5 created at 1.2 s, GI 1 re-created as 1g.10gb at 2 s,
+ * GI 5's memory failing from 2.5 s, the new GI 1 answering GPU_IS_LOST from 3.4 s (mig_change.scn). The
+ * times fit the re-lists: periodic every 1 s at this interval, one at once after an instance's error,
+ * at most once a second. ---- */
 
 static int setup_mig_change(void **state) {
-  *state = play("mig_change.scn", lib_path, 100, 3.2);
+  *state = play("mig_change.scn", lib_path, 100, 4.6);
   return 0;
 }
 
@@ -705,8 +708,7 @@ static void test_mig_instance_destroyed_ends_its_series_with_an_event(void **sta
                       "MIG instance GI 9 (1g.10gb) destroyed");
   assert_false(cap_live(c, "mig.mem_used_bytes", "gpu=0,gi=9")); /* no latest value: no /metrics line */
   assert_false(cap_live(c, "mig.sm_active_pct", "gpu=0,gi=9"));
-  assert_int_equal(cap_notes(c, "mig 9"), 0);                /* its errors asked for a re-list, not for notes */
-  assert_false(c->summary[0] && strstr(c->summary, "lost")); /* the GPU was not lost */
+  assert_int_equal(cap_notes(c, "mig 9"), 0); /* its errors asked for a re-list, not for notes */
 }
 
 static void test_mig_instance_created_gets_series_params_and_an_event(void **state) {
@@ -728,6 +730,26 @@ static void test_mig_instance_created_gets_series_params_and_an_event(void **sta
   assert_string_equal(cap_param(c, "gpu.0.mig.instances"), "5,1");
   /* the instances there at open are no news */
   assert_int_equal(cap_events(c, "mig_instance_created", NULL, "gpu=0,gi=9", et, 4), 0);
+}
+
+static void test_mig_instance_failing_while_listed_is_noted_not_destroyed(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  /* GI 5: its memory answers INVALID_ARGUMENT from 2.5 s, the list still has it */
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=5", t, v, 100);
+  assert_true(n >= 3 && t[n - 1] < 2.5);
+  assert_int_equal(cap_notes(c, "gpu0 mig 5: memory info: Invalid Argument (still listed; retrying)"), 1);
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", NULL, "gpu=0,gi=5", et, 4), 0);
+  /* GI 1 (the new one): GPU_IS_LOST on its handle from 3.4 s, its list entry too: an incomplete list */
+  n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=1", t, v, 100);
+  assert_true(n >= 3 && t[n - 1] < 3.4);
+  assert_int_equal(cap_notes(c, "gpu0: MIG instances: GPU is lost (retrying)"), 1);
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", "1g.10gb", "gpu=0,gi=1", et, 4), 0);
+  /* and the GPU is not lost */
+  assert_int_equal(cap_events(c, "gpu_lost", NULL, NULL, et, 4), 0);
+  assert_null(strstr(c->summary, "lost"));
+  n = cap_points(c, "gpu.mem_used_bytes", "gpu=0", t, v, 100);
+  assert_true(n >= 25 && t[n - 1] > 3.4);
 }
 
 static void test_mig_instance_id_reused_with_another_profile_is_a_new_instance(void **state) {
@@ -1117,6 +1139,7 @@ GROUP(mig_change, setup_mig_change, teardown_cap,
       cmocka_unit_test(test_mig_instance_destroyed_ends_its_series_with_an_event),
       cmocka_unit_test(test_mig_instance_created_gets_series_params_and_an_event),
       cmocka_unit_test(test_mig_instance_id_reused_with_another_profile_is_a_new_instance),
+      cmocka_unit_test(test_mig_instance_failing_while_listed_is_noted_not_destroyed),
       cmocka_unit_test(test_mig_metrics_show_the_instances_there_now))
 GROUP(mig_mode, setup_mig_mode, teardown_cap,
       cmocka_unit_test(test_mig_mode_disabled_ends_the_instances_and_gives_back_utilisation),
