@@ -30,6 +30,9 @@
 #define GPM_MAX_WAIT_NS (5 * NS_PER_MS)  /* a gap this much short is waited out, not skipped */
 #define CLOSE_WAIT_NS (2 * GS_NS_PER_S)  /* how long close() waits for a thread inside the driver */
 #define PCIE_PERIOD_NS GS_NS_PER_S       /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
+#define MIG_EVERY_MIN_NS GS_NS_PER_S     /* a MIG GPU's instances are re-listed every 10 ticks, 1-10 s */
+#define MIG_EVERY_MAX_NS (10 * GS_NS_PER_S)
+#define MIG_AGAIN_NS GS_NS_PER_S /* an instance's errors ask for a re-list at once, at most once a second */
 
 enum metric {
   M_UTIL,
@@ -172,6 +175,7 @@ enum call {
   C_PROCS,
   C_PROC_UTIL,
   C_GPM,
+  C_MIG, /* the GPU's MIG mode and instance list (re-read while the agent runs) */
   C_COUNT
 };
 
@@ -193,6 +197,7 @@ static const char *const call_what[C_COUNT] = {
     [C_PROCS] = "running processes",
     [C_PROC_UTIL] = "process utilization",
     [C_GPM] = "GPM",
+    [C_MIG] = "MIG instances",
 };
 
 /* One process seen on a GPU: its series ids and the last timestamp written to each. */
@@ -211,11 +216,16 @@ struct gpm_state {
   unsigned char noted[N_GPM];
 };
 
-/* One MIG instance of a GPU in MIG mode (a GPU instance, through its first MIG device handle). */
+/* One MIG instance of a GPU in MIG mode (a GPU instance, through its first MIG device handle). Its
+ * GPU-instance id, profile and UUID say which instance it is: an id reused with another profile (or,
+ * on a real driver, a new UUID) is a new instance. */
 struct mig {
-  unsigned gi;
+  unsigned gi, slot;
   nvmlDevice_t dev;
   char label[40]; /* "gpu=N,gi=G" */
+  char profile[32], uuid[96];
+  int suspect;  /* a call answered as if the instance were gone: the next re-list decides */
+  int kept_bad; /* it was suspect and the re-list still listed it: its errors are noted */
   unsigned char off[C_COUNT], noted[C_COUNT];
   int mem_v1_only;
   int sid[N_MIG_METRICS];
@@ -250,9 +260,15 @@ struct gpu {
   struct gpm_state gpm;
   nvmlGpmMetricsGet_t *gpm_req;
 
-  /* MIG instances (MIG mode on), listed once at open */
-  struct mig *migs;
+  /* MIG instances (MIG mode on): listed at open, re-listed every mig_every() and soon after an
+   * instance's calls answer as if it were gone (mig_follow) */
+  struct mig *migs; /* NVML_MAX_MIG of them, allocated with the first */
   int n_migs;
+  int mig_mode, mig_pending; /* 0/1; mig_mode -1: MIG not supported, nothing to follow */
+  int fam_gpm;               /* GPM supported at open (calls switched back on after a mode change) */
+  int mig_relist;            /* an instance asked for a re-list */
+  int64_t mig_next_ns;       /* the next periodic re-list */
+  int64_t mig_again_ns;      /* the last re-list an instance asked for */
 
   /* processes */
   unsigned char *pbuf; /* raw entries, api.proc_stride bytes each */
@@ -278,6 +294,7 @@ struct pend_event {
   const char *kind;
   char name[40];
   char text[64];
+  char labels[40]; /* "" for the GPU's own */
 };
 struct pend_note {
   char text[200];
@@ -312,6 +329,8 @@ struct nvml_ctx {
   size_t n_pe, cap_pe;
   struct pend_note *pn;
   size_t n_pn, cap_pn;
+  int *pend_end; /* series whose latest value ends (a destroyed instance's) */
+  size_t n_end, cap_end;
 };
 
 /* ---- small helpers ---- */
@@ -389,7 +408,9 @@ static void note(struct nvml_ctx *c, const char *fmt, ...) {
   va_end(ap);
 }
 
-static void event(struct nvml_ctx *c, int64_t t, const char *kind, const char *name, const char *text) {
+/* Queues an event labelled labels (NULL: the GPU's own). */
+static void event_on(struct nvml_ctx *c, int64_t t, const char *kind, const char *name, const char *text,
+                     const char *labels) {
   if (grow((void **)&c->pe, &c->cap_pe, c->n_pe + 1, sizeof *c->pe))
     return;
   struct pend_event *e = &c->pe[c->n_pe++];
@@ -397,6 +418,11 @@ static void event(struct nvml_ctx *c, int64_t t, const char *kind, const char *n
   e->kind = kind;
   snprintf(e->name, sizeof e->name, "%s", name ? name : "");
   snprintf(e->text, sizeof e->text, "%s", text ? text : "");
+  snprintf(e->labels, sizeof e->labels, "%s", labels ? labels : "");
+}
+
+static void event(struct nvml_ctx *c, int64_t t, const char *kind, const char *name, const char *text) {
+  event_on(c, t, kind, name, text, NULL);
 }
 
 /* Queues one value; drops non-finite values and values older than the series' last one. */
@@ -450,13 +476,25 @@ static void lose(struct nvml_ctx *c, struct gpu *g, nvmlReturn_t r) {
 
 /* Classifies the answer of one driver call on GPU g, or on its MIG instance mi when not NULL.
  * Returns 1 on success. NOT_SUPPORTED and NO_PERMISSION switch the call off for this GPU (or
- * instance) with a note; GPU_IS_LOST ends the GPU; anything else is noted once and retried next tick. */
+ * instance) with a note; GPU_IS_LOST ends the GPU; on an instance, GPU_IS_LOST, NOT_FOUND and
+ * INVALID_ARGUMENT ask for a re-list of the GPU's instances instead; anything else is noted once
+ * and retried next tick. */
 static int verdict(struct nvml_ctx *c, struct gpu *g, struct mig *mi, enum call call, nvmlReturn_t r) {
   char who[48];
   if (mi)
     snprintf(who, sizeof who, "gpu%u mig %u", g->index, mi->gi);
   else
     snprintf(who, sizeof who, "gpu%u", g->index);
+  if (mi && (r == NVML_ERROR_NOT_FOUND || r == NVML_ERROR_INVALID_ARGUMENT || r == NVML_ERROR_GPU_IS_LOST ||
+             r == NVML_ERROR_GPU_NOT_FOUND)) {
+    /* Most likely the instance was destroyed: a re-list soon decides (and a lost GPU is seen there). */
+    g->mig_relist = mi->suspect = 1;
+    if (mi->kept_bad && !mi->noted[call]) {
+      mi->noted[call] = 1;
+      note(c, "%s: %s: %s (still listed; retrying)", who, call_what[call], nvml_api_strerror(&c->api, r));
+    }
+    return 0;
+  }
   switch (r) {
   case NVML_SUCCESS:
     return 1;
@@ -516,6 +554,10 @@ static int flush(struct nvml_ctx *c, struct gpu *g) {
   pthread_mutex_lock(&c->mu);
   int written = !atomic_load(&c->stop);
   if (written) {
+    /* Ends first: a destroyed instance's points went in earlier, and a new one under its labels
+     * (its id reused) may have points in this batch. */
+    for (size_t i = 0; i < c->n_end; i++)
+      gs_sink_end(c->sink, c->pend_end[i]);
     for (size_t i = 0; i < c->n_pp; i++) {
       struct pend_point *p = &c->pp[i];
       int sid = series_id(c, g, p->metric, p->proc, p->mig);
@@ -524,17 +566,19 @@ static int flush(struct nvml_ctx *c, struct gpu *g) {
     }
     for (size_t i = 0; i < c->n_pe; i++) {
       struct pend_event *e = &c->pe[i];
-      gs_sink_event(c->sink, e->t, e->kind, e->name, NAN, g->label, e->text);
+      gs_sink_event(c->sink, e->t, e->kind, e->name, NAN, e->labels[0] ? e->labels : g->label, e->text);
     }
     for (size_t i = 0; i < c->n_pn; i++)
       gs_sink_note(c->sink, "%s", c->pn[i].text);
   }
   pthread_mutex_unlock(&c->mu);
-  c->n_pp = c->n_pe = c->n_pn = 0;
+  c->n_pp = c->n_pe = c->n_pn = c->n_end = 0;
   return written;
 }
 
 /* ---- one GPU, one tick ---- */
+
+static void mig_follow(struct nvml_ctx *c, struct gpu *g);
 
 /* Takes a GPM sample of GPU g (k < 0) or of its MIG instance k, waiting out a gap a few ms short of
  * the 100 ms NVML wants. Returns 1 when st->s[0] (first sample) or st->s[1] now holds a new one. */
@@ -938,6 +982,8 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
     emit(c, g, M_PSTATE, stamp(c), u);
   RETURN_IF_LOST();
   procs_tick(c, g);
+  RETURN_IF_LOST();
+  mig_follow(c, g);
   for (int k = 0; k < g->n_migs && !g->lost; k++)
     mig_tick(c, g, k);
 }
@@ -1016,7 +1062,7 @@ static void ctx_free(struct nvml_ctx *c, int shutdown) {
     free(g->sbuf), free(g->gpm_req), free(g->pbuf), free(g->pids), free(g->ubuf), free(g->procs);
   }
   free(c->gpus);
-  free(c->pp), free(c->pe), free(c->pn);
+  free(c->pp), free(c->pe), free(c->pn), free(c->pend_end);
   nvml_api_close(&c->api, shutdown);
   if (c->sync_ready) {
     pthread_mutex_destroy(&c->mu);
@@ -1029,6 +1075,15 @@ static void param(struct gs_sink *s, unsigned gpu, const char *key, const char *
   char k[96];
   snprintf(k, sizeof k, "gpu.%u.%s", gpu, key);
   gs_sink_param(s, k, value);
+}
+
+/* "enabled", "disabled", "enabled (pending disable)", ...: the param gpu.N.mig_mode. Returns buf. */
+static const char *mig_mode_text(int cur, int pending, char *buf, size_t n) {
+  snprintf(buf, n, "%s%s", cur ? "enabled" : "disabled",
+           pending == cur ? ""
+           : pending      ? " (pending enable)"
+                          : " (pending disable)");
+  return buf;
 }
 
 /* Records what NVML says about GPU index as the run's params gpu.N.* (none for a fact it does not
@@ -1049,17 +1104,12 @@ static void gpu_record_facts(struct nvml_ctx *c, unsigned index, const struct nv
     snprintf(v, sizeof v, "%lld", f->mem_total);
     param(c->sink, index, "mem_total_bytes", v);
   }
-  if (f->mig_current >= 0) {
-    snprintf(v, sizeof v, "%s%s", f->mig_current ? "enabled" : "disabled",
-             f->mig_pending == f->mig_current ? ""
-             : f->mig_pending                 ? " (pending enable)"
-                                              : " (pending disable)");
-    param(c->sink, index, "mig_mode", v);
-  }
+  if (f->mig_current >= 0)
+    param(c->sink, index, "mig_mode", mig_mode_text(f->mig_current, f->mig_pending, v, sizeof v));
 }
 
 /* Calls this library lacks are off from the start (one note lists them for the whole run). */
-static void gpu_switch_off_missing_calls(const struct nvml_api *a, struct gpu *g, const struct nvml_facts *f) {
+static void gpu_switch_off_missing_calls(const struct nvml_api *a, struct gpu *g, int fam_gpm) {
   g->off[C_UTIL] = !a->nvmlDeviceGetUtilizationRates;
   g->off[C_SAMPLES_GPU] = g->off[C_SAMPLES_MEM] = !a->nvmlDeviceGetSamples;
   g->off[C_MEMORY] = !a->nvmlDeviceGetMemoryInfo && !a->nvmlDeviceGetMemoryInfo_v2;
@@ -1074,7 +1124,7 @@ static void gpu_switch_off_missing_calls(const struct nvml_api *a, struct gpu *g
   g->off[C_PSTATE] = !a->nvmlDeviceGetPerformanceState;
   g->off[C_PROCS] = !a->nvmlDeviceGetComputeRunningProcesses;
   g->off[C_PROC_UTIL] = !a->nvmlDeviceGetProcessUtilization;
-  g->off[C_GPM] = !f->fam_gpm;
+  g->off[C_GPM] = !fam_gpm;
 }
 
 /* Reads the GPU's max SM and memory clocks (NAN when NVML cannot tell, with a note). Returns 0, or
@@ -1140,37 +1190,185 @@ static void mig_record_facts(struct nvml_ctx *c, unsigned index, const struct nv
   }
 }
 
-/* Prepares the MIG instances nvml_api_facts listed on a GPU in MIG mode: their handles, labels
- * gpu=N,gi=G, params, and GPM where this library has nvmlGpmMigSampleGet. Only memory and GPM are
- * read from a MIG device; its other calls are off. Returns 0, or GS_ENOMEM. */
-static int gpu_start_migs(struct nvml_ctx *c, struct gpu *g, const struct nvml_facts *f) {
-  const struct nvml_api *a = &c->api;
+/* Writes the param gpu.N.mig.instances ("1,9": the GPU-instance ids; "" when none is left). */
+static void mig_record_list(struct nvml_ctx *c, struct gpu *g) {
   char list[NVML_MAX_MIG * 12] = "";
+  for (int k = 0; k < g->n_migs; k++) {
+    size_t len = strlen(list);
+    snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", g->migs[k].gi);
+  }
+  param(c->sink, g->index, "mig.instances", list);
+}
+
+/* Adds one MIG instance of g (listed by nvml_api_facts or nvml_api_mig_list): its handle, labels
+ * gpu=N,gi=G, params, and GPM where this library has nvmlGpmMigSampleGet. Only memory and GPM are
+ * read from a MIG device; its other calls are off. With announce (an instance created while the
+ * agent runs), an event mig_instance_created at t. Returns 0 (also when its handle cannot be had:
+ * the next re-list tries again), or GS_ENOMEM. */
+static int mig_add(struct nvml_ctx *c, struct gpu *g, const struct nvml_mig_facts *m, int announce, int64_t t) {
+  const struct nvml_api *a = &c->api;
+  if (g->n_migs == NVML_MAX_MIG || (!g->migs && !(g->migs = calloc(NVML_MAX_MIG, sizeof *g->migs))))
+    return g->migs ? 0 : GS_ENOMEM;
+  struct mig *mi = &g->migs[g->n_migs];
+  memset(mi, 0, sizeof *mi);
+  if (!(mi->dev = nvml_api_mig_handle(a, g->dev, m->slot)))
+    return 0;
+  mi->gi = m->gi, mi->slot = m->slot;
+  snprintf(mi->profile, sizeof mi->profile, "%s", m->profile);
+  snprintf(mi->uuid, sizeof mi->uuid, "%s", m->uuid);
+  snprintf(mi->label, sizeof mi->label, "gpu=%u,gi=%u", g->index, mi->gi);
+  for (int j = 0; j < N_MIG_METRICS; j++)
+    mi->sid[j] = -1, mi->last_t[j] = INT64_MIN;
+  memset(mi->off, 1, sizeof mi->off);
+  mi->off[C_MEMORY] = !a->nvmlDeviceGetMemoryInfo && !a->nvmlDeviceGetMemoryInfo_v2;
+  mi->off[C_GPM] = !a->nvmlGpmMigSampleGet || !a->nvmlGpmMetricsGet || !a->nvmlGpmSampleAlloc;
+  mig_record_facts(c, g->index, m);
+  g->n_migs++;
+  if (announce) {
+    char text[64];
+    snprintf(text, sizeof text, "MIG instance GI %u (%.20s) created", mi->gi, mi->profile[0] ? mi->profile : "?");
+    event_on(c, t, "mig_instance_created", mi->profile, text, mi->label);
+  }
+  return !mi->off[C_GPM] ? gpu_start_gpm(c, g, g->n_migs - 1) : 0;
+}
+
+/* Prepares the MIG instances nvml_api_facts listed on a GPU in MIG mode (mig_add). Returns 0, or
+ * GS_ENOMEM. */
+static int gpu_start_migs(struct nvml_ctx *c, struct gpu *g, const struct nvml_facts *f) {
   if (f->mig_unlisted)
     note(c, "gpu%u: MIG instances not listed: this driver's library lacks the MIG device calls", g->index);
-  if (!f->n_mig || !(g->migs = calloc((size_t)f->n_mig, sizeof *g->migs)))
-    return f->n_mig ? GS_ENOMEM : 0;
-  for (int i = 0; i < f->n_mig; i++) {
-    struct mig *mi = &g->migs[g->n_migs];
-    if (!(mi->dev = nvml_api_mig_handle(a, g->dev, f->mig[i].slot)))
-      continue;
-    mi->gi = f->mig[i].gi;
-    snprintf(mi->label, sizeof mi->label, "gpu=%u,gi=%u", g->index, mi->gi);
-    for (int j = 0; j < N_MIG_METRICS; j++)
-      mi->sid[j] = -1, mi->last_t[j] = INT64_MIN;
-    memset(mi->off, 1, sizeof mi->off);
-    mi->off[C_MEMORY] = !a->nvmlDeviceGetMemoryInfo && !a->nvmlDeviceGetMemoryInfo_v2;
-    mi->off[C_GPM] = !a->nvmlGpmMigSampleGet || !a->nvmlGpmMetricsGet || !a->nvmlGpmSampleAlloc;
-    mig_record_facts(c, g->index, &f->mig[i]);
-    size_t len = strlen(list);
-    snprintf(list + len, sizeof list - len, "%s%u", len ? "," : "", mi->gi);
-    g->n_migs++;
-    if (!mi->off[C_GPM] && gpu_start_gpm(c, g, g->n_migs - 1))
+  for (int i = 0; i < f->n_mig; i++)
+    if (mig_add(c, g, &f->mig[i], 0, 0))
       return GS_ENOMEM;
-  }
-  if (list[0])
-    param(c->sink, g->index, "mig.instances", list);
+  if (g->n_migs)
+    mig_record_list(c, g);
   return 0;
+}
+
+/* ---- MIG instances that come and go while the agent runs ---- */
+
+/* How often a MIG GPU's instances are re-listed: every 10 ticks, at least 1 s and at most 10 s apart. */
+static int64_t mig_every(int64_t interval_ns) {
+  int64_t e = 10 * interval_ns;
+  return e < MIG_EVERY_MIN_NS ? MIG_EVERY_MIN_NS : e > MIG_EVERY_MAX_NS ? MIG_EVERY_MAX_NS : e;
+}
+
+/* Ends instance k of g: its series lose their latest value (no /metrics line; the points stay), an
+ * event mig_instance_destroyed at t, and its GPM samples are freed. The instances after it move down. */
+static void mig_gone(struct nvml_ctx *c, struct gpu *g, int k, int64_t t) {
+  struct mig *mi = &g->migs[k];
+  for (int j = 0; j < N_MIG_METRICS; j++)
+    if (mi->sid[j] >= 0 && !grow((void **)&c->pend_end, &c->cap_end, c->n_end + 1, sizeof *c->pend_end))
+      c->pend_end[c->n_end++] = mi->sid[j];
+  char text[64];
+  snprintf(text, sizeof text, "MIG instance GI %u (%.20s) destroyed", mi->gi, mi->profile[0] ? mi->profile : "?");
+  event_on(c, t, "mig_instance_destroyed", mi->profile, text, mi->label);
+  for (int s = 0; s < 2; s++)
+    if (mi->gpm.s[s])
+      c->api.nvmlGpmSampleFree(mi->gpm.s[s]);
+  memmove(mi, mi + 1, (size_t)(g->n_migs - k - 1) * sizeof *mi);
+  g->n_migs--;
+}
+
+static int mig_same(const struct mig *mi, const struct nvml_mig_facts *m) {
+  return mi->gi == m->gi && !strcmp(mi->profile, m->profile) && !strcmp(mi->uuid, m->uuid);
+}
+
+/* Brings g's instances in line with a complete list f: the ones not listed are gone, the listed
+ * ones not known are new (an id reused with another profile is both). */
+static void mig_sync(struct nvml_ctx *c, struct gpu *g, const struct nvml_facts *f) {
+  int64_t t = stamp(c);
+  int changed = 0, i;
+  for (int k = g->n_migs - 1; k >= 0; k--) {
+    struct mig *mi = &g->migs[k];
+    for (i = 0; i < f->n_mig && !mig_same(mi, &f->mig[i]); i++)
+      ;
+    if (i == f->n_mig) {
+      mig_gone(c, g, k, t);
+      changed = 1;
+    } else {
+      mi->kept_bad = mi->suspect, mi->suspect = 0;
+      mi->slot = f->mig[i].slot;
+    }
+  }
+  for (i = 0; i < f->n_mig; i++) {
+    int k;
+    for (k = 0; k < g->n_migs && !mig_same(&g->migs[k], &f->mig[i]); k++)
+      ;
+    if (k == g->n_migs) {
+      int n = g->n_migs;
+      if (mig_add(c, g, &f->mig[i], 1, t))
+        break;
+      changed |= g->n_migs > n;
+    }
+  }
+  if (changed)
+    mig_record_list(c, g);
+}
+
+/* Re-reads g's MIG mode; a change is the param gpu.N.mig_mode again and, when the current mode
+ * changed, an event mig_mode. Leaving MIG mode switches the GPU's own calls back on (those MIG mode
+ * refused; one that the GPU refuses for another reason is noted once more). Returns 0, or -1 when
+ * the GPU was lost. */
+static int mig_mode_reread(struct nvml_ctx *c, struct gpu *g) {
+  unsigned cur, pend;
+  char v[48];
+  nvmlReturn_t r =
+      c->api.nvmlDeviceGetMigMode ? c->api.nvmlDeviceGetMigMode(g->dev, &cur, &pend) : NVML_ERROR_FUNCTION_NOT_FOUND;
+  if (r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_GPU_NOT_FOUND)
+    return lose(c, g, r), -1;
+  if (r != NVML_SUCCESS) {
+    if (!g->noted[C_MIG])
+      note(c, "gpu%u: MIG mode: %s (retrying)", g->index, nvml_api_strerror(&c->api, r));
+    g->noted[C_MIG] = 1;
+    return 0; /* the mode last read holds */
+  }
+  int was = g->mig_mode;
+  if ((int)(cur != 0) == was && (int)(pend != 0) == g->mig_pending)
+    return 0;
+  g->mig_mode = cur != 0, g->mig_pending = pend != 0;
+  param(c->sink, g->index, "mig_mode", mig_mode_text(g->mig_mode, g->mig_pending, v, sizeof v));
+  if (was != g->mig_mode)
+    event(c, stamp(c), "mig_mode", v, g->mig_mode ? "MIG mode enabled" : "MIG mode disabled");
+  if (was == 1 && !g->mig_mode) {
+    /* What MIG mode refused answers again; the driver's samples from before are not this mode's. */
+    gpu_switch_off_missing_calls(&c->api, g, g->fam_gpm);
+    g->seen_us[0] = g->seen_us[1] = g->pu_seen_us = (unsigned long long)wall_us();
+  }
+  return 0;
+}
+
+/* On a GPU that has MIG mode: every mig_every(), and at once (at most every MIG_AGAIN_NS) when
+ * an instance's calls answered as if it were gone, re-reads the mode and the instance list and
+ * follows them (mig_sync). An incomplete list changes nothing (one note); it is tried again. */
+static void mig_follow(struct nvml_ctx *c, struct gpu *g) {
+  int64_t now = gs_mono_ns();
+  if (g->mig_mode < 0 || (now < g->mig_next_ns && (!g->mig_relist || now - g->mig_again_ns < MIG_AGAIN_NS)))
+    return;
+  if (g->mig_relist)
+    g->mig_again_ns = now;
+  g->mig_relist = 0;
+  g->mig_next_ns = now + mig_every(c->interval_ns);
+  if (mig_mode_reread(c, g))
+    return;
+  struct nvml_facts f;
+  f.n_mig = 0;
+  if (g->mig_mode == 1) {
+    nvmlReturn_t why, r = nvml_api_mig_list(&c->api, g->dev, &f, &why);
+    if (r == NVML_ERROR_GPU_IS_LOST || r == NVML_ERROR_GPU_NOT_FOUND) {
+      lose(c, g, r);
+      return;
+    }
+    if (r == NVML_ERROR_FUNCTION_NOT_FOUND)
+      return; /* no MIG device calls: noted at open */
+    if (r != NVML_SUCCESS || (r = why) != NVML_SUCCESS) {
+      if (!g->noted[C_MIG])
+        note(c, "gpu%u: MIG instances: %s (retrying)", g->index, nvml_api_strerror(&c->api, r));
+      g->noted[C_MIG] = 1;
+      return;
+    }
+  }
+  mig_sync(c, g, &f);
 }
 
 /* Finds one GPU's handle and static facts, records them as params and prepares its buffers.
@@ -1204,7 +1402,10 @@ static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
   }
   snprintf(g->name, sizeof g->name, "%s", f.name[0] ? f.name : "unknown GPU");
   gpu_record_facts(c, index, &f);
-  gpu_switch_off_missing_calls(a, g, &f);
+  g->fam_gpm = f.fam_gpm;
+  g->mig_mode = f.mig_current, g->mig_pending = f.mig_pending;
+  g->mig_next_ns = gs_mono_ns() + mig_every(c->interval_ns);
+  gpu_switch_off_missing_calls(a, g, f.fam_gpm);
   if (gpu_read_max_clocks(c, g))
     return 0;
   if (f.fam_gpm && gpu_start_gpm(c, g, -1))

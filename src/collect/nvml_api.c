@@ -213,16 +213,19 @@ static long long mem_total_of(const struct nvml_api *api, nvmlDevice_t dev) {
   return -1;
 }
 
-/* Reads one MIG device's facts into m. Returns 1 when it is a MIG device with a GPU-instance id. */
-static int mig_device_facts(const struct nvml_api *api, nvmlDevice_t dev, nvmlDevice_t h, struct nvml_mig_facts *m) {
+/* Reads one MIG device's facts into m. Returns NVML_SUCCESS; NOT_FOUND when h is not a MIG device
+ * of this GPU (a driver bug, not something to sample); or the error of its GPU-instance id call. */
+static nvmlReturn_t mig_device_facts(const struct nvml_api *api, nvmlDevice_t dev, nvmlDevice_t h,
+                                     struct nvml_mig_facts *m) {
   unsigned is_mig = 1;
   nvmlDevice_t parent = dev;
   if ((api->nvmlDeviceIsMigDeviceHandle && api->nvmlDeviceIsMigDeviceHandle(h, &is_mig) == NVML_SUCCESS && !is_mig) ||
       (api->nvmlDeviceGetDeviceHandleFromMigDeviceHandle &&
        api->nvmlDeviceGetDeviceHandleFromMigDeviceHandle(h, &parent) == NVML_SUCCESS && parent != dev))
-    return 0; /* not a MIG device of this GPU: a driver bug, not something to sample */
-  if (api->nvmlDeviceGetGpuInstanceId(h, &m->gi) != NVML_SUCCESS)
-    return 0;
+    return NVML_ERROR_NOT_FOUND;
+  nvmlReturn_t r = api->nvmlDeviceGetGpuInstanceId(h, &m->gi);
+  if (r != NVML_SUCCESS)
+    return r;
   if (!api->nvmlDeviceGetComputeInstanceId || api->nvmlDeviceGetComputeInstanceId(h, &m->ci) != NVML_SUCCESS)
     m->ci = 0;
   if (!api->nvmlDeviceGetName || api->nvmlDeviceGetName(h, m->name, sizeof m->name) != NVML_SUCCESS)
@@ -235,21 +238,22 @@ static int mig_device_facts(const struct nvml_api *api, nvmlDevice_t dev, nvmlDe
   const char *p = strstr(m->name, " MIG ");
   snprintf(m->profile, sizeof m->profile, "%s", p ? p + 5 : "");
   m->mem_total = mem_total_of(api, h);
-  return 1;
+  return NVML_SUCCESS;
 }
 
-/* The MIG instances of a GPU in MIG mode: every MIG device index up to the maximum (an empty one
- * answers NOT_FOUND), one entry per GPU instance (its first compute instance's handle). */
-static nvmlReturn_t mig_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+nvmlReturn_t nvml_api_mig_list(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f,
+                               nvmlReturn_t *incomplete) {
   unsigned max = 0;
+  *incomplete = NVML_SUCCESS;
+  f->n_mig = 0;
   if (!api->nvmlDeviceGetMaxMigDeviceCount || !api->nvmlDeviceGetMigDeviceHandleByIndex ||
       !api->nvmlDeviceGetGpuInstanceId) {
     f->mig_unlisted = 1;
-    return NVML_SUCCESS;
+    return NVML_ERROR_FUNCTION_NOT_FOUND;
   }
   nvmlReturn_t r = api->nvmlDeviceGetMaxMigDeviceCount(dev, &max);
   if (r != NVML_SUCCESS)
-    return r == NVML_ERROR_GPU_IS_LOST ? r : NVML_SUCCESS;
+    return r;
   for (unsigned slot = 0; slot < max && f->n_mig < NVML_MAX_MIG; slot++) {
     nvmlDevice_t h = NULL;
     r = api->nvmlDeviceGetMigDeviceHandleByIndex(dev, slot, &h);
@@ -258,14 +262,25 @@ static nvmlReturn_t mig_facts(const struct nvml_api *api, nvmlDevice_t dev, stru
     struct nvml_mig_facts *m = &f->mig[f->n_mig];
     memset(m, 0, sizeof *m);
     m->slot = slot;
-    if (r != NVML_SUCCESS || !h || !mig_device_facts(api, dev, h, m))
+    if (r == NVML_SUCCESS && h)
+      r = mig_device_facts(api, dev, h, m); /* GPU_IS_LOST here is the instance's, not the GPU's */
+    if (r != NVML_SUCCESS) {
+      if (r != NVML_ERROR_NOT_FOUND && *incomplete == NVML_SUCCESS)
+        *incomplete = r; /* this slot's instance may exist: the list is not complete */
       continue;
+    }
     int seen = 0;
     for (int i = 0; i < f->n_mig; i++)
       seen |= f->mig[i].gi == m->gi;
     f->n_mig += !seen;
   }
   return NVML_SUCCESS;
+}
+
+/* The instances nvml_api_facts lists: what could be listed is listed; only a lost GPU is an error. */
+static nvmlReturn_t facts_migs(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+  nvmlReturn_t incomplete, r = nvml_api_mig_list(api, dev, f, &incomplete);
+  return r == NVML_ERROR_GPU_IS_LOST ? r : NVML_SUCCESS;
 }
 
 nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
@@ -354,7 +369,7 @@ nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct
     f->fam_gpm = r == NVML_SUCCESS && s.isSupportedDevice;
   }
 #undef LOST
-  return f->mig_current == 1 ? mig_facts(api, dev, f) : NVML_SUCCESS;
+  return f->mig_current == 1 ? facts_migs(api, dev, f) : NVML_SUCCESS;
 }
 
 nvmlDevice_t nvml_api_mig_handle(const struct nvml_api *api, nvmlDevice_t dev, unsigned slot) {

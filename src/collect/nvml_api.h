@@ -282,6 +282,15 @@ struct nvml_facts; /* one GPU's static facts (collect.h) */
  * left unknown. */
 nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f);
 
+/* Lists the MIG instances of dev (a GPU in MIG mode) into f->mig and f->n_mig, one per GPU instance
+ * (its first compute instance's MIG device): every MIG device index up to the maximum, an empty one
+ * answering NOT_FOUND. Returns NVML_SUCCESS, or the error of the GPU's own calls (GPU_IS_LOST, the
+ * count call's; FUNCTION_NOT_FOUND with f->mig_unlisted set when this library lacks the MIG device
+ * calls). *incomplete is NVML_SUCCESS when the list is complete, else the first other answer of an
+ * index or an instance's handle (GPU_IS_LOST included): that index may hold an instance. */
+nvmlReturn_t nvml_api_mig_list(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f,
+                               nvmlReturn_t *incomplete);
+
 /* The handle of the MIG device at index slot of dev (as nvml_api_facts found it), or NULL. */
 nvmlDevice_t nvml_api_mig_handle(const struct nvml_api *api, nvmlDevice_t dev, unsigned slot);
 

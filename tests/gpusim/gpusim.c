@@ -115,9 +115,19 @@ static struct sim_dev *dev_of(nvmlDevice_t h) {
     return d;
   for (unsigned i = 0; i < G.scn.ndev; i++)
     if (in_array(d, G.scn.dev[i].migs, G.scn.dev[i].nmigs))
-      return G.scn.dev[i].mig == 1 ? d : NULL; /* a MIG handle is valid while MIG is on */
+      return sim_mig_mode(&G.scn.dev[i], now_s()) == 1 ? d : NULL; /* a MIG handle is valid while MIG is on */
   return NULL;
 }
+
+#ifndef GPUSIM_LEGACY
+/* The instance of GPU d with GPU-instance id gi that exists at t, NULL when none. */
+static struct sim_dev *mig_of(struct sim_dev *d, unsigned gi, double t) {
+  for (int i = 0; i < d->nmigs; i++)
+    if (d->migs[i].gi == gi && sim_mig_alive(&d->migs[i], t))
+      return &d->migs[i];
+  return NULL;
+}
+#endif
 
 /* What a MIG device handle answers, as on a real driver: its name, UUID, memory, processes and the
  * MIG calls. Everything else (utilisation, power, clocks, ...) is NOT_SUPPORTED. */
@@ -159,6 +169,10 @@ static nvmlReturn_t check(nvmlDevice_t h, enum sim_call call, struct sim_dev **d
   now = now_s();
   const struct sim_dev *gpu = d->parent ? d->parent : d;
   if (now >= gpu->lost_at || now >= gpu->gone_at)
+    return NVML_ERROR_GPU_IS_LOST;
+  if (d->parent && !sim_mig_alive(d, now))
+    return NVML_ERROR_INVALID_ARGUMENT; /* the handle of an instance not (or no longer) there */
+  if (d->parent && now >= d->lost_at)
     return NVML_ERROR_GPU_IS_LOST;
   if (d->parent && !mig_handle_answers(call))
     return NVML_ERROR_NOT_SUPPORTED;
@@ -458,11 +472,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t h, int *ma, 
 #ifndef GPUSIM_LEGACY
 static nvmlReturn_t mig_impl(nvmlDevice_t h, unsigned *cur, unsigned *pend) {
   CHECK(h, SC_MIG);
-  if (d->mig < 0)
+  if (sim_mig_mode(d, t) < 0)
     return NVML_ERROR_NOT_SUPPORTED;
   if (!cur || !pend)
     return NVML_ERROR_INVALID_ARGUMENT;
-  *cur = *pend = (unsigned)d->mig;
+  *cur = *pend = (unsigned)sim_mig_mode(d, t);
   return NVML_SUCCESS;
 }
 EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t h, unsigned *cur, unsigned *pend) {
@@ -477,7 +491,7 @@ static nvmlReturn_t mig_count_impl(nvmlDevice_t h, unsigned *n) {
   CHECK(h, SC_MIG_DEV);
   if (!n || d->parent)
     return NVML_ERROR_INVALID_ARGUMENT;
-  *n = d->mig == 1 ? SIM_MAX_MIG : 0;
+  *n = sim_mig_mode(d, t) == 1 ? SIM_MAX_MIG : 0;
   return NVML_SUCCESS;
 }
 EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t h, unsigned *n) {
@@ -488,10 +502,10 @@ static nvmlReturn_t mig_handle_impl(nvmlDevice_t h, unsigned index, nvmlDevice_t
   CHECK(h, SC_MIG_DEV);
   if (!out || d->parent || index >= SIM_MAX_MIG)
     return NVML_ERROR_INVALID_ARGUMENT;
-  if (d->mig != 1)
+  if (sim_mig_mode(d, t) != 1)
     return NVML_ERROR_NOT_SUPPORTED;
   for (int i = 0; i < d->nmigs; i++)
-    if (d->migs[i].slot == index) {
+    if (d->migs[i].slot == index && sim_mig_alive(&d->migs[i], t)) {
       *out = (nvmlDevice_t)&d->migs[i];
       return NVML_SUCCESS;
     }
@@ -565,7 +579,7 @@ static nvmlReturn_t unsigned_impl(nvmlDevice_t h, enum sim_call call, enum sim_k
 
 static nvmlReturn_t util_impl(nvmlDevice_t h, nvmlUtilization_t *u) {
   CHECK(h, SC_UTIL);
-  if (d->mig == 1)
+  if (sim_mig_mode(d, t) == 1)
     return NVML_ERROR_NOT_SUPPORTED;
   if (!u)
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -748,7 +762,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t h, unsigne
 static nvmlReturn_t samples_impl(nvmlDevice_t h, unsigned type, unsigned long long last, unsigned *vt, unsigned *count,
                                  nvmlSample_t *out) {
   CHECK(h, SC_SAMPLES);
-  if (d->mig == 1)
+  if (sim_mig_mode(d, t) == 1)
     return NVML_ERROR_NOT_SUPPORTED;
   if (!count || !vt)
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -805,7 +819,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t h, unsigned type, unsigned
 static nvmlReturn_t proc_util_impl(nvmlDevice_t h, nvmlProcessUtilizationSample_t *u, unsigned *count,
                                    unsigned long long last) {
   CHECK(h, SC_PROC_UTIL);
-  if (d->mig == 1)
+  if (sim_mig_mode(d, t) == 1)
     return NVML_ERROR_NOT_SUPPORTED;
   if (!count)
     return NVML_ERROR_INVALID_ARGUMENT;
@@ -842,7 +856,7 @@ static nvmlReturn_t gpm_support_impl(nvmlDevice_t h, nvmlGpmSupport_t *s) {
     return NVML_ERROR_INVALID_ARGUMENT;
   if (s->version != NVML_GPM_SUPPORT_VERSION)
     return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-  s->isSupportedDevice = d->gpm && d->mig != 1;
+  s->isSupportedDevice = d->gpm && sim_mig_mode(d, t) != 1;
   return NVML_SUCCESS;
 }
 EXPORT nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t h, nvmlGpmSupport_t *s) {
@@ -881,7 +895,7 @@ static nvmlReturn_t gpm_get_impl(nvmlDevice_t h, nvmlGpmSample_t s) {
   struct sim_gpm_sample *g = (struct sim_gpm_sample *)s;
   if (!g || g->magic != GPM_MAGIC)
     return NVML_ERROR_INVALID_ARGUMENT;
-  if (!d->gpm || d->mig == 1)
+  if (!d->gpm || sim_mig_mode(d, t) == 1)
     return NVML_ERROR_NOT_SUPPORTED;
   g->dev = (int)d->index;
   g->gi = -1;
@@ -899,12 +913,9 @@ static nvmlReturn_t gpm_mig_get_impl(nvmlDevice_t h, unsigned gi, nvmlGpmSample_
   struct sim_gpm_sample *g = (struct sim_gpm_sample *)s;
   if (!g || g->magic != GPM_MAGIC || d->parent)
     return NVML_ERROR_INVALID_ARGUMENT;
-  if (!d->gpm || d->mig != 1)
+  if (!d->gpm || sim_mig_mode(d, t) != 1)
     return NVML_ERROR_NOT_SUPPORTED;
-  int i;
-  for (i = 0; i < d->nmigs && d->migs[i].gi != gi; i++)
-    ;
-  if (i == d->nmigs)
+  if (!mig_of(d, gi, t))
     return NVML_ERROR_INVALID_ARGUMENT;
   g->dev = (int)d->index;
   g->gi = (int)gi;
@@ -928,15 +939,8 @@ static nvmlReturn_t gpm_metrics_impl(nvmlGpmMetricsGet_t *m) {
       a->dev != b->dev || a->gi != b->gi || !(b->t > a->t) || (unsigned)a->dev >= G.scn.ndev)
     return NVML_ERROR_INVALID_ARGUMENT;
   CHECK((nvmlDevice_t)&G.scn.dev[a->dev], SC_GPM);
-  (void)t;
-  if (a->gi >= 0) { /* an instance's sample: its own timeline */
-    int i;
-    for (i = 0; i < d->nmigs && d->migs[i].gi != (unsigned)a->gi; i++)
-      ;
-    if (i == d->nmigs)
-      return NVML_ERROR_INVALID_ARGUMENT;
-    d = &d->migs[i];
-  }
+  if (a->gi >= 0 && !(d = mig_of(d, (unsigned)a->gi, t))) /* an instance's sample: its own timeline */
+    return NVML_ERROR_INVALID_ARGUMENT;
   static const struct {
     unsigned id;
     enum sim_key key;

@@ -66,7 +66,8 @@ enum sim_call {
 extern const char *const sim_call_names[SC_NCALLS];
 
 #define SIM_MAX_PROCS 16
-#define SIM_MAX_MIG 7 /* MIG devices under one GPU (NVIDIA's A100/H100 maximum) */
+#define SIM_MAX_MIG 7       /* MIG devices under one GPU at once (NVIDIA's A100/H100 maximum) */
+#define SIM_MAX_MIG_DECL 16 /* mig_instance lines per GPU: instances created and destroyed over time */
 
 struct sim_proc {
   int jobpid; /* the pid is "$JOBPID", resolved at each call */
@@ -98,8 +99,10 @@ struct sim_dev {
   unsigned long long mem_total, mem_reserved;
   double power_limit_w;
   unsigned max_sm, max_mem;
-  int gpm; /* GPM supported */
-  int mig; /* -1 not supported, 0 off, 1 on */
+  int gpm;       /* GPM supported */
+  int mig;       /* -1 not supported, 0 off, 1 on (from time 0; see sim_mig_mode) */
+  double mig_at; /* the MIG mode becomes mig_to from this time (INFINITY: never) */
+  int mig_to;
   double sample_hz;
   int samples_when_idle;
   unsigned long long energy_start_mj;
@@ -117,6 +120,7 @@ struct sim_dev {
   int nmigs;
   struct sim_dev *parent; /* set on an instance (after loading): the GPU it is part of */
   unsigned gi, ci, slot;  /* an instance's GPU-instance id, compute-instance id, MIG device index */
+  double from_at;         /* an instance exists from from_at until gone_at (seconds) */
   char profile[32];       /* an instance's profile name, "1g.10gb" */
 };
 
@@ -136,5 +140,9 @@ const struct sim_seg *sim_seg_at(const struct sim_dev *d, double t);
 double sim_value(const struct sim_dev *d, enum sim_key k, double t);
 /* The integral of k over [t0, t1] (value-seconds). */
 double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1);
+/* Device d's MIG mode at t: -1 not supported, 0 off, 1 on. */
+int sim_mig_mode(const struct sim_dev *d, double t);
+/* Whether MIG instance x exists at t (created by then, not yet destroyed). */
+int sim_mig_alive(const struct sim_dev *x, double t);
 
 #endif

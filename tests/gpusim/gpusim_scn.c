@@ -214,7 +214,7 @@ static void dev_defaults(struct sim_dev *x, unsigned i) {
   x->sample_hz = 6;
   x->samples_when_idle = 1;
   x->energy_start_mj = 1000000ULL * (i + 1);
-  x->lost_at = x->gone_at = INFINITY;
+  x->lost_at = x->gone_at = x->mig_at = INFINITY;
   snprintf(x->uuid, sizeof x->uuid, "GPU-5a1c0000-0000-4000-8000-%012x", i);
   snprintf(x->pci, sizeof x->pci, "00000000:%02X:00.0", 0x18 + 0x10 * i);
 }
@@ -301,28 +301,46 @@ static int parse_window(struct parser *p, char **tok, int ntok, int i, struct si
   return 0;
 }
 
+/* The instance of d with GPU-instance id gi declared last (an id may be reused once the earlier
+ * instance is gone), NULL when none. */
 static struct sim_dev *mig_find(struct sim_dev *d, unsigned gi) {
-  for (int i = 0; i < d->nmigs; i++)
+  for (int i = d->nmigs - 1; i >= 0; i--)
     if (d->migs[i].gi == gi)
       return &d->migs[i];
   return NULL;
 }
 
-/* "mig_instance GI CI PROFILE MEMORY [slot N]": one MIG device of d. Its defaults: no reserved
- * memory, PCIe and NVLink GPM metrics unsupported (the links are the whole GPU's, not an instance's). */
+/* "[slot N] [from T]" after a mig_instance's memory, from token i on. */
+static int mig_instance_opts(struct parser *p, char **tok, int ntok, int i, unsigned *slot, double *from) {
+  int bad = 0;
+  for (; i < ntok; i += 2) {
+    if (i + 1 >= ntok || (strcmp(tok[i], "slot") && strcmp(tok[i], "from")))
+      return perr(p, "mig_instance wants GI CI PROFILE MEMORY [slot N] [from T]");
+    if (tok[i][0] == 'f')
+      *from = parse_time(p, tok[i + 1], &bad);
+    else if (isdigit((unsigned char)tok[i + 1][0]))
+      *slot = (unsigned)atoi(tok[i + 1]);
+    else
+      return perr(p, "mig_instance: bad slot '%s'", tok[i + 1]);
+    if (bad)
+      return -1;
+  }
+  return 0;
+}
+
+/* "mig_instance GI CI PROFILE MEMORY [slot N] [from T]": one MIG device of d, there from T (default
+ * 0) until its `in GI gone T'. Its defaults: no reserved memory, PCIe and NVLink GPM metrics
+ * unsupported (the links are the whole GPU's, not an instance's). Two instances with one id or
+ * slot at the same time are refused when the scenario is finished (mig_overlap). */
 static int mig_instance_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
-  double mem;
-  if ((ntok != 5 && ntok != 7) || !isdigit((unsigned char)tok[1][0]) || !isdigit((unsigned char)tok[2][0]) ||
-      parse_num(tok[4], &mem) || (ntok == 7 && (strcmp(tok[5], "slot") || !isdigit((unsigned char)tok[6][0]))))
-    return perr(p, "mig_instance wants GI CI PROFILE MEMORY [slot N]");
-  unsigned gi = (unsigned)atoi(tok[1]), slot = ntok == 7 ? (unsigned)atoi(tok[6]) : (unsigned)d->nmigs;
-  if (mig_find(d, gi))
-    return perr(p, "device %u: GPU instance %u twice", d->index, gi);
-  for (int i = 0; i < d->nmigs; i++)
-    if (d->migs[i].slot == slot)
-      return perr(p, "device %u: MIG device slot %u twice", d->index, slot);
-  if (d->nmigs == SIM_MAX_MIG || slot >= SIM_MAX_MIG)
-    return perr(p, "at most %d MIG devices, slots 0-%d", SIM_MAX_MIG, SIM_MAX_MIG - 1);
+  double mem, from = 0;
+  unsigned slot = (unsigned)d->nmigs;
+  if (ntok < 5 || !isdigit((unsigned char)tok[1][0]) || !isdigit((unsigned char)tok[2][0]) || parse_num(tok[4], &mem))
+    return perr(p, "mig_instance wants GI CI PROFILE MEMORY [slot N] [from T]");
+  if (mig_instance_opts(p, tok, ntok, 5, &slot, &from))
+    return -1;
+  if (d->nmigs == SIM_MAX_MIG_DECL || slot >= SIM_MAX_MIG)
+    return perr(p, "at most %d MIG devices, slots 0-%d", SIM_MAX_MIG_DECL, SIM_MAX_MIG - 1);
   struct sim_dev *n = realloc(d->migs, (size_t)(d->nmigs + 1) * sizeof *n);
   if (!n)
     return perr(p, "out of memory");
@@ -332,11 +350,27 @@ static int mig_instance_line(struct parser *p, struct sim_dev *d, char **tok, in
   x->uuid[0] = 0;
   x->mem_total = (unsigned long long)mem;
   x->mem_reserved = 0;
-  x->gi = gi, x->ci = (unsigned)atoi(tok[2]), x->slot = slot;
+  x->gi = (unsigned)atoi(tok[1]), x->ci = (unsigned)atoi(tok[2]), x->slot = slot;
+  x->from_at = from;
   snprintf(x->profile, sizeof x->profile, "%s", tok[3]);
   static const unsigned links[] = {20, 21, 60, 61};
   for (size_t i = 0; i < 4; i++)
     x->gpm_unsupported[x->n_gpm_unsupported++] = links[i];
+  return 0;
+}
+
+/* Refuses two instances of d that share a GPU-instance id or a MIG device slot while both exist. */
+static int mig_overlap(struct parser *p, const struct sim_dev *d) {
+  for (int i = 0; i < d->nmigs; i++)
+    for (int j = i + 1; j < d->nmigs; j++) {
+      const struct sim_dev *a = &d->migs[i], *b = &d->migs[j];
+      if ((a->gi != b->gi && a->slot != b->slot) || a->gone_at <= b->from_at || b->gone_at <= a->from_at)
+        continue;
+      p->line = 0;
+      if (a->gi == b->gi)
+        return perr(p, "device %u: GPU instance %u twice at once", d->index, a->gi);
+      return perr(p, "device %u: MIG device slot %u twice at once", d->index, a->slot);
+    }
   return 0;
 }
 
@@ -350,6 +384,19 @@ static int in_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
   if (!strcmp(tok[2], "in") || !strcmp(tok[2], "mig_instance") || !strcmp(tok[2], "name"))
     return perr(p, "'in %s' is not for an instance", tok[2]);
   return device_line(p, x, tok + 2, ntok - 2, "");
+}
+
+/* "mig on|off|unsupported [from T]": d's MIG mode from 0, or the one it changes to at T (an
+ * operator's nvidia-smi -mig, applied). */
+static int mig_mode_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
+  int bad = 0, mode = !strcmp(tok[1], "on") ? 1 : !strcmp(tok[1], "off") ? 0 : -1;
+  if (ntok == 2)
+    d->mig = mode;
+  else if (!strcmp(tok[2], "from"))
+    d->mig_to = mode, d->mig_at = parse_time(p, tok[3], &bad);
+  else
+    return perr(p, "mig wants on|off|unsupported [from T]");
+  return bad;
 }
 
 /* Applies one device-block line to device d. */
@@ -381,8 +428,8 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   } else if (!strcmp(k, "gpm_unsupported")) {
     for (int i = 1; i < ntok && d->n_gpm_unsupported < 16; i++)
       d->gpm_unsupported[d->n_gpm_unsupported++] = (unsigned)atoi(tok[i]);
-  } else if (!strcmp(k, "mig") && ntok == 2) {
-    d->mig = !strcmp(tok[1], "on") ? 1 : !strcmp(tok[1], "off") ? 0 : -1;
+  } else if (!strcmp(k, "mig") && (ntok == 2 || ntok == 4)) {
+    return mig_mode_line(p, d, tok, ntok);
   } else if (!strcmp(k, "sample_hz") && ntok == 2) {
     if (parse_num(tok[1], &d->sample_hz) || d->sample_hz <= 0 || d->sample_hz > 1000)
       return perr(p, "bad sample_hz");
@@ -571,7 +618,7 @@ int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) 
     goto fail;
   }
   for (unsigned i = 0; i < s->ndev; i++) {
-    if (finalize(&p, &s->dev[i]))
+    if (finalize(&p, &s->dev[i]) || mig_overlap(&p, &s->dev[i]))
       goto fail;
     for (int k = 0; k < s->dev[i].nmigs; k++)
       if (finalize_mig(&p, &s->dev[i], &s->dev[i].migs[k]))
@@ -639,4 +686,12 @@ static double cumulative(const struct sim_dev *d, enum sim_key k, double t) {
 
 double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1) {
   return cumulative(d, k, t1) - cumulative(d, k, t0);
+}
+
+int sim_mig_alive(const struct sim_dev *x, double t) {
+  return t >= x->from_at && t < x->gone_at;
+}
+
+int sim_mig_mode(const struct sim_dev *d, double t) {
+  return t >= d->mig_at ? d->mig_to : d->mig;
 }

@@ -94,6 +94,22 @@ static void check_named(const char *dir) {
     EXPECT(sim_value(d, K_GR_ACTIVE, 1) == 85 && a->period == 6, "GPU 2's own gr_active, the instance's period");
     sim_scn_free(&s);
   }
+  if (!load(dir, "mig_change.scn", &s)) {
+    const struct sim_dev *d = &s.dev[0], *old1 = &d->migs[0], *new1 = &d->migs[3];
+    EXPECT(d->nmigs == 4 && old1->gi == 1 && new1->gi == 1 && new1->slot == 0, "GI 1 declared twice, on slot 0");
+    EXPECT(old1->gone_at == 2 && new1->from_at == 2 && isinf(new1->gone_at), "GI 1 reused from 2 s");
+    EXPECT(sim_mig_alive(&d->migs[1], 0.4) && !sim_mig_alive(&d->migs[1], 0.5), "GI 9 gone at 0.5 s");
+    EXPECT(!sim_mig_alive(&d->migs[2], 1.1) && sim_mig_alive(&d->migs[2], 1.2), "GI 5 there from 1.2 s");
+    EXPECT(sim_value(new1, K_MEM_USED, 3) == 2.0 * (1 << 30) && sim_value(old1, K_MEM_USED, 1) == 20.0 * (1 << 30),
+           "each GI 1 its own timeline");
+    sim_scn_free(&s);
+  }
+  if (!load(dir, "mig_mode.scn", &s)) {
+    const struct sim_dev *a = &s.dev[0], *b = &s.dev[1];
+    EXPECT(sim_mig_mode(a, 0.5) == 1 && sim_mig_mode(a, 0.6) == 0, "GPU 0 leaves MIG mode at 0.6 s");
+    EXPECT(sim_mig_mode(b, 0.5) == 0 && sim_mig_mode(b, 0.6) == 1 && b->migs[0].from_at == 0.6, "GPU 1 enters it");
+    sim_scn_free(&s);
+  }
   if (!load(dir, "idle1.scn", &s)) {
     EXPECT(sim_value(&s.dev[0], K_GR_ACTIVE, 1) == sim_value(&s.dev[0], K_UTIL, 1), "gr_active defaults to util");
     sim_scn_free(&s);
@@ -114,6 +130,12 @@ static void check_errors(void) {
       {"device 0\n  in 3 at 0 mem_used=1GiB\n", "'in' wants the GPU-instance id"},
       {"device 0\n  mig_instance 1 0 1g.10gb\n", "mig_instance wants"},
       {"device 0\n  mig_instance 1 0 1g.10gb 10GiB\n  mig_instance 1 0 1g.10gb 10GiB\n", "GPU instance 1 twice"},
+      {"device 0\n  mig_instance 1 0 1g.10gb 10GiB\n  in 1 gone 2\n  mig_instance 1 0 1g.10gb 10GiB slot 1 from 1\n",
+       "GPU instance 1 twice at once"},
+      {"device 0\n  mig_instance 1 0 1g.10gb 10GiB\n  mig_instance 2 0 1g.10gb 10GiB slot 0 from 1\n",
+       "MIG device slot 0 twice at once"},
+      {"device 0\n  mig_instance 1 0 1g.10gb 10GiB at 3\n", "mig_instance wants"},
+      {"device 0\n  mig on at 3\n", "mig wants on|off|unsupported [from T]"},
   };
   char path[] = "/tmp/gpusim-scn-XXXXXX";
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

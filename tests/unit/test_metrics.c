@@ -149,6 +149,28 @@ static void test_mig_instance_lines_carry_dcgm_exporters_instance_labels(void **
   assert_null(strstr(t, "gpuscope_mig_mem_used")); /* a DCGM field, not one of gpuscope's own */
 }
 
+/* What the NVML collector does when an operator destroys GI 9 and reuses its id for a 2g.20gb
+ * instance: it ends the old series (gs_sink_end) and writes the new profile's param. */
+static void test_mig_instance_lines_appear_and_vanish_with_the_instance(void **state) {
+  struct fx *f = *state;
+  gs_sink_param(f->sink, "gpu.0.mig.9.profile", "1g.10gb");
+  int used = gs_sink_series(f->sink, "nvml", "mig.mem_used_bytes", "gpu=0,gi=9", "B", GS_GAUGE);
+  gs_sink_put(f->sink, used, 10 * S, 3.0 * 1024 * 1024 * 1024);
+  put(f, "nvml", "gpu.mem_used_bytes", "gpu=0", 1024.0 * 1024 * 1024, 10 * S);
+  assert_non_null(strstr(render(f, 0, 10 * S), "GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"9\""));
+  gs_sink_end(f->sink, used); /* destroyed */
+  put(f, "nvml", "gpu.mem_used_bytes", "gpu=0", 1024.0 * 1024 * 1024, 11 * S);
+  const char *t = render(f, 0, 11 * S);
+  assert_null(strstr(t, "GPU_I_ID")); /* at the next scrape, not after the stale delay */
+  assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\""));
+  gs_sink_param(f->sink, "gpu.0.mig.9.profile", "2g.20gb"); /* the id reused */
+  gs_sink_put(f->sink, used, 12 * S, 5.0 * 1024 * 1024 * 1024);
+  t = render(f, 0, 12 * S);
+  assert_non_null(strstr(t, "GPU_I_PROFILE=\"2g.20gb\",GPU_I_ID=\"9\""));
+  assert_null(strstr(t, "1g.10gb"));
+  assert_non_null(strstr(t, "} 5120\n"));
+}
+
 static void test_accept_header_choice(void **state) {
   (void)state;
   assert_false(metrics_wants_openmetrics(NULL));
@@ -168,6 +190,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_findings_by_rule, setup, teardown),
       cmocka_unit_test_setup_teardown(test_an_empty_sink_renders_nothing, setup, teardown),
       cmocka_unit_test_setup_teardown(test_mig_instance_lines_carry_dcgm_exporters_instance_labels, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_mig_instance_lines_appear_and_vanish_with_the_instance, setup, teardown),
       cmocka_unit_test(test_accept_header_choice),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,7 @@
 #include "collect/collect.h"
 #include "core/core.h"
 #include "report/report.h"
+#include "serve/metrics.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -51,6 +52,9 @@ struct cap {
   char summary[512];
   char err[256];
   int opened;
+  char live[16384]; /* "name{labels}\n" of each series holding a latest value when the run ended */
+  char *metrics;    /* the /metrics exposition of the sink when the run ended */
+  size_t metrics_len;
 };
 
 static void cap_take(struct cap *c, struct gs_sink *s) {
@@ -66,6 +70,7 @@ static void cap_free(struct cap *c) {
   for (size_t i = 0; i < c->nb; i++)
     gs_batch_free(c->b[i]);
   free(c->b);
+  free(c->metrics);
   free(c);
 }
 
@@ -136,6 +141,33 @@ static size_t cap_events(const struct cap *c, const char *kind, const char *name
   return n;
 }
 
+/* gs_sink_each: appends "name{labels}\n" to the cap's live list. */
+static void cap_live_one(void *user, int id, const char *source, size_t slen, const char *name, size_t nlen,
+                         const char *labels, double last, int64_t last_t) {
+  struct cap *c = user;
+  size_t len = strlen(c->live);
+  (void)id, (void)source, (void)slen, (void)last, (void)last_t;
+  snprintf(c->live + len, sizeof c->live - len, "%.*s{%s}\n", (int)nlen, name, labels);
+}
+
+/* Whether series name{labels} held a latest value when the run ended (gs_sink_end clears it). */
+static int cap_live(const struct cap *c, const char *name, const char *labels) {
+  char key[256];
+  snprintf(key, sizeof key, "%s{%s}\n", name, labels);
+  return strstr(c->live, key) != NULL;
+}
+
+/* The text of the first event of a kind with these labels, or NULL. */
+static const char *cap_event_text(const struct cap *c, const char *kind, const char *labels) {
+  for (size_t i = 0; i < c->nb; i++)
+    for (size_t j = 0; j < c->b[i]->n_events; j++) {
+      const struct gs_event *e = &c->b[i]->events[j];
+      if (!strcmp(e->kind, kind) && !strcmp(e->labels, labels))
+        return e->text;
+    }
+  return NULL;
+}
+
 /* ---- playing a scenario ---- */
 
 static void *sim_sym(const char *lib, const char *name) {
@@ -187,6 +219,13 @@ static struct cap *play(const char *scn, const char *lib, int interval_ms, doubl
   fclose(f);
   collector_nvml.close(ctx);
   cap_take(c, s);
+  gs_sink_each(s, cap_live_one, c);
+  struct metrics_opts mo = {.host_label = "hostname", .interval_ns = o.interval_ns};
+  struct metrics *m = metrics_new(s, &mo);
+  FILE *mf = open_memstream(&c->metrics, &c->metrics_len);
+  assert_true(m && mf && metrics_write(m, mf, 0, gs_mono_ns()) == 0);
+  fclose(mf);
+  metrics_free(m);
   gs_sink_free(s);
   return c;
 }
@@ -641,9 +680,155 @@ static void test_driver_without_mig_calls_lists_no_instances_and_goes_on(void **
   assert_true(cap_points(c, "gpu.util_pct", "gpu=0", t, v, 100) >= 5);
 }
 
-/* ---- throttled: thermal slowdown 2..4 s, power cap 3..4 s, idle from 5 s ---- */
-
 #define EARLY 0.006 /* a value is stamped at most 5 ms before it was read (late readings: at their read) */
+
+/* ---- mig_change: GI 9 destroyed at 0.5 s, GI 5 created at 1.2 s, GI 1 re-created as 1g.10gb at 2 s,
+ * GI 5's memory failing from 2.5 s, the new GI 1 answering GPU_IS_LOST from 3.4 s (mig_change.scn). The
+ * times fit the re-lists: periodic every 1 s at this interval, one at once after an instance's error,
+ * at most once a second. ---- */
+
+static int setup_mig_change(void **state) {
+  *state = play("mig_change.scn", lib_path, 100, 4.6);
+  return 0;
+}
+
+static void test_mig_instance_destroyed_ends_its_series_with_an_event(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=9", t, v, 100);
+  assert_true(n >= 3); /* it was sampled while it lived */
+  for (size_t i = 0; i < n; i++)
+    assert_true(t[i] < 0.5); /* and never after it went */
+  n = cap_points(c, "mig.sm_active_pct", "gpu=0,gi=9", t, v, 100);
+  assert_true(n >= 1);
+  assert_true(t[n - 1] < 0.5);
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", "1g.10gb", "gpu=0,gi=9", et, 4), 1);
+  assert_true(et[0] >= 0.5 - EARLY);
+  assert_string_equal(cap_event_text(c, "mig_instance_destroyed", "gpu=0,gi=9"),
+                      "MIG instance GI 9 (1g.10gb) destroyed");
+  assert_false(cap_live(c, "mig.mem_used_bytes", "gpu=0,gi=9")); /* no latest value: no /metrics line */
+  assert_false(cap_live(c, "mig.sm_active_pct", "gpu=0,gi=9"));
+  assert_int_equal(cap_notes(c, "mig 9"), 0); /* its errors asked for a re-list, not for notes */
+}
+
+static void test_mig_instance_created_gets_series_params_and_an_event(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=5", t, v, 100);
+  assert_true(n >= 5);
+  for (size_t i = 0; i < n; i++) {
+    assert_true(t[i] >= 1.2 - EARLY);
+    EXPECT_NEAR(v[i], 7 * GIB, 0);
+  }
+  assert_true(cap_points(c, "mig.sm_active_pct", "gpu=0,gi=5", t, v, 100) >= 1);
+  assert_true(cap_live(c, "mig.mem_used_bytes", "gpu=0,gi=5"));
+  assert_int_equal(cap_events(c, "mig_instance_created", "2g.20gb", "gpu=0,gi=5", et, 4), 1);
+  assert_true(et[0] >= 1.2 - EARLY);
+  assert_string_equal(cap_event_text(c, "mig_instance_created", "gpu=0,gi=5"), "MIG instance GI 5 (2g.20gb) created");
+  assert_string_equal(cap_param(c, "gpu.0.mig.5.profile"), "2g.20gb");
+  assert_string_equal(cap_param(c, "gpu.0.mig.5.mem_total_bytes"), "20937965568"); /* 19968 MiB */
+  assert_string_equal(cap_param(c, "gpu.0.mig.instances"), "5,1");
+  /* the instances there at open are no news */
+  assert_int_equal(cap_events(c, "mig_instance_created", NULL, "gpu=0,gi=9", et, 4), 0);
+}
+
+static void test_mig_instance_failing_while_listed_is_noted_not_destroyed(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  /* GI 5: its memory answers INVALID_ARGUMENT from 2.5 s, the list still has it */
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=5", t, v, 100);
+  assert_true(n >= 3 && t[n - 1] < 2.5);
+  assert_int_equal(cap_notes(c, "gpu0 mig 5: memory info: Invalid Argument (still listed; retrying)"), 1);
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", NULL, "gpu=0,gi=5", et, 4), 0);
+  /* GI 1 (the new one): GPU_IS_LOST on its handle from 3.4 s, its list entry too: an incomplete list */
+  n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=1", t, v, 100);
+  assert_true(n >= 3 && t[n - 1] < 3.4);
+  assert_int_equal(cap_notes(c, "gpu0: MIG instances: GPU is lost (retrying)"), 1);
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", "1g.10gb", "gpu=0,gi=1", et, 4), 0);
+  /* and the GPU is not lost */
+  assert_int_equal(cap_events(c, "gpu_lost", NULL, NULL, et, 4), 0);
+  assert_null(strstr(c->summary, "lost"));
+  n = cap_points(c, "gpu.mem_used_bytes", "gpu=0", t, v, 100);
+  assert_true(n >= 25 && t[n - 1] > 3.4);
+}
+
+static void test_mig_instance_id_reused_with_another_profile_is_a_new_instance(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=1", t, v, 100);
+  size_t before = 0, after = 0;
+  for (size_t i = 0; i < n; i++)
+    if (t[i] < 2.0) {
+      EXPECT_NEAR(v[i], 20 * GIB, 0); /* the 3g.40gb's */
+      before++;
+    } else {
+      EXPECT_NEAR(v[i], 2 * GIB, 0); /* the new 1g.10gb's, never the old one's */
+      after++;
+    }
+  assert_true(before >= 5 && after >= 3);
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", "3g.40gb", "gpu=0,gi=1", et, 4), 1);
+  assert_true(et[0] >= 2.0 - EARLY);
+  assert_int_equal(cap_events(c, "mig_instance_created", "1g.10gb", "gpu=0,gi=1", et, 4), 1);
+  assert_true(et[0] >= 2.0 - EARLY);
+  assert_string_equal(cap_param(c, "gpu.0.mig.1.profile"), "1g.10gb");
+  assert_true(cap_live(c, "mig.mem_used_bytes", "gpu=0,gi=1"));
+}
+
+static void test_mig_metrics_show_the_instances_there_now(void **state) {
+  struct cap *c = *state;
+  const char *t = c->metrics;
+  assert_non_null(strstr(t, "DCGM_FI_DEV_FB_USED{gpu=\"0\""));
+  assert_non_null(strstr(t, "GPU_I_PROFILE=\"2g.20gb\",GPU_I_ID=\"5\""));
+  assert_non_null(strstr(t, "GPU_I_PROFILE=\"1g.10gb\",GPU_I_ID=\"1\""));
+  assert_null(strstr(t, "GPU_I_ID=\"9\""));            /* destroyed 2.7 s ago: gone, not waiting to go stale */
+  assert_null(strstr(t, "GPU_I_PROFILE=\"3g.40gb\"")); /* GI 1's old profile */
+}
+
+/* ---- mig_mode: GPU 0 leaves MIG mode at 0.6 s, GPU 1 enters it (GI 2 created) ---- */
+
+static int setup_mig_mode(void **state) {
+  *state = play("mig_mode.scn", lib_path, 100, 2.0);
+  return 0;
+}
+
+static void test_mig_mode_disabled_ends_the_instances_and_gives_back_utilisation(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  assert_int_equal(cap_events(c, "mig_mode", "disabled", "gpu=0", et, 4), 1);
+  assert_true(et[0] >= 0.6 - EARLY);
+  assert_string_equal(cap_param(c, "gpu.0.mig_mode"), "disabled");
+  assert_string_equal(cap_param(c, "gpu.0.mig.instances"), "");
+  assert_int_equal(cap_events(c, "mig_instance_destroyed", "3g.40gb", "gpu=0,gi=1", et, 4), 1);
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=0,gi=1", t, v, 100);
+  assert_true(n >= 3);
+  assert_true(t[n - 1] < 0.6);
+  assert_false(cap_live(c, "mig.mem_used_bytes", "gpu=0,gi=1"));
+  /* the GPU's own utilisation, NOT_SUPPORTED under MIG mode, is read again */
+  n = cap_points(c, "gpu.util_pct", "gpu=0", t, v, 100);
+  assert_true(n >= 3);
+  assert_true(t[0] >= 0.6 - EARLY);
+  EXPECT_NEAR(v[n - 1], 80, 0);
+}
+
+static void test_mig_mode_enabled_lists_the_new_instances(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100], et[4];
+  assert_int_equal(cap_events(c, "mig_mode", "enabled", "gpu=1", et, 4), 1);
+  assert_true(et[0] >= 0.6 - EARLY);
+  assert_string_equal(cap_param(c, "gpu.1.mig_mode"), "enabled");
+  assert_int_equal(cap_events(c, "mig_instance_created", "7g.80gb", "gpu=1,gi=2", et, 4), 1);
+  assert_string_equal(cap_param(c, "gpu.1.mig.instances"), "2");
+  assert_string_equal(cap_param(c, "gpu.1.mig.2.profile"), "7g.80gb");
+  size_t n = cap_points(c, "mig.mem_used_bytes", "gpu=1,gi=2", t, v, 100);
+  assert_true(n >= 3);
+  assert_true(t[0] >= 0.6 - EARLY);
+  EXPECT_NEAR(v[0], 33 * GIB, 0);
+  n = cap_points(c, "gpu.util_pct", "gpu=1", t, v, 100);
+  assert_true(n >= 1 && t[n - 1] < 0.6); /* refused under MIG mode: noted, and off */
+  assert_int_equal(cap_notes(c, "gpu1: utilization: Not Supported"), 1);
+}
+
+/* ---- throttled: thermal slowdown 2..4 s, power cap 3..4 s, idle from 5 s ---- */
 
 static int setup_throttled(void **state) {
   *state = play("throttled.scn", lib_path, 100, 5.6);
@@ -950,6 +1135,15 @@ GROUP(mig_instances, setup_mig_instances, teardown_cap,
       cmocka_unit_test(test_mig_instances_are_params_with_profile_and_uuid),
       cmocka_unit_test(test_mig_instances_have_their_own_memory_and_gpm_series),
       cmocka_unit_test(test_gr_engine_activity_is_gpm_metric_1))
+GROUP(mig_change, setup_mig_change, teardown_cap,
+      cmocka_unit_test(test_mig_instance_destroyed_ends_its_series_with_an_event),
+      cmocka_unit_test(test_mig_instance_created_gets_series_params_and_an_event),
+      cmocka_unit_test(test_mig_instance_id_reused_with_another_profile_is_a_new_instance),
+      cmocka_unit_test(test_mig_instance_failing_while_listed_is_noted_not_destroyed),
+      cmocka_unit_test(test_mig_metrics_show_the_instances_there_now))
+GROUP(mig_mode, setup_mig_mode, teardown_cap,
+      cmocka_unit_test(test_mig_mode_disabled_ends_the_instances_and_gives_back_utilisation),
+      cmocka_unit_test(test_mig_mode_enabled_lists_the_new_instances))
 GROUP(nomig, setup_nomig, teardown_cap, cmocka_unit_test(test_driver_without_mig_calls_lists_no_instances_and_goes_on))
 GROUP(throttled, setup_throttled, teardown_cap,
       cmocka_unit_test(test_throttle_reasons_start_and_stop_where_the_scenario_says),
@@ -974,6 +1168,8 @@ static const struct {
     {"legacy", run_legacy},
     {"mig", run_mig},
     {"mig_instances", run_mig_instances},
+    {"mig_change", run_mig_change},
+    {"mig_mode", run_mig_mode},
     {"nomig", run_nomig},
     {"throttled", run_throttled},
     {"lost", run_lost},
