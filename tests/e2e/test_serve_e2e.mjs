@@ -104,6 +104,14 @@ async function waitSeries(base, run, name) {
 }
 
 // The number of x values and of non-null values of line 1 of a chart on the page.
+// How many lines (series) a chart draws: the heat map's rows.
+async function chartLines(page, id) {
+  return page.evaluate((id) => {
+    const w = document.querySelector(`[data-chart="${id}"]`);
+    return w && w.gsPlot ? w.gsPlot.data.length - 1 : null;
+  }, id);
+}
+
 async function chartPoints(page, id) {
   return page.evaluate((id) => {
     const w = document.querySelector(`[data-chart="${id}"]`);
@@ -262,8 +270,12 @@ try {
       p.on("exit", done);
     }));
     check((await Promise.all(nodes)).every((c) => c === 0), "the group's runs failed");
+    await open(page, base, "#/run/slow-loader");
+    const cores = await chartLines(page, "cpu");
     await open(page, base, "#/run/pair");
     check((await page.$$("#gpus tbody tr")).length === 8, "the group's 8 GPUs (each seen by both runs) in the table");
+    const rows = await chartLines(page, "cpu");
+    check(cores > 0 && rows === cores, `the host's CPU heat map once (${cores} cores of one run): ${rows} rows`);
     for (const id of ["util", "cpu", "steps"]) {
       const p = await chartPoints(page, id);
       check(p && p.values > 0, `the group's chart ${id} has data: ${JSON.stringify(p)}`);
