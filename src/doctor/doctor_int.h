@@ -119,6 +119,7 @@ struct dr_run {
    * rank waits longest for data — and that rank (whose step figures the loop's then are); "" and 0
    * for a single run (dr_pick_node). */
   char host[128];
+  char node[200]; /* the labels of that rank's run's own series (job, client): host=H, or host=H,run=ID */
   int host_rank;
   int64_t from, to; /* the analysis window: the training steps when the client sent them, else the run */
   double window_s;
@@ -170,11 +171,12 @@ void dr_run_done(struct dr_run *d);
 void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
                  struct dr_stats *out);
 
-/* In a group, labels of the focus node's series (d->host): labels with ",host=H" appended ("host=H"
- * for ""), written into buf; else labels itself. */
-const char *dr_node_labels(const struct dr_run *d, const char *labels, char *buf, size_t n);
-/* Is a series (or event) labelled `labels` the focus node's? 1 with its labels without host=H in
- * base (n bytes), else 0. A single run: always 1, base = labels. */
+/* In a group, labels of the focus node's series: labels with ",host=H" appended for the host's own
+ * series, with ",<d->node>" (host=H, or host=H,run=ID where several runs share H) for the focus run's
+ * job series (job != 0), written into buf; else labels itself. */
+const char *dr_node_labels(const struct dr_run *d, const char *labels, int job, char *buf, size_t n);
+/* Is a series (or event) labelled `labels` the focus node's (its host's, or its run's own)? 1 with its
+ * labels without those members in base (n bytes), else 0. A single run: always 1, base = labels. */
 int dr_own_labels(const struct dr_run *d, const char *labels, char *base, size_t n);
 
 /* Loads a series' samples within the window into malloc'd arrays (NULL, 0 when absent). */

@@ -330,14 +330,31 @@ static void name_host(const struct dr_run *d, struct store_finding *f, struct dr
   char key[64];
   snprintf(key, sizeof key, "group.%s.%d.local", what, n);
   const char *local = runview_param(d->v, key); /* a GPU's own number on its host */
+  snprintf(key, sizeof key, "group.%s.%d.rank", what, n);
+  const char *rank = runview_param(d->v, key); /* the rank whose process uses that GPU */
   size_t len = strlen(f->title);
-  if (local)
+  if (local && rank)
+    dr_printf(f->title + len, sizeof f->title - len, " (GPU %s of host %s, rank %s)", local, host, rank);
+  else if (local)
     dr_printf(f->title + len, sizeof f->title - len, " (GPU %s of host %s)", local, host);
   else
     dr_printf(f->title + len, sizeof f->title - len, " (host %s)", host);
   dr_json_str(j, "host", host);
   if (local)
     dr_json_int(j, "host_gpu", atoi(local));
+  if (rank)
+    dr_json_int(j, "gpu_rank", atoi(rank));
+}
+
+/* In a group, does GPU n wait for the straggling rank (on rank_host)? The rank's own GPU where the
+ * per-process GPU data names the rank of each (group.gpu.N.rank), else every GPU on its host. */
+static int waits_for_rank(const struct dr_run *d, int n, int rank, const char *rank_host) {
+  char key[64];
+  snprintf(key, sizeof key, "group.gpu.%d.rank", n);
+  const char *r = runview_param(d->v, key), *host = group_host(d, "gpu", n);
+  if (r)
+    return atoi(r) == rank;
+  return host && !strcmp(host, rank_host);
 }
 
 static int rank_straggler(struct dr_run *d, struct dr_findings *fs, int *rank) {
@@ -422,8 +439,7 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   double lost = 0, mine = NAN, others = NAN;
   for (int i = 0; i < d->ngpus; i++) {
     const struct dr_gpu *g = &d->gpus[i];
-    const char *host = rank_host ? group_host(d, "gpu", g->index) : NULL;
-    if (!g->used || (host && !strcmp(host, rank_host)))
+    if (!g->used || (rank_host && waits_for_rank(d, g->index, rank, rank_host)))
       continue;
     double a = act(g), med = median_others(d, i, act);
     if (isfinite(a) && isfinite(med) && med > 0 && med - a >= DR_STRAGGLER_POINTS && (med - a) / med > lost)

@@ -14,27 +14,37 @@
 
 #include "doctor/doctor_int.h"
 
-const char *dr_node_labels(const struct dr_run *d, const char *labels, char *buf, size_t n) {
+const char *dr_node_labels(const struct dr_run *d, const char *labels, int job, char *buf, size_t n) {
   if (!d->host[0] || !labels)
     return labels;
-  dr_printf(buf, n, "%s%shost=%s", labels, *labels ? "," : "", d->host);
+  if (job && d->node[0])
+    dr_printf(buf, n, "%s%s%s", labels, *labels ? "," : "", d->node);
+  else
+    dr_printf(buf, n, "%s%shost=%s", labels, *labels ? "," : "", d->host);
   return buf;
 }
 
+/* Is labels "<base>,<suffix>" or "<suffix>"? Then base into out. */
+static int cut_suffix(const char *labels, const char *suffix, char *out, size_t n) {
+  size_t len = strlen(labels), sl = strlen(suffix);
+  if (!sl || len < sl || strcmp(labels + len - sl, suffix))
+    return 0;
+  size_t cut = len - sl;
+  if (cut && labels[cut - 1] != ',')
+    return 0;
+  dr_printf(out, n, "%.*s", (int)(cut ? cut - 1 : 0), labels);
+  return 1;
+}
+
 int dr_own_labels(const struct dr_run *d, const char *labels, char *base, size_t n) {
-  size_t len = strlen(labels), hl = strlen(d->host);
   if (!d->host[0]) {
     dr_printf(base, n, "%s", labels);
     return 1;
   }
-  /* store_group_open appends host=H last */
-  if (len < hl + 5 || strcmp(labels + len - hl, d->host) || strncmp(labels + len - hl - 5, "host=", 5))
-    return 0;
-  size_t cut = len - hl - 5;
-  if (cut && labels[cut - 1] != ',')
-    return 0;
-  dr_printf(base, n, "%.*s", (int)(cut ? cut - 1 : 0), labels);
-  return 1;
+  /* store_group_open appends host=H (and run=ID on a shared host) last */
+  char host[160];
+  dr_printf(host, sizeof host, "host=%s", d->host);
+  return cut_suffix(labels, d->node, base, n) || cut_suffix(labels, host, base, n);
 }
 
 void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
@@ -45,7 +55,7 @@ void dr_stats_of(const struct dr_run *d, const char *source, const char *name, c
   char buf[320];
   /* the host's and the job's own series are the focus node's; GPUs and steps are the group's */
   if (source && (!strcmp(source, "host") || !strcmp(source, "proctree")))
-    labels = dr_node_labels(d, labels, buf, sizeof buf);
+    labels = dr_node_labels(d, labels, !strcmp(source, "proctree"), buf, sizeof buf);
   if (runview_stats(d->v, source, name, labels, d->from, d->to, &s) || !s.n)
     return;
   out->n = s.n;

@@ -5,31 +5,35 @@
  * In a group of runs (the nodes of one job) every node has a host of its own; the host-side rules
  * read one of them, the node that holds the others back (dr_pick_node): in a synchronous job the
  * rank that waits longest for its data sets the pace, so its node's CPU, I/O and memory are where a
- * cause of waiting would be, and its steps are the ones whose data wait the rules explain. */
+ * cause of waiting would be, and its steps are the ones whose data wait the rules explain. Where
+ * several runs share that host (one task per GPU), the host's series are the host's and the job's
+ * are that rank's run's (d->node: host=H,run=ID). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "doctor/doctor_int.h"
 
-/* Without step timings: the node whose job kept the most CPU busy (tree.cpu_pct), from the group's
- * host list ("a, b, c"). */
+/* Without step timings: the run whose job kept the most CPU busy (tree.cpu_pct), from the group's
+ * runs (group.run.K.labels: the labels of run K's own series, group.run.K.host its host). */
 static void busiest_node(struct dr_run *d) {
-  const char *list = runview_param(d->v, "group.hosts");
   double best = -1;
-  for (const char *p = list; p && *p;) {
-    size_t n = strcspn(p, ",");
-    char host[128], lab[160];
-    dr_printf(host, sizeof host, "%.*s", (int)n, p);
-    struct dr_stats st;
-    dr_printf(lab, sizeof lab, "host=%s", host);
-    dr_stats_of(d, "proctree", "tree.cpu_pct", lab, &st);
+  for (int k = 0;; k++) {
+    char key[64];
+    snprintf(key, sizeof key, "group.run.%d.labels", k);
+    const char *lab = runview_param(d->v, key);
+    snprintf(key, sizeof key, "group.run.%d.host", k);
+    const char *host = runview_param(d->v, key);
+    if (!lab || !host)
+      break;
+    struct runview_stats st;
+    if (runview_stats(d->v, "proctree", "tree.cpu_pct", lab, d->from, d->to, &st))
+      st.n = 0;
     if (!d->host[0] || (st.n && st.mean > best)) {
       dr_printf(d->host, sizeof d->host, "%s", host);
+      dr_printf(d->node, sizeof d->node, "%s", lab);
       best = st.n ? st.mean : best;
     }
-    p += n;
-    p += strspn(p, ", ");
   }
 }
 
@@ -52,10 +56,16 @@ void dr_pick_node(struct dr_run *d) {
   char key[64];
   snprintf(key, sizeof key, "group.rank.%d.host", d->host_rank);
   const char *host = runview_param(d->v, key);
-  d->host[0] = 0;
-  if (host && *host)
+  snprintf(key, sizeof key, "group.rank.%d.labels", d->host_rank);
+  const char *node = runview_param(d->v, key);
+  d->host[0] = d->node[0] = 0;
+  if (host && *host) {
     dr_printf(d->host, sizeof d->host, "%s", host);
-  else
+    if (node && *node)
+      dr_printf(d->node, sizeof d->node, "%s", node);
+    else
+      dr_printf(d->node, sizeof d->node, "host=%s", host);
+  } else
     busiest_node(d);
 }
 

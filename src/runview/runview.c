@@ -72,30 +72,36 @@ long runview_find(const struct runview *v, const char *source, const char *name,
   return -1;
 }
 
-/* Is there a host=... member in labels? Its start and its length (with the comma before or after). */
-static const char *host_member(const char *labels, size_t *len) {
+/* Does labels have a member key=...? (key with its '=', e.g. "host=") */
+static int has_member(const char *labels, const char *key) {
+  size_t kl = strlen(key);
   for (const char *p = labels; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-    if (!strncmp(p, "host=", 5)) {
-      size_t n = strcspn(p, ",");
-      if (p[n] == ',')
-        n++;
-      else if (p > labels)
-        p--, n++; /* the last member: the comma before it goes */
-      *len = n;
-      return p;
-    }
-  return NULL;
+    if (!strncmp(p, key, kl))
+      return 1;
+  return 0;
 }
 
 int runview_labels_match(const struct runview *v, const char *have, const char *want) {
   if (!strcmp(have, want))
     return 1;
-  size_t n;
-  const char *h = v->group ? host_member(have, &n) : NULL;
-  if (!h || host_member(want, &(size_t){0}))
+  if (!v->group)
     return 0;
-  size_t before = (size_t)(h - have), wl = strlen(want);
-  return wl == strlen(have) - n && !strncmp(have, want, before) && !strcmp(have + before + n, want + before);
+  /* have without the node members (host=, run=) that want does not name */
+  int drop_host = !has_member(want, "host="), drop_run = !has_member(want, "run=");
+  if (!drop_host && !drop_run)
+    return 0;
+  char rest[512];
+  size_t n = 0;
+  for (const char *p = have; *p;) {
+    size_t len = strcspn(p, ",");
+    int drop = (drop_host && !strncmp(p, "host=", 5)) || (drop_run && !strncmp(p, "run=", 4));
+    if (!drop && n + len + 2 < sizeof rest)
+      n += (size_t)snprintf(rest + n, sizeof rest - n, "%s%.*s", n ? "," : "", (int)len, p);
+    p += len;
+    p += *p == ',';
+  }
+  rest[n] = 0;
+  return !strcmp(rest, want);
 }
 
 /* ---- params and labels ---- */

@@ -99,9 +99,10 @@ int runview_load(struct store *st, const char *ref, struct runview *v);
 void runview_done(struct runview *v);
 
 /* Does a series labelled `have` answer a query for labels `want`? Exactly equal; and in a group, also
- * `have` without its host=HOST member when `want` names no host: "cpu=total" matches every node's
- * "cpu=total,host=H", so a reader that does not name a node reads all of them (pooled by
- * runview_stats), and one that does reads that node's. */
+ * `have` without its node members (host=HOST, and run=ID where several runs share a host) that `want`
+ * does not name: "cpu=total" matches every node's "cpu=total,host=H", "" every run's job series
+ * "host=H" and "host=H,run=ID", "host=H" every run's on H; so a reader that does not name a node
+ * reads all of them (pooled by runview_stats), and one that does reads that node's (or run's). */
 int runview_labels_match(const struct runview *v, const char *have, const char *want);
 
 /* Index of the first series matching source (NULL: any), name and labels (NULL: any; matched by

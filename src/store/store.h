@@ -159,8 +159,9 @@ struct store *store_open(const char *url);
 const char *store_default_url(char *buf, size_t n);
 
 /* Opens the runs of group `name` in src (runs started with --group NAME: the nodes of one
- * distributed job) as one read-only run named NAME, on the group's clock, GPUs numbered across the
- * group, step series by rank, every other series of every run labelled host=HOST (store_group.c).
+ * distributed job) as one read-only run named NAME, on the group's clock, its distinct GPUs (by UUID)
+ * numbered across the group, step series by rank, each host's series once, every other series of
+ * every run labelled host=HOST (and run=ID where runs share a host) (store_group.c).
  * src stays the caller's and must outlive the group. Returns NULL with GS_ENOENT when no run has this group. Close with
  * st->close(st). */
 struct store *store_group_open(struct store *src, const char *name);

@@ -104,6 +104,14 @@ async function waitSeries(base, run, name) {
 }
 
 // The number of x values and of non-null values of line 1 of a chart on the page.
+// How many lines (series) a chart draws: the heat map's rows.
+async function chartLines(page, id) {
+  return page.evaluate((id) => {
+    const w = document.querySelector(`[data-chart="${id}"]`);
+    return w && w.gsPlot ? w.gsPlot.data.length - 1 : null;
+  }, id);
+}
+
 async function chartPoints(page, id) {
   return page.evaluate((id) => {
     const w = document.querySelector(`[data-chart="${id}"]`);
@@ -252,7 +260,7 @@ try {
   });
 
   await step("a group (two runs of one job, gpuscope run --group) as one run: served, and written by compare --html", async () => {
-    // two nodes' runs at once; on one machine both record the same host name, which is fine here
+    // two runs at once on this machine's one host (one task per GPU): both see the same 8 GPUs
     const nodes = ["pair-a", "pair-b"].map((name) => new Promise((done) => {
       const args = ["run", "--quiet", "--interval", "100ms", "--group", "pair", "--name", name, "--", PY, job, "0.01", "0.02",
         "30"];
@@ -262,8 +270,12 @@ try {
       p.on("exit", done);
     }));
     check((await Promise.all(nodes)).every((c) => c === 0), "the group's runs failed");
+    await open(page, base, "#/run/slow-loader");
+    const cores = await chartLines(page, "cpu");
     await open(page, base, "#/run/pair");
-    check((await page.$$("#gpus tbody tr")).length === 16, "the group's 16 GPUs in the table");
+    check((await page.$$("#gpus tbody tr")).length === 8, "the group's 8 GPUs (each seen by both runs) in the table");
+    const rows = await chartLines(page, "cpu");
+    check(cores > 0 && rows === cores, `the host's CPU heat map once (${cores} cores of one run): ${rows} rows`);
     for (const id of ["util", "cpu", "steps"]) {
       const p = await chartPoints(page, id);
       check(p && p.values > 0, `the group's chart ${id} has data: ${JSON.stringify(p)}`);

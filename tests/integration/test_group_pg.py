@@ -6,7 +6,10 @@ first GPU runs at 1100 MHz against 1980. The nodes start half a second apart, so
 the group's earliest. The group's report names both, with their hosts, and reads the host side
 (the input rules) on nodeb; `runs --group` lists the group; the GPU rules count the group's six GPUs,
 and underused_gpus the second group's idle node (2 of 4); `compare GROUP GROUP` reads two groups, and
-`compare --html` / `report --html` write the web page of groups (a group beside a plain run too)."""
+`compare --html` / `report --html` write the web page of groups (a group beside a plain run too).
+A third group is three runs on this machine's one host (one task per GPU), each seeing the node's
+four GPUs: the group counts four GPUs (by UUID), the host's series once, each run's job series apart
+(host=H,run=ID), and a GPU used by one rank's process is that rank's."""
 import json
 import os
 import subprocess
@@ -20,7 +23,8 @@ from pgserver import PgServer  # noqa: E402
 
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 
-# Two GPUs; CLOCK is GPU 0's SM clock (1980 on a healthy node).
+# Two GPUs; CLOCK is GPU 0's SM clock (1980 on a healthy node); NODE makes the UUIDs the node's own
+# (every GPU has its own UUID: the group tells GPUs apart by it).
 SCENARIO = """driver 550.54.15
 device 0-1
   name NVIDIA H200
@@ -30,7 +34,27 @@ device 0-1
   max_clocks 1980 3201
   at 0 util=UTIL mem_util=60 mem_used=100GiB power=600 temp=60 sm_clock=1980 mem_clock=3201 throttle=0 procs=none
 device 0
+  uuid GPU-NODE-0
   at 0 sm_clock=CLOCK
+device 1
+  uuid GPU-NODE-1
+"""
+
+# One node's four GPUs, seen whole by every run on it (NVML ignores CUDA_VISIBLE_DEVICES); GPU 1 runs
+# at 1100 MHz. Each run's scenario lists its own job ($JOBPID) on its GPU (GPU RANK) only: the
+# simulator shows an agent its own child, where a real driver lists every run's process.
+SHARED = """driver 550.54.15
+device 0-3
+  name NVIDIA H200
+  cc 9.0
+  memory 143771MiB
+  power_limit 700
+  max_clocks 1980 3201
+  at 0 util=95 mem_util=60 mem_used=100GiB power=600 temp=60 sm_clock=1980 mem_clock=3201 throttle=0 procs=none
+device 1
+  at 0 sm_clock=1100
+device RANK
+  at 0 procs=$JOBPID:10GiB:90
 """
 
 # gs1 steps of one rank: job.py RANK DATA COMPUTE N SPIN (SPIN 1: the data wait is CPU work)
@@ -79,7 +103,7 @@ def run_group(sb, pg, group, nodes, steps):
     for host, rank, data, clock, *more in nodes:
         util, spin = (more + [95, 0])[:2] if len(more) < 2 else more
         scn = write(sb, f"{group}-{host}.scn",
-                    SCENARIO.replace("CLOCK", str(clock)).replace("UTIL", str(util)))
+                    SCENARIO.replace("CLOCK", str(clock)).replace("UTIL", str(util)).replace("NODE", host))
         if procs:
             time.sleep(0.5)
         env = pg.env(sb.env)
@@ -91,6 +115,23 @@ def run_group(sb, pg, group, nodes, steps):
     for p in procs:
         out, err = p.communicate(timeout=180)
         check(p.returncode == 0, f"an agent of {group} exited {p.returncode}:\n{err}")
+
+
+def run_shared(sb, pg, group, ranks, steps):
+    """One run per rank on this machine's own host (one task per GPU, as srun --ntasks-per-node), all
+    at once, each seeing the node's four GPUs (SHARED). Waits for all."""
+    job = write(sb, "job.py", STEP_JOB)
+    procs = []
+    for rank in range(ranks):
+        env = pg.env(sb.env)
+        env.update({"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": write(sb, f"{group}-{rank}.scn",
+                    SHARED.replace("RANK", str(rank))), "GPUSCOPE_SPOOL_DIR": sb.dir + "/spool"})
+        cmd = [BIN, "run", "--quiet", "--group", group, "--name", f"{group}-{rank}", "--interval", "100ms", "--",
+               PYTHON, job, str(rank), "0.005", "0.03", str(steps), "0"]
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        out, err = p.communicate(timeout=180)
+        check(p.returncode == 0, f"a run of {group} exited {p.returncode}:\n{err}")
 
 
 _made = []
@@ -110,6 +151,8 @@ def setup():
               [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.040, 1980, 95, 1), ("nodec", 2, 0.005, 1100)], 100)
     # job2: nodeb's GPUs stay idle
     run_group(sb, pg, "job2", [("nodea", 0, 0.005, 1980), ("nodeb", 1, 0.005, 1980, 0)], 60)
+    # job3: three runs on one host, one per GPU, sharing its four GPUs
+    run_shared(sb, pg, "job3", 3, 40)
     return _made[0]
 
 
@@ -185,6 +228,31 @@ def test_host_side_is_read_on_the_node_that_holds_the_others_back():
           f"nodeb's host-labelled job series were not found: {ib}")
     text = sb.ok("report", "job1")
     check("(host nodeb, rank 1)" in text, f"the text report does not name nodeb's input finding:\n{text}")
+
+
+def test_runs_on_one_host_count_its_gpus_and_host_once_and_keep_each_job():
+    pg, sb = setup()
+    runs = [r for r in sb.json("runs", "--json") if r["group"] == "job3"]
+    check(len(runs) == 3 and len({r["host"] for r in runs}) == 1, f"not three runs on one host: {runs}")
+    host = runs[0]["host"]
+    doc = embed_of(html_of(sb, "report", "job3"))["runs"]["job3"]
+    check(len(doc["gpus"]) == 4, f"not the node's 4 GPUs (3 runs saw them): {len(doc['gpus'])}")
+    series = [(x["name"], x["labels"]) for x in doc["series"]]
+    check(series.count(("host.load1", f"host={host}")) == 1 and
+          sum(1 for n, _ in series if n == "host.load1") == 1, f"the host's series not once: {series[:20]}")
+    check(sum(1 for n, lab in series if n == "gpu.util_pct") == 4, "GPU series repeated per run")
+    trees = sorted(lab for n, lab in series if n == "tree.cpu_pct")
+    check(trees == sorted(f"host={host},run={r['id']}" for r in runs), f"not each run's job series: {trees}")
+    params = doc["params"]
+    check(params.get("gpu.count") == "4" and params.get("group.gpu.1.rank") == "1" and
+          params.get("group.gpu.3.rank") is None, f"GPUs not counted or not given their rank: {params}")
+    rep = sb.json("report", "job3", "--json")
+    strag = [f for f in rep["findings"] if f["rule"] == "straggler"]
+    check(len(strag) == 1 and strag[0]["evidence"]["gpus_used"] == 4 and strag[0]["evidence"]["gpu_rank"] == 1 and
+          f"(GPU 1 of host {host}, rank 1)" in strag[0]["title"], f"not GPU 1 of rank 1 among 4: {strag}")
+    figs = rep["figures"]
+    check(figs["gpus"] == 4 and figs["host_cpu_pct"] is not None and figs["job_cpu_pct"] is not None,
+          f"the group's figures: {figs}")
 
 
 def html_of(sb, *args):

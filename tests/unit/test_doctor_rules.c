@@ -367,6 +367,73 @@ static void two_stretch_steps(struct fake *f, double switch_s, double data1, dou
   }
 }
 
+/* Ends run f without diagnosing it. */
+static void fake_close_run(struct fake *f) {
+  struct gs_batch *b = gs_sink_take(f->sink);
+  assert_int_equal(f->st->run_append(f->st, &f->run, b), 0);
+  gs_batch_free(b);
+  snprintf(f->run.status, sizeof f->run.status, "finished");
+  f->run.exit_code = 0;
+  f->run.end_wall_ns = f->run.start_wall_ns + (int64_t)(f->dur * S);
+  assert_int_equal(f->st->run_end(f->st, &f->run), 0);
+}
+
+/* Ends run f and begins the next, of group `group` on `host`, in the same store a second later. */
+static void fake_next_in_group(struct fake *f, const char *group, const char *host) {
+  fake_close_run(f);
+  /* one run per store handle and sink, as each agent has its own */
+  char url[400];
+  snprintf(url, sizeof url, "sqlite://%s/d%d.db", dir, dbn - 1);
+  f->st->close(f->st);
+  assert_non_null(f->st = store_open(url));
+  gs_sink_free(f->sink);
+  f->sink = gs_sink_new();
+  f->run.start_wall_ns += S;
+  snprintf(f->run.group, sizeof f->run.group, "%s", group);
+  snprintf(f->run.host, sizeof f->run.host, "%s", host);
+  snprintf(f->run.status, sizeof f->run.status, "running");
+  f->run.id[0] = 0;
+  f->run.end_wall_ns = 0;
+  f->run.exit_code = -1;
+  assert_int_equal(f->st->run_begin(f->st, &f->run), 0);
+}
+
+/* One task per GPU: two runs of a group on one host, no steps, each seeing the node's two GPUs (the
+ * same UUIDs). The group counts two GPUs and two CPUs, not four, and the doctor reads the job of the
+ * run that kept the most CPU busy (the second: there is no rank to pick by), on that run's labels. */
+static void test_group_runs_on_one_host_count_gpus_once_and_read_the_busiest_job(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 10); /* a run outside the group */
+  for (int r = 0; r < 2; r++) {
+    fake_next_in_group(&f, "g", "h");
+    host_and_job(&f, 2, 50, r ? 1.5 : 0.5);
+    gpu(&f, 0, 90, 80, 0, 40e9);
+    gpu(&f, 1, 90, 80, 0, 40e9);
+    gs_sink_param(f.sink, "gpu.0.uuid", "GPU-aaaa");
+    gs_sink_param(f.sink, "gpu.1.uuid", "GPU-bbbb");
+  }
+  fake_close_run(&f);
+  char node[64];
+  snprintf(node, sizeof node, "host=h,run=%s", f.run.id);
+  struct store *g = store_group_open(f.st, "g");
+  assert_non_null(g);
+  struct runview v;
+  assert_int_equal(runview_load(g, "g", &v), 0);
+  struct dr_run d;
+  assert_int_equal(dr_run_load(&v, INT64_MIN, INT64_MAX, &d), 0);
+  assert_int_equal(d.ngpus, 2);
+  assert_int_equal(d.ncpu, 2);
+  assert_string_equal(d.host, "h");
+  assert_string_equal(d.node, node);
+  assert_true(fabs(d.tree_cpu.mean - 150) < 1e-6);
+  assert_string_equal(runview_param(&v, "gpu.count"), "2");
+  dr_run_done(&d);
+  runview_done(&v);
+  g->close(g);
+  fake_free(&f, NULL);
+}
+
 /* The live findings of serve and top: a window names a stretch of the run, and the doctor diagnoses
  * that stretch alone — input-bound for the first 20 s, healthy after — while the usual window (the
  * whole run) still sees the input wait. */
@@ -1099,6 +1166,7 @@ int main(void) {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
       cmocka_unit_test(test_input_bound_on_saturated_cpu_gives_no_worker_advice),
       cmocka_unit_test(test_cgroup_quota_bounds_the_worker_advice),
+      cmocka_unit_test(test_group_runs_on_one_host_count_gpus_once_and_read_the_busiest_job),
       cmocka_unit_test(test_cpuset_bounds_the_worker_advice),
       cmocka_unit_test(test_loading_in_threads_is_named_and_processes_advised),
       cmocka_unit_test(test_data_wait_with_idle_loader_is_latency),

@@ -260,6 +260,12 @@ static void test_runview_group_labels_match_without_the_host(void **state) {
   assert_false(runview_labels_match(&v, "cpu=total,host=nodeb", "cpu=total,host=nodea"));
   assert_false(runview_labels_match(&v, "cpu=1,host=nodeb", "cpu=total"));
   assert_false(runview_labels_match(&v, "cpu=total", ""));
+  /* several runs on one host: their own series carry run=ID too */
+  assert_true(runview_labels_match(&v, "pid=7,host=b,run=R1", "pid=7"));
+  assert_true(runview_labels_match(&v, "host=b,run=R1", "host=b"));
+  assert_true(runview_labels_match(&v, "host=b,run=R1", "host=b,run=R1"));
+  assert_false(runview_labels_match(&v, "host=b,run=R1", "host=b,run=R2"));
+  assert_false(runview_labels_match(&v, "host=b,run=R1", "host=a"));
   v.group = 0;
   assert_false(runview_labels_match(&v, "cpu=total,host=nodeb", "cpu=total"));
   assert_true(runview_labels_match(&v, "cpu=total", "cpu=total"));
