@@ -280,6 +280,9 @@ try {
       const p = await chartPoints(page, id);
       check(p && p.values > 0, `the group's chart ${id} has data: ${JSON.stringify(p)}`);
     }
+    // the two runs share the host: their job metrics are host=H,run=ID, one chart per run
+    const metricCharts = await page.$$eval('[data-chart^="metric-"]', (ws) => ws.length);
+    check(metricCharts === 2, `each run's loss charted (two runs on one host): ${metricCharts} job-metric charts`);
     await page.screenshot({ path: join(SHOTS, "run-group.png"), fullPage: true });
     const cmp = join(SHOTS, "..", "compare-group.html");
     const r = spawnSync(BIN, ["compare", "pair", "slow-loader", "--html", cmp], { env, encoding: "utf8" });

@@ -263,7 +263,8 @@
       gpuSeries(["gpu.pcie_rx_bytes_s", "gpu.pcie_tx_bytes_s"], (s, n) => gpuLab(s) + (n.includes("rx") ? " rx" : " tx")),
       { zero: true });
     // a group's series carry host=HOST (every node's): its cores are listed by host, then number
-    const hostOf = (s) => (/(?:^|,)host=([^,]*)$/.exec(s.labels) || [null, ""])[1];
+    const hostOf = (s) => (/(?:^|,)host=([^,]*)/.exec(s.labels) || [null, ""])[1];
+    const runOf = (s) => (/(?:^|,)run=([^,]*)/.exec(s.labels) || [null, ""])[1]; // runs sharing a host in a group
     const cores = by("host.cpu.busy_pct").filter((s) => /^cpu=\d+(,host=[^,]*)?$/.test(s.labels))
       .sort((a, b) => hostOf(a).localeCompare(hostOf(b)) || parseInt(a.labels.slice(4)) - parseInt(b.labels.slice(4)));
     if (cores.length) plan.push({ id: "cpu", title: "Host CPU per core (darker: busier)", unit: "%", fmt: (v) => pctv(v),
@@ -282,9 +283,9 @@
     add("steps", "Step breakdown (data / h2d / compute) and samples/s", "s", secs,
       phases.map((s) => ({ s, label: s.name.replace("step.", "").replace("_s", "") })),
       { zero: true, stepRate: { samples: step("step.samples"), total: step("step.total_s") } });
-    const metrics = S.filter((s) => s.source === "client" && !s.name.startsWith("step.") && /^(host=[^,]*)?$/.test(s.labels));
+    const metrics = S.filter((s) => s.source === "client" && !s.name.startsWith("step.") && /^(host=[^,]*(,run=[^,]*)?)?$/.test(s.labels));
     for (const m of metrics.slice(0, 12))
-      add("metric-" + m.id, "Job metric: " + m.name + (hostOf(m) ? " of " + hostOf(m) : ""), m.unit,
+      add("metric-" + m.id, "Job metric: " + m.name + (hostOf(m) ? " of " + hostOf(m) : "") + (runOf(m) ? " (run " + runOf(m) + ")" : ""), m.unit,
         (v) => fin(v) ? v.toPrecision(4) : DASH, [{ s: m, label: m.name }]);
     return plan;
   }
