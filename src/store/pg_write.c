@@ -57,6 +57,7 @@ int pg_run_begin(struct store *base, struct store_run *r) {
   int rc = pg_check_writable(s);
   if (rc)
     return rc;
+  store_writer_new_run(&s->w);
   pg_make_run_id(r->id);
   snprintf(r->status, sizeof r->status, "running");
   if (!s->down) {

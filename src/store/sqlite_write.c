@@ -41,6 +41,7 @@ int sq_run_begin(struct store *base, struct store_run *r) {
   int rc = sq_check_writable(s);
   if (rc)
     return rc;
+  store_writer_new_run(&s->w);
   /* Runs whose agent died are closed as crashed now, by the next start (reading settles them). */
   struct store_run *running = NULL;
   size_t nrunning = 0;

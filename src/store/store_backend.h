@@ -172,6 +172,9 @@ typedef int (*store_end_fn)(void *ctx, const struct store_run *r);
  * fails too it is kept, and the stats restored, for a later run_end. Returns 0 or end's error. */
 int store_writer_end(struct store_writer *w, struct store_write_stats *st, const struct store_run *r,
                      store_batch_fn write, store_end_fn end, void *ctx);
+/* A run begins on this handle: its sink numbers its series from 0 again, so the last run's series
+ * states (row ids, encoders) are let go — else its points would land in the last run's series. */
+void store_writer_new_run(struct store_writer *w);
 /* Frees the states and the pending batch; w is then empty. */
 void store_writer_done(struct store_writer *w);
 

@@ -171,11 +171,16 @@ void store_writer_failed(struct store_writer *w, struct store_write_stats *st) {
   st->points_pending = (int64_t)w->pending.b.n_points;
 }
 
-void store_writer_done(struct store_writer *w) {
+void store_writer_new_run(struct store_writer *w) {
   for (size_t i = 0; i < w->n; i++)
     chunk_enc_done(&store_writer_at(w, i)->enc);
   free(w->ws);
   w->ws = NULL;
   w->n = 0;
+  w->stale = 0;
+}
+
+void store_writer_done(struct store_writer *w) {
+  store_writer_new_run(w);
   store_pending_done(&w->pending);
 }

@@ -349,9 +349,55 @@ static void test_store_samples_readable_before_the_run_ends(void **state) {
   st->close(st);
 }
 
+/* One handle writing two runs in turn, each with its own sink (a sink numbers its series from 0):
+ * every run keeps its own samples, none lands in the other's series. */
+static void one_run(struct store *st, struct store_run *r, const char *name, double value) {
+  begin(st, r, name);
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "nvml", value < 50 ? "gpu.util_pct" : "gpu.power_w", "gpu=0", "%", GS_GAUGE);
+  for (int i = 0; i < 50; i++)
+    gs_sink_put(s, id, 1000 + 100000000LL * i, value);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  snprintf(r->status, sizeof r->status, "finished");
+  r->exit_code = 0;
+  r->end_wall_ns = r->start_wall_ns + 5000000000LL;
+  assert_int_equal(st->run_end(st, r), 0);
+}
+
+static void check_only(struct store *st, const struct store_run *r, const char *name, double value) {
+  struct store_series *ser;
+  size_t n;
+  assert_int_equal(st->series_list(st, r->id, &ser, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(ser[0].name, name);
+  int64_t *t;
+  double *v;
+  size_t np;
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), 0);
+  assert_int_equal(np, 50);
+  for (size_t k = 0; k < np; k++)
+    assert_true(v[k] == value);
+  free(t), free(v), free(ser);
+}
+
+static void test_store_two_runs_on_one_handle_keep_their_own_samples(void **state) {
+  (void)state;
+  struct store *st = open_db("two");
+  struct store_run a, b;
+  one_run(st, &a, "first", 10);
+  one_run(st, &b, "second", 70);
+  check_only(st, &a, "gpu.util_pct", 10);
+  check_only(st, &b, "gpu.power_w", 70);
+  st->close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_samples_roundtrip_across_flushes),
+      cmocka_unit_test(test_store_two_runs_on_one_handle_keep_their_own_samples),
       cmocka_unit_test(test_store_rollups_of_a_1hz_series_read_right_at_every_level),
       cmocka_unit_test(test_store_resolves_runs),
       cmocka_unit_test(test_store_dead_agent_run_is_crashed),
