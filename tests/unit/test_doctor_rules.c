@@ -151,8 +151,8 @@ static void gpu(struct fake *f, int g, double util, double sm, double tensor, do
   gpu_with(f, g, util, sm, tensor, mem_used, 1);
 }
 
-/* Ends the run and diagnoses it; returns the findings (caller frees). */
-static struct store_finding *fake_end(struct fake *f, size_t *n) {
+/* Ends run f without diagnosing it. */
+static void fake_close_run(struct fake *f) {
   struct gs_batch *b = gs_sink_take(f->sink);
   assert_int_equal(f->st->run_append(f->st, &f->run, b), 0);
   gs_batch_free(b);
@@ -160,6 +160,11 @@ static struct store_finding *fake_end(struct fake *f, size_t *n) {
   f->run.exit_code = 0;
   f->run.end_wall_ns = f->run.start_wall_ns + (int64_t)(f->dur * S);
   assert_int_equal(f->st->run_end(f->st, &f->run), 0);
+}
+
+/* Ends the run and diagnoses it; returns the findings (caller frees). */
+static struct store_finding *fake_end(struct fake *f, size_t *n) {
+  fake_close_run(f);
   struct store_finding *out = NULL;
   assert_int_equal(doctor_run(f->st, f->run.id, &out, n), 0);
   for (size_t i = 0; i < *n; i++)
@@ -365,17 +370,6 @@ static void two_stretch_steps(struct fake *f, double switch_s, double data1, dou
     gs_sink_put(f->sink, ids[2], at, comp);
     gs_sink_put(f->sink, ids[3], at, 32);
   }
-}
-
-/* Ends run f without diagnosing it. */
-static void fake_close_run(struct fake *f) {
-  struct gs_batch *b = gs_sink_take(f->sink);
-  assert_int_equal(f->st->run_append(f->st, &f->run, b), 0);
-  gs_batch_free(b);
-  snprintf(f->run.status, sizeof f->run.status, "finished");
-  f->run.exit_code = 0;
-  f->run.end_wall_ns = f->run.start_wall_ns + (int64_t)(f->dur * S);
-  assert_int_equal(f->st->run_end(f->st, &f->run), 0);
 }
 
 /* Ends run f and begins the next, of group `group` on `host`, in the same store a second later. */
