@@ -17,7 +17,6 @@
 /* The schema version of this back end: 3 packs rollups in blocks (version 2 had a row per bucket,
  * the tables of SQLite's version 2). A newer one is refused. */
 enum { PG_SCHEMA_VERSION = 3 };
-#define PG_STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
 /* While the server is unreachable, a reconnection is tried at most this often (by the writer
  * thread, so the job never waits for it). */
 #define PG_RETRY_NS (2LL * GS_NS_PER_S)
@@ -72,13 +71,9 @@ uint32_t pg_u32(const PGresult *r, int i, int col);
 void pg_rollback(struct pg_store *s);
 /* Refuses a write on a store opened read-only; 0 when writable. */
 int pg_check_writable(struct pg_store *s);
-void pg_boot_id(char *buf, size_t n);
 /* A text column as an int64 (0 for NULL). */
 int64_t pg_i64(const PGresult *r, int row, int col);
 void pg_copy(const PGresult *r, int row, int col, char *dst, size_t n);
-/* A new run id: 10 characters of milliseconds then 16 random ones (Crockford base32), like the
- * SQLite back end's, so ids sort by start time in both stores. */
-void pg_make_run_id(char *out);
 
 /* ---- pg_read.c ---- */
 

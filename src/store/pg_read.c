@@ -4,13 +4,10 @@
  * returns or fails: a lost connection is an error, never a shorter list. While the server is
  * unreachable and this agent's run is in the spool, the readers read the spool (the run's summary
  * and diagnosis still work). */
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "store/pg_int.h"
 
@@ -38,25 +35,11 @@ static void read_run(const PGresult *res, int i, struct store_run *r, int64_t *h
   r->interval_ns = pg_i64(res, i, 15);
 }
 
-/* A "running" run whose agent is gone is crashed: its pid is dead on this boot of this host, or it
- * has not written for PG_STALE_HEARTBEAT_NS (an agent on another node that died). Recorded only in a
- * store open to write; a read-only open just reports it. */
+/* A "running" run whose agent is gone is crashed (store_settle_crashed: its pid dead on this boot
+ * of this host, or silent for STORE_STALE_HEARTBEAT_NS, an agent on another node that died).
+ * Recorded only in a store open to write; a read-only open just reports it. */
 static void settle_status(struct pg_store *s, struct store_run *r, int64_t heartbeat, const char *run_boot) {
-  if (strcmp(r->status, "running"))
-    return;
-  char host[128] = "", boot[64];
-  gethostname(host, sizeof host - 1);
-  pg_boot_id(boot, sizeof boot);
-  int dead = 0;
-  if (!strcmp(host, r->host) && !strcmp(boot, run_boot) && r->agent_pid > 0 && r->agent_pid != getpid())
-    dead = kill(r->agent_pid, 0) != 0 && errno == ESRCH;
-  if (!dead && gs_wall_ns() - heartbeat > PG_STALE_HEARTBEAT_NS)
-    dead = 1;
-  if (!dead)
-    return;
-  snprintf(r->status, sizeof r->status, "crashed");
-  r->end_wall_ns = heartbeat;
-  if (s->base.read_only)
+  if (!store_settle_crashed(r, heartbeat, run_boot) || s->base.read_only)
     return;
   char hb[24];
   snprintf(hb, sizeof hb, "%lld", (long long)heartbeat);

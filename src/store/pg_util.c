@@ -2,11 +2,9 @@
  * password, errors that name the server's message and mark a lost connection, statements with
  * text parameters, and small column helpers. */
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "store/pg_int.h"
 
@@ -104,40 +102,10 @@ int pg_check_writable(struct pg_store *s) {
   return gs_fail(GS_EINVAL, "store %s is open read-only here: nothing was written", s->name);
 }
 
-void pg_boot_id(char *buf, size_t n) {
-  buf[0] = 0;
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f) {
-    if (fgets(buf, (int)n, f))
-      buf[strcspn(buf, "\n")] = 0;
-    fclose(f);
-  }
-}
-
 int64_t pg_i64(const PGresult *r, int row, int col) {
   return PQgetisnull(r, row, col) ? 0 : strtoll(PQgetvalue(r, row, col), NULL, 10);
 }
 
 void pg_copy(const PGresult *r, int row, int col, char *dst, size_t n) {
   snprintf(dst, n, "%s", PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
-}
-
-void pg_make_run_id(char *out) {
-  static const char alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz";
-  uint64_t ms = (uint64_t)(gs_wall_ns() / 1000000);
-  unsigned char rnd[10] = {0};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    if (read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd)
-      memset(rnd, 0, sizeof rnd);
-    close(fd);
-  }
-  for (int i = 9; i >= 0; i--, ms >>= 5)
-    out[i] = alphabet[ms & 31];
-  for (int i = 0; i < 16; i++) {
-    int bit = i * 5, byte = bit / 8, off = bit % 8;
-    unsigned v = ((unsigned)rnd[byte] << 8 | (byte + 1 < 10 ? rnd[byte + 1] : getpid() & 0xff)) >> (11 - off);
-    out[10 + i] = alphabet[v & 31];
-  }
-  out[26] = 0;
 }

@@ -31,7 +31,7 @@ static void put_be32(char *p, int32_t v) {
 
 int pg_insert_run(struct pg_store *s, const struct store_run *r) {
   char boot[64], start[24], iv[24], pid[16];
-  pg_boot_id(boot, sizeof boot);
+  store_boot_id(boot, sizeof boot);
   snprintf(start, sizeof start, "%lld", (long long)r->start_wall_ns);
   snprintf(iv, sizeof iv, "%lld", (long long)r->interval_ns);
   snprintf(pid, sizeof pid, "%d", r->agent_pid);
@@ -58,7 +58,7 @@ int pg_run_begin(struct store *base, struct store_run *r) {
   if (rc)
     return rc;
   store_writer_new_run(&s->w);
-  pg_make_run_id(r->id);
+  store_make_run_id(r->id);
   snprintf(r->status, sizeof r->status, "running");
   if (!s->down) {
     pg_settle_running(s); /* runs whose agent died are closed as crashed now, by the next start */

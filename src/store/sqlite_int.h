@@ -11,8 +11,6 @@
 
 #include "store/store_backend.h"
 
-#define STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
-
 struct wseries {          /* writer state of one sink series */
   struct store_wseries x; /* first: what every back end keeps */
   int open_row;           /* rowid layout: the open chunk is in the series' row at rowid -db_id */
@@ -56,8 +54,6 @@ int sq_prepare(struct sqlite_store *s, const char *sql, sqlite3_stmt **st, const
 void sq_copy_col(sqlite3_stmt *st, int col, char *dst, size_t n);
 /* Refuses a write on a store opened read-only (GS_EINVAL with a message); 0 when writable. */
 int sq_check_writable(struct sqlite_store *s);
-/* This boot's id (/proc/sys/kernel/random/boot_id), "" when unknown. */
-void sq_boot_id(char *buf, size_t n);
 
 /* A growing array of elem-sized items for the readers. */
 struct sq_vec {

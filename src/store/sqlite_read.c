@@ -2,13 +2,10 @@
  * samples (decoded from chunks), rollups (stored, or computed from the chunks), events, params,
  * notes and findings. Every list is read through sq_each_row(), so a locked store or an I/O error
  * is reported as one, never returned as a shorter list. */
-#include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "store/sqlite_int.h"
 
@@ -44,25 +41,11 @@ static void read_run(sqlite3_stmt *st, struct store_run *r, int64_t *heartbeat, 
   r->interval_ns = sqlite3_column_int64(st, 15);
 }
 
-/* A "running" run whose agent is gone is crashed: its pid is dead on this boot of this host, or it
- * has not written for STALE_HEARTBEAT_NS. The verdict is recorded only in a store opened to write
- * (run, or report/compare on a writable store); a read-only open just reports it. */
+/* A "running" run whose agent is gone is crashed (store_settle_crashed). The verdict is recorded
+ * only in a store opened to write (run, or report/compare on a writable store); a read-only open
+ * just reports it. */
 static void settle_status(struct sqlite_store *s, struct store_run *r, int64_t heartbeat, const char *run_boot) {
-  if (strcmp(r->status, "running"))
-    return;
-  char host[128] = "", boot[64];
-  gethostname(host, sizeof host - 1);
-  sq_boot_id(boot, sizeof boot);
-  int dead = 0;
-  if (!strcmp(host, r->host) && !strcmp(boot, run_boot) && r->agent_pid > 0)
-    dead = kill(r->agent_pid, 0) != 0 && errno == ESRCH;
-  if (!dead && gs_wall_ns() - heartbeat > STALE_HEARTBEAT_NS)
-    dead = 1;
-  if (!dead)
-    return;
-  snprintf(r->status, sizeof r->status, "crashed");
-  r->end_wall_ns = heartbeat;
-  if (s->base.read_only)
+  if (!store_settle_crashed(r, heartbeat, run_boot) || s->base.read_only)
     return;
   sqlite3_stmt *st;
   if (sqlite3_prepare_v2(s->db,

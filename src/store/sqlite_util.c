@@ -115,16 +115,6 @@ int sq_check_writable(struct sqlite_store *s) {
   return gs_fail(GS_EINVAL, "store %s is open read-only here: nothing was written", s->path);
 }
 
-void sq_boot_id(char *buf, size_t n) {
-  buf[0] = 0;
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f) {
-    if (fgets(buf, (int)n, f))
-      buf[strcspn(buf, "\n")] = 0;
-    fclose(f);
-  }
-}
-
 void *sq_vec_push(struct sq_vec *x) {
   if (x->len == x->cap) {
     size_t cap = x->cap ? x->cap * 2 : 16;

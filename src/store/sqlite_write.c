@@ -7,34 +7,12 @@
  * open chunk is reloaded from the file before the next write (`stale`). The batch is kept
  * (pending.c) and written with the next append, so samples are neither lost nor attached to a
  * series id that no longer exists — which a later run would otherwise inherit. */
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "store/sqlite_int.h"
-
-static void make_run_id(char *out) {
-  static const char alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz"; /* Crockford base32, lower */
-  uint64_t ms = (uint64_t)(gs_wall_ns() / 1000000);
-  unsigned char rnd[10] = {0};
-  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    if (read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd)
-      memset(rnd, 0, sizeof rnd);
-    close(fd);
-  }
-  for (int i = 9; i >= 0; i--, ms >>= 5)
-    out[i] = alphabet[ms & 31];
-  for (int i = 0; i < 16; i++) {
-    int bit = i * 5, byte = bit / 8, off = bit % 8;
-    unsigned v = ((unsigned)rnd[byte] << 8 | (byte + 1 < 10 ? rnd[byte + 1] : getpid() & 0xff)) >> (11 - off);
-    out[10 + i] = alphabet[v & 31];
-  }
-  out[26] = 0;
-}
 
 int sq_run_begin(struct store *base, struct store_run *r) {
   struct sqlite_store *s = (struct sqlite_store *)base;
@@ -48,8 +26,8 @@ int sq_run_begin(struct store *base, struct store_run *r) {
   if (!sq_query_runs(s, "WHERE status = 'running'", NULL, &running, &nrunning))
     free(running);
   char boot[64];
-  sq_boot_id(boot, sizeof boot);
-  make_run_id(r->id);
+  store_boot_id(boot, sizeof boot);
+  store_make_run_id(r->id);
   snprintf(r->status, sizeof r->status, "running");
   sqlite3_stmt *st;
   if ((rc = sq_prepare(s,

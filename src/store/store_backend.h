@@ -178,6 +178,21 @@ void store_writer_new_run(struct store_writer *w);
 /* Frees the states and the pending batch; w is then empty. */
 void store_writer_done(struct store_writer *w);
 
+/* ---- runs (store_util.c), the same for every back end ---- */
+
+/* A running run that has not written for this long is crashed whatever its host (an agent on
+ * another node that died). */
+#define STORE_STALE_HEARTBEAT_NS (120LL * GS_NS_PER_S)
+/* A new run id: 26 characters of Crockford base32 (lower case), 10 of milliseconds since the epoch
+ * then 16 random (/dev/urandom), so ids sort by start time; out holds at least 27 bytes. */
+void store_make_run_id(char *out);
+/* This boot's id (/proc/sys/kernel/random/boot_id), "" when unknown. */
+void store_boot_id(char *buf, size_t n);
+/* When "running" run r's agent is gone — its pid dead on this boot of this host (run_boot: the
+ * boot it started on), or no heartbeat for STORE_STALE_HEARTBEAT_NS — marks r crashed (ended at
+ * its last heartbeat) and returns 1, for the back end to record; else 0. */
+int store_settle_crashed(struct store_run *r, int64_t heartbeat, const char *run_boot);
+
 /* ---- resolving a run reference (store_util.c), the same for every back end ---- */
 
 /* The lookups a reference goes through, in this order: "last" is the newest run; otherwise an exact

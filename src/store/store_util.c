@@ -1,9 +1,13 @@
 /* store/store_util: helpers over the store interface that every back end and every reader shares
  * (declared in store.h): freeing what the readers return, loading a whole series, finding a series
  * in a list. A leaf: it calls only through struct store's function pointers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "store/store_backend.h"
 
@@ -119,4 +123,52 @@ int store_resolve_ref(const char *ref, store_ref_query_fn q, void *ctx, struct s
   *out = runs[0];
   free(runs);
   return GS_OK;
+}
+
+void store_make_run_id(char *out) {
+  static const char alphabet[] = "0123456789abcdefghjkmnpqrstvwxyz"; /* Crockford base32, lower */
+  uint64_t ms = (uint64_t)(gs_wall_ns() / 1000000);
+  unsigned char rnd[10] = {0};
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    if (read(fd, rnd, sizeof rnd) != (ssize_t)sizeof rnd)
+      memset(rnd, 0, sizeof rnd);
+    close(fd);
+  }
+  for (int i = 9; i >= 0; i--, ms >>= 5)
+    out[i] = alphabet[ms & 31];
+  for (int i = 0; i < 16; i++) {
+    int bit = i * 5, byte = bit / 8, off = bit % 8;
+    unsigned v = ((unsigned)rnd[byte] << 8 | (byte + 1 < 10 ? rnd[byte + 1] : getpid() & 0xff)) >> (11 - off);
+    out[10 + i] = alphabet[v & 31];
+  }
+  out[26] = 0;
+}
+
+void store_boot_id(char *buf, size_t n) {
+  buf[0] = 0;
+  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+  if (f) {
+    if (fgets(buf, (int)n, f))
+      buf[strcspn(buf, "\n")] = 0;
+    fclose(f);
+  }
+}
+
+int store_settle_crashed(struct store_run *r, int64_t heartbeat, const char *run_boot) {
+  if (strcmp(r->status, "running"))
+    return 0;
+  char host[128] = "", boot[64];
+  gethostname(host, sizeof host - 1);
+  store_boot_id(boot, sizeof boot);
+  int dead = 0;
+  if (!strcmp(host, r->host) && !strcmp(boot, run_boot) && r->agent_pid > 0)
+    dead = kill(r->agent_pid, 0) != 0 && errno == ESRCH;
+  if (!dead && gs_wall_ns() - heartbeat > STORE_STALE_HEARTBEAT_NS)
+    dead = 1;
+  if (!dead)
+    return 0;
+  snprintf(r->status, sizeof r->status, "crashed");
+  r->end_wall_ns = heartbeat;
+  return 1;
 }
