@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "doctor/doctor.h"
+#include "json_numbers.h"
 #include "report/report_int.h"
 #include "runview/runview.h"
 #include "serve/serve_int.h"
@@ -83,30 +84,6 @@ static struct store *long_run(struct store_run *run) {
   run->end_wall_ns = run->start_wall_ns + 7200 * S;
   assert_int_equal(st->run_end(st, run), 0);
   return st;
-}
-
-/* The numbers of array key in json ("null" as NAN), at most max. */
-static size_t json_numbers(const char *json, const char *key, double *out, size_t max) {
-  char k[32];
-  snprintf(k, sizeof k, "\"%s\":[", key);
-  const char *p = strstr(json, k);
-  if (!p)
-    return 0;
-  p += strlen(k);
-  size_t n = 0;
-  while (*p && *p != ']' && n < max) {
-    if (!strncmp(p, "null", 4)) {
-      out[n++] = NAN;
-      p += 4;
-    } else {
-      char *e;
-      out[n++] = strtod(p, &e);
-      p = e;
-    }
-    if (*p == ',')
-      p++;
-  }
-  return n;
 }
 
 /* One series of the run as the web page's charts get it (serve's downsampler), as JSON text. */

@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "json_numbers.h"
 #include "serve/serve_int.h"
 
 static void test_token_equal_compares_whole_strings(void **state) {
@@ -100,30 +101,6 @@ static char *series_json(struct fixture *f, size_t points) {
   return buf;
 }
 
-/* The numbers of array key in json ("null" as NAN). */
-static size_t numbers(const char *json, const char *key, double *out, size_t max) {
-  char k[32];
-  snprintf(k, sizeof k, "\"%s\":[", key);
-  const char *p = strstr(json, k);
-  if (!p)
-    return 0;
-  p += strlen(k);
-  size_t n = 0;
-  while (*p && *p != ']' && n < max) {
-    if (!strncmp(p, "null", 4)) {
-      out[n++] = NAN;
-      p += 4;
-    } else {
-      char *e;
-      out[n++] = strtod(p, &e);
-      p = e;
-    }
-    if (*p == ',')
-      p++;
-  }
-  return n;
-}
-
 static double busy_with_one_dip(size_t k) {
   return k == 5003 ? 0 : 98;
 }
@@ -144,8 +121,8 @@ static void test_buckets_keep_a_one_sample_dip_in_their_minimum(void **state) {
   make_run(&f, 10000, busy_with_one_dip, every_100ms);
   char *json = series_json(&f, 100);
   double mn[200], mean[200];
-  size_t n = numbers(json, "min", mn, 200);
-  assert_int_equal(numbers(json, "mean", mean, 200), n);
+  size_t n = json_numbers(json, "min", mn, 200);
+  assert_int_equal(json_numbers(json, "mean", mean, 200), n);
   assert_true(n == 100);
   size_t zero = 0, at = 0;
   for (size_t i = 0; i < n; i++)
@@ -165,8 +142,8 @@ static void test_raw_samples_have_a_null_at_a_gap(void **state) {
   make_run(&f, 20, fifty, gap_after_ten);
   char *json = series_json(&f, 1000);
   double t[64], v[64];
-  size_t n = numbers(json, "t", t, 64);
-  assert_int_equal(numbers(json, "mean", v, 64), n);
+  size_t n = json_numbers(json, "t", t, 64);
+  assert_int_equal(json_numbers(json, "mean", v, 64), n);
   assert_int_equal(n, 21); /* 20 samples and one null between 0.9 s and 6.0 s */
   assert_true(isnan(v[10]) && t[10] > 0.9 && t[10] < 6.0);
   assert_null(strstr(json, "\"min\""));
