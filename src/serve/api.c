@@ -77,6 +77,16 @@ void serve_cached_view_done(struct serve_cached_view *c) {
   memset(c, 0, sizeof *c);
 }
 
+void serve_caches_done(struct serve *s) {
+  for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
+    serve_cached_view_done(&s->views[i]);
+  for (size_t i = 0; i < s->nsummaries; i++)
+    free(s->summaries[i].json);
+  free(s->summaries);
+  for (size_t i = 0; i < SERVE_LIVE_LIST; i++)
+    free(s->live[i].f);
+}
+
 int serve_view_load(struct serve *s, const char *ref, struct runview *v, struct store **group) {
   *group = NULL;
   int rc = runview_load(s->st, ref, v);

@@ -224,12 +224,6 @@ done:
   free(json);
   free(list);
   free(runs);
-  for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-    serve_cached_view_done(&s.views[i]);
-  for (size_t i = 0; i < s.nsummaries; i++)
-    free(s.summaries[i].json);
-  free(s.summaries);
-  for (size_t i = 0; i < SERVE_LIVE_LIST; i++)
-    free(s.live[i].f);
+  serve_caches_done(&s);
   return rc;
 }

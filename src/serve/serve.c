@@ -479,13 +479,7 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   rc = GS_OK;
 done:
   pthread_sigmask(SIG_SETMASK, &old, NULL);
-  for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-    serve_cached_view_done(&s.views[i]);
-  for (size_t i = 0; i < s.nsummaries; i++)
-    free(s.summaries[i].json);
-  free(s.summaries);
-  for (size_t i = 0; i < SERVE_LIVE_LIST; i++)
-    free(s.live[i].f);
+  serve_caches_done(&s);
   s.st->close(s.st);
   pthread_mutex_destroy(&s.mu);
   return rc;

@@ -66,6 +66,9 @@ struct serve {
   const char *ep_path, *ep_index;
 };
 
+/* Frees every cache of s: its views, the runs list's rows and live findings (not s itself). */
+void serve_caches_done(struct serve *s);
+
 /* One answer: status, MIME type and a body written through out (an open_memstream). */
 struct serve_reply {
   int status;
