@@ -287,6 +287,19 @@ struct opened {
   void *ctx;
 };
 
+void agent_run_fill_here(struct store_run *r, int64_t interval_ns) {
+  if (!getcwd(r->cwd, sizeof r->cwd))
+    r->cwd[0] = 0;
+  gethostname(r->host, sizeof r->host - 1);
+  struct passwd *pw = getpwuid(getuid());
+  snprintf(r->user, sizeof r->user, "%s", pw ? pw->pw_name : "");
+  r->interval_ns = interval_ns;
+  r->agent_pid = getpid();
+  r->exit_code = -1;
+  r->start_wall_ns = gs_wall_ns();
+  r->mono_start_ns = gs_mono_ns();
+}
+
 static void run_fill(struct store_run *r, const struct agent_opts *o) {
   memset(r, 0, sizeof *r);
   snprintf(r->name, sizeof r->name, "%s", o->name ? o->name : "");
@@ -296,16 +309,7 @@ static void run_fill(struct store_run *r, const struct agent_opts *o) {
     attach_command(o->attach_pid, r->command, sizeof r->command);
   else
     join_argv(o->argv, r->command, sizeof r->command);
-  if (!getcwd(r->cwd, sizeof r->cwd))
-    r->cwd[0] = 0;
-  gethostname(r->host, sizeof r->host - 1);
-  struct passwd *pw = getpwuid(getuid());
-  snprintf(r->user, sizeof r->user, "%s", pw ? pw->pw_name : "");
-  r->interval_ns = o->interval_ns;
-  r->agent_pid = getpid();
-  r->exit_code = -1;
-  r->start_wall_ns = gs_wall_ns();
-  r->mono_start_ns = gs_mono_ns();
+  agent_run_fill_here(r, o->interval_ns);
 }
 
 static void tags_to_params(struct gs_sink *s, const char *tags) {

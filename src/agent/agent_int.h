@@ -4,6 +4,7 @@
 #define GS_AGENT_INT_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "ingest/ingest.h"
@@ -35,6 +36,12 @@ void attach_command(pid_t pid, char *buf, size_t n);
  * agent still reads that socket (the process is watched already: do not record it twice); or
  * another GS_E code with the reason in err (the run may go on without a client channel). */
 int attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen);
+
+/* What a new run records of where it runs (agent.c; run, attach and the node agent alike): the
+ * folder, host, user, this agent's pid, the sampling interval, and its start on both clocks, with no
+ * exit code yet. */
+struct store_run;
+void agent_run_fill_here(struct store_run *r, int64_t interval_ns);
 
 /* `run --listen` (node.c): starts the /metrics endpoint over sink on listen and prints its address
  * on stderr (unless quiet). Returns 0 with *out (free with metrics_free), or GS_EINVAL with a

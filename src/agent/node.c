@@ -7,7 +7,6 @@
  * last minute are exported as gpuscope_finding). It ends on SIGINT, SIGTERM or SIGHUP. */
 #include <errno.h>
 #include <poll.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,16 +33,7 @@ static void node_run_fill(struct store_run *r, const struct agent_node_opts *o) 
   memset(r, 0, sizeof *r);
   snprintf(r->name, sizeof r->name, "%s", o->name && *o->name ? o->name : "node");
   snprintf(r->command, sizeof r->command, "gpuscope agent");
-  if (!getcwd(r->cwd, sizeof r->cwd))
-    r->cwd[0] = 0;
-  gethostname(r->host, sizeof r->host - 1);
-  struct passwd *pw = getpwuid(getuid());
-  snprintf(r->user, sizeof r->user, "%s", pw ? pw->pw_name : "");
-  r->interval_ns = o->interval_ns;
-  r->agent_pid = getpid();
-  r->exit_code = -1;
-  r->start_wall_ns = gs_wall_ns();
-  r->mono_start_ns = gs_mono_ns();
+  agent_run_fill_here(r, o->interval_ns);
 }
 
 static void node_flush(struct gs_sink *sink, struct store *st, struct store_run *run, int *failed) {
