@@ -200,6 +200,14 @@ static int write_cb(void *u, struct store_wseries *w) {
   return write_chunk(c->s, w, c->queued, 0);
 }
 
+/* Runs prepared statement name (no rows wanted) with n text parameters; 0, or pg_fail(what). */
+static int exec_prepared(struct pg_store *s, const char *name, int n, const char *const *p, const char *what) {
+  PGresult *res = PQexecPrepared(s->conn, name, n, p, NULL, NULL, 0);
+  int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, res, what);
+  PQclear(res);
+  return rc;
+}
+
 static int write_events(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
   for (size_t i = 0; i < b->n_events; i++) {
     const struct gs_event *e = &b->events[i];
@@ -213,9 +221,7 @@ static int write_events(struct pg_store *s, const struct store_run *r, const str
                        isfinite(e->value) ? v : NULL,
                        e->labels ? e->labels : "",
                        e->text ? e->text : ""};
-    PGresult *res = PQexecPrepared(s->conn, "gs_event", 7, p, NULL, NULL, 0);
-    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, res, "cannot write events");
-    PQclear(res);
+    int rc = exec_prepared(s, "gs_event", 7, p, "cannot write events");
     if (rc)
       return rc;
   }
@@ -225,9 +231,7 @@ static int write_events(struct pg_store *s, const struct store_run *r, const str
 static int write_params(struct pg_store *s, const struct store_run *r, const struct gs_batch *b) {
   for (size_t i = 0; i < b->n_params; i++) {
     const char *p[] = {r->id, b->params[i].key, b->params[i].value};
-    PGresult *res = PQexecPrepared(s->conn, "gs_param", 3, p, NULL, NULL, 0);
-    int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, res, "cannot write params");
-    PQclear(res);
+    int rc = exec_prepared(s, "gs_param", 3, p, "cannot write params");
     if (rc)
       return rc;
   }
