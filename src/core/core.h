@@ -195,4 +195,22 @@ size_t gs_sink_pending(struct gs_sink *s);
 struct gs_batch *gs_sink_take(struct gs_sink *s);
 void gs_batch_free(struct gs_batch *b);
 
+/* ---- libraries loaded on first use (core/dynlib.c) ---- */
+
+/* One entry point of a library loaded with gs_dynlib_load: its name and where its address goes in
+ * the caller's table (an offset into a struct of function pointers). */
+struct gs_dynsym {
+  const char *name;
+  size_t off;
+};
+
+/* Opens soname (or the path in the environment variable env, when set and not empty: tests point it
+ * at a library that is not there) with dlopen(RTLD_NOW | RTLD_LOCAL) and writes the address of each
+ * of the n symbols into table at its offset. Returns the library's handle, which the caller keeps
+ * for the life of the process; or NULL with a one-line message in err: "<what> needs <soname>, which
+ * could not be loaded (<reason>): install the Debian package <package>", or, when an entry point is
+ * missing, "<library> lacks <symbol>". Not thread-safe by itself: callers load under pthread_once. */
+void *gs_dynlib_load(const char *soname, const char *env, const char *what, const char *package,
+                     const struct gs_dynsym *syms, size_t n, void *table, char *err, size_t errlen);
+
 #endif

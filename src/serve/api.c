@@ -4,7 +4,7 @@
  * finished run no longer changes. Called under the server's store lock. Store text is untrusted: it
  * goes out through the report's JSON string writer; absent numbers are null. */
 #include <math.h>
-#include <microhttpd.h>
+#include "serve/mhd_api.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

@@ -4,7 +4,7 @@
  * findings every SERVE_LIVE_FINDINGS_EVERY_S (sent when they change), beats every 10 s so proxies and
  * the connection timeout keep it open, and ends with a "status" event once the run has finished. */
 #include <math.h>
-#include <microhttpd.h>
+#include "serve/mhd_api.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>

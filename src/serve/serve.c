@@ -5,7 +5,7 @@
  * of the store, and an idle server with no browser sleeps in one poll(). */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <microhttpd.h>
+#include "serve/mhd_api.h"
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,6 +417,11 @@ static int token_setup(struct serve *s, const char *token) {
  * caller blocks SIGINT/SIGTERM first when the daemon's threads must not take them. Returns the
  * daemon, or NULL with GS_EBUSY's message. */
 static struct MHD_Daemon *daemon_start(struct serve *s) {
+  char err[320];
+  if (mhd_api_load(err, sizeof err)) { /* libmicrohttpd is loaded here, on first use (mhd_api.h) */
+    gs_fail(GS_ENOENT, "%s", err);
+    return NULL;
+  }
   struct sockaddr_storage ss = {0};
   if (s->addr.v6) {
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;

@@ -10,7 +10,7 @@
 #ifndef GS_STORE_PG_INT_H
 #define GS_STORE_PG_INT_H
 
-#include <libpq-fe.h>
+#include "store/pq_api.h"
 
 #include "store/store_backend.h"
 

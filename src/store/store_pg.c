@@ -366,6 +366,13 @@ static void pg_close(struct store *base) {
 }
 
 static struct store *open_url(const char *scheme, const char *location, enum store_mode mode) {
+  /* libpq is loaded on the first postgresql:// open, never for a run into SQLite (pq_api.h). */
+  char err[320];
+  int lrc = pq_api_load(err, sizeof err);
+  if (lrc) {
+    gs_fail(lrc, "%s", err);
+    return NULL;
+  }
   struct pg_store *s = calloc(1, sizeof *s);
   if (!s) {
     gs_fail(GS_ENOMEM, "out of memory");
