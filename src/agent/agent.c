@@ -287,19 +287,6 @@ struct opened {
   void *ctx;
 };
 
-void agent_run_fill_here(struct store_run *r, int64_t interval_ns) {
-  if (!getcwd(r->cwd, sizeof r->cwd))
-    r->cwd[0] = 0;
-  gethostname(r->host, sizeof r->host - 1);
-  struct passwd *pw = getpwuid(getuid());
-  snprintf(r->user, sizeof r->user, "%s", pw ? pw->pw_name : "");
-  r->interval_ns = interval_ns;
-  r->agent_pid = getpid();
-  r->exit_code = -1;
-  r->start_wall_ns = gs_wall_ns();
-  r->mono_start_ns = gs_mono_ns();
-}
-
 static void run_fill(struct store_run *r, const struct agent_opts *o) {
   memset(r, 0, sizeof *r);
   snprintf(r->name, sizeof r->name, "%s", o->name ? o->name : "");
@@ -345,11 +332,6 @@ static int attach_end(struct gs_sink *s, int *job_status, const char *how) {
   gs_sink_param(s, "attached.end", how);
   *job_status = 0;
   return 1;
-}
-
-int64_t agent_flush_default(int64_t interval_ns) {
-  int64_t f = 10 * interval_ns;
-  return f < GS_NS_PER_S ? GS_NS_PER_S : f > 10 * GS_NS_PER_S ? 10 * GS_NS_PER_S : f;
 }
 
 /* Everything one run holds, so setup, loop and finish can be read apart. */
