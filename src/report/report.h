@@ -26,9 +26,6 @@ struct series_stats {
  * Non-finite samples are skipped. Returns 0 (out->n may be 0) or a GS_E code. */
 int report_view_stats(const struct runview *v, const char *source, const char *name, const char *labels,
                       struct series_stats *out);
-/* The same for a caller that holds no view: series are run's (from st->series_list). */
-int report_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
-                 const char *source, const char *name, const char *labels, struct series_stats *out);
 
 /* The training-loop view from the client's step series (all NAN/0 when the job sent none). */
 struct step_stats {
@@ -41,9 +38,6 @@ struct step_stats {
  * phase, not over all of them. When the view holds a sample of a long run's steps, the median is the
  * sample's and the rest the whole run's (runview.h). Returns 0 or a GS_E code. */
 int report_view_step_stats(const struct runview *v, struct step_stats *out);
-/* The same for a caller that holds no view: loads run_id's steps (series unused, kept for callers). */
-int report_step_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
-                      struct step_stats *out);
 
 /* ---- writing untrusted store text (export.c): every command's output goes through these ---- */
 

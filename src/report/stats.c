@@ -24,14 +24,6 @@ int report_view_stats(const struct runview *v, const char *source, const char *n
   return rc;
 }
 
-int report_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
-                 const char *source, const char *name, const char *labels, struct series_stats *out) {
-  (void)run_id;
-  /* runview_stats reads only the store and the series list: a view of just those is enough. */
-  struct runview v = {.st = st, .series = (struct store_series *)series, .nseries = nseries};
-  return report_view_stats(&v, source, name, labels, out);
-}
-
 static double median_sorted(const double *sorted, size_t n) {
   return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
@@ -98,17 +90,4 @@ int report_view_step_stats(const struct runview *v, struct step_stats *out) {
   if (runview_steps_sampled(v))
     whole_run(v, out);
   return GS_OK;
-}
-
-int report_step_stats(struct store *st, const char *run_id, const struct store_series *series, size_t nseries,
-                      struct step_stats *out) {
-  (void)series, (void)nseries;
-  struct runview v;
-  int rc = runview_load(st, run_id, &v);
-  if (!rc)
-    rc = report_view_step_stats(&v, out);
-  else
-    report_view_step_stats(&(struct runview){0}, out);
-  runview_done(&v);
-  return rc;
 }
