@@ -28,15 +28,15 @@ struct agent_opts {
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
 };
 
-/* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the
- * job's exit code, 128+N when killed by signal N, 127 when not found, 126 when not executable.
- * Returns a negative GS_E code (message in gs_last_error()) when the run could not start — the job
- * is then not launched; GS_ECORRUPT/GS_EIO mean the store is unusable. */
 /* The default commit period: 10 ticks, at least 1 s and at most 10 s. A SIGKILLed agent loses at most
  * one period of samples (SIGTERM, SIGINT, SIGHUP and the job's exit flush everything); a commit costs
  * about as much as a tick of every collector, so committing each tick would double the agent's cost. */
 int64_t agent_flush_default(int64_t interval_ns);
 
+/* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the
+ * job's exit code, 128+N when killed by signal N, 127 when not found, 126 when not executable.
+ * Returns a negative GS_E code (message in gs_last_error()) when the run could not start — the job
+ * is then not launched; GS_ECORRUPT/GS_EIO mean the store is unusable. */
 int agent_run(const struct agent_opts *o, int *job_status);
 
 /* Attach mode (o->attach_pid > 0, `gpuscope attach PID`): nothing is launched; the run ends when the
