@@ -1,0 +1,37 @@
+// Unit tests of web/src/fmt.js: every figure the pages show, and "—" for what was not measured.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { bytes, DASH, evidence, num, pct, pctv, rate, secs, speed, sps } from "../../web/src/fmt.js";
+
+test("what was not measured is a dash, never zero", () => {
+  for (const f of [num, pct, pctv, bytes, rate, secs, speed, sps])
+    for (const v of [null, undefined, NaN, Infinity, "12"]) assert.equal(f(v), DASH, `${f.name}(${v})`);
+  assert.equal(evidence("data_share", null), DASH);
+});
+
+test("zero is shown as zero", () => {
+  assert.equal(pct(0), "0 %");
+  assert.equal(bytes(0), "0 B");
+  assert.equal(secs(0), "0 µs");
+});
+
+test("units scale", () => {
+  assert.equal(bytes(1536), "1.5 KiB");
+  assert.equal(bytes(80 * 1024 ** 3), "80.0 GiB");
+  assert.equal(rate(2.5e9), "2.50 GB/s");
+  assert.equal(secs(0.0421), "42.1 ms");
+  assert.equal(secs(5400), "90.0 min");
+  assert.equal(speed(2.6), "2.60×");
+  assert.equal(sps(1108.3), "1108 samples/s");
+});
+
+test("evidence values take their unit from the key's suffix", () => {
+  assert.equal(evidence("data_share", 0.87), "87.0 %");
+  assert.equal(evidence("gpu_util_pct", 30), "30.0 %");
+  assert.equal(evidence("mem_free_bytes", 64 * 1024 ** 3), "64.0 GiB");
+  assert.equal(evidence("pcie_rx_bytes_s", 1e9), "1.00 GB/s");
+  assert.equal(evidence("median_step_s", 0.25), "250.0 ms");
+  assert.equal(evidence("power_w", 700), "700 W");
+  assert.equal(evidence("workers", 4), "4");
+  assert.equal(evidence("per_gpu", { "0": 10, "1": 20 }), "0: 10, 1: 20");
+});

@@ -1,0 +1,61 @@
+// Numbers as people read them: every figure the pages show goes through one of these, and an
+// absent or non-finite value is "—", never 0. Pure functions (unit-tested with node --test).
+export const fin = (v) => typeof v === "number" && isFinite(v);
+export const DASH = "—";
+export function num(v, d = 1, unit = "") {
+  if (!fin(v)) return DASH;
+  return v.toFixed(d) + (unit ? " " + unit : "");
+}
+export function pct(share, d = 0) { return fin(share) ? (share * 100).toFixed(d) + " %" : DASH; }
+export function pctv(v, d = 0) { return fin(v) ? v.toFixed(d) + " %" : DASH; }
+export function bytes(v) {
+  if (!fin(v)) return DASH;
+  const u = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (Math.abs(v) >= 1024 && i < u.length - 1) v /= 1024, i++;
+  return v.toFixed(i ? 1 : 0) + " " + u[i];
+}
+export function rate(v) { // bytes per second, decimal like link speeds
+  if (!fin(v)) return DASH;
+  const u = ["B/s", "kB/s", "MB/s", "GB/s", "TB/s"];
+  let i = 0;
+  while (Math.abs(v) >= 1000 && i < u.length - 1) v /= 1000, i++;
+  return v.toFixed(i ? 2 : 0) + " " + u[i];
+}
+export function secs(v) {
+  if (!fin(v)) return DASH;
+  const a = Math.abs(v);
+  if (a < 1e-3) return (v * 1e6).toFixed(0) + " µs";
+  if (a < 1) return (v * 1e3).toFixed(a < 0.01 ? 2 : 1) + " ms";
+  if (a < 120) return v.toFixed(a < 10 ? 2 : 1) + " s";
+  if (a < 7200) return (v / 60).toFixed(1) + " min";
+  if (a < 172800) return (v / 3600).toFixed(1) + " h";
+  return (v / 86400).toFixed(1) + " d";
+}
+export function speed(v) { return fin(v) ? v.toFixed(2) + "×" : DASH; }
+export function when(t) {
+  if (!fin(t)) return DASH;
+  const d = new Date(t * 1000), p = (n) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}`;
+}
+export function sps(v) { return fin(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + " samples/s" : DASH; }
+
+// An evidence value in units, from its key's suffix (the doctor's naming: _s, _share, _pct, _bytes,
+// _bytes_s, _w, _c, _mhz).
+export function evidence(key, v) {
+  if (v === null || v === undefined) return DASH;
+  if (typeof v === "object") return Object.entries(v).map(([k, x]) => k + ": " + evidence(key, x)).join(", ");
+  if (typeof v !== "number") return String(v);
+  if (/_bytes_s$/.test(key)) return rate(v);
+  if (/_bytes$/.test(key)) return bytes(v);
+  if (/(_share|_estimate)$/.test(key)) return pct(v, 1);
+  if (/_pct$/.test(key)) return pctv(v, 1);
+  if (/_w$/.test(key)) return num(v, 0, "W");
+  if (/_c$/.test(key)) return num(v, 0, "°C");
+  if (/_mhz$/.test(key)) return num(v, 0, "MHz");
+  if (/_cores$/.test(key)) return num(v, 2, "cores");
+  if (/_hours$/.test(key)) return num(v, 2, "h");
+  if (/(_s|_step_s)$/.test(key) || key === "lost_s") return secs(v);
+  if (/speedup|slower_by|ratio|scale|_cv$/.test(key)) return fin(v) ? v.toFixed(2) + "×" : DASH;
+  return Number.isInteger(v) ? String(v) : v.toPrecision(4);
+}
