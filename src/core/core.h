@@ -213,4 +213,19 @@ struct gs_dynsym {
 void *gs_dynlib_load(const char *soname, const char *env, const char *what, const char *package,
                      const struct gs_dynsym *syms, size_t n, void *table, char *err, size_t errlen);
 
+/* ---- the noise model of measured rates (core/stats.c) ---- */
+
+/* A rate from per-step samples and durations — sum(samples) / sum(seconds), or steps per
+ * second when samples is NULL — and its 95 % confidence half-width: the ratio estimator's standard
+ * error over blocks of floor(sqrt(n)) consecutive steps (batch means, so a loader's bursts do not
+ * count as noise), times Student's t for (blocks - 1) degrees of freedom. Pairs with a missing or
+ * non-positive duration are left out. Needs 2 pairs; returns 0, or GS_EINVAL (*rate, *ci NAN). */
+int gs_rate_ci(const double *samples, const double *secs, size_t n, double *rate, double *ci, int *dof);
+
+/* Student's t quantile 0.975 for dof degrees of freedom (NAN below 1). */
+double gs_t975(int dof);
+
+/* Whether two measured figures tie: |a - b| <= sqrt(ci_a^2 + ci_b^2), their 95 % half-widths. */
+int gs_tie(double a, double ci_a, double b, double ci_b);
+
 #endif

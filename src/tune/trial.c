@@ -322,7 +322,7 @@ static int measure(const struct tune_opts *o, struct store *st, struct tune_tria
   t->steps_measured = (long)m;
   if (x && sec && m >= 2) {
     if (o->metric == TUNE_STEPS_PER_S || have_samples)
-      tune_rate(o->metric == TUNE_STEPS_PER_S ? NULL : x, sec, m, &t->rate, &t->ci, &t->dof);
+      gs_rate_ci(o->metric == TUNE_STEPS_PER_S ? NULL : x, sec, m, &t->rate, &t->ci, &t->dof);
     t->step_s = st_sum / (double)m;
     if (sd_t > 0)
       t->data_share = sd / sd_t;

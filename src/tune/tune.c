@@ -382,7 +382,7 @@ static int doctor(struct ctx *c) {
       fprintf(c->o->progress, "[tune] doctor: %s promised %.2fx from trial %02d; measured ", rule, est, cur + 1);
       if (t->status == TUNE_OK)
         fprintf(c->o->progress, "%.2fx (%.1f -> %.1f)%s\n", t->rate / p->rate, p->rate, t->rate,
-                tune_tie(t->rate, t->ci, p->rate, p->ci) ? ", within noise" : "");
+                gs_tie(t->rate, t->ci, p->rate, p->ci) ? ", within noise" : "");
       else
         fprintf(c->o->progress, "nothing (%s)\n", tune_status_name(t->status));
     }
@@ -435,7 +435,7 @@ void tune_rank(const struct tune_opts *o, struct tune_result *r) {
   int ties = 0;
   for (size_t i = 0; i < r->n; i++) {
     struct tune_trial *t = &r->trials[i];
-    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && tune_tie(t->rate, t->ci, b->rate, b->ci)) {
+    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && gs_tie(t->rate, t->ci, b->rate, b->ci)) {
       t->tied = 1;
       if ((int)i != r->best)
         ties++;

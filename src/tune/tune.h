@@ -107,19 +107,6 @@ void tune_argv_free(char **argv);
  * tune_result_done) or a GS_E code when the store cannot be used. */
 int tune_run(const struct tune_opts *o, struct tune_result *r);
 
-/* The metric from per-step samples and durations — sum(samples) / sum(seconds), or steps per
- * second when samples is NULL — and its 95 % confidence half-width: the ratio estimator's standard
- * error over blocks of floor(sqrt(n)) consecutive steps (batch means, so a loader's bursts do not
- * count as noise), times Student's t for (blocks - 1) degrees of freedom. Pairs with a missing or
- * non-positive duration are left out. Needs 2 pairs; returns 0, or GS_EINVAL (*rate, *ci NAN). */
-int tune_rate(const double *samples, const double *secs, size_t n, double *rate, double *ci, int *dof);
-
-/* Student's t quantile 0.975 for dof degrees of freedom (NAN below 1). */
-double tune_t975(int dof);
-
-/* Whether two measured figures tie: |a - b| <= sqrt(ci_a^2 + ci_b^2), their 95 % half-widths. */
-int tune_tie(double a, double ci_a, double b, double ci_b);
-
 /* Sets r->best, r->winner, r->recommended and each trial's tied flag (halving: among the last rung). */
 void tune_rank(const struct tune_opts *o, struct tune_result *r);
 

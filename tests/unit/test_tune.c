@@ -101,21 +101,21 @@ static void test_rate_is_the_ratio_estimator_with_its_confidence(void **state) {
   (void)state;
   double x[] = {32, 32, 32, 32}, t[] = {0.1, 0.1, 0.1, 0.1}, rate, ci;
   int dof;
-  assert_int_equal(tune_rate(x, t, 4, &rate, &ci, &dof), 0);
+  assert_int_equal(gs_rate_ci(x, t, 4, &rate, &ci, &dof), 0);
   assert_true(fabs(rate - 320) < 1e-9 && fabs(ci) < 1e-9);
   assert_int_equal(dof, 1); /* two blocks of two steps */
   double t2[] = {0.1, 0.3};
-  assert_int_equal(tune_rate(x, t2, 2, &rate, &ci, &dof), 0);
+  assert_int_equal(gs_rate_ci(x, t2, 2, &rate, &ci, &dof), 0);
   /* R = 64 / 0.4 = 160; residuals 32 - 16 = 16 and 32 - 48 = -16; se = sqrt(512 / 2) / 0.2 = 80. */
   assert_true(fabs(rate - 160) < 1e-9);
   assert_int_equal(dof, 1);
   assert_true(fabs(ci - 12.706 * 80) < 1e-6);
-  assert_int_equal(tune_rate(NULL, t2, 2, &rate, &ci, &dof), 0); /* steps per second */
+  assert_int_equal(gs_rate_ci(NULL, t2, 2, &rate, &ci, &dof), 0); /* steps per second */
   assert_true(fabs(rate - 5) < 1e-9);
-  assert_int_equal(tune_rate(x, t, 1, &rate, &ci, &dof), GS_EINVAL); /* one step has no spread */
+  assert_int_equal(gs_rate_ci(x, t, 1, &rate, &ci, &dof), GS_EINVAL); /* one step has no spread */
   assert_true(isnan(rate) && isnan(ci));
   double tn[] = {NAN, 0.1};
-  assert_int_equal(tune_rate(x, tn, 2, &rate, &ci, &dof), GS_EINVAL); /* missing is not a step */
+  assert_int_equal(gs_rate_ci(x, tn, 2, &rate, &ci, &dof), GS_EINVAL); /* missing is not a step */
 }
 
 static void test_rate_does_not_count_a_loaders_bursts_as_noise(void **state) {
@@ -125,7 +125,7 @@ static void test_rate_does_not_count_a_loaders_bursts_as_noise(void **state) {
   int dof;
   for (int i = 0; i < 16; i++)
     x[i] = 32, t[i] = i % 4 == 0 ? 0.0635 : 0.0005;
-  assert_int_equal(tune_rate(x, t, 16, &rate, &ci, &dof), 0);
+  assert_int_equal(gs_rate_ci(x, t, 16, &rate, &ci, &dof), 0);
   assert_true(fabs(rate - 128 / 0.065) < 1e-6);
   assert_int_equal(dof, 3);
   assert_true(ci < 1e-6 * rate);
@@ -133,10 +133,10 @@ static void test_rate_does_not_count_a_loaders_bursts_as_noise(void **state) {
 
 static void test_tie_uses_both_halfwidths(void **state) {
   (void)state;
-  assert_true(tune_tie(100, 6, 105, 0));  /* 5 <= 6 */
-  assert_false(tune_tie(100, 3, 105, 3)); /* 5 > 4.24 */
-  assert_false(tune_tie(100, 1, NAN, 1)); /* unknown never ties */
-  assert_true(fabs(tune_t975(3) - 3.182) < 1e-9 && fabs(tune_t975(1000) - 1.96) < 1e-9 && isnan(tune_t975(0)));
+  assert_true(gs_tie(100, 6, 105, 0));  /* 5 <= 6 */
+  assert_false(gs_tie(100, 3, 105, 3)); /* 5 > 4.24 */
+  assert_false(gs_tie(100, 1, NAN, 1)); /* unknown never ties */
+  assert_true(fabs(gs_t975(3) - 3.182) < 1e-9 && fabs(gs_t975(1000) - 1.96) < 1e-9 && isnan(gs_t975(0)));
 }
 
 static struct tune_trial ok_trial(double rate, double se, int margin, int rung) {
