@@ -28,6 +28,7 @@ static const struct command commands[] = {
     {"metrics", cmd_metrics, "list a run's series with unit and count"},
     {"report", cmd_report, "diagnose a run: findings, evidence, fixes (--json, --html FILE)"},
     {"compare", cmd_compare, "compare runs side by side: throughput, GPU use, what changed"},
+    {"check", cmd_check, "a CI gate: budgets on a run's speed-up, data wait, GPU use and findings (--junit)"},
     {"tune", cmd_tune, "try configurations for real and keep the fastest (grid, halving, doctor)"},
     {"devices", cmd_devices, "list NVIDIA GPUs and the metric families each offers"},
     {"migrate", cmd_migrate, "bring a store made by an older gpuscope to this schema version"},

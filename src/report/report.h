@@ -116,6 +116,42 @@ int report_json(FILE *out, const struct report_run *r);
 int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int color);
 int report_compare_json(FILE *out, const struct report_run *runs, size_t n);
 
+/* ---- `gpuscope check`: budgets a CI job puts on a run (check.c) ---- */
+
+/* The budgets; NAN (or "" for forbid) when not asked for. Shares are 0-1. */
+struct report_budgets {
+  double min_speedup;   /* throughput against the baseline's, within the runs' own noise */
+  double max_data_wait; /* the steps' data-wait share */
+  double min_gpu_util;  /* mean GPU utilisation over the run's GPUs */
+  char forbid[512];     /* rule ids, comma-separated: none may be found */
+};
+enum { REPORT_CHECK_OK = 0, REPORT_CHECK_FAIL = 1, REPORT_CHECK_UNKNOWN = 2 };
+struct report_check_item {
+  char name[80];              /* min_speedup, max_data_wait, min_gpu_util, forbid:RULE */
+  int status;                 /* REPORT_CHECK_*: a figure the run did not measure is UNKNOWN, which breaks the budget */
+  double measured, ci, limit; /* NAN when unknown; ci: the speed-up's 95 % half-width */
+  char why[256];              /* how it was measured, or why it could not be */
+  char rule[64], title[256];  /* the finding that explains a broken budget, "" when none */
+  double finding_speedup;
+};
+struct report_check {
+  struct report_check_item items[64];
+  size_t n, broken; /* broken: FAIL or UNKNOWN */
+};
+/* Judges r against the budgets (base: the baseline run, needed by min_speedup, else may be NULL).
+ * Returns 0 with out filled, or GS_EINVAL (message) when no budget is given or min_speedup lacks a
+ * baseline. */
+int report_check_run(const struct report_run *r, const struct report_run *base, const struct report_budgets *b,
+                     struct report_check *out);
+/* The verdict as text (a line per budget, each broken one with its measured figure, its budget and
+ * the finding that explains it), as one JSON object, or as JUnit XML. Each returns 0 or GS_EIO. */
+int report_check_text(FILE *out, const struct report_run *r, const struct report_run *base,
+                      const struct report_check *c);
+int report_check_json(FILE *out, const struct report_run *r, const struct report_run *base,
+                      const struct report_check *c);
+int report_check_junit(FILE *out, const struct report_run *r, const struct report_run *base,
+                       const struct report_check *c);
+
 struct nvml_devices; /* collect.h */
 /* `gpuscope devices`: the driver and each GPU of d (nvml_devices_list) with its memory, compute
  * capability, MIG mode and metric families, as a table, or as one JSON object when json != 0.

@@ -1,0 +1,340 @@
+/* report/check: `gpuscope check`, the gate a CI job puts on a training run — budgets on its
+ * throughput against a baseline run, its data wait, its GPU use and the findings it may not have —
+ * judged on the same report figures `report` and `compare` print, with the speed-up's noise taken
+ * from the runs' own steps (core/stats.c, the tie rule tune ranks by): a run within its baseline's
+ * spread is not slower. A figure the run did not measure breaks its budget as "unknown", never
+ * passes it: a gate that cannot see is not a gate. Each broken budget names the finding that
+ * explains it. Written as text, JSON or JUnit XML (what CI systems show). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report_int.h"
+
+/* The throughput of a run from its held steps: samples per second when every step counted samples
+ * and with_samples is set, else steps per second, with its 95 % half-width. 0 or GS_EINVAL (fewer
+ * than two steps). */
+static int run_rate(const struct report_run *r, int with_samples, double *rate, double *ci) {
+  const struct runview *v = &r->view;
+  double *x = malloc((v->nsteps + 1) * sizeof *x), *t = malloc((v->nsteps + 1) * sizeof *t);
+  int dof, rc = GS_ENOMEM;
+  *rate = *ci = NAN;
+  if (x && t) {
+    for (size_t i = 0; i < v->nsteps; i++)
+      x[i] = v->steps[i].samples, t[i] = v->steps[i].total;
+    rc = gs_rate_ci(with_samples ? x : NULL, t, v->nsteps, rate, ci, &dof);
+  }
+  free(x), free(t);
+  return rc;
+}
+
+static int every_step_counts_samples(const struct report_run *r) {
+  for (size_t i = 0; i < r->view.nsteps; i++)
+    if (!(isfinite(r->view.steps[i].samples) && r->view.steps[i].samples > 0))
+      return 0;
+  return r->view.nsteps > 0;
+}
+
+/* The first finding of r (they are ranked) whose rule is one of rules (comma-separated; NULL: any
+ * but healthy and the not-measured verdicts), or NULL. */
+static const struct store_finding *explaining(const struct report_run *r, const char *rules) {
+  for (size_t i = 0; i < r->nfindings; i++) {
+    const char *id = r->findings[i].rule;
+    if (!rules) {
+      if (strcmp(id, "healthy") && strncmp(id, "not_", 4))
+        return &r->findings[i];
+      continue;
+    }
+    size_t n = strlen(id);
+    for (const char *p = rules; (p = strstr(p, id)); p += n)
+      if ((p == rules || p[-1] == ',') && (p[n] == ',' || !p[n]))
+        return &r->findings[i];
+  }
+  return NULL;
+}
+
+static void explain(struct report_check_item *it, const struct store_finding *f) {
+  if (!f)
+    return;
+  snprintf(it->rule, sizeof it->rule, "%s", f->rule);
+  snprintf(it->title, sizeof it->title, "%s", f->title);
+  it->finding_speedup = f->speedup;
+}
+
+static struct report_check_item *item_new(struct report_check *c, const char *name) {
+  if (c->n >= sizeof c->items / sizeof c->items[0])
+    return NULL;
+  struct report_check_item *it = &c->items[c->n++];
+  memset(it, 0, sizeof *it);
+  snprintf(it->name, sizeof it->name, "%s", name);
+  it->measured = it->limit = it->ci = it->finding_speedup = NAN;
+  return it;
+}
+
+static void check_speedup(struct report_check *c, const struct report_run *r, const struct report_run *base,
+                          double min) {
+  struct report_check_item *it = item_new(c, "min_speedup");
+  if (!it)
+    return;
+  it->limit = min;
+  int with_samples = every_step_counts_samples(r) && every_step_counts_samples(base);
+  double a, ca, b, cb;
+  if (run_rate(r, with_samples, &a, &ca) || run_rate(base, with_samples, &b, &cb) || !(b > 0)) {
+    it->status = REPORT_CHECK_UNKNOWN;
+    snprintf(it->why, sizeof it->why, "%s has fewer than two timed steps: its throughput is unknown",
+             run_rate(r, with_samples, &a, &ca) ? "the run" : "the baseline");
+    return;
+  }
+  it->measured = a / b;
+  /* the ratio's half-width by the delta method, for the reader; the verdict is the tie rule on the
+   * throughputs themselves: the run against the baseline scaled by the budget */
+  it->ci = it->measured * sqrt((isfinite(ca) ? ca * ca / (a * a) : 0) + (isfinite(cb) ? cb * cb / (b * b) : 0));
+  int below = a < min * b;
+  int tied = gs_tie(a, ca, min * b, min * cb);
+  it->status = below && !tied ? REPORT_CHECK_FAIL : REPORT_CHECK_OK;
+  snprintf(it->why, sizeof it->why, "%s/s %.4g against the baseline's %.4g%s", with_samples ? "samples" : "steps", a, b,
+           below && tied ? " (below the budget, but within the runs' own spread)" : "");
+  if (it->status == REPORT_CHECK_FAIL) {
+    /* what the run has that the baseline did not: a finding that appeared, else its top one */
+    for (size_t i = 0; i < r->nfindings && !it->rule[0]; i++) {
+      const struct store_finding *f = &r->findings[i];
+      if (!strcmp(f->rule, "healthy") || !strncmp(f->rule, "not_", 4))
+        continue;
+      int in_base = 0;
+      for (size_t j = 0; j < base->nfindings; j++)
+        in_base |= !strcmp(base->findings[j].rule, f->rule);
+      if (!in_base)
+        explain(it, f);
+    }
+    if (!it->rule[0])
+      explain(it, explaining(r, NULL));
+  }
+}
+
+static void check_share(struct report_check *c, const char *name, double measured, double limit, int is_max,
+                        const char *what_missing, const char *rules, const struct report_run *r) {
+  struct report_check_item *it = item_new(c, name);
+  if (!it)
+    return;
+  it->limit = limit;
+  it->measured = measured;
+  if (!isfinite(measured)) {
+    it->status = REPORT_CHECK_UNKNOWN;
+    snprintf(it->why, sizeof it->why, "%s", what_missing);
+    return;
+  }
+  it->status = (is_max ? measured > limit : measured < limit) ? REPORT_CHECK_FAIL : REPORT_CHECK_OK;
+  if (it->status == REPORT_CHECK_FAIL)
+    explain(it, explaining(r, rules));
+}
+
+int report_check_run(const struct report_run *r, const struct report_run *base, const struct report_budgets *b,
+                     struct report_check *out) {
+  memset(out, 0, sizeof *out);
+  if (isfinite(b->min_speedup)) {
+    if (!base)
+      return gs_fail(GS_EINVAL, "--min-speedup needs --baseline RUN");
+    check_speedup(out, r, base, b->min_speedup);
+  }
+  if (isfinite(b->max_data_wait))
+    check_share(out, "max_data_wait", r->steps.data_share, b->max_data_wait, 1,
+                "the job's steps did not time their data wait (the client's data= phase)",
+                "input_bound,loader_workers,input_latency,storage_bound", r);
+  if (isfinite(b->min_gpu_util))
+    check_share(out, "min_gpu_util", isfinite(r->gpu_util) ? r->gpu_util / 100 : NAN, b->min_gpu_util, 0,
+                "no GPU utilisation was measured in this run", NULL, r);
+  if (b->forbid[0]) {
+    char list[sizeof b->forbid];
+    snprintf(list, sizeof list, "%s", b->forbid);
+    char *save = NULL;
+    for (char *rule = strtok_r(list, ",", &save); rule; rule = strtok_r(NULL, ",", &save)) {
+      char name[80];
+      snprintf(name, sizeof name, "forbid:%.60s", rule);
+      struct report_check_item *it = item_new(out, name);
+      if (!it)
+        break;
+      const struct store_finding *f = explaining(r, rule);
+      it->status = f ? REPORT_CHECK_FAIL : REPORT_CHECK_OK;
+      explain(it, f);
+    }
+  }
+  if (!out->n)
+    return gs_fail(GS_EINVAL, "no budget given (--min-speedup, --max-data-wait, --min-gpu-util, --forbid)");
+  for (size_t i = 0; i < out->n; i++)
+    out->broken += out->items[i].status != REPORT_CHECK_OK;
+  return GS_OK;
+}
+
+static const char *status_word(int s) {
+  return s == REPORT_CHECK_OK ? "ok" : s == REPORT_CHECK_FAIL ? "FAIL" : "UNKNOWN";
+}
+
+/* The budget and the figure in words: "speed-up vs baseline 0.91x (±0.02), budget >= 0.95x". */
+static void item_figures(const struct report_check_item *it, char *buf, size_t n) {
+  if (!strcmp(it->name, "min_speedup")) {
+    char m[64] = "unknown";
+    if (isfinite(it->measured))
+      snprintf(m, sizeof m, "%.3fx (±%.3f)", it->measured, isfinite(it->ci) ? it->ci : 0);
+    snprintf(buf, n, "speed-up vs baseline %s, budget >= %.3gx", m, it->limit);
+  } else if (!strncmp(it->name, "forbid:", 7)) {
+    snprintf(buf, n, "finding %s %s", it->name + 7, it->rule[0] ? "present" : "absent");
+  } else {
+    char m[32] = "unknown";
+    if (isfinite(it->measured))
+      snprintf(m, sizeof m, "%.1f %%", 100 * it->measured);
+    int is_max = !strcmp(it->name, "max_data_wait");
+    snprintf(buf, n, "%s %s, budget %s %.1f %%", is_max ? "data wait" : "GPU util", m,
+             is_max ? "<=" : ">=", 100 * it->limit);
+  }
+}
+
+int report_check_text(FILE *out, const struct report_run *r, const struct report_run *base,
+                      const struct report_check *c) {
+  fputs("gpuscope check: run ", out);
+  report_term(out, r->run.name[0] ? r->run.name : r->run.id);
+  if (base) {
+    fputs(" against ", out);
+    report_term(out, base->run.name[0] ? base->run.name : base->run.id);
+  }
+  fputc('\n', out);
+  for (size_t i = 0; i < c->n; i++) {
+    const struct report_check_item *it = &c->items[i];
+    char fig[256];
+    item_figures(it, fig, sizeof fig);
+    fprintf(out, "  %-7s %s", status_word(it->status), fig);
+    if (it->status == REPORT_CHECK_UNKNOWN || (it->why[0] && !strcmp(it->name, "min_speedup"))) {
+      fputs(": ", out);
+      report_term(out, it->why);
+    }
+    if (it->rule[0]) {
+      fprintf(out, " — %s: ", it->rule);
+      report_term(out, it->title);
+      if (isfinite(it->finding_speedup) && it->finding_speedup > 1.0001)
+        fprintf(out, " (~%.1fx if fixed)", it->finding_speedup);
+    }
+    fputc('\n', out);
+  }
+  fprintf(out, "%zu of %zu budgets hold%s\n", c->n - c->broken, c->n, c->broken ? "" : ": passed");
+  return ferror(out) ? GS_EIO : GS_OK;
+}
+
+static void json_run(FILE *out, const struct report_run *r) {
+  if (!r) {
+    fputs("null", out);
+    return;
+  }
+  fputs("{\"id\": ", out);
+  report_json_str(out, r->run.id);
+  fputs(", \"name\": ", out);
+  report_json_str(out, r->run.name);
+  fputc('}', out);
+}
+
+int report_check_json(FILE *out, const struct report_run *r, const struct report_run *base,
+                      const struct report_check *c) {
+  fputs("{\"run\": ", out);
+  json_run(out, r);
+  fputs(", \"baseline\": ", out);
+  json_run(out, base);
+  fprintf(out, ", \"passed\": %s, \"broken\": %zu, \"budgets\": [", c->broken ? "false" : "true", c->broken);
+  for (size_t i = 0; i < c->n; i++) {
+    const struct report_check_item *it = &c->items[i];
+    fprintf(out, "%s{\"budget\": ", i ? ", " : "");
+    report_json_str(out, it->name);
+    fputs(", \"status\": ", out);
+    report_json_str(out, it->status == REPORT_CHECK_OK ? "ok" : it->status == REPORT_CHECK_FAIL ? "fail" : "unknown");
+    fputs(", \"measured\": ", out);
+    report_json_num(out, it->measured);
+    fputs(", \"ci\": ", out);
+    report_json_num(out, it->ci);
+    fputs(", \"limit\": ", out);
+    report_json_num(out, it->limit);
+    fputs(", \"why\": ", out);
+    report_json_str(out, it->why);
+    fputs(", \"explained_by\": ", out);
+    if (it->rule[0]) {
+      fputs("{\"rule\": ", out);
+      report_json_str(out, it->rule);
+      fputs(", \"title\": ", out);
+      report_json_str(out, it->title);
+      fputs(", \"speedup\": ", out);
+      report_json_num(out, it->finding_speedup);
+      fputc('}', out);
+    } else {
+      fputs("null", out);
+    }
+    fputc('}', out);
+  }
+  fputs("]}\n", out);
+  return ferror(out) ? GS_EIO : GS_OK;
+}
+
+/* s as XML character data or attribute text: & < > " ' escaped, control characters other than tab and
+ * newline dropped (XML 1.0 cannot carry them), invalid UTF-8 replaced. */
+static void xml_text(FILE *out, const char *s) {
+  while (s && *s) {
+    uint32_t cp;
+    size_t n = gs_utf8_next(s, &cp);
+    s += n ? n : 1;
+    if (cp == '&')
+      fputs("&amp;", out);
+    else if (cp == '<')
+      fputs("&lt;", out);
+    else if (cp == '>')
+      fputs("&gt;", out);
+    else if (cp == '"')
+      fputs("&quot;", out);
+    else if (cp == '\'')
+      fputs("&apos;", out);
+    else if ((cp < 0x20 && cp != '\t' && cp != '\n') || cp == 0x7f || (cp >= 0x80 && cp < 0xa0) || cp == 0xfffe ||
+             cp == 0xffff)
+      continue;
+    else
+      gs_utf8_put(out, cp);
+  }
+}
+
+int report_check_junit(FILE *out, const struct report_run *r, const struct report_run *base,
+                       const struct report_check *c) {
+  const char *name = r->run.name[0] ? r->run.name : r->run.id;
+  fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%zu\" failures=\"%zu\">\n", c->n,
+          c->broken);
+  fputs("  <testsuite name=\"gpuscope check ", out);
+  xml_text(out, name);
+  fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\">\n", c->n, c->broken);
+  for (size_t i = 0; i < c->n; i++) {
+    const struct report_check_item *it = &c->items[i];
+    char fig[256];
+    item_figures(it, fig, sizeof fig);
+    fputs("    <testcase classname=\"gpuscope.check\" name=\"", out);
+    xml_text(out, it->name);
+    fputs("\">\n", out);
+    if (it->status != REPORT_CHECK_OK) {
+      fputs("      <failure type=\"", out);
+      fputs(it->status == REPORT_CHECK_FAIL ? "budget" : "unknown", out);
+      fputs("\" message=\"", out);
+      xml_text(out, fig);
+      fputs("\">", out);
+      xml_text(out, fig);
+      if (it->why[0]) {
+        fputs("\n", out);
+        xml_text(out, it->why);
+      }
+      if (it->rule[0]) {
+        fputs("\nexplained by ", out);
+        xml_text(out, it->rule);
+        fputs(": ", out);
+        xml_text(out, it->title);
+      }
+      if (base) {
+        fputs("\nbaseline: ", out);
+        xml_text(out, base->run.name[0] ? base->run.name : base->run.id);
+      }
+      fputs("</failure>\n", out);
+    }
+    fputs("    </testcase>\n", out);
+  }
+  fputs("  </testsuite>\n</testsuites>\n", out);
+  return ferror(out) ? GS_EIO : GS_OK;
+}

@@ -1,0 +1,84 @@
+"""gpuscope check: the CI gate. A run slower than its baseline and waiting for data breaks those
+budgets (exit 1, one line each with the measured figure, the budget and the finding that explains
+it); a run against itself holds a speed-up budget; a figure the run did not measure breaks its budget
+as unknown; JUnit XML and JSON carry the same verdict, whatever the run is named; bad usage is
+exit 2."""
+import xml.etree.ElementTree as ET
+
+from gstest import *
+
+
+def _setup(sb):
+    sb.ok("run", "--name", "base", "--", *sb.step_job(0.002, 0.01, 60))
+    # a hostile name: XML's specials, a control character, invalid UTF-8 (bytes through the shell)
+    sb.ok("run", "--name", "slow<&\"'>\x01", "--", *sb.step_job(0.03, 0.01, 40))
+
+
+SB = shared_sandbox(_setup)
+SLOW = "slow<&\"'>\x01"
+
+
+def test_a_slower_input_bound_run_breaks_its_budgets():
+    rc, out, err = SB().gs("check", SLOW, "--baseline", "base", "--min-speedup", "0.95", "--max-data-wait", "20%",
+                           "--forbid", "pageable_copies")
+    check(rc == 1, f"exit {rc}\n{out}{err}")
+    lines = out.splitlines()
+    speed = [l for l in lines if "speed-up vs baseline" in l]
+    wait = [l for l in lines if "data wait" in l]
+    check(len(speed) == 1 and speed[0].lstrip().startswith("FAIL"), out)
+    check(len(wait) == 1 and wait[0].lstrip().startswith("FAIL") and "budget <= 20.0 %" in wait[0], out)
+    # the finding that explains it is named on the line
+    check(any(r in wait[0] for r in ("input_bound", "input_latency", "loader_workers")), out)
+    forbid = [l for l in lines if "pageable_copies" in l]
+    check(len(forbid) == 1 and forbid[0].lstrip().startswith("ok"), out)
+    check("\x01" not in out, "the run's name is escaped for the terminal")
+
+
+def test_the_speed_up_is_measured_against_what_the_jobs_did():
+    """The measured speed-up agrees with the jobs' own timing: the slow job's steps take about 40 ms,
+    the base's about 12 ms (sleep + spin), so about 0.3x; a wide band, since the machine is shared."""
+    out = SB().ok("check", SLOW, "--baseline", "base", "--max-data-wait", "100%", "--min-speedup", "0.01", "--json")
+    j = json.loads(out)
+    sp = [b for b in j["budgets"] if b["budget"] == "min_speedup"]
+    check(len(sp) == 1, out)
+    check(0.1 < sp[0]["measured"] < 0.7 and sp[0]["ci"] >= 0, out)
+    check(j["passed"] is True and sp[0]["status"] == "ok", out)
+
+
+def test_a_run_against_itself_holds_the_speed_up_budget():
+    rc, out, err = SB().gs("check", "base", "--baseline", "base", "--min-speedup", "1.0")
+    check(rc == 0 and "1 of 1 budgets hold: passed" in out, f"exit {rc}\n{out}{err}")
+
+
+def test_what_was_not_measured_breaks_its_budget():
+    rc, out, err = SB().gs("check", "base", "--min-gpu-util", "50%", "--json")
+    check(rc == 1, f"exit {rc}\n{out}{err}")
+    b = json.loads(out)["budgets"]
+    check(len(b) == 1 and b[0]["status"] == "unknown" and b[0]["measured"] is None, out)
+
+
+def test_junit_and_json_carry_the_verdict_whatever_the_name():
+    path = os.path.join(SB().dir, "check.xml")
+    rc, out, err = SB().gs("check", SLOW, "--baseline", "base", "--min-speedup", "0.95", "--max-data-wait", "0.2",
+                           "--forbid", "input_bound,input_latency", "--junit", path, "--json")
+    check(rc == 1, f"exit {rc}\n{err}")
+    j = json.loads(out)
+    check(j["passed"] is False and j["run"]["name"].startswith("slow<&"), out)
+    root = ET.parse(path).getroot()  # valid XML despite the name
+    cases = root.findall(".//testcase")
+    check(len(cases) == len(j["budgets"]) == 4, ET.tostring(root, encoding="unicode"))
+    failed = [c.get("name") for c in cases if c.find("failure") is not None]
+    check(failed == [b["budget"] for b in j["budgets"] if b["status"] != "ok"], f"{failed} vs {j['budgets']}")
+    check(int(root.get("failures")) == len(failed) >= 2, ET.tostring(root, encoding="unicode"))
+
+
+def test_bad_usage_is_exit_2():
+    sb = SB()
+    for args in (["check", "base"], ["check", "base", "--min-speedup", "0.9"],
+                 ["check", "nope", "--max-data-wait", "20%"], ["check", "base", "--max-data-wait", "20"],
+                 ["check", "base", "--forbid", "a;b"], ["check", "--max-data-wait", "20%"]):
+        rc, out, err = sb.gs(*args)
+        check(rc == 2 and err.startswith("gpuscope: check:") and len(err.splitlines()) == 1, f"{args}: {rc} {err}")
+
+
+run_tests(globals())
