@@ -213,6 +213,21 @@ struct gs_dynsym {
 void *gs_dynlib_load(const char *soname, const char *env, const char *what, const char *package,
                      const struct gs_dynsym *syms, size_t n, void *table, char *err, size_t errlen);
 
+/* A library a subsystem loads on first use: what gs_dynlib_load needs, and the outcome of the one
+ * try. Define one statically with the first eight fields named; the rest start zero. */
+struct gs_dynlib {
+  const char *soname, *env, *what, *package;
+  const struct gs_dynsym *syms;
+  size_t nsyms;
+  void *table; /* the caller's struct of function pointers, filled on success */
+  size_t table_size;
+  int tried, rc;
+  char err[320];
+};
+/* Loads d once per process (thread-safe: under one lock for all such libraries) and says how that
+ * went every time: 0, or GS_ENOENT with the load's one-line message in err (errlen bytes). */
+int gs_dynlib_use(struct gs_dynlib *d, char *err, size_t errlen);
+
 /* ---- the noise model of measured rates (core/stats.c) ---- */
 
 /* A rate from per-step samples and durations — sum(samples) / sum(seconds), or steps per

@@ -1,6 +1,5 @@
 /* store/pq_api: fills the libpq table of pq_api.h on first use (see there for why): one load per
- * process, under pthread_once, through core's gs_dynlib_load. */
-#include <pthread.h>
+ * process, through core's gs_dynlib_use. */
 #include <stdio.h>
 
 #define PQ_API_DEFINE_SYMS
@@ -8,23 +7,15 @@
 
 struct pq_api pq_api;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int load_rc;
-static char load_err[320];
-
-static void load(void) {
-  struct pq_api t;
-  if (!gs_dynlib_load("libpq.so.5", "GPUSCOPE_LIBPQ", "a postgresql:// store", "libpq5", pq_api_syms,
-                      sizeof pq_api_syms / sizeof pq_api_syms[0], &t, load_err, sizeof load_err)) {
-    load_rc = GS_ENOENT;
-    return;
-  }
-  pq_api = t;
-}
+static struct gs_dynlib lib = {.soname = "libpq.so.5",
+                               .env = "GPUSCOPE_LIBPQ",
+                               .what = "a postgresql:// store",
+                               .package = "libpq5",
+                               .syms = pq_api_syms,
+                               .nsyms = sizeof pq_api_syms / sizeof pq_api_syms[0],
+                               .table = &pq_api,
+                               .table_size = sizeof pq_api};
 
 int pq_api_load(char *err, size_t errlen) {
-  pthread_once(&load_once, load);
-  if (load_rc && err && errlen)
-    snprintf(err, errlen, "%s", load_err);
-  return load_rc;
+  return gs_dynlib_use(&lib, err, errlen);
 }
