@@ -414,6 +414,7 @@ static int agent_setup(struct agent *a) {
   if (a->st->run_begin(a->st, &a->run))
     return GS_ESTORE;
   tags_to_params(a->sink, o->tags);
+  agent_provenance(a->sink, a->run.cwd);
   if (a->attach) {
     attach_params(a->sink, o->attach_pid, a->in, err);
   } else if ((a->in = ingest_open(err, sizeof err))) {

@@ -37,11 +37,18 @@ void attach_command(pid_t pid, char *buf, size_t n);
  * another GS_E code with the reason in err (the run may go on without a client channel). */
 int attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen);
 
-/* What a new run records of where it runs (agent.c; run, attach and the node agent alike): the
+/* What a new run records of where it runs (run_common.c; run, attach and the node agent alike): the
  * folder, host, user, this agent's pid, the sampling interval, and its start on both clocks, with no
  * exit code yet. */
 struct store_run;
 void agent_run_fill_here(struct store_run *r, int64_t interval_ns);
+
+/* Where the run came from, as params (provenance.c): git commit, branch, dirty, the diff's SHA-256
+ * for the repository cwd is in (nothing when git or a repository is absent), the scheduler's ids
+ * (sched.*) and the container (container.*). Runs git at most four times, each bounded to 2 s; can't
+ * fail (what cannot be read is not recorded; a git that hangs is said in a note). */
+struct gs_sink;
+void agent_provenance(struct gs_sink *s, const char *cwd);
 
 /* `run --listen` (node.c): starts the /metrics endpoint over sink on listen and prints its address
  * on stderr (unless quiet). Returns 0 with *out (free with metrics_free), or GS_EINVAL with a

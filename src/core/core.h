@@ -243,4 +243,18 @@ double gs_t975(int dof);
 /* Whether two measured figures tie: |a - b| <= sqrt(ci_a^2 + ci_b^2), their 95 % half-widths. */
 int gs_tie(double a, double ci_a, double b, double ci_b);
 
+/* ---- SHA-256 (core/sha256.c) ---- */
+
+struct gs_sha256 {
+  uint32_t h[8];
+  uint64_t len; /* bytes so far */
+  unsigned char buf[64];
+  size_t nbuf;
+};
+void gs_sha256_init(struct gs_sha256 *c);
+void gs_sha256_update(struct gs_sha256 *c, const void *data, size_t n);
+/* Ends the hash and writes its 64 hex digits and a NUL into hex. c must be initialised again to be
+ * used again. */
+void gs_sha256_hex(struct gs_sha256 *c, char hex[65]);
+
 #endif

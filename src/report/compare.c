@@ -37,7 +37,10 @@ void report_params_differ(const struct runview *const *views, size_t n, void (*f
       int seen_before = 0;
       for (size_t j = 0; j < i && !seen_before; j++)
         seen_before = runview_param(views[j], key) != NULL;
-      if (seen_before || report_param_is_internal(key))
+      /* a scheduler's job id and the cgroup path differ between any two runs: listed in each report,
+       * never as "what changed" */
+      if (seen_before || report_param_is_internal(key) || !strncmp(key, "sched.", 6) ||
+          !strcmp(key, "container.cgroup"))
         continue;
       int differs = 0;
       const char *v0 = runview_param(views[0], key);
