@@ -223,18 +223,33 @@ class Client:
         except Exception:
             self.count_error()
 
-    def log(self, name, value, step=None):
-        """Logs a metric value (a Python number). name: 1-128 of [A-Za-z0-9_./-]; step: int or None."""
-        if self.path is None and not self._look():
-            return
+    def log(self, name=None, value=None, step=None, commit=None, **metrics):
+        """Logs metric values (Python numbers), in whichever way the job already does:
+        log("loss", 0.5), log("loss", 0.5, step), log(loss=0.5, acc=0.9, step=3), or W&B's
+        log({"loss": 0.5, "acc": 0.9}, step=3) (commit= is accepted and ignored). Names: 1-128 of
+        [A-Za-z0-9_./-]; step: int or None. Never raises: a value that is not a number is counted
+        as an error and skipped, the others are sent."""
         try:
-            v = float(value)
-            if step is None:
-                self.add(f"gs1 metric {name} {v!r} t={mono():.6f}")
+            if isinstance(name, dict):
+                pairs = list(name.items()) + list(metrics.items())
+            elif name is None:
+                pairs = list(metrics.items())
             else:
-                self.add(f"gs1 metric {name} {v!r} {int(step)} t={mono():.6f}")
+                pairs = [(name, value)] + list(metrics.items())
         except Exception:
             self.count_error()
+            return
+        if not pairs or (self.path is None and not self._look()):
+            return
+        for k, v in pairs:
+            try:
+                v = float(v)
+                if step is None:
+                    self.add(f"gs1 metric {k} {v!r} t={mono():.6f}")
+                else:
+                    self.add(f"gs1 metric {k} {v!r} {int(step)} t={mono():.6f}")
+            except Exception:
+                self.count_error()
 
     def param(self, **kv):
         """Records run parameters: param(batch_size=64, precision="bf16"). Booleans are sent as
