@@ -152,6 +152,71 @@ static void text_param(void *user, const char *key) {
   fputc('\n', t->out);
 }
 
+/* ---- the job's own metrics (loss, accuracy, lr): last and best value per run ---- */
+
+/* Lower is better for a metric whose name says it measures an error; higher for the rest
+ * (accuracy, f1, reward, throughput). */
+static int lower_is_better(const char *name) {
+  static const char *words[] = {"loss", "err", "perplexity", "ppl", "mse", "mae", "rmse", "wer", "cer", "nll"};
+  for (size_t i = 0; i < sizeof words / sizeof *words; i++)
+    if (strstr(name, words[i]))
+      return 1;
+  return 0;
+}
+
+int rp_job_metric(const struct report_run *r, const char *name, struct rp_metric *out) {
+  memset(out, 0, sizeof *out);
+  out->last = out->best = NAN;
+  out->lower_better = lower_is_better(name);
+  struct runview_stats st;
+  if (runview_stats(&r->view, "client", name, "", INT64_MIN, INT64_MAX, &st) || !st.n)
+    return 0;
+  out->n = st.n;
+  out->last = st.last;
+  out->best = out->lower_better ? st.min : st.max;
+  return 1;
+}
+
+void rp_job_metrics(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *name), void *user) {
+  size_t shown = 0;
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < runs[i].nseries && shown < RP_MAX_METRICS; k++) {
+      const struct store_series *s = &runs[i].series[k];
+      if (strcmp(s->source, "client") || s->labels[0] || !strncmp(s->name, "step.", 5) || !s->count)
+        continue;
+      int seen = 0;
+      for (size_t j = 0; j <= i && !seen; j++)
+        for (size_t m = 0; m < runs[j].nseries && !seen; m++) {
+          const struct store_series *o = &runs[j].series[m];
+          if ((j < i || m < k) && !strcmp(o->source, "client") && !o->labels[0] && !strcmp(o->name, s->name) &&
+              o->count)
+            seen = 1;
+        }
+      if (!seen) {
+        fn(user, s->name);
+        shown++;
+      }
+    }
+}
+
+static void text_metric(void *user, const char *name) {
+  struct text_diff *t = user;
+  if (!t->any)
+    fputs("\njob metrics (last / best)\n", t->out);
+  t->any = 1;
+  char k[64];
+  snprintf(k, sizeof k, "  %s", name);
+  text_cell(t->out, k);
+  for (size_t j = 0; j < t->n; j++) {
+    struct rp_metric m;
+    char val[COL] = "—";
+    if (rp_job_metric(&t->runs[j], name, &m))
+      snprintf(val, sizeof val, "%.4g / %.4g", m.last, m.best);
+    text_cell(t->out, val);
+  }
+  fputc('\n', t->out);
+}
+
 int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int color) {
   const char *bold = color ? "\033[1m" : "", *reset = color ? "\033[0m" : "";
   fprintf(out, "%sgpuscope compare%s: %zu runs, each against the first\n\n", bold, reset, n);
@@ -172,6 +237,8 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
   }
   struct text_diff td = {out, runs, n, 0};
   rp_differing_params(runs, n, text_param, &td);
+  struct text_diff tm = {out, runs, n, 0};
+  rp_job_metrics(runs, n, text_metric, &tm);
   fprintf(out, "\n%sfindings%s\n", bold, reset);
   for (size_t i = 0; i < n; i++) {
     char all[512], app[512], gone[512];

@@ -224,6 +224,34 @@ static void param_diff(void *user, const char *key) {
   fputc(']', p->out);
 }
 
+/* One job metric across the runs: {"better": "lower"|"higher", "runs": [{"n", "last", "best"}, ...]},
+ * null for a run that did not log it. */
+static void metric_json(void *user, const char *name) {
+  struct param_diff *d = user;
+  if (!d->first)
+    fputc(',', d->out);
+  d->first = 0;
+  fputs("\n  ", d->out);
+  rp_json_str(d->out, name);
+  struct rp_metric m;
+  rp_job_metric(&d->runs[0], name, &m);
+  fprintf(d->out, ": {\"better\": \"%s\", \"runs\": [", m.lower_better ? "lower" : "higher");
+  for (size_t i = 0; i < d->n; i++) {
+    if (i)
+      fputc(',', d->out);
+    if (!rp_job_metric(&d->runs[i], name, &m)) {
+      fputs("null", d->out);
+      continue;
+    }
+    fprintf(d->out, "{\"n\": %zu, \"last\": ", m.n);
+    rp_json_num(d->out, m.last);
+    fputs(", \"best\": ", d->out);
+    rp_json_num(d->out, m.best);
+    fputc('}', d->out);
+  }
+  fputs("]}", d->out);
+}
+
 int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
   fputs("{\"runs\": [", out);
   for (size_t i = 0; i < n; i++) {
@@ -258,6 +286,9 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
   fputs("\n],\n\"params_differing\": {", out);
   struct param_diff pd = {out, runs, n, 1};
   rp_differing_params(runs, n, param_diff, &pd);
+  fputs("},\n\"job_metrics\": {", out);
+  struct param_diff md = {out, runs, n, 1};
+  rp_job_metrics(runs, n, metric_json, &md);
   fputs("}\n}\n", out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;
 }

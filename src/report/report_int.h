@@ -79,5 +79,18 @@ int rp_has_rule(const struct report_run *r, const char *rule);
 /* Calls fn once for each param key whose value differs between the runs (absent counts as a value),
  * in first-seen order. */
 void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *key), void *user);
+/* One job metric of a run (the client's gpuscope.log series of that name, the main loop's): its last
+ * value and its best — the lowest for a name that measures an error (loss, err, mse, perplexity,
+ * ...), else the highest. Returns 1 with out filled, 0 when the run has no such series (out NAN). */
+struct rp_metric {
+  size_t n;
+  double last, best;
+  int lower_better;
+};
+int rp_job_metric(const struct report_run *r, const char *name, struct rp_metric *out);
+/* Calls fn once per job metric name any of the runs logged (at most RP_MAX_METRICS), in first-seen
+ * order. */
+#define RP_MAX_METRICS 32
+void rp_job_metrics(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *name), void *user);
 
 #endif

@@ -26,3 +26,9 @@ test("a throttle span left open lasts to the run's end", () => {
     { kind: "throttle_start", labels: "gpu=0", name: "sw_power_cap", t: 7 }] };
   assert.deepEqual(spansOf(run), [[2, 3, "hw_slowdown"], [7, 10, "sw_power_cap"]]);
 });
+
+test("a memory-controller chart for each GPU that reports it", () => {
+  const run = { series: [series(1, "gpu.mem_util_pct", "gpu=0"), series(2, "gpu.mem_util_pct", "gpu=1", 0)], events: [] };
+  const c = chartPlan(run).find((x) => x.id === "mem-util");
+  assert.deepEqual(c.lines.map((l) => l.label), ["GPU 0"]);
+});

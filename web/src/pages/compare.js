@@ -1,6 +1,7 @@
 // The compare page: throughput bars with each run's speed-up against the first, the figures side by
 // side, the params that differ, the findings that appeared or went away, and overlaid charts aligned
 // by time since start or by step.
+import { align, defaultAlignment, samplesPerStep } from "../align.js";
 import { api, EMB } from "../api.js";
 import { $app, COLORS, crumbs, el } from "../dom.js";
 import { bytes, DASH, fin, pct, pctv, secs, speed, sps } from "../fmt.js";
@@ -49,57 +50,78 @@ export async function pageCompare(list) {
   changes.append(ul.children.length ? ul : el("p", { class: "muted" }, "no change"));
   const overlay = el("section", { class: "charts", id: "overlay" }, el("h2", {}, "Overlaid"));
   $app().replaceChildren(el("h1", {}, "Compare ", String(runs.length), " runs"), bars, table, params, changes, overlay);
-  // overlaid charts: GPU 0's util and the step time of each run, by time since start or by step
-  // (a run's step numbers, step.n, map its times to steps)
+  // overlaid charts: the first GPU's util, the step time and the job's own metrics (loss, accuracy...)
+  // of each run, by time since start, by step, or by samples seen (align.js)
   const width = Math.max(480, Math.min(1400, $app().clientWidth - 20));
-  const get = (r, name, labels) => api(`runs/${encodeURIComponent(r.id)}/series?name=${name}&labels=${labels}&points=${Math.round(width)}&band=0`)
-    .then((g) => (g.series[0] && g.series[0].t.length ? g.series[0] : null)).catch(() => null);
+  // labels null: of the series of that name, the one of the lowest-numbered GPU that has data (a
+  // MIG GPU 0 has no util: the run's GPU 1 then stands for it)
+  const gpuNo = (s) => { const m = /^gpu=(\d+)$/.exec(s.labels); return m ? +m[1] : Infinity; };
+  const get = (r, name, labels) => api(`runs/${encodeURIComponent(r.id)}/series?name=${encodeURIComponent(name)}` +
+    (labels === null ? "" : `&labels=${encodeURIComponent(labels)}`) + `&points=${Math.round(width)}&band=0`)
+    .then((g) => g.series.filter((s) => s.t.length).sort((a, b) => gpuNo(a) - gpuNo(b))[0] || null).catch(() => null);
   const stepsOf = await Promise.all(runs.map((r) => get(r, "step.n", "")));
+  const perStepOf = (await Promise.all(runs.map((r) => get(r, "step.samples", "")))).map(samplesPerStep);
+  // the job metrics any run logged (the client's own series of the main loop)
+  const pages = await Promise.all(runs.map((r) => (EMB ? Promise.resolve(null) : api("runs/" + encodeURIComponent(r.id)).catch(() => null))));
+  const metricNames = [...new Set(pages.flatMap((p) => (p ? p.series : []).filter((s) => s.source === "client" &&
+    s.labels === "" && !s.name.startsWith("step.") && s.count > 0).map((s) => s.name)))].sort();
   const lines = [];
-  for (const [name, labels, title, fmt] of [["gpu.util_pct", "gpu=0", "GPU 0 utilisation", pctv], ["step.total_s", "", "Step time", secs]])
+  for (const [name, labels, title, fmt] of [["gpu.util_pct", null, "GPU utilisation (each run's first GPU that reports it)", pctv],
+    ["step.total_s", "", "Step time", secs]])
     lines.push({ name, title, fmt, got: await Promise.all(runs.map((r) => get(r, name, labels))) });
-  const stepAt = (steps, t) => { // linear between the step series' points; null outside
-    if (!steps) return null;
-    const T = steps.t, N = steps.mean;
-    if (t < T[0] || t > T[T.length - 1]) return null;
-    let lo = 0, hi = T.length - 1;
-    while (hi - lo > 1) { const m = (lo + hi) >> 1; if (T[m] <= t) lo = m; else hi = m; }
-    if (!fin(N[lo]) || !fin(N[hi])) return null;
-    return T[hi] === T[lo] ? N[lo] : N[lo] + ((N[hi] - N[lo]) * (t - T[lo])) / (T[hi] - T[lo]);
+  const metricFmt = (v) => (fin(v) ? v.toPrecision(4) : DASH);
+  const picked = new Set(metricNames.filter((n) => /loss/.test(n)).slice(0, 2));
+  if (!picked.size && metricNames.length) picked.add(metricNames[0]);
+  const metricLines = new Map();
+  const metricLine = async (name) => {
+    if (!metricLines.has(name))
+      metricLines.set(name, { name, title: "Job metric: " + name, fmt: metricFmt, got: await Promise.all(runs.map((r) => get(r, name, ""))) });
+    return metricLines.get(name);
   };
-  const byStep = stepsOf.some(Boolean);
+  const can = { step: stepsOf.some(Boolean), samples: perStepOf.some(fin) };
+  let mode = defaultAlignment(c.params_differ, stepsOf, perStepOf);
   const modes = el("div", { class: "toolbar", id: "align" }, "align by ",
-    el("button", { type: "button", id: "align-time", class: "on" }, "time since start"),
-    byStep ? el("button", { type: "button", id: "align-step" }, "step") : null);
-  overlay.append(modes);
+    el("button", { type: "button", id: "align-time" }, "time since start"),
+    can.step ? el("button", { type: "button", id: "align-step" }, "step") : null,
+    can.samples ? el("button", { type: "button", id: "align-samples" }, "samples seen") : null);
+  const pick = el("div", { class: "toolbar", id: "metric-pick" }, metricNames.length ? "job metrics: " : null,
+    metricNames.map((n) => el("label", {}, el("input", { type: "checkbox", "data-metric": n, checked: picked.has(n) }), " ", n, " ")));
+  overlay.append(modes, pick);
   const box = el("div");
   overlay.append(box);
-  function draw(mode) {
+  const xLabel = { time: "since start", step: "step", samples: "samples seen" };
+  const xFmt = { time: secs, step: (v) => (fin(v) ? "step " + Math.round(v) : DASH), samples: (v) => (fin(v) ? Math.round(v) + " samples" : DASH) };
+  async function draw() {
+    const all = [...lines, ...(await Promise.all([...picked].sort().map(metricLine)))];
     box.replaceChildren();
     modes.querySelectorAll("button").forEach((b) => b.classList.toggle("on", b.id === "align-" + mode));
-    for (const l of lines) {
-      const tables = l.got.map((s, i) => {
-        if (!s) return null;
-        if (mode === "time") return [s.t, s.mean];
-        const x = [], y = [];
-        s.t.forEach((t, k) => { const n = stepAt(stepsOf[i], t); if (n !== null && (!x.length || n > x[x.length - 1])) x.push(n), y.push(s.mean[k]); });
-        return x.length ? [x, y] : null;
-      });
+    for (const l of all) {
+      const tables = l.got.map((s, i) => align(s, mode, stepsOf[i], perStepOf[i]));
       const present = tables.map((t, i) => [t, i]).filter(([t]) => t);
       if (!present.length) continue;
       const data = present.length === 1 ? present[0][0] : uPlot.join(present.map(([t]) => t));
-      const xf = mode === "time" ? secs : (v) => (fin(v) ? "step " + Math.round(v) : DASH);
-      const wrap = el("div", { class: "chart", "data-chart": l.name }, el("h3", {}, l.title));
+      const xf = xFmt[mode];
+      const wrap = el("div", { class: "chart", "data-chart": l.name, "data-align": mode }, el("h3", {}, l.title));
       box.append(wrap);
       wrap.gsPlot = new uPlot({
         width, height: 200, scales: { x: { time: false } },
-        series: [{ label: mode === "time" ? "since start" : "step", value: (u, v) => xf(v) },
+        series: [{ label: xLabel[mode], value: (u, v) => xf(v) },
           ...present.map(([, i]) => ({ label: runs[i].name || runs[i].id, stroke: COLORS[i % COLORS.length], width: 1.5, value: (u, v) => l.fmt(v), points: { show: false } }))],
         axes: [{ values: (u, t) => t.map(xf) }, { values: (u, t) => t.map((v) => l.fmt(v)), size: 70 }],
         cursor: { sync: { key: "compare" } },
       }, data, wrap);
     }
+    document.body.dataset.overlayDrawn = mode + ":" + [...picked].sort().join(",");
   }
-  modes.addEventListener("click", (e) => { if (e.target.id === "align-time") draw("time"); else if (e.target.id === "align-step") draw("step"); });
-  draw("time");
+  modes.addEventListener("click", (e) => {
+    const m = /^align-(time|step|samples)$/.exec(e.target.id || "");
+    if (m) { mode = m[1]; draw(); }
+  });
+  pick.addEventListener("change", (e) => {
+    const n = e.target.dataset && e.target.dataset.metric;
+    if (!n) return;
+    if (e.target.checked) picked.add(n); else picked.delete(n);
+    draw();
+  });
+  await draw();
 }
