@@ -49,10 +49,10 @@ static int api_into(struct serve *s, const char *path, struct kv_args *args, FIL
 }
 
 static int page_series(const struct runview *v, const struct store_series *s) {
-  static const char *const gpu[] = {"gpu.util_pct",        "gpu.sm_active_pct",  "gpu.tensor_active_pct",
-                                    "gpu.dram_active_pct", "gpu.mem_used_bytes", "gpu.power_w",
-                                    "gpu.power_limit_w",   "gpu.temp_c",         "gpu.sm_clock_mhz",
-                                    "gpu.pcie_rx_bytes_s", "gpu.pcie_tx_bytes_s"};
+  static const char *const gpu[] = {"gpu.util_pct",          "gpu.mem_util_pct",    "gpu.sm_active_pct",
+                                    "gpu.tensor_active_pct", "gpu.dram_active_pct", "gpu.mem_used_bytes",
+                                    "gpu.power_w",           "gpu.power_limit_w",   "gpu.temp_c",
+                                    "gpu.sm_clock_mhz",      "gpu.pcie_rx_bytes_s", "gpu.pcie_tx_bytes_s"};
   if (s->count <= 0)
     return 0;
   for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++)

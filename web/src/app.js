@@ -251,6 +251,10 @@
     add("activity", "SM / tensor / DRAM activity", "%", (v) => pctv(v),
       gpuSeries(["gpu.sm_active_pct", "gpu.tensor_active_pct", "gpu.dram_active_pct"],
         (s, n) => gpuLab(s) + " " + n.replace("gpu.", "").replace("_active_pct", "")), { range: [0, 100] });
+    // memory-controller utilisation (NVML's "memory util": the share of time device memory was read
+    // or written): the one sign of a memory-bound step a GPU without GPM (no SM / DRAM activity) gives
+    add("mem-util", "Memory-controller utilisation", "%", (v) => pctv(v),
+      by("gpu.mem_util_pct").map((s) => ({ s, label: gpuLab(s) })), { range: [0, 100] });
     add("memory", "GPU memory used", "B", bytes, by("gpu.mem_used_bytes").map((s) => ({ s, label: gpuLab(s) })), { zero: true });
     add("power", "Power", "W", (v) => num(v, 0, "W"),
       gpuSeries(["gpu.power_w", "gpu.power_limit_w"], (s, n) => gpuLab(s) + (n.endsWith("limit_w") ? " limit" : "")),
