@@ -125,10 +125,18 @@ int report_run_load(struct store *st, const char *ref, int rediagnose, struct re
     /* A store we may not write to still gets a report: the findings come back either way. */
     struct store_finding *f = NULL;
     size_t nf = 0;
-    doctor_run_view(v, &f, &nf);
+    int drc = doctor_run_view(v, &f, &nf);
+    if (drc && !f) {
+      /* Not even the stored findings of a --diagnose: they are not what this gpuscope would say. */
+      r->diag_rc = drc;
+      snprintf(r->diag_error, sizeof r->diag_error, "%s", gs_last_error());
+      nf = 0;
+    } else if (drc) {
+      snprintf(r->save_error, sizeof r->save_error, "%s", gs_last_error());
+    }
     free(v->findings);
     v->findings = f, v->nfindings = nf;
-    r->diagnosed = 1;
+    r->diagnosed = !r->diag_rc;
   }
   borrow_view(r);
   if ((rc = report_view_step_stats(v, &r->steps)) || (rc = load_gpus(r)))

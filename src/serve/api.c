@@ -605,8 +605,11 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   struct store_finding *f = NULL;
   size_t nf = 0;
   int free_f = 0, stored = 1;
+  char diag_error[320] = "";
   if (findings_for(e, v, &f, &nf, &free_f, &stored)) {
-    f = NULL; /* the doctor failed: no findings rather than no page */
+    /* the doctor failed: the page, with why there are no findings (findings null, never []) */
+    snprintf(diag_error, sizeof diag_error, "%s", gs_last_error());
+    f = NULL;
     nf = 0;
   }
   fputs("{\"run\":{", out);
@@ -633,7 +636,12 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   fputs("],\"events\":[", out);
   event_entries(out, v);
   fputs("],\"findings\":", out);
-  serve_json_findings(out, f, nf);
+  if (diag_error[0]) {
+    fputs("null,\"findings_error\":", out);
+    rp_json_str(out, diag_error);
+  } else {
+    serve_json_findings(out, f, nf);
+  }
   fprintf(out, ",\"findings_stored\":%s,\"steps\":{", stored ? "true" : "false");
   struct steps_fig sf;
   steps_figures(v, &sf);

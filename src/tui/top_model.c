@@ -301,6 +301,10 @@ void top_finding_now(struct store *st, struct top_snap *s) {
     keep_roles(&v, from, to, s);
     rc = doctor_diagnose_view(&v, from, to, &f, &n);
   }
+  if (rc) {
+    s->have_finding = -1;
+    tui_escape(gs_last_error(), s->utf8, s->title, sizeof s->title);
+  }
   runview_done(&v);
   if (rc || !n) {
     free(f);

@@ -181,6 +181,59 @@ def test_garbage_in_the_store_does_not_break_the_report():
         sb.close()
 
 
+def test_a_diagnosis_that_fails_is_an_error_with_its_cause():
+    # The host CPU series' chunks damaged (as a cut write or a bad disk leaves them) and no findings
+    # stored: the doctor cannot read what it needs. Before, the report said "the diagnosis could not
+    # run" with no reason, --json gave "findings": [] and both exited 0.
+    sb = Sandbox()
+    try:
+        sb.ok("run", "--quiet", "--name", "dmg", "--", *sb.step_job(0.01, 0.01, 20))
+        rid = sb.json("report", "dmg", "--json")["run"]["id"]
+        db = sqlite3.connect(sb.db)
+        db.execute("DELETE FROM findings WHERE run_id = ?", (rid,))
+        db.execute("UPDATE chunks SET data = x'0102' WHERE series_id IN (SELECT id FROM series WHERE run_id = ? "
+                   "AND name = 'host.cpu.busy_pct' AND labels = 'cpu=total')", (rid,))
+        db.execute("DELETE FROM rollups")
+        db.commit()
+        db.close()
+        rc, out, err = sb.gs("report", "dmg")
+        check(rc == 1, f"exit 1 for a failed diagnosis: {rc}\n{err}")
+        check(re.search(r"^gpuscope: report: run \w+: the diagnosis could not run: .*corrupt", err, re.M), err)
+        check(re.search(r"none: the diagnosis could not run: .*corrupt", out), out)
+        rc, raw, err = sb.gs("report", "dmg", "--json")
+        rep = json.loads(raw)
+        check(rc == 1 and "corrupt" in rep.get("error", "") and rep["findings"] is None,
+              f"--json: rc {rc}, error {rep.get('error')!r}, findings {rep['findings']!r}")
+        path = os.path.join(sb.dir, "dmg.html")
+        rc, _, err = sb.gs("report", "dmg", "--html", path)
+        check(rc == 1 and "could not run" in err and "findings_error" in open(path, encoding="utf-8").read(),
+              f"--html: rc {rc} {err!r}")
+        rc, _, err = sb.gs("compare", "dmg", "dmg")
+        check(rc == 1 and "compare: run" in err and "could not run" in err, f"compare: rc {rc} {err!r}")
+    finally:
+        sb.close()
+
+
+def test_findings_the_store_refuses_are_said_and_still_reported():
+    # The store refuses the new findings (a trigger stands in for a full disk): the report still has
+    # them and exits 0, and stderr says they were not kept. Before, nothing said so.
+    sb = Sandbox()
+    try:
+        sb.ok("run", "--quiet", "--name", "ro", "--", *sb.step_job(0.01, 0.01, 20))
+        rid = sb.json("report", "ro", "--json")["run"]["id"]
+        db = sqlite3.connect(sb.db)
+        db.execute("DELETE FROM findings WHERE run_id = ?", (rid,))
+        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON findings BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END")
+        db.commit()
+        db.close()
+        rc, raw, err = sb.gs("report", "ro", "--json")
+        rep = json.loads(raw)
+        check(rc == 0 and rep["findings"] and "error" not in rep, f"rc {rc}: {rep.get('findings')}")
+        check(re.search(r"run \w+: the findings were not saved in the store: .*disk full \(test\)", err), err)
+    finally:
+        sb.close()
+
+
 def test_run_summary_ends_with_the_diagnosis():
     sb = sandbox()
     rc, _, err = sb.gs("run", "--name", "sum", "--", *sb.step_job(0.03, 0.01, 40, mark=True))

@@ -465,7 +465,7 @@
     const util = gpus.length ? gpus.reduce((a, g) => a + (fin(g.util) ? g.util : 0), 0) / gpus.filter((g) => fin(g.util)).length : null;
     return el("section", { class: "verdict sev-" + (f ? f.severity : "info"), id: "verdict" },
       el("div", { class: "verdict-main" },
-        el("div", { class: "verdict-title" }, f ? f.title : "No findings yet"),
+        el("div", { class: "verdict-title" }, f ? f.title : run.findings_error ? "The diagnosis could not run" : "No findings yet"),
         f && f.rule !== "healthy" ? el("div", { class: "verdict-cost" },
           "costs ", secs(f.lost_s), " (", pct(f.share), " of the run) · estimated speed-up if fixed ",
           el("b", {}, speed(f.speedup))) : null),
@@ -492,13 +492,14 @@
         el("td", { class: "num" }, num(g.temp_max_c, 0, "°C")), el("td", { class: "num" }, pct(g.throttled_share, 1))))));
   }
 
-  function findingsList(findings, live, window_s) {
+  function findingsList(findings, live, window_s, error) {
     const over = fin(window_s) ? "the last " + secs(window_s) : "the run so far";
     const box = el("section", { id: "findings", class: "findings" },
       el("h2", {}, "Findings", live ? el("span", { class: "badge live-badge", id: "live-findings" },
         "live · " + over + ", recomputed every 5 s") : null));
-    if (!findings.length) box.append(el("p", { class: "muted" }, "none"));
-    for (const f of findings) {
+    if (error) box.append(el("p", { class: "error", id: "findings-error" }, "The diagnosis could not run: " + error));
+    else if (!findings || !findings.length) box.append(el("p", { class: "muted" }, "none"));
+    for (const f of findings || []) {
       const ev = f.evidence && typeof f.evidence === "object" ? f.evidence : null;
       box.append(el("article", { class: "finding sev-" + f.severity, "data-rule": f.rule },
         el("h3", {}, el("span", { class: "sev-dot" }), f.title),
@@ -527,7 +528,7 @@
       el("ul", {}, run.notes.map((n) => el("li", {}, n))));
     const charts = el("section", { class: "charts", id: "charts" });
     const hint = el("p", { class: "muted hint" }, "drag across a chart to zoom, double-click to reset");
-    let findingsBox = findingsList(run.findings, false);
+    let findingsBox = findingsList(run.findings, false, null, run.findings_error);
     $app.replaceChildren(head, verdictCard(run), el("h2", {}, "GPUs"), gpuTable(run.gpus), paramBox,
       el("h2", {}, "Timeline"), hint, charts, findingsBox);
 
