@@ -684,14 +684,18 @@
     changes.append(ul.children.length ? ul : el("p", { class: "muted" }, "no change"));
     const overlay = el("section", { class: "charts", id: "overlay" }, el("h2", {}, "Overlaid"));
     $app.replaceChildren(el("h1", {}, "Compare ", String(runs.length), " runs"), bars, table, params, changes, overlay);
-    // overlaid charts: GPU 0's util and the step time of each run, by time since start or by step
+    // overlaid charts: the first GPU's util and the step time of each run, by time since start or by step
     // (a run's step numbers, step.n, map its times to steps)
     const width = Math.max(480, Math.min(1400, $app.clientWidth - 20));
-    const get = (r, name, labels) => api(`runs/${encodeURIComponent(r.id)}/series?name=${name}&labels=${labels}&points=${Math.round(width)}&band=0`)
-      .then((g) => (g.series[0] && g.series[0].t.length ? g.series[0] : null)).catch(() => null);
+    // labels null: of the series of that name, the one of the lowest-numbered GPU that has data (a
+    // MIG GPU 0 has no util: the run's GPU 1 then stands for it)
+    const gpuNo = (s) => { const m = /^gpu=(\d+)$/.exec(s.labels); return m ? +m[1] : Infinity; };
+    const get = (r, name, labels) => api(`runs/${encodeURIComponent(r.id)}/series?name=${name}` +
+      (labels === null ? "" : `&labels=${labels}`) + `&points=${Math.round(width)}&band=0`)
+      .then((g) => g.series.filter((s) => s.t.length).sort((a, b) => gpuNo(a) - gpuNo(b))[0] || null).catch(() => null);
     const stepsOf = await Promise.all(runs.map((r) => get(r, "step.n", "")));
     const lines = [];
-    for (const [name, labels, title, fmt] of [["gpu.util_pct", "gpu=0", "GPU 0 utilisation", pctv], ["step.total_s", "", "Step time", secs]])
+    for (const [name, labels, title, fmt] of [["gpu.util_pct", null, "GPU utilisation (each run's first GPU that reports it)", pctv], ["step.total_s", "", "Step time", secs]])
       lines.push({ name, title, fmt, got: await Promise.all(runs.map((r) => get(r, name, labels))) });
     const stepAt = (steps, t) => { // linear between the step series' points; null outside
       if (!steps) return null;
