@@ -193,6 +193,32 @@ def test_a_finished_run_stays_on_screen_finished_and_escaped():
         box.close()
 
 
+def test_a_diagnosis_that_fails_shows_its_cause_on_the_doctor_line():
+    # The host CPU series' chunks damaged: the doctor cannot read them. Before, top said "no finding
+    # yet (the first diagnosis comes after a few seconds of data)" for ever.
+    import sqlite3
+    box = Sandbox()
+    try:
+        box.ok("run", "--quiet", "--name", "dmg", "--", "sleep", "1")
+        db = sqlite3.connect(box.db)
+        db.execute("UPDATE chunks SET data = x'0102' WHERE series_id IN (SELECT id FROM series "
+                   "WHERE name = 'host.cpu.busy_pct' AND labels = 'cpu=total')")
+        db.execute("DELETE FROM rollups")
+        db.commit()
+        db.close()
+        term = Term(box, [BIN, "top", "dmg"], w=160)
+        try:
+            s = term.wait_for(lambda x: "doctor  the diagnosis could not run: " in x, "the doctor's failure")
+            keep("diagnosis-failed.txt", s)
+            check("corrupt" in s, f"its cause: {s}")
+            term.keys("q")
+            term.wait_for(lambda x: "EXIT=" in x, "q quits")
+        finally:
+            term.close()
+    finally:
+        box.close()
+
+
 def test_the_process_list_scrolls_with_arrows_and_pages():
     box = Sandbox()
     try:
