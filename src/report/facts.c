@@ -26,6 +26,8 @@ static double stat_mean(const struct report_run *r, const char *source, const ch
   return s.mean;
 }
 
+/* Every GPU of the run: those with a util or memory series, and those the agent counted (gpu.count)
+ * that gave no figure at all (every call failing), whose figures then all stay unknown. */
 static int load_gpus(struct report_run *r) {
   int max = -1;
   for (size_t i = 0; i < r->nseries; i++) {
@@ -33,6 +35,10 @@ static int load_gpus(struct report_run *r) {
     if (g > max && r->series[i].count > 0)
       max = g;
   }
+  double cnt = runview_param_num(&r->view, "gpu.count");
+  int counted = cnt >= 1 && cnt <= 1024 ? (int)cnt : 0;
+  if (counted - 1 > max)
+    max = counted - 1;
   if (max < 0)
     return GS_OK;
   r->gpus = calloc((size_t)max + 1, sizeof *r->gpus);
@@ -41,7 +47,7 @@ static int load_gpus(struct report_run *r) {
   for (int g = 0; g <= max; g++) {
     char lab[16], key[48];
     snprintf(lab, sizeof lab, "gpu=%d", g);
-    if (runview_find(&r->view, "nvml", "gpu.util_pct", lab) < 0 &&
+    if (g >= counted && runview_find(&r->view, "nvml", "gpu.util_pct", lab) < 0 &&
         runview_find(&r->view, "nvml", "gpu.mem_used_bytes", lab) < 0)
       continue;
     struct report_gpu *x = &r->gpus[r->ngpus++];

@@ -518,14 +518,21 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
 
 /* ---- /api/runs/REF ---- */
 
+/* One row per GPU with a util or memory series, and per GPU the agent counted (gpu.count) that gave
+ * no figure at all: its figures null. */
 static void gpu_table(FILE *out, const struct runview *v) {
   int max = max_gpu(v);
+  double cnt = runview_param_num(v, "gpu.count");
+  int counted = cnt >= 1 && cnt <= 1024 ? (int)cnt : 0;
+  if (counted - 1 > max)
+    max = counted - 1;
   fputc('[', out);
   int first = 1;
   for (int g = 0; g <= max; g++) {
     char lab[16], key[48];
     snprintf(lab, sizeof lab, "gpu=%d", g);
-    if (runview_find(v, NULL, "gpu.util_pct", lab) < 0 && runview_find(v, NULL, "gpu.mem_used_bytes", lab) < 0)
+    if (g >= counted && runview_find(v, NULL, "gpu.util_pct", lab) < 0 &&
+        runview_find(v, NULL, "gpu.mem_used_bytes", lab) < 0)
       continue;
     if (!first)
       fputc(',', out);

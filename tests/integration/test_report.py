@@ -119,6 +119,34 @@ def test_gpu_report_charts_gpus_and_throttling():
     check("throttled" in [f["rule"] for f in rep["findings"]], str([f["rule"] for f in rep["findings"]]))
 
 
+def test_a_gpu_that_gave_no_figure_is_still_shown():
+    # dark1of3.scn: GPU 1 answers UNKNOWN to every call, so it has no series at all, but the agent
+    # counted it (gpu.count 3). The report's text, --json and the web page's GPU table list all three,
+    # GPU 1's figures unknown (they listed GPUs 0 and 2 only); the run summary too.
+    lib = os.path.join(BUILD, "tests", "gpusim", "libnvidia-ml.so.1")
+    sb = Sandbox()
+    try:
+        env = {"GPUSCOPE_NVML_LIB": lib,
+               "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios", "dark1of3.scn")}
+        rc, _, err = sb.gs("run", "--name", "dark", "--", "sleep", "1", env=env)
+        check(rc == 0 and re.search(r"GPU 1: util mean —, min —; memory peak —", err), f"the summary:\n{err}")
+        check(re.search(r"GPU 2: util mean 80%", err), f"GPU 2 after it:\n{err}")
+        out = sb.ok("report", "dark")
+        check(re.search(r"^  GPU 1: util — \(min —\)", out, re.M) and re.search(r"^  GPU 2: util 80%", out, re.M)
+              and "3 GPUs: NVIDIA H100 80GB HBM3, —, NVIDIA H100" in out,
+              f"the text report:\n{out}")
+        rep = sb.json("report", "dark", "--json")
+        check([g["index"] for g in rep["gpus"]] == [0, 1, 2] and rep["gpus"][1]["util_pct"] is None,
+              f"--json gpus: {rep['gpus']}")
+        path = os.path.join(sb.dir, "dark.html")
+        sb.ok("report", "dark", "--html", path)
+        gpus = next(iter(embedded(open(path, encoding="utf-8").read())["runs"].values()))["gpus"]
+        check([g["index"] for g in gpus] == [0, 1, 2] and gpus[1]["util"] is None and gpus[1]["mem_peak_bytes"] is None,
+              f"the page's GPU table: {gpus}")
+    finally:
+        sb.close()
+
+
 def test_exit_codes():
     sb = sandbox()
     for args, code in ((["report"], 2), (["report", "nope"], 2), (["report", "waits", "--bogus"], 2),
