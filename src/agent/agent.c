@@ -246,36 +246,80 @@ static int shell_status(int wstatus) {
 
 struct live {
   int on;
-  int cpu, cg_cpu, mem, tree_cpu, tree_rss;
   int64_t start;
 };
 
+/* The latest value of a series, NAN while it has none. Looked up at each print: a collector may
+ * declare its series only once it has a first value (host CPU needs two reads). */
+static double live_last(struct gs_sink *s, const char *source, const char *name, const char *labels) {
+  return gs_sink_last(s, gs_sink_find(s, source, name, labels));
+}
+
+/* A percentage for the live line, "—" when the collector has no value (yet, or ever). */
+static const char *live_pct(char *buf, size_t n, double v) {
+  if (isfinite(v))
+    snprintf(buf, n, "%.0f%%", v);
+  else
+    snprintf(buf, n, "—");
+  return buf;
+}
+
+/* The GPUs' util for the live line: one figure per GPU ("GPU — 70%"), "—" for a GPU without util (a
+ * MIG GPU, one not read yet, one lost), up to LIVE_GPUS of them; past that the mean of those known
+ * and how many are not. The count is the agent's gpu.count param, else the GPUs with a util series. */
+#define LIVE_GPUS 8
+static int live_gpus(struct gs_sink *s, char *line, size_t n) {
+  char cnt[16];
+  int ngpus = gs_sink_param_get(s, "gpu.count", cnt, sizeof cnt) ? atoi(cnt) : 0;
+  if (ngpus <= 0 || ngpus > 1024) {
+    ngpus = 0;
+    for (char lab[16]; ngpus < 64; ngpus++) {
+      snprintf(lab, sizeof lab, "gpu=%d", ngpus);
+      if (gs_sink_find(s, "nvml", "gpu.util_pct", lab) < 0)
+        break;
+    }
+  }
+  if (!ngpus)
+    return 0;
+  double sum = 0;
+  int known = 0, off = snprintf(line, n, "  GPU");
+  for (int g = 0; g < ngpus && off >= 0 && (size_t)off < n; g++) {
+    char lab[16], v[16];
+    snprintf(lab, sizeof lab, "gpu=%d", g);
+    int id = gs_sink_find(s, "nvml", "gpu.util_pct", lab);
+    double u = id >= 0 ? gs_sink_last(s, id) : NAN;
+    if (isfinite(u))
+      sum += u, known++;
+    if (ngpus <= LIVE_GPUS)
+      off += snprintf(line + off, n - (size_t)off, " %s", live_pct(v, sizeof v, u));
+  }
+  if (ngpus > LIVE_GPUS && off >= 0 && (size_t)off < n) {
+    char v[16];
+    off += snprintf(line + off, n - (size_t)off, " %s mean of %d", live_pct(v, sizeof v, known ? sum / known : NAN),
+                    ngpus);
+    if (known < ngpus)
+      off += snprintf(line + off, n - (size_t)off, " (%d —)", ngpus - known);
+  }
+  return off;
+}
+
 static void live_print(struct live *l, struct gs_sink *s, int64_t now) {
-  char el[32], mem[32], rss[32], line[256];
-  int off = snprintf(line, sizeof line, "\r[gpuscope] %s  CPU %.0f%%", gs_fmt_duration(now - l->start, el, sizeof el),
-                     gs_sink_last(s, l->cpu));
-  double cg = gs_sink_last(s, l->cg_cpu), m = gs_sink_last(s, l->mem), tc = gs_sink_last(s, l->tree_cpu);
+  char el[32], mem[32], rss[32], pct[16], line[512], gpus[256];
+  double cpu = live_last(s, "host", "host.cpu.busy_pct", "cpu=total");
+  double cg = live_last(s, "host", "host.cgroup.cpu_used_pct_of_limit", "");
+  double m = live_last(s, "host", "host.mem.used_bytes", "");
+  double tc = live_last(s, "proctree", "tree.cpu_pct", ""), tr = live_last(s, "proctree", "tree.rss_bytes", "");
+  int off = snprintf(line, sizeof line, "\r[gpuscope] %s  CPU %s", gs_fmt_duration(now - l->start, el, sizeof el),
+                     live_pct(pct, sizeof pct, cpu));
   if (isfinite(cg))
     off += snprintf(line + off, sizeof line - (size_t)off, " (%.0f%% of quota)", cg);
   if (isfinite(tc))
     off += snprintf(line + off, sizeof line - (size_t)off, "  job %.0f%% CPU %s", tc,
-                    gs_fmt_bytes(gs_sink_last(s, l->tree_rss), rss, sizeof rss));
+                    isfinite(tr) ? gs_fmt_bytes(tr, rss, sizeof rss) : "—");
   if (isfinite(m))
     off += snprintf(line + off, sizeof line - (size_t)off, "  mem %s", gs_fmt_bytes(m, mem, sizeof mem));
-  double gpu_sum = 0;
-  int gpus = 0;
-  for (int g = 0; g < 64; g++) {
-    char lab[16];
-    snprintf(lab, sizeof lab, "gpu=%d", g);
-    int id = gs_sink_find(s, "nvml", "gpu.util_pct", lab);
-    if (id < 0)
-      break;
-    double v = gs_sink_last(s, id);
-    if (isfinite(v))
-      gpu_sum += v, gpus++;
-  }
-  if (gpus)
-    off += snprintf(line + off, sizeof line - (size_t)off, "  GPU %.0f%% (%d)", gpu_sum / gpus, gpus);
+  if (live_gpus(s, gpus, sizeof gpus) > 0)
+    snprintf(line + off, sizeof line - (size_t)off, "%s", gpus);
   fprintf(stderr, "%s\033[K", line);
   fflush(stderr);
 }
@@ -516,11 +560,6 @@ static void agent_loop(struct agent *a) {
   const struct agent_opts *o = a->o;
   struct gs_sink *sink = a->sink;
   struct live live = {.on = !o->quiet && isatty(2), .start = a->run.mono_start_ns};
-  live.cpu = gs_sink_find(sink, "host", "host.cpu.busy_pct", "cpu=total");
-  live.cg_cpu = gs_sink_find(sink, "host", "host.cgroup.cpu_used_pct_of_limit", "");
-  live.mem = gs_sink_find(sink, "host", "host.mem.used_bytes", "");
-  live.tree_cpu = gs_sink_find(sink, "proctree", "tree.cpu_pct", "");
-  live.tree_rss = gs_sink_find(sink, "proctree", "tree.rss_bytes", "");
   int64_t next = gs_mono_ns(), last_live = 0;
   for (;;) {
     int64_t now = gs_mono_ns();

@@ -1,7 +1,8 @@
 /* cli/cmd_report: `gpuscope report RUN` — one run's diagnosis (the doctor runs first when the run has
  * no findings yet) as terminal text, JSON, or a self-contained HTML file — and `gpuscope compare RUN
  * RUN...`, which shares its options and file writing. Exit codes as cli.h: 2 for bad usage or an
- * unknown run, 3 when the store cannot be opened, 1 when reading it fails. */
+ * unknown run, 3 when the store cannot be opened, 1 when reading it fails or the diagnosis could not
+ * run (the report is still printed; the cause on stderr). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -85,6 +86,19 @@ static int report_load_or_exit(struct store *st, const char *ref, int rediagnose
                    gs_last_error());
 }
 
+/* After the report is written: a diagnosis that failed is said on stderr with its cause and makes
+ * the exit code 1 (the report itself, without findings, is still printed); findings the store
+ * refused to keep are said too, with exit 0 (they are in the report; the next report diagnoses
+ * again). Returns 0 or GS_EXIT_FAIL. */
+static int report_diag_status(const char *cmd, const struct report_run *r) {
+  if (r->save_error[0])
+    fprintf(stderr, "gpuscope: %s: run %s: the findings were not saved in the store: %s\n", cmd, r->run.id,
+            r->save_error);
+  if (!r->diag_rc)
+    return 0;
+  return cli_error(GS_EXIT_FAIL, "%s: run %s: the diagnosis could not run: %s", cmd, r->run.id, r->diag_error);
+}
+
 /* Writes a file through write(out, user): "-" is stdout. Returns 0 or an exit code (printed). */
 static int report_write_file(const char *path, int (*write)(FILE *out, void *user), void *user) {
   if (!strcmp(path, "-"))
@@ -164,6 +178,8 @@ int cmd_report(int argc, char **argv) {
     rc = report_json(stdout, &r) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
   else if (!rc && !o.html)
     rc = report_text(stdout, &r, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
+  if (!rc)
+    rc = report_diag_status("report", &r);
   report_run_done(&r);
   if (group)
     group->close(group);
@@ -227,6 +243,12 @@ int cmd_compare(int argc, char **argv) {
     rc = report_compare_json(stdout, runs, o.nrefs) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
   else if (!rc && !o.html)
     rc = report_compare_text(stdout, runs, o.nrefs, o.color) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
+  int diag = 0; /* every run's failed diagnosis is said */
+  for (size_t i = 0; !rc && i < loaded; i++)
+    if (report_diag_status("compare", &runs[i]))
+      diag = GS_EXIT_FAIL;
+  if (!rc)
+    rc = diag;
   for (size_t i = 0; i < loaded && runs; i++)
     report_run_done(&runs[i]);
   for (size_t i = 0; groups && i < o.nrefs; i++)

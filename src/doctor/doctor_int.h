@@ -123,6 +123,10 @@ struct dr_run {
   int host_rank;
   int64_t from, to; /* the analysis window: the training steps when the client sent them, else the run */
   double window_s;
+  /* The first store read that failed while the signals loaded (0: none) and its message: data the
+   * store holds but could not give is not missing data, so dr_run_load fails with it. */
+  int read_rc;
+  char read_err[256];
 
   /* host */
   int ncpu;      /* cpu=N series seen; 0 unknown */
@@ -167,9 +171,9 @@ int dr_run_load(const struct runview *v, int64_t from, int64_t to, struct dr_run
 void dr_run_done(struct dr_run *d);
 
 /* Windowed stats of a series by source/name/labels (labels NULL: pool every labels), through
- * runview_stats over the analysis window. Can't fail: a read error leaves the stats empty (n == 0). */
-void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
-                 struct dr_stats *out);
+ * runview_stats over the analysis window. A read error leaves the stats empty (n == 0) and is kept in
+ * d (dr_read_failed), so the diagnosis fails with its cause rather than judge without the data. */
+void dr_stats_of(struct dr_run *d, const char *source, const char *name, const char *labels, struct dr_stats *out);
 
 /* In a group, labels of the focus node's series: labels with ",host=H" appended for the host's own
  * series, with ",<d->node>" (host=H, or host=H,run=ID where several runs share H) for the focus run's
@@ -179,8 +183,9 @@ const char *dr_node_labels(const struct dr_run *d, const char *labels, int job, 
  * labels without those members in base (n bytes), else 0. A single run: always 1, base = labels. */
 int dr_own_labels(const struct dr_run *d, const char *labels, char *base, size_t n);
 
-/* Loads a series' samples within the window into malloc'd arrays (NULL, 0 when absent). */
-int dr_samples(const struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n);
+/* Loads a series' samples within the window into malloc'd arrays (NULL, 0 when absent). Returns 0
+ * or the read's GS_E code, which is also kept in d (dr_read_failed). */
+int dr_samples(struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n);
 
 /* The signals by family, each filling its part of d from d->v within the window (called in this
  * order by dr_run_load): the loop's figures and params (signals_loop.c), the host and the job's

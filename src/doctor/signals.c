@@ -47,8 +47,15 @@ int dr_own_labels(const struct dr_run *d, const char *labels, char *base, size_t
   return cut_suffix(labels, d->node, base, n) || cut_suffix(labels, host, base, n);
 }
 
-void dr_stats_of(const struct dr_run *d, const char *source, const char *name, const char *labels,
-                 struct dr_stats *out) {
+/* Keeps the first failed read (its code and this thread's message) for dr_run_load. */
+static void dr_read_failed(struct dr_run *d, int rc) {
+  if (!d->read_rc) {
+    d->read_rc = rc;
+    dr_printf(d->read_err, sizeof d->read_err, "%s", gs_last_error());
+  }
+}
+
+void dr_stats_of(struct dr_run *d, const char *source, const char *name, const char *labels, struct dr_stats *out) {
   struct runview_stats s;
   out->n = 0;
   out->mean = out->min = out->max = NAN;
@@ -56,7 +63,10 @@ void dr_stats_of(const struct dr_run *d, const char *source, const char *name, c
   /* the host's and the job's own series are the focus node's; GPUs and steps are the group's */
   if (source && (!strcmp(source, "host") || !strcmp(source, "proctree")))
     labels = dr_node_labels(d, labels, !strcmp(source, "proctree"), buf, sizeof buf);
-  if (runview_stats(d->v, source, name, labels, d->from, d->to, &s) || !s.n)
+  int rc = runview_stats(d->v, source, name, labels, d->from, d->to, &s);
+  if (rc)
+    dr_read_failed(d, rc);
+  if (rc || !s.n)
     return;
   out->n = s.n;
   out->mean = s.mean;
@@ -64,8 +74,11 @@ void dr_stats_of(const struct dr_run *d, const char *source, const char *name, c
   out->max = s.max;
 }
 
-int dr_samples(const struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n) {
-  return runview_samples(d->v, series_id, d->from, d->to, t, v, n);
+int dr_samples(struct dr_run *d, int64_t series_id, int64_t **t, double **v, size_t *n) {
+  int rc = runview_samples(d->v, series_id, d->from, d->to, t, v, n);
+  if (rc)
+    dr_read_failed(d, rc);
+  return rc;
 }
 
 /* The steps of the view whose whole step lies in [from, to] (all of them for the usual window), as a
@@ -119,6 +132,8 @@ int dr_run_load(const struct runview *v, int64_t from, int64_t to, struct dr_run
   dr_load_host(d);
   if ((rc = dr_load_procs(d)) || (rc = dr_load_gpus(d)))
     return rc;
+  if (d->read_rc)
+    return gs_fail(d->read_rc, "cannot read the run's data: %s", d->read_err);
   return GS_OK;
 }
 

@@ -18,7 +18,7 @@ static int is_launcher(const char *comm) {
   return 0;
 }
 
-static double mean_in_window(const struct dr_run *d, const char *name, const char *labels, size_t *count) {
+static double mean_in_window(struct dr_run *d, const char *name, const char *labels, size_t *count) {
   struct dr_stats s;
   dr_stats_of(d, "proctree", name, labels, &s);
   if (count)

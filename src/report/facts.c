@@ -26,6 +26,8 @@ static double stat_mean(const struct report_run *r, const char *source, const ch
   return s.mean;
 }
 
+/* Every GPU of the run: those with a util or memory series, and those the agent counted (gpu.count)
+ * that gave no figure at all (every call failing), whose figures then all stay unknown. */
 static int load_gpus(struct report_run *r) {
   int max = -1;
   for (size_t i = 0; i < r->nseries; i++) {
@@ -33,6 +35,10 @@ static int load_gpus(struct report_run *r) {
     if (g > max && r->series[i].count > 0)
       max = g;
   }
+  double cnt = runview_param_num(&r->view, "gpu.count");
+  int counted = cnt >= 1 && cnt <= 1024 ? (int)cnt : 0;
+  if (counted - 1 > max)
+    max = counted - 1;
   if (max < 0)
     return GS_OK;
   r->gpus = calloc((size_t)max + 1, sizeof *r->gpus);
@@ -41,7 +47,7 @@ static int load_gpus(struct report_run *r) {
   for (int g = 0; g <= max; g++) {
     char lab[16], key[48];
     snprintf(lab, sizeof lab, "gpu=%d", g);
-    if (runview_find(&r->view, "nvml", "gpu.util_pct", lab) < 0 &&
+    if (g >= counted && runview_find(&r->view, "nvml", "gpu.util_pct", lab) < 0 &&
         runview_find(&r->view, "nvml", "gpu.mem_used_bytes", lab) < 0)
       continue;
     struct report_gpu *x = &r->gpus[r->ngpus++];
@@ -125,10 +131,18 @@ int report_run_load(struct store *st, const char *ref, int rediagnose, struct re
     /* A store we may not write to still gets a report: the findings come back either way. */
     struct store_finding *f = NULL;
     size_t nf = 0;
-    doctor_run_view(v, &f, &nf);
+    int drc = doctor_run_view(v, &f, &nf);
+    if (drc && !f) {
+      /* Not even the stored findings of a --diagnose: they are not what this gpuscope would say. */
+      r->diag_rc = drc;
+      snprintf(r->diag_error, sizeof r->diag_error, "%s", gs_last_error());
+      nf = 0;
+    } else if (drc) {
+      snprintf(r->save_error, sizeof r->save_error, "%s", gs_last_error());
+    }
     free(v->findings);
     v->findings = f, v->nfindings = nf;
-    r->diagnosed = 1;
+    r->diagnosed = !r->diag_rc;
   }
   borrow_view(r);
   if ((rc = report_view_step_stats(v, &r->steps)) || (rc = load_gpus(r)))

@@ -381,7 +381,7 @@ const char *rp_gpus(const struct report_run *r, char *buf, size_t n) {
   else {
     size_t o = (size_t)snprintf(buf, n, "%d GPUs:", r->ngpus);
     for (int i = 0; i < r->ngpus && o < n; i++)
-      o += (size_t)snprintf(buf + o, n - o, "%s %s", i ? "," : "", r->gpus[i].name);
+      o += (size_t)snprintf(buf + o, n - o, "%s %s", i ? "," : "", r->gpus[i].name[0] ? r->gpus[i].name : "—");
   }
   return buf;
 }

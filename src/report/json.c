@@ -154,8 +154,16 @@ int report_json(FILE *out, const struct report_run *r) {
   gpus_array(out, r);
   key(out, "diagnosed_now", &first);
   fputs(r->diagnosed ? "true" : "false", out);
+  /* A diagnosis that failed: "error" says why and findings is null, never an empty list. */
+  if (r->diag_rc) {
+    key(out, "error", &first);
+    rp_json_str(out, r->diag_error);
+  }
   key(out, "findings", &first);
-  findings_array(out, r);
+  if (r->diag_rc)
+    fputs("null", out);
+  else
+    findings_array(out, r);
   /* The findings' gains combined by one step-time model (doctor_combine); null with fewer than two. */
   key(out, "combined", &first);
   struct doctor_combined c;

@@ -83,6 +83,12 @@ struct report_run {
   struct store_finding *findings;
   size_t nfindings;
   int diagnosed; /* the doctor ran for this report because the run had no findings yet */
+  /* The doctor failed (diag_rc a GS_E code, 0 when it did not): why, and the run then has no
+   * findings (never an empty list passed off as a diagnosis). save_error: the diagnosis ran but the
+   * store refused its findings (a read-only store, a full disk), "" when they were kept or not new. */
+  int diag_rc;
+  char diag_error[320];
+  char save_error[320];
   struct step_stats steps;
   double duration_s;
   struct report_gpu *gpus;
@@ -94,8 +100,10 @@ struct report_run {
 /* Loads run ref (id, prefix, name or "last") into r, a struct the caller owns, with its findings;
  * when it has none yet, or when rediagnose is set, runs the doctor on the same view first (storing the
  * findings when the store allows). st must stay open while r lives. Returns 0, GS_ENOENT / GS_EAMBIG
- * for a bad reference, or another GS_E code. report_run_done() releases what r holds (also after a
- * failure), not r itself. */
+ * for a bad reference, or another GS_E code. A doctor that fails is not a failed load: r is loaded,
+ * without findings, and r->diag_rc / diag_error say why (save_error when only the storing failed),
+ * for the caller to report. report_run_done() releases what r holds (also after a failure), not r
+ * itself. */
 int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r);
 /* Is param key gpuscope's own bookkeeping (gpu.N.*, nvml.*, ingest.*, group.*) rather than the job's
  * configuration? Such params are left out of the params a report lists and a comparison diffs. */

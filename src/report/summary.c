@@ -10,6 +10,24 @@
 
 #define SUMMARY_FINDINGS 3 /* findings the summary lists */
 
+/* How many GPUs the run had: the agent's gpu.count param, else one past the highest "gpu=N" label of
+ * an nvml series (a run written before the param existed). A GPU that reported nothing (no util on a
+ * MIG GPU, a lost GPU) still counts, so every GPU gets its line and its unknowns show as "—". */
+static int summary_gpu_count(const struct runview *v) {
+  double n = runview_param_num(v, "gpu.count");
+  if (n >= 1 && n <= 1024)
+    return (int)n;
+  int max = -1;
+  for (size_t i = 0; i < v->nseries; i++) {
+    const char *lab = v->series[i].labels;
+    char *end;
+    long g = strcmp(v->series[i].source, "nvml") || strncmp(lab, "gpu=", 4) ? -1 : strtol(lab + 4, &end, 10);
+    if (g > max && g < 1024 && end > lab + 4 && (*end == ',' || !*end))
+      max = (int)g;
+  }
+  return max + 1;
+}
+
 /* The last block: the doctor's top findings, one line each, or the word that the run is healthy. */
 static void print_findings(FILE *out, const struct runview *v) {
   const struct store_finding *f = v->findings;
@@ -82,20 +100,23 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
   if (tree.n)
     fprintf(out, "  job: CPU mean %.0f%% (100%% = one core), peak %.0f%%; RSS peak %s\n", tree.mean, tree.max,
             gs_fmt_bytes(rss.max, b2, sizeof b2));
-  for (int g = 0; g < 64; g++) {
-    char lab[16];
+  int ngpus = summary_gpu_count(&v);
+  for (int g = 0; g < ngpus; g++) {
+    char lab[16], key[48], u1[16], u2[16];
     snprintf(lab, sizeof lab, "gpu=%d", g);
     struct series_stats util, mu, sm;
-    if (report_view_stats(&v, "nvml", "gpu.util_pct", lab, &util) || !util.n)
-      break;
+    report_view_stats(&v, "nvml", "gpu.util_pct", lab, &util);
     report_view_stats(&v, "nvml", "gpu.mem_used_bytes", lab, &mu);
     report_view_stats(&v, "nvml", "gpu.sm_active_pct", lab, &sm);
-    fprintf(out, "  GPU %d: util mean %.0f%%, min %.0f%%", g, util.mean, util.min);
+    snprintf(key, sizeof key, "gpu.%d.mig_mode", g);
+    const char *mig = runview_param(&v, key);
+    fprintf(out, "  GPU %d: util mean %s, min %s", g, rp_num(u1, sizeof u1, util.n ? util.mean : NAN, 0, "%"),
+            rp_num(u2, sizeof u2, util.n ? util.min : NAN, 0, "%"));
+    if (!util.n && mig && !strncmp(mig, "enabled", 7))
+      fputs(" (MIG mode: the driver gives no whole-GPU util)", out);
     if (sm.n)
       fprintf(out, "; SM active mean %.0f%%", sm.mean);
-    if (mu.n)
-      fprintf(out, "; memory peak %s", gs_fmt_bytes(mu.max, b1, sizeof b1));
-    fputc('\n', out);
+    fprintf(out, "; memory peak %s\n", rp_bytes(b1, sizeof b1, mu.n ? mu.max : NAN));
   }
   struct step_stats steps;
   if (!report_view_step_stats(&v, &steps) && steps.steps) {

@@ -198,8 +198,13 @@ static void print_gaps(FILE *out, const struct style *s, const struct report_run
 /* The findings ranked by time lost, their combined fix, then the run's notes. */
 static void print_findings(FILE *out, const struct style *s, const struct report_run *r) {
   fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s->bold, s->reset, r->diagnosed ? " (diagnosed now)" : "");
-  if (!r->nfindings)
-    fputs("  none: the diagnosis could not run on this run\n", out);
+  if (r->diag_rc) {
+    fputs("  none: the diagnosis could not run: ", out);
+    rp_text(out, r->diag_error, 0);
+    fputc('\n', out);
+  } else if (!r->nfindings) {
+    fputs("  none stored for this run\n", out);
+  }
   for (size_t i = 0; i < r->nfindings; i++)
     print_finding(out, s, i, &r->findings[i]);
   char comb[320];

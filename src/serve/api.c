@@ -518,14 +518,21 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
 
 /* ---- /api/runs/REF ---- */
 
+/* One row per GPU with a util or memory series, and per GPU the agent counted (gpu.count) that gave
+ * no figure at all: its figures null. */
 static void gpu_table(FILE *out, const struct runview *v) {
   int max = max_gpu(v);
+  double cnt = runview_param_num(v, "gpu.count");
+  int counted = cnt >= 1 && cnt <= 1024 ? (int)cnt : 0;
+  if (counted - 1 > max)
+    max = counted - 1;
   fputc('[', out);
   int first = 1;
   for (int g = 0; g <= max; g++) {
     char lab[16], key[48];
     snprintf(lab, sizeof lab, "gpu=%d", g);
-    if (runview_find(v, NULL, "gpu.util_pct", lab) < 0 && runview_find(v, NULL, "gpu.mem_used_bytes", lab) < 0)
+    if (g >= counted && runview_find(v, NULL, "gpu.util_pct", lab) < 0 &&
+        runview_find(v, NULL, "gpu.mem_used_bytes", lab) < 0)
       continue;
     if (!first)
       fputc(',', out);
@@ -605,8 +612,11 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   struct store_finding *f = NULL;
   size_t nf = 0;
   int free_f = 0, stored = 1;
+  char diag_error[320] = "";
   if (findings_for(e, v, &f, &nf, &free_f, &stored)) {
-    f = NULL; /* the doctor failed: no findings rather than no page */
+    /* the doctor failed: the page, with why there are no findings (findings null, never []) */
+    snprintf(diag_error, sizeof diag_error, "%s", gs_last_error());
+    f = NULL;
     nf = 0;
   }
   fputs("{\"run\":{", out);
@@ -633,7 +643,12 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   fputs("],\"events\":[", out);
   event_entries(out, v);
   fputs("],\"findings\":", out);
-  serve_json_findings(out, f, nf);
+  if (diag_error[0]) {
+    fputs("null,\"findings_error\":", out);
+    rp_json_str(out, diag_error);
+  } else {
+    serve_json_findings(out, f, nf);
+  }
   fprintf(out, ",\"findings_stored\":%s,\"steps\":{", stored ? "true" : "false");
   struct steps_fig sf;
   steps_figures(v, &sf);

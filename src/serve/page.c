@@ -49,10 +49,10 @@ static int api_into(struct serve *s, const char *path, struct kv_args *args, FIL
 }
 
 static int page_series(const struct runview *v, const struct store_series *s) {
-  static const char *const gpu[] = {"gpu.util_pct",        "gpu.sm_active_pct",  "gpu.tensor_active_pct",
-                                    "gpu.dram_active_pct", "gpu.mem_used_bytes", "gpu.power_w",
-                                    "gpu.power_limit_w",   "gpu.temp_c",         "gpu.sm_clock_mhz",
-                                    "gpu.pcie_rx_bytes_s", "gpu.pcie_tx_bytes_s"};
+  static const char *const gpu[] = {"gpu.util_pct",          "gpu.mem_util_pct",    "gpu.sm_active_pct",
+                                    "gpu.tensor_active_pct", "gpu.dram_active_pct", "gpu.mem_used_bytes",
+                                    "gpu.power_w",           "gpu.power_limit_w",   "gpu.temp_c",
+                                    "gpu.sm_clock_mhz",      "gpu.pcie_rx_bytes_s", "gpu.pcie_tx_bytes_s"};
   if (s->count <= 0)
     return 0;
   for (size_t i = 0; i < sizeof gpu / sizeof *gpu; i++)
@@ -82,12 +82,19 @@ static int run_series(struct serve *srv, const char *id, FILE *out, int compare_
   }
   rp_json_str(out, v.run.id);
   fputs(":[", out);
-  int k = 0, ncpu = 0, nrss = 0;
+  int k = 0, ncpu = 0, nrss = 0, util_gpu = -1;
+  /* the compare page overlays the util of each run's lowest-numbered GPU that has one (a MIG GPU 0
+   * has none) */
+  for (size_t i = 0; i < v.nseries; i++) {
+    int g = runview_gpu_label(v.series[i].labels);
+    if (!strcmp(v.series[i].name, "gpu.util_pct") && v.series[i].count > 0 && g >= 0 && (util_gpu < 0 || g < util_gpu))
+      util_gpu = g;
+  }
   for (size_t i = 0; i < v.nseries && !rc; i++) {
     const struct store_series *s = &v.series[i];
     int want = page_series(&v, s);
     if (compare_only)
-      want = (!strcmp(s->name, "gpu.util_pct") && !strcmp(s->labels, "gpu=0")) ||
+      want = (!strcmp(s->name, "gpu.util_pct") && util_gpu >= 0 && runview_gpu_label(s->labels) == util_gpu) ||
              ((!strcmp(s->name, "step.total_s") || !strcmp(s->name, "step.n")) && !*s->labels &&
               !strcmp(s->source, "client"));
     if (want == 2)

@@ -264,6 +264,11 @@ static void draw_finding(const struct top_ui *u, const struct top_snap *s, int y
     put(y, 0, COLS, A_NORMAL, "doctor  no finding yet (the first diagnosis comes after a few seconds of data)");
     return;
   }
+  if (s->have_finding < 0) {
+    snprintf(line, sizeof line, "doctor  the diagnosis could not run: %s", s->title);
+    put(y, 0, COLS, pair(u, PAIR_WARN) | A_BOLD, line);
+    return;
+  }
   char gain[64] = "";
   if (isfinite(s->speedup) && s->speedup > 1.005)
     snprintf(gain, sizeof gain, ", est. %.2fx faster", s->speedup);

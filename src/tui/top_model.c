@@ -95,6 +95,10 @@ static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int ut
       if (g > max && g < TOP_MAX_GPUS)
         max = g;
     }
+  /* A GPU that gave no figure at all (lost from the start) is still one of the run's: "—" on its line. */
+  double count = runview_param_num(v, "gpu.count");
+  if (count >= 1 && count <= TOP_MAX_GPUS && count - 1 > max)
+    max = (int)count - 1;
   if (max < 0)
     return GS_OK;
   if (!(s->gpus = calloc((size_t)max + 1, sizeof *s->gpus)))
@@ -296,6 +300,10 @@ void top_finding_now(struct store *st, struct top_snap *s) {
   if (!rc) {
     keep_roles(&v, from, to, s);
     rc = doctor_diagnose_view(&v, from, to, &f, &n);
+  }
+  if (rc) {
+    s->have_finding = -1;
+    tui_escape(gs_last_error(), s->utf8, s->title, sizeof s->title);
   }
   runview_done(&v);
   if (rc || !n) {

@@ -71,7 +71,7 @@ struct top_snap {
   double step_s, data_share, h2d_share, compute_share, steps_per_s, samples_per_s; /* NAN unknown */
   /* the doctor's current top finding, over the last TOP_LIVE_WINDOW_S seconds while the run goes on
    * (the usual window once it finished), and what each process is to the training over that window */
-  int have_finding;
+  int have_finding; /* 1 a finding, 0 none yet, -1 the doctor failed: title is why */
   char rule[32], title[256], fix[256];
   double speedup, share;
   struct doctor_proc_role roles[TOP_MAX_ROLES];
@@ -86,7 +86,8 @@ struct top_snap {
 int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct top_snap *s);
 void top_snap_done(struct top_snap *s);
 
-/* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none), and the
+/* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none, -1 with
+ * the cause in title when the diagnosis failed), and the
  * roles of its processes (trainer, loader worker, launcher). This is the one place the live view asks
  * the doctor: over the last TOP_LIVE_WINDOW_S seconds of a running run (doctor_diagnose_view), over
  * the doctor's usual window once it finished. */

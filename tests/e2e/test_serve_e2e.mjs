@@ -175,7 +175,7 @@ try {
     check((await page.$$("#findings .fix .copy")).length >= 1, "a fix with a copy button");
     const ev = await page.$$eval("#findings table.evidence td", (t) => t.map((x) => x.innerText).join(" "));
     check(/ms|%|GiB/.test(ev), "evidence in units: " + ev.slice(0, 200));
-    for (const id of ["util", "activity", "memory", "power", "thermal", "pcie", "cpu", "steps"]) {
+    for (const id of ["util", "mem-util", "activity", "memory", "power", "thermal", "pcie", "cpu", "steps"]) {
       const p = await chartPoints(page, id);
       check(p && p.values > 0, `chart ${id} has data: ${JSON.stringify(p)}`);
     }
@@ -242,7 +242,7 @@ try {
     fresh.on("pageerror", (e) => errors.push("file page: " + e.message));
     await fresh.goto("file://" + run);
     await fresh.waitForFunction(() => document.body.dataset.ready, { timeout: 15000 });
-    for (const id of ["util", "steps", "cpu"]) {
+    for (const id of ["util", "mem-util", "steps", "cpu"]) {
       const p = await chartPoints(fresh, id);
       check(p && p.values > 0, `file page chart ${id} has data: ${JSON.stringify(p)}`);
     }

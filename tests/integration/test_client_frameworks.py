@@ -94,9 +94,12 @@ else:
 """
 
 WANT = {
-    "lightning": {"framework": "lightning", "precision": "bf16-mixed", "batch_size": "16"},
-    "keras": {"framework": "keras", "precision": "mixed_bfloat16", "batch_size": "16", "backend": "stub"},
-    "hf": {"framework": "transformers", "precision": "bf16", "batch_size": "8", "gradient_accumulation_steps": "2",
+    # precision in the protocol's vocabulary (docs/protocol.md), and where it came from
+    "lightning": {"framework": "lightning", "precision": "mixed-bf16", "batch_size": "16",
+                  "precision_source": "lightning trainer.precision=bf16-mixed"},
+    "keras": {"framework": "keras", "precision": "mixed-bf16", "batch_size": "16", "backend": "stub",
+              "precision_source": "keras global dtype policy mixed_bfloat16"},
+    "hf": {"framework": "transformers", "precision": "mixed-bf16", "batch_size": "8", "gradient_accumulation_steps": "2",
            "num_workers": "2", "pin_memory": "true"},
 }
 SAMPLES = {"lightning": 16, "keras": 16, "hf": 16}

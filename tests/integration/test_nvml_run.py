@@ -182,6 +182,50 @@ def test_mig_gpu_reports_memory_without_utilisation():
         box.close()
 
 
+def test_mig_gpu0_hides_no_gpu_after_it():
+    # GPU 0 in MIG mode has no util series at all: the summary and the live line still show GPUs 1-3,
+    # GPU 0's util as "—" (they stopped at the first GPU without util, so a MIG GPU 0 hid them all).
+    import pty
+    import re
+    import select
+    import signal
+    import time
+    box = Sandbox()
+    try:
+        env = dict(box.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=os.path.join(SCN, "mig4.scn"))
+        env.pop("GPUSIM_JOBPID", None)
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(BIN, [BIN, "run", "--name", "mig4", "--", "sleep", "120"], env)
+        buf, want = b"", "GPU — 81% 62% 43%"
+        deadline = time.monotonic() + 60  # bounds a hang only: the line comes within a second or two
+        while want.encode() not in buf and time.monotonic() < deadline:
+            if select.select([fd], [], [], 1)[0]:
+                try:
+                    buf += os.read(fd, 4096)
+                except OSError:
+                    break
+        os.kill(pid, signal.SIGINT)  # forwarded to the job; gpuscope then prints the summary
+        while True:
+            try:
+                chunk = os.read(fd, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+        os.waitpid(pid, 0)
+        text = buf.decode(errors="replace")
+        live = [seg for seg in text.split("\r") if seg.startswith("[gpuscope]")]
+        check(any(want in seg for seg in live), f"live line: every GPU, GPU 0 as —:\n{live}")
+        check(not any("nan" in seg for seg in live), f"an unknown is —, never nan:\n{live}")
+        for g, util in ((1, 81), (2, 62), (3, 43)):
+            check(re.search(rf"GPU {g}: util mean {util}%", text), f"summary line for GPU {g}:\n{text}")
+        check(re.search(r"GPU 0: util mean —, min —.*MIG", text), f"GPU 0 without util:\n{text}")
+    finally:
+        box.close()
+
+
 def test_dips_shorter_than_the_interval_are_kept():
     box = Sandbox()
     try:

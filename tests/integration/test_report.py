@@ -119,6 +119,34 @@ def test_gpu_report_charts_gpus_and_throttling():
     check("throttled" in [f["rule"] for f in rep["findings"]], str([f["rule"] for f in rep["findings"]]))
 
 
+def test_a_gpu_that_gave_no_figure_is_still_shown():
+    # dark1of3.scn: GPU 1 answers UNKNOWN to every call, so it has no series at all, but the agent
+    # counted it (gpu.count 3). The report's text, --json and the web page's GPU table list all three,
+    # GPU 1's figures unknown (they listed GPUs 0 and 2 only); the run summary too.
+    lib = os.path.join(BUILD, "tests", "gpusim", "libnvidia-ml.so.1")
+    sb = Sandbox()
+    try:
+        env = {"GPUSCOPE_NVML_LIB": lib,
+               "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios", "dark1of3.scn")}
+        rc, _, err = sb.gs("run", "--name", "dark", "--", "sleep", "1", env=env)
+        check(rc == 0 and re.search(r"GPU 1: util mean —, min —; memory peak —", err), f"the summary:\n{err}")
+        check(re.search(r"GPU 2: util mean 80%", err), f"GPU 2 after it:\n{err}")
+        out = sb.ok("report", "dark")
+        check(re.search(r"^  GPU 1: util — \(min —\)", out, re.M) and re.search(r"^  GPU 2: util 80%", out, re.M)
+              and "3 GPUs: NVIDIA H100 80GB HBM3, —, NVIDIA H100" in out,
+              f"the text report:\n{out}")
+        rep = sb.json("report", "dark", "--json")
+        check([g["index"] for g in rep["gpus"]] == [0, 1, 2] and rep["gpus"][1]["util_pct"] is None,
+              f"--json gpus: {rep['gpus']}")
+        path = os.path.join(sb.dir, "dark.html")
+        sb.ok("report", "dark", "--html", path)
+        gpus = next(iter(embedded(open(path, encoding="utf-8").read())["runs"].values()))["gpus"]
+        check([g["index"] for g in gpus] == [0, 1, 2] and gpus[1]["util"] is None and gpus[1]["mem_peak_bytes"] is None,
+              f"the page's GPU table: {gpus}")
+    finally:
+        sb.close()
+
+
 def test_exit_codes():
     sb = sandbox()
     for args, code in ((["report"], 2), (["report", "nope"], 2), (["report", "waits", "--bogus"], 2),
@@ -177,6 +205,59 @@ def test_garbage_in_the_store_does_not_break_the_report():
         html = open(path, encoding="utf-8").read()
         check("<script>alert" not in html and "&lt;script&gt;alert" in html, "store text is escaped in HTML")
         sb.ok("compare", rid, rid)
+    finally:
+        sb.close()
+
+
+def test_a_diagnosis_that_fails_is_an_error_with_its_cause():
+    # The host CPU series' chunks damaged (as a cut write or a bad disk leaves them) and no findings
+    # stored: the doctor cannot read what it needs. Before, the report said "the diagnosis could not
+    # run" with no reason, --json gave "findings": [] and both exited 0.
+    sb = Sandbox()
+    try:
+        sb.ok("run", "--quiet", "--name", "dmg", "--", *sb.step_job(0.01, 0.01, 20))
+        rid = sb.json("report", "dmg", "--json")["run"]["id"]
+        db = sqlite3.connect(sb.db)
+        db.execute("DELETE FROM findings WHERE run_id = ?", (rid,))
+        db.execute("UPDATE chunks SET data = x'0102' WHERE series_id IN (SELECT id FROM series WHERE run_id = ? "
+                   "AND name = 'host.cpu.busy_pct' AND labels = 'cpu=total')", (rid,))
+        db.execute("DELETE FROM rollups")
+        db.commit()
+        db.close()
+        rc, out, err = sb.gs("report", "dmg")
+        check(rc == 1, f"exit 1 for a failed diagnosis: {rc}\n{err}")
+        check(re.search(r"^gpuscope: report: run \w+: the diagnosis could not run: .*corrupt", err, re.M), err)
+        check(re.search(r"none: the diagnosis could not run: .*corrupt", out), out)
+        rc, raw, err = sb.gs("report", "dmg", "--json")
+        rep = json.loads(raw)
+        check(rc == 1 and "corrupt" in rep.get("error", "") and rep["findings"] is None,
+              f"--json: rc {rc}, error {rep.get('error')!r}, findings {rep['findings']!r}")
+        path = os.path.join(sb.dir, "dmg.html")
+        rc, _, err = sb.gs("report", "dmg", "--html", path)
+        check(rc == 1 and "could not run" in err and "findings_error" in open(path, encoding="utf-8").read(),
+              f"--html: rc {rc} {err!r}")
+        rc, _, err = sb.gs("compare", "dmg", "dmg")
+        check(rc == 1 and "compare: run" in err and "could not run" in err, f"compare: rc {rc} {err!r}")
+    finally:
+        sb.close()
+
+
+def test_findings_the_store_refuses_are_said_and_still_reported():
+    # The store refuses the new findings (a trigger stands in for a full disk): the report still has
+    # them and exits 0, and stderr says they were not kept. Before, nothing said so.
+    sb = Sandbox()
+    try:
+        sb.ok("run", "--quiet", "--name", "ro", "--", *sb.step_job(0.01, 0.01, 20))
+        rid = sb.json("report", "ro", "--json")["run"]["id"]
+        db = sqlite3.connect(sb.db)
+        db.execute("DELETE FROM findings WHERE run_id = ?", (rid,))
+        db.execute("CREATE TRIGGER refuse BEFORE INSERT ON findings BEGIN SELECT RAISE(ABORT, 'disk full (test)'); END")
+        db.commit()
+        db.close()
+        rc, raw, err = sb.gs("report", "ro", "--json")
+        rep = json.loads(raw)
+        check(rc == 0 and rep["findings"] and "error" not in rep, f"rc {rc}: {rep.get('findings')}")
+        check(re.search(r"run \w+: the findings were not saved in the store: .*disk full \(test\)", err), err)
     finally:
         sb.close()
 

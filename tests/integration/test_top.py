@@ -149,6 +149,24 @@ def test_top_follows_a_simulated_gpu_run_through_keys_and_resizes():
         box.close()
 
 
+def test_a_mig_gpu0_without_util_hides_no_gpu_after_it():
+    # mig4.scn: GPU 0 in MIG mode has no util series; GPUs 1-3 run at 81, 62 and 43 %.
+    box = Sandbox()
+    term = Term(box, [BIN, "top", "--", "sleep", "120"],
+                env={"GPUSIM_SCENARIO": os.path.join(SRC, "tests/gpusim/scenarios/mig4.scn")})
+    try:
+        s = term.wait_for(lambda x: all("%" in gpu_line(x, g) for g in (1, 2, 3)), "GPUs 1-3 with their util")
+        keep("80x24-mig4.txt", s)
+        for g, util in ((1, "81%"), (2, "62%"), (3, "43%")):
+            check(util in gpu_line(s, g), f"GPU {g} at {util}: {gpu_line(s, g)}")
+        check(re.search(r"util\[ *— *\]", gpu_line(s, 0)), f"GPU 0's util unknown, as —: {gpu_line(s, 0)}")
+        term.keys("q")
+        term.wait_for(lambda x: "EXIT=" in x, "q quits", timeout=60)
+    finally:
+        term.close()
+        box.close()
+
+
 def test_a_finished_run_stays_on_screen_finished_and_escaped():
     box = Sandbox()
     try:
@@ -169,6 +187,32 @@ def test_a_finished_run_stays_on_screen_finished_and_escaped():
             term.keys("q")
             s = term.wait_for(lambda x: "EXIT=" in x, "q quits")
             check("EXIT=0" in s, f"top of a finished run exits 0: {s}")
+        finally:
+            term.close()
+    finally:
+        box.close()
+
+
+def test_a_diagnosis_that_fails_shows_its_cause_on_the_doctor_line():
+    # The host CPU series' chunks damaged: the doctor cannot read them. Before, top said "no finding
+    # yet (the first diagnosis comes after a few seconds of data)" for ever.
+    import sqlite3
+    box = Sandbox()
+    try:
+        box.ok("run", "--quiet", "--name", "dmg", "--", "sleep", "1")
+        db = sqlite3.connect(box.db)
+        db.execute("UPDATE chunks SET data = x'0102' WHERE series_id IN (SELECT id FROM series "
+                   "WHERE name = 'host.cpu.busy_pct' AND labels = 'cpu=total')")
+        db.execute("DELETE FROM rollups")
+        db.commit()
+        db.close()
+        term = Term(box, [BIN, "top", "dmg"], w=160)
+        try:
+            s = term.wait_for(lambda x: "doctor  the diagnosis could not run: " in x, "the doctor's failure")
+            keep("diagnosis-failed.txt", s)
+            check("corrupt" in s, f"its cause: {s}")
+            term.keys("q")
+            term.wait_for(lambda x: "EXIT=" in x, "q quits")
         finally:
             term.close()
     finally:

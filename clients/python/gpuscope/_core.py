@@ -18,6 +18,7 @@ import threading
 import time
 
 from . import _attach
+from . import _precision
 
 PROTOCOL = "gs1"
 MAX_DATAGRAM = 4096
@@ -92,7 +93,7 @@ class Client:
     attach socket when look is on. Thread-safe; no method ever raises."""
 
     __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "nreported", "lock",
-                 "params", "finder", "found", "early", "agent", "warned")
+                 "params", "finder", "found", "early", "agent", "warned", "prec_user", "prec_rank")
 
     def __init__(self, path=None, rank=0, look=False):
         self.path = path or None
@@ -104,6 +105,8 @@ class Client:
         self.early = {}  # params set before an agent was found, sent when one is
         self.agent = None  # the `gpuscope attach` start() ran
         self.warned = False
+        self.prec_user = False  # the job set precision itself: nothing the client sees replaces it
+        self.prec_rank = 0  # how sure the precision the client found is (auto_precision)
         self._reset()
 
     @classmethod
@@ -253,7 +256,13 @@ class Client:
 
     def param(self, **kv):
         """Records run parameters: param(batch_size=64, precision="bf16"). Booleans are sent as
-        true/false, None as none; a value repeated unchanged is not sent again."""
+        true/false, None as none; a value repeated unchanged is not sent again. A precision set here
+        is never replaced by the one the client finds by itself (auto_precision)."""
+        if "precision" in kv:
+            self.prec_user = True
+        self._param(kv)
+
+    def _param(self, kv):
         if self.path is None and not self._look():
             if self.finder is not None:  # kept for an agent attached later
                 for k, v in kv.items():
@@ -285,15 +294,17 @@ class Client:
         except Exception:
             self.count_error()
 
-    def watch(self, loader, samples=None):
+    def watch(self, loader, samples=None, model=None):
         """Wraps an iterable of batches: `for batch in gpuscope.watch(loader):`. Each step's data wait
         (the time next() takes) and compute (the rest of the iteration) are timed and sent; samples per
         step are samples (an int), samples(batch), or the batch's first dimension. For a torch
         DataLoader, batch_size, num_workers, pin_memory, prefetch_factor and persistent_workers are
-        recorded as params. len() works when the loader has one."""
+        recorded as params. len() works when the loader has one. The run's precision is found as the
+        loop runs (unless param(precision=...) said it): autocast around the loop, and with model (a
+        torch nn.Module) autocast inside its first forward, else its parameters' dtype."""
         if self.path is not None or self.finder is not None:
             self.record_loader(loader)
-        return _Watched(self, loader, samples)
+        return _Watched(self, loader, samples, model)
 
     # -- the interface of the framework callbacks --
 
@@ -304,6 +315,20 @@ class Client:
                 self.ndropped += 1
         except Exception:
             pass
+
+    def auto_precision(self, value, source, rank):
+        """The run's precision as the client found it (_precision's vocabulary), from source (words
+        for the report: "lightning trainer.precision=16-mixed"), rank how sure: 1 a model's parameter
+        dtype, 2 the framework's setting, 3 autocast seen on. Sent as the params precision and
+        precision_source unless the job set precision itself or a surer finding came first. Never
+        raises."""
+        try:
+            if value is None or self.prec_user or rank < self.prec_rank:
+                return
+            self.prec_rank = rank
+            self._param({"precision": value, "precision_source": source})
+        except Exception:
+            self.count_error()
 
     def record_loader(self, loader):
         """A torch DataLoader's settings as params (without importing torch)."""
@@ -427,16 +452,78 @@ class Client:
             self.ndropped += len(chunk)
 
 
-def _watch(client, loader, samples):
+PROBE_STEPS = 3  # steps at whose start watch() looks for autocast around the loop
+
+
+class _PrecisionProbe:
+    """Finds a watched loop's precision in its first steps: autocast on at a step's start (a loop
+    inside `with torch.autocast(...)`), and with a model, autocast in its first forward (a forward
+    pre-hook that removes itself), else the dtype of its parameters once the first step ended."""
+
+    __slots__ = ("client", "model", "hook", "steps")
+
+    def __init__(self, client, model):
+        self.client, self.model, self.hook, self.steps = client, model, None, 0
+        try:
+            if model is not None and hasattr(model, "register_forward_pre_hook"):
+                self.hook = model.register_forward_pre_hook(self._forward)
+        except Exception:
+            self.hook = None
+
+    def _forward(self, module, args):
+        try:
+            self._unhook()
+            k = _precision.autocast_now()
+            if k is not None:
+                self.client.auto_precision(k, "torch autocast in the model's forward", 3)
+            else:
+                self._params("no autocast in the model's forward")
+        except Exception:
+            pass
+
+    def _params(self, why):
+        k = _precision.of_params(self.model)
+        if k is not None:
+            self.client.auto_precision(k, f"torch: the model's parameters are {k}, {why}", 1)
+
+    def _unhook(self):
+        h, self.hook = self.hook, None
+        if h is not None:
+            h.remove()
+
+    def step_start(self):
+        """At a step's start; False once there is nothing more to look for."""
+        self.steps += 1
+        k = _precision.autocast_now()
+        if k is not None:
+            self.client.auto_precision(k, "torch autocast around the training loop", 3)
+            self._unhook()
+            return False
+        if self.steps == 2 and self.hook is not None:  # the model's forward was not called through it
+            self._unhook()
+            self._params("its forward not seen")
+        return self.steps < PROBE_STEPS or self.hook is not None
+
+    def done(self):
+        self._unhook()
+
+
+def _watch(client, loader, samples, model=None):
     """The generator behind watch(): times each next() as data wait and the rest of the iteration as
-    the step, with the step's phases in current_step while the loop body runs."""
+    the step, with the step's phases in current_step while the loop body runs. Its first steps also
+    look for the run's precision (_PrecisionProbe), unless the job said it."""
     get, set_, emit = current_step.get, current_step.set, client.emit_step
     outer = get()
     in_step = False
+    probe = None
+    if not client.prec_user and client.prec_rank < 3 and (model is not None or "torch" in sys.modules):
+        probe = _PrecisionProbe(client, model)
     t0 = mono()
     try:
         for batch in loader:
             t1 = mono()
+            if probe is not None and not probe.step_start():
+                probe = None
             phases = {}
             n = count_samples(batch, samples)
             in_step = True
@@ -452,21 +539,24 @@ def _watch(client, loader, samples):
         if in_step:  # the loop left early (break, exception): the step ended now
             t2 = mono()
             emit(t1 - t0, t2 - t1, phases, n, t2)
+        if probe is not None:
+            probe.done()
         client.flush()
 
 
 class _Watched:
-    __slots__ = ("client", "loader", "samples")
+    __slots__ = ("client", "loader", "samples", "model")
 
-    def __init__(self, client, loader, samples):
+    def __init__(self, client, loader, samples, model=None):
         self.client = client
         self.loader = loader
         self.samples = samples
+        self.model = model
 
     def __iter__(self):
         if self.client.path is None and self.client.finder is None:
             return iter(self.loader)
-        return _watch(self.client, self.loader, self.samples)
+        return _watch(self.client, self.loader, self.samples, self.model)
 
     def __len__(self):
         return len(self.loader)

@@ -16,14 +16,24 @@ from transformers import TrainerCallback as _TrainerCallback
 
 import gpuscope as _gs
 from gpuscope import _core
+from gpuscope._precision import from_hf as _from_hf, of_params as _of_params
 
 
-def _precision(args):
-    if getattr(args, "bf16", False):
-        return "bf16"
-    if getattr(args, "fp16", False):
-        return "fp16"
-    return "fp32"
+def _send_precision(args, model):
+    """TrainingArguments' bf16 / fp16 (AMP: mixed-bf16, mixed-fp16); neither: the model's parameter
+    dtype (a model loaded with torch_dtype=torch.bfloat16 trains in bf16), else fp32, the Trainer's
+    default."""
+    cl = _core.default_client
+    amp = _from_hf(args)
+    if amp is not None:
+        flag = "bf16" if amp == "mixed-bf16" else "fp16"
+        cl.auto_precision(amp, f"transformers TrainingArguments {flag}=True", 2)
+        return
+    dt = _of_params(model) if model is not None else None
+    if dt is not None:
+        cl.auto_precision(dt, f"transformers: neither bf16 nor fp16 set, the model's parameters are {dt}", 2)
+    else:
+        cl.auto_precision("fp32", "transformers TrainingArguments: neither bf16 nor fp16 set", 2)
 
 
 class GpuscopeCallback(_TrainerCallback):
@@ -37,7 +47,7 @@ class GpuscopeCallback(_TrainerCallback):
             acc = getattr(args, "gradient_accumulation_steps", 1) or 1
             self._samples = bs * acc if bs else None
             kv = {"framework": "transformers", "framework_version": getattr(_tf, "__version__", ""),
-                  "precision": _precision(args), "gradient_accumulation_steps": acc}
+                  "gradient_accumulation_steps": acc}
             if bs is not None:
                 kv["batch_size"] = bs
             for src, key in (("dataloader_num_workers", "num_workers"), ("dataloader_pin_memory", "pin_memory")):
@@ -47,6 +57,7 @@ class GpuscopeCallback(_TrainerCallback):
             if torch is not None:
                 kv["torch_version"] = getattr(torch, "__version__", "")
             _gs.param(**kv)
+            _send_precision(args, kwargs.get("model"))
             self._timer.reset()
         except Exception:
             _core.default_client.count_error()

@@ -17,6 +17,7 @@ except ImportError:
 
 import gpuscope as _gs
 from gpuscope import _core
+from gpuscope._precision import from_keras as _from_keras
 
 
 def _policy():
@@ -43,12 +44,12 @@ class GpuscopeCallback(_Callback):
                 kv["backend"] = _keras.backend.backend()
             except Exception:
                 pass
-            pol = _policy()
-            if pol is not None:
-                kv["precision"] = pol
             if self._batch_size is not None:
                 kv["batch_size"] = self._batch_size
             _gs.param(**kv)
+            pol = _policy()
+            if pol is not None:  # a name the vocabulary lacks is sent as Keras spells it
+                _core.default_client.auto_precision(_from_keras(pol) or pol, f"keras global dtype policy {pol}", 2)
             self._timer.reset()
         except Exception:
             _core.default_client.count_error()

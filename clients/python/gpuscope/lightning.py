@@ -14,13 +14,25 @@ except ImportError:  # the pre-2.0 package name
 
 import gpuscope as _gs
 from gpuscope import _core
+from gpuscope._precision import from_lightning as _precision_of, of_params as _of_params
 
 
 def _precision(trainer):
+    """trainer.precision (the plugin's on older releases) as Lightning names it, or None."""
     p = getattr(trainer, "precision", None)
     if p is None:
         p = getattr(getattr(trainer, "precision_plugin", None), "precision", None)
     return str(p) if p is not None else None
+
+
+def _send_precision(trainer, pl_module):
+    """The precision in the protocol's vocabulary (a name it does not know is sent as Lightning
+    spells it), else the module's parameter dtype."""
+    raw = _precision(trainer)
+    if raw is not None:
+        _core.default_client.auto_precision(_precision_of(raw) or raw, f"lightning trainer.precision={raw}", 2)
+    else:
+        _core.default_client.auto_precision(_of_params(pl_module), "lightning: the module's parameters", 1)
 
 
 class GpuscopeCallback(_pl.Callback):
@@ -35,9 +47,6 @@ class GpuscopeCallback(_pl.Callback):
     def on_train_start(self, trainer, pl_module):
         try:
             kv = {"framework": "lightning", "framework_version": getattr(_pl, "__version__", "")}
-            prec = _precision(trainer)
-            if prec is not None:
-                kv["precision"] = prec
             for key in ("accumulate_grad_batches", "num_devices", "max_epochs"):
                 if getattr(trainer, key, None) is not None:
                     kv[key] = getattr(trainer, key)
@@ -46,6 +55,7 @@ class GpuscopeCallback(_pl.Callback):
                 kv["batch_size"] = loader.batch_size
                 _core.default_client.record_loader(loader)
             _gs.param(**kv)
+            _send_precision(trainer, pl_module)
             self._timer.reset()
         except Exception:
             _core.default_client.count_error()
