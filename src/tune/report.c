@@ -130,19 +130,26 @@ static void print_rows(FILE *out, const struct tune_opts *o, const struct tune_r
   }
 }
 
-/* The reason for each trial that is not ok, with the end of its log when it failed. */
+/* The reason for each trial that is not ok, with the end of its log when it failed, and what tune had
+ * to kill after any trial. */
 static void print_failures(FILE *out, const struct tune_result *r) {
   int printed = 0;
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[i];
-    if (t->status == TUNE_OK || !t->reason[0])
+    if ((t->status == TUNE_OK || !t->reason[0]) && !t->cleanup[0])
       continue;
     if (!printed++)
       fputc('\n', out);
-    char reason[300], tail[1100];
+    char reason[300], tail[1100], cleanup[sizeof t->cleanup];
+    snprintf(cleanup, sizeof cleanup, "%s", t->cleanup);
+    clean(cleanup);
+    if (t->status == TUNE_OK || !t->reason[0]) {
+      fprintf(out, " %02zu %s: %s\n", i + 1, tune_status_name(t->status), cleanup);
+      continue;
+    }
     snprintf(reason, sizeof reason, "%s", t->reason);
     clean(reason);
-    fprintf(out, " %02zu %s: %s\n", i + 1, tune_status_name(t->status), reason);
+    fprintf(out, " %02zu %s: %s%s%s\n", i + 1, tune_status_name(t->status), reason, cleanup[0] ? "; " : "", cleanup);
     if (t->status == TUNE_FAILED && t->tail[0]) {
       snprintf(tail, sizeof tail, "%s", t->tail);
       for (char *line = strtok(tail, "\n"); line; line = strtok(NULL, "\n")) {
@@ -223,7 +230,10 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
   clean(name);
   fprintf(out, "gpuscope tune %s — %s, %zu trials, %ld trial-steps (%ld steps run)%s\n\n", name,
           strategies[o->strategy], r->n, r->trial_steps, r->steps_run,
-          r->interrupted ? " (interrupted: the table so far)" : "");
+          r->interrupted ? (r->signo == SIGTERM  ? " (interrupted by SIGTERM: the table so far)"
+                            : r->signo == SIGHUP ? " (interrupted by SIGHUP: the table so far)"
+                                                 : " (interrupted: the table so far)")
+                         : "");
   int *idx = table_order(r);
   if (!idx)
     return;
@@ -265,6 +275,7 @@ static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_t
   fputs("},", out);
   jkey(out, "status"), gs_json_str(out, tune_status_name(t->status));
   fputc(',', out), jkey(out, "reason"), t->reason[0] ? gs_json_str(out, t->reason) : (void)fputs("null", out);
+  fputc(',', out), jkey(out, "cleanup"), t->cleanup[0] ? gs_json_str(out, t->cleanup) : (void)fputs("null", out);
   fputc(',', out), jkey(out, "run_id"), t->run_id[0] ? gs_json_str(out, t->run_id) : (void)fputs("null", out);
   fputc(',', out), jkey(out, "run_name"), t->run_name[0] ? gs_json_str(out, t->run_name) : (void)fputs("null", out);
   fprintf(out, ",\"rung\":%d,\"target_steps\":%ld,\"steps_run\":%ld,\"steps_measured\":%ld,", t->rung, t->target_steps,
@@ -339,7 +350,11 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   jkey(out, "seconds"), gs_json_num(out, o->seconds > 0 ? o->seconds : NAN);
   fprintf(out, ",\"trial_steps\":%ld,\"steps_run\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps,
           r->steps_run, r->interrupted ? "true" : "false", r->budget_out ? "true" : "false");
-  fputs("\"params\":{", out);
+  jkey(out, "stopped_by"), r->interrupted && r->signo > 0 ? gs_json_str(out, r->signo == SIGINT    ? "SIGINT"
+                                                                             : r->signo == SIGTERM ? "SIGTERM"
+                                                                                                   : "SIGHUP")
+                                                          : (void)fputs("null", out);
+  fputs(",\"params\":{", out);
   json_params(out, o);
   fputs("},\"trials\":[", out);
   for (size_t i = 0; i < r->n; i++)

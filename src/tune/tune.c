@@ -6,16 +6,15 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "core/core.h"
 #include "doctor/doctor.h"
 #include "store/store.h"
 #include "tune/tune_int.h"
 
-static void on_sigint(int sig, siginfo_t *si, void *ctx) {
-  (void)ctx;
+static void on_sigint(int sig) {
   tune_sigint_signo = sig;
-  tune_sigint_tty = si && si->si_code == SI_KERNEL;
   tune_sigint++;
 }
 
@@ -81,7 +80,7 @@ struct ctx {
 
 static int stopped(struct ctx *c) {
   if (tune_sigint)
-    c->r->interrupted = 1;
+    c->r->interrupted = 1, c->r->signo = (int)tune_sigint_signo;
   else if (c->deadline && gs_mono_ns() >= c->deadline)
     c->r->budget_out = 1;
   return c->r->interrupted || c->r->budget_out;
@@ -101,6 +100,8 @@ static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
             c->o->metric == TUNE_STEPS_PER_S ? "steps/s" : "samples/s", t->steps_measured);
   else if (t->reason[0])
     fprintf(c->o->progress, " (%s)", t->reason);
+  if (t->cleanup[0])
+    fprintf(c->o->progress, "; %s", t->cleanup);
   fputc('\n', c->o->progress);
   fflush(c->o->progress);
 }
@@ -121,7 +122,10 @@ static int run_one(struct ctx *c, const int *config, int rung, long steps) {
              c->o->params[b].values[c->r->trials[sib].config[b]], sib + 1);
   } else if (stopped(c)) {
     t->status = TUNE_NOT_RUN;
-    snprintf(t->reason, sizeof t->reason, "%s", c->r->interrupted ? "the sweep was interrupted" : "the budget ran out");
+    if (c->r->interrupted)
+      snprintf(t->reason, sizeof t->reason, "the sweep was stopped by %s", tune_signal_name(c->r->signo));
+    else
+      snprintf(t->reason, sizeof t->reason, "the budget ran out");
   } else {
     int rc = tune_trial_run(c->o, t, k, c->deadline);
     long used = t->steps_run, asked = c->o->warmup + t->target_steps;
@@ -340,8 +344,10 @@ static int doctor(struct ctx *c) {
   }
   for (;;) {
     if (stopped(c)) {
-      snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "%s",
-               c->r->interrupted ? "interrupted" : "the budget ran out");
+      if (c->r->interrupted)
+        snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "stopped by %s", tune_signal_name(c->r->signo));
+      else
+        snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "the budget ran out");
       return 0;
     }
     struct store *st = store_open(c->o->store_url);
@@ -398,18 +404,24 @@ int tune_run(const struct tune_opts *o, struct tune_result *r) {
   if (!st)
     return GS_ESTORE; /* the message says why */
   st->close(st);
-  struct sigaction sa = {.sa_sigaction = on_sigint, .sa_flags = SA_SIGINFO}, old[3];
+  struct sigaction sa = {.sa_handler = on_sigint}, old[3];
   static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
   sigemptyset(&sa.sa_mask);
-  tune_sigint = tune_sigint_signo = tune_sigint_tty = 0;
+  tune_sigint = tune_sigint_signo = 0;
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &sa, &old[i]);
+  /* Whatever a trial leaves running, however it detached (double fork, setsid), comes back to tune
+   * when the trial's agent exits, to be killed (trial.c). */
+  int subreaper = 0;
+  prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct ctx c = {.o = o, .r = r, .deadline = o->budget_ns > 0 ? gs_mono_ns() + o->budget_ns : 0};
   int rc = o->strategy == TUNE_HALVING ? halving(&c) : o->strategy == TUNE_DOCTOR ? doctor(&c) : grid(&c);
+  prctl(PR_SET_CHILD_SUBREAPER, subreaper);
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &old[i], NULL);
   if (tune_sigint)
-    r->interrupted = 1;
+    r->interrupted = 1, r->signo = (int)tune_sigint_signo;
   tune_rank(o, r);
   return rc;
 }

@@ -8,9 +8,12 @@
 #include "tune/tune.h"
 
 /* Set by tune's handler of SIGINT, SIGTERM and SIGHUP (a signal handler can only reach globals): how
- * many arrived, the last one's number, and whether it came from the terminal (^C: the agent and the
- * job, in the same process group, got it too). */
-extern volatile sig_atomic_t tune_sigint, tune_sigint_signo, tune_sigint_tty;
+ * many arrived and the last one's number. A trial runs in its own session, so a terminal's ^C reaches
+ * only tune, which passes every one on to the trial's agent. */
+extern volatile sig_atomic_t tune_sigint, tune_sigint_signo;
+
+/* "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP": how a stop by signal sig is named to the user. */
+const char *tune_signal_name(int sig);
 
 /* Runs trial t (t->config, t->target_steps set; k its number for the run name) and measures it.
  * Fills every other field. Returns 0, or a GS_E code when the store cannot be read (t->status is
