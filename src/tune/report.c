@@ -21,11 +21,24 @@ static const char *fbytes(double v, char *buf, size_t n) {
   return isfinite(v) ? gs_fmt_bytes(v, buf, n) : "—";
 }
 
-/* Control characters become '?' so a value or a log line cannot drive the terminal. */
+void tune_clean(char *s) {
+  unsigned char *w = (unsigned char *)s;
+  for (const unsigned char *p = w; *p;) {
+    int n = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f                   ? 2 /* a C1 control */
+            : p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae ? 3 /* U+202A-U+202E */
+            : p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9 ? 3 /* U+2066-U+2069 */
+            : *p < 32 || *p == 127                                         ? 1
+                                                                           : 0;
+    if (n)
+      *w++ = '?', p += n;
+    else
+      *w++ = *p++;
+  }
+  *w = 0;
+}
+
 static void clean(char *s) {
-  for (; *s; s++)
-    if ((unsigned char)*s < 32 || *s == 127)
-      *s = '?';
+  tune_clean(s);
 }
 
 /* Prints s left-aligned in width columns (UTF-8 aware: "—" and "±" are one column each). */

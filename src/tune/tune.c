@@ -89,19 +89,19 @@ static int stopped(struct ctx *c) {
 static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
   if (!c->o->progress)
     return;
-  char label[512];
+  char label[512], reason[sizeof t->reason], cleanup[sizeof t->cleanup];
   tune_config_label(c->o, t->config, label, sizeof label);
-  for (char *p = label; *p; p++)
-    if ((unsigned char)*p < 32 || *p == 127)
-      *p = '?';
+  snprintf(reason, sizeof reason, "%s", t->reason);
+  snprintf(cleanup, sizeof cleanup, "%s", t->cleanup);
+  tune_clean(label), tune_clean(reason), tune_clean(cleanup);
   fprintf(c->o->progress, "[tune] %02zu %s: %s", k + 1, label, tune_status_name(t->status));
   if (t->status == TUNE_OK)
     fprintf(c->o->progress, " %.1f ± %.1f %s over %ld steps", t->rate, t->ci,
             c->o->metric == TUNE_STEPS_PER_S ? "steps/s" : "samples/s", t->steps_measured);
-  else if (t->reason[0])
-    fprintf(c->o->progress, " (%s)", t->reason);
-  if (t->cleanup[0])
-    fprintf(c->o->progress, "; %s", t->cleanup);
+  else if (reason[0])
+    fprintf(c->o->progress, " (%s)", reason);
+  if (cleanup[0])
+    fprintf(c->o->progress, "; %s", cleanup);
   fputc('\n', c->o->progress);
   fflush(c->o->progress);
 }

@@ -12,6 +12,10 @@
  * only tune, which passes every one on to the trial's agent. */
 extern volatile sig_atomic_t tune_sigint, tune_sigint_signo;
 
+/* Makes s safe for a terminal in place: each control character (C0, DEL, C1 in UTF-8) and each
+ * bidirectional control (U+202A-U+202E, U+2066-U+2069) becomes one '?'. */
+void tune_clean(char *s);
+
 /* "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP": how a stop by signal sig is named to the user. */
 const char *tune_signal_name(int sig);
 
