@@ -174,15 +174,19 @@ static void print_failures(FILE *out, const struct tune_result *r) {
 }
 
 /* The doctor strategy's steps: each trial's estimated and measured gain over the one it came from. */
-static void print_doctor_steps(FILE *out, const struct tune_result *r) {
+static void print_doctor_steps(FILE *out, const struct tune_opts *o, const struct tune_result *r) {
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[i];
     if (t->prev < 0)
       continue;
     const struct tune_trial *p = &r->trials[t->prev];
-    char m[32];
-    fprintf(out, "doctor step: %02d -> %02zu by %s: estimated %.2fx, measured %s\n", t->prev + 1, i + 1, t->est_rule,
-            t->estimate,
+    char m[32], label[512], asked[48] = "";
+    tune_config_label(o, t->config, label, sizeof label);
+    clean(label);
+    if (isfinite(t->est_target))
+      snprintf(asked, sizeof asked, ", asked for %g", t->est_target);
+    fprintf(out, "doctor step: %02d -> %02zu by %s (%s%s): estimated %.2fx, measured %s\n", t->prev + 1, i + 1,
+            t->est_rule, label, asked, t->estimate,
             t->status == TUNE_OK ? fnum(t->rate / p->rate, "%.2fx", m, sizeof m) : tune_status_name(t->status));
   }
   if (r->stop_reason[0])
@@ -254,7 +258,7 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
   print_failures(out, r);
   fputc('\n', out);
   if (o->strategy == TUNE_DOCTOR)
-    print_doctor_steps(out, r);
+    print_doctor_steps(out, o, r);
   print_winner(out, o, r, st);
   free(idx);
 }
@@ -300,7 +304,7 @@ static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_t
   fprintf(out, "\"dof\":%d,", t->dof);
   const char *keys[] = {"rate",         "ci95",           "step_s",          "data_wait_share",
                         "gpu_util_pct", "peak_mem_bytes", "mem_limit_bytes", "energy_per_sample_j",
-                        "estimate"};
+                        "estimate",     "estimate_target"};
   double vals[] = {t->status == TUNE_OK ? t->rate : NAN,
                    t->status == TUNE_OK ? t->ci : NAN,
                    t->step_s,
@@ -309,7 +313,8 @@ static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_t
                    t->peak_mem,
                    t->mem_limit,
                    t->energy_per_sample,
-                   t->estimate};
+                   t->estimate,
+                   t->est_target};
   for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
     jkey(out, keys[k]), gs_json_num(out, vals[k]), fputc(',', out);
   jkey(out, "margin_ok"), fputs(t->margin_ok < 0 ? "null" : t->margin_ok ? "true" : "false", out);

@@ -33,7 +33,7 @@ static struct tune_trial *trial_new(struct tune_result *r, const int *config, in
   t->target_steps = steps;
   t->exit_status = -1;
   t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
-  t->energy_per_sample = t->estimate = NAN;
+  t->energy_per_sample = t->estimate = t->est_target = NAN;
   t->margin_ok = -1;
   t->prev = -1;
   return t;
@@ -271,8 +271,22 @@ static double evidence_num(const char *json, const char *key) {
   return p ? strtod(p + strlen(pat), NULL) : NAN;
 }
 
+/* The number under key inside the evidence's object obj ("speedup_by_workers":{"4":1.8}), NAN when
+ * either is absent. The object holds numbers only, so its end is the first '}'. */
+static double evidence_member(const char *json, const char *obj, const char *key) {
+  char pat[80];
+  snprintf(pat, sizeof pat, "\"%s\":{", obj);
+  const char *p = strstr(json, pat), *end = p ? strchr(p, '}') : NULL;
+  if (!p || !end)
+    return NAN;
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *q = strstr(p, pat);
+  return q && q < end ? strtod(q + strlen(pat), NULL) : NAN;
+}
+
 /* The listed value of numeric parameter p to move to from cur toward want (NAN: the next bigger):
- * the smallest value above cur that reaches want, else the largest above cur; -1 when none is. */
+ * want itself when listed, else the smallest value above cur that reaches want, else the largest
+ * above cur; -1 when none is. */
 static int bigger(const struct tune_opts *o, int p, int cur, double want) {
   double now = num(o->params[p].values[cur]);
   int best = -1, largest = -1;
@@ -297,25 +311,45 @@ static int value_in(const struct tune_opts *o, int p, const char *const *vals) {
   return -1;
 }
 
-/* The configuration finding f moves cur to (in next); 0 when it names no listed change. */
-static int doctor_move(const struct tune_opts *o, const struct store_finding *f, const int *cur, int *next) {
+static int loader_rule(const char *rule) {
+  return !strcmp(rule, "loader_workers") || !strcmp(rule, "input_latency") || !strcmp(rule, "input_bound") ||
+         !strcmp(rule, "io_bound");
+}
+
+int tune_doctor_move(const struct tune_opts *o, const struct store_finding *f, size_t nf, size_t k, const int *cur,
+                     int *next, double *estimate, double *target) {
   static const char *const workers[] = {"worker", NULL}, *const batch_n[] = {"batch", NULL},
                            *const prec[] = {"precision", "dtype", "amp", NULL}, *const pin[] = {"pin", NULL};
   static const char *const low[] = {"bf16", "fp16", "amp", "mixed", "16", "true", NULL};
   static const char *const on[] = {"1", "true", "True", "yes", "on", NULL};
+  const struct store_finding *x = &f[k];
   memcpy(next, cur, sizeof(int) * TUNE_MAX_PARAMS);
+  *estimate = x->speedup, *target = NAN;
   int p = -1, v = -1;
-  if (!strcmp(f->rule, "loader_workers") || !strcmp(f->rule, "input_latency") || !strcmp(f->rule, "input_bound") ||
-      !strcmp(f->rule, "io_bound")) {
-    if ((p = param_like(o, workers)) >= 0)
-      v = bigger(o, p, cur[p], evidence_num(f->evidence, "recommended_workers"));
-  } else if (!strcmp(f->rule, "batch_too_small")) {
-    if ((p = tune_batch_param(o)) >= 0 || (p = param_like(o, batch_n)) >= 0)
-      v = bigger(o, p, cur[p], evidence_num(f->evidence, "recommended_batch"));
-  } else if (!strcmp(f->rule, "mixed_precision")) {
+  if (loader_rule(x->rule)) {
+    /* The loader's change is a worker count: the finding's own recommended_workers, else that of
+     * the diagnosis' loader_workers or input_latency (input_bound and io_bound say the loader is
+     * short, those two how many it needs), else the next larger listed value. */
+    double want = evidence_num(x->evidence, "recommended_workers");
+    for (size_t i = 0; i < nf && !isfinite(want); i++)
+      if (!strcmp(f[i].rule, "loader_workers") || !strcmp(f[i].rule, "input_latency"))
+        want = evidence_num(f[i].evidence, "recommended_workers");
+    if ((p = param_like(o, workers)) >= 0 && (v = bigger(o, p, cur[p], want)) >= 0) {
+      *target = want;
+      /* The finding's estimate for the count applied, when it lists one per count. */
+      double e = evidence_member(x->evidence, "speedup_by_workers", o->params[p].values[v]);
+      if (isfinite(e))
+        *estimate = e;
+    }
+  } else if (!strcmp(x->rule, "batch_too_small")) {
+    if ((p = tune_batch_param(o)) >= 0 || (p = param_like(o, batch_n)) >= 0) {
+      *target = evidence_num(x->evidence, "recommended_batch");
+      v = bigger(o, p, cur[p], *target);
+    }
+  } else if (!strcmp(x->rule, "mixed_precision")) {
     if ((p = param_like(o, prec)) >= 0)
       v = value_in(o, p, low);
-  } else if (!strcmp(f->rule, "pageable_copies")) {
+  } else if (!strcmp(x->rule, "pageable_copies")) {
     if ((p = param_like(o, pin)) >= 0)
       v = value_in(o, p, on);
   }
@@ -363,8 +397,10 @@ static int doctor(struct ctx *c) {
       return 0;
     }
     const struct store_finding *pick = NULL;
-    for (size_t i = 0; i < nf && !pick; i++)
-      if (f[i].speedup >= 1.05 && doctor_move(c->o, &f[i], c->r->trials[cur].config, next) && !tried(c->o, c->r, next))
+    double est = NAN, want = NAN;
+    for (size_t i = 0; i < nf && !pick; i++) /* ranked: the first whose change is listed and untried */
+      if (f[i].speedup >= 1.05 && tune_doctor_move(c->o, f, nf, i, c->r->trials[cur].config, next, &est, &want) &&
+          !tried(c->o, c->r, next))
         pick = &f[i];
     if (!pick) {
       snprintf(c->r->stop_reason, sizeof c->r->stop_reason,
@@ -373,7 +409,6 @@ static int doctor(struct ctx *c) {
       free(f);
       return 0;
     }
-    double est = pick->speedup;
     char rule[32];
     snprintf(rule, sizeof rule, "%s", pick->rule);
     free(f);
@@ -382,10 +417,15 @@ static int doctor(struct ctx *c) {
       return GS_EIO;
     struct tune_trial *t = &c->r->trials[k], *p = &c->r->trials[cur];
     t->estimate = est;
+    t->est_target = want;
     snprintf(t->est_rule, sizeof t->est_rule, "%s", rule);
     t->prev = cur;
     if (c->o->progress) {
-      fprintf(c->o->progress, "[tune] doctor: %s promised %.2fx from trial %02d; measured ", rule, est, cur + 1);
+      char label[512];
+      tune_config_label(c->o, t->config, label, sizeof label);
+      tune_clean(label);
+      fprintf(c->o->progress, "[tune] doctor: %s estimated %.2fx for %s from trial %02d; measured ", rule, est, label,
+              cur + 1);
       if (t->status == TUNE_OK)
         fprintf(c->o->progress, "%.2fx (%.1f -> %.1f)%s\n", t->rate / p->rate, p->rate, t->rate,
                 tune_tie(t->rate, t->ci, p->rate, p->ci) ? ", within noise" : "");

@@ -76,7 +76,8 @@ struct tune_trial {
   int dof;         /* the half-width's degrees of freedom (blocks of steps - 1) */
   double step_s, data_share, gpu_util, peak_mem, mem_limit, energy_per_sample; /* NAN unknown */
   int margin_ok;     /* peak <= 90 % of limit: 1, 0, or -1 unknown */
-  double estimate;   /* doctor: the speed-up the finding promised (NAN none) */
+  double estimate;   /* doctor: the finding's own estimate of the change applied (NAN none) */
+  double est_target; /* doctor: the worker count or batch the finding asked for (NAN none) */
   char est_rule[32]; /* doctor: the finding that led here ("" none) */
   int prev;          /* doctor: the trial it was compared with (-1 none) */
   int tied;          /* set by tune_rank: within noise of the best */

@@ -24,6 +24,17 @@ const char *tune_signal_name(int sig);
  * then failed with the reason). */
 int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64_t deadline_ns);
 
+/* The change finding f[k] (of the nf of one diagnosis, ranked) makes to configuration cur, in next:
+ * the loader's findings set the worker parameter to the recommended count (the finding's
+ * recommended_workers, else loader_workers' or input_latency's; the smallest listed value reaching
+ * it), batch_too_small the batch to recommended_batch, mixed_precision and pageable_copies a listed
+ * bf16/fp16 or on value. *estimate is the finding's own estimate of that change (its per-count
+ * figure when the evidence lists one for the value applied, else its speed-up); *target the count or
+ * batch it asked for (NAN none). Returns 1, or 0 when it names no listed change. */
+struct store_finding;
+int tune_doctor_move(const struct tune_opts *o, const struct store_finding *f, size_t nf, size_t k, const int *cur,
+                     int *next, double *estimate, double *target);
+
 /* A label for the configuration: "batch_size=32 workers=2". */
 void tune_config_label(const struct tune_opts *o, const int *config, char *buf, size_t n);
 
