@@ -511,9 +511,9 @@ static void kill_leftovers(const struct tune_opts *o, struct tune_trial *t) {
     left = wait_no_descendants(GS_NS_PER_S / 10);
   }
   size_t len = strlen(t->cleanup);
-  snprintf(t->cleanup + len, sizeof t->cleanup - len, "%s%d process%s left running after the trial %s: %s%s",
-           len ? "; " : "", n, n == 1 ? "" : "es", left ? "could not all be killed" : "killed", names,
-           n > LEFT_NAMED ? ", ..." : "");
+  snprintf(t->cleanup + len, sizeof t->cleanup - len, "%s%s %d process%s the trial left running: %s%s%s",
+           len ? "; " : "", left ? "could not kill all of" : "killed", n, n == 1 ? "" : "es", names,
+           n > LEFT_NAMED ? ", ..." : "", left ? " (some are still there)" : "");
 }
 
 /* Sets the measured trial's status and reason from how the job ended: status is its exit status, end

@@ -106,7 +106,7 @@ def test_a_daemon_left_by_a_trial_is_killed_and_named():
                         "--param", "mode=daemon", "--", PYTHON, job(sb), "{mode}", pf, "100000")
         pid = int(open(pf).read())
         check(not alive(pid), f"the daemon {pid} is still running after tune exited")
-        check(f"1 process left running after the trial killed: python3 (pid {pid})" in out, out)
+        check(f"killed 1 process the trial left running: python3 (pid {pid})" in out, out)
         check(f"(pid {pid})" in err, f"said as the trial ends too:\n{err}")
     finally:
         if os.path.exists(pf) and alive(int(open(pf).read())):
