@@ -1,13 +1,14 @@
 """The bidirectional controls (U+202A-U+202E embeddings and overrides, U+2066-U+2069 isolates) never
 reach the terminal raw: a run named "\u202Egnp.exe" would display as "exe.png". `runs`, `show`,
 `report`, `compare` and the run's own summary show each as the visible text "<U+202E>"; CSV fields too;
-`tune`'s table and progress lines as '?'; JSON keeps the text exactly (`top` is test_tui's
-tui_escape, which every string `top` draws goes through)."""
+`tune`'s table and progress lines as '?'; `devices` shows the driver's GPU name the same way (an
+escape sequence dropped); JSON keeps the text exactly (`top` is test_tui's tui_escape, which every
+string `top` draws goes through)."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gstest import Sandbox, check, run_tests, shared_sandbox
+from gstest import BUILD, Sandbox, check, run_tests, shared_sandbox
 
 RLO, LRI, PDI, LRE = "\u202e", "\u2066", "\u2069", "\u202a"
 BIDI = [chr(c) for c in list(range(0x202A, 0x202F)) + list(range(0x2066, 0x206A))]
@@ -72,6 +73,23 @@ def test_tune_table_and_progress():
         raw(out, "tune's table")
         raw(err, "tune's progress")
         check("v=?a" in out and "v=?b" in out, out)
+    finally:
+        sb.close()
+
+
+def test_devices_escapes_the_drivers_gpu_name():
+    sb = Sandbox()
+    try:
+        scn = os.path.join(sb.dir, "name.scn")
+        with open(scn, "w") as f:
+            f.write("driver 550.54.15\ndevice 0\n  name NVIDIA " + RLO + "evil\x1b[31m H100\n  memory 81559MiB\n"
+                    "  at 0 util=1\n")
+        env = {"GPUSCOPE_NVML_LIB": os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1"), "GPUSIM_SCENARIO": scn}
+        out = sb.ok("devices", env=env)
+        raw(out, "devices")
+        check("\x1b" not in out and "GPU 0: NVIDIA <U+202E>evil[31m H100 (UUID:" in out, out)
+        name = sb.json("devices", "--json", env=env)["devices"][0]["name"]
+        check(name == "NVIDIA " + RLO + "evil\x1b[31m H100", f"JSON keeps the name exactly: {name!r}")
     finally:
         sb.close()
 
