@@ -31,8 +31,8 @@
 
 volatile sig_atomic_t tune_sigint, tune_sigint_signo;
 
-/* An agent that has not ended this long after its job's SIGKILL is killed too: its run is then left
- * open (`crashed` later), which only a hung store or a hung driver call explains. */
+/* An agent that has not ended this long after its job's last SIGKILL is killed too: its run is then
+ * left open (`crashed` later), which only a hung store or a hung driver call explains. */
 #define AGENT_GRACE_NS (15 * GS_NS_PER_S)
 #define LEFT_NAMED 4 /* processes named in a trial's cleanup; the rest are counted */
 
@@ -403,13 +403,15 @@ static void trial_reset(const struct tune_opts *o, struct tune_trial *t, int k, 
 /* Waits for the agent to exit, passing a signal to tune on (the trial is in its own session, so only
  * tune gets the terminal's ^C) and stopping it with SIGTERM at --seconds or at the budget's deadline;
  * sets *termed and *interrupted when it did either. The agent kills a job that ignores the stop after
- * the grace; an agent still there AGENT_GRACE_NS after that is killed with its session and every
+ * the grace. The stop is sent once more a second after that, for an agent that had not yet taken
+ * over its signals when the first came (the child runs tune's handler until the agent's setup); an
+ * agent still there AGENT_GRACE_NS after that second grace is killed with its session and every
  * process below it (*agent_killed). */
 static void wait_agent(const struct tune_opts *o, pid_t pid, int64_t t0, int64_t deadline_ns, int *termed,
                        int *interrupted, int *agent_killed) {
-  int ws = 0;
+  int ws = 0, stop_sig = 0, resent = 0;
   sig_atomic_t seen = tune_sigint;
-  int64_t stop_at = 0;
+  int64_t stop_at = 0, g = grace_ns(o);
   for (;;) {
     pid_t p = waitpid(pid, &ws, WNOHANG);
     if (p == pid || (p < 0 && errno != EINTR))
@@ -420,16 +422,20 @@ static void wait_agent(const struct tune_opts *o, pid_t pid, int64_t t0, int64_t
       *interrupted = 1;
       kill(pid, tune_sigint_signo ? tune_sigint_signo : SIGINT); /* the agent passes it on */
       if (!stop_at)
-        stop_at = now;
+        stop_at = now, stop_sig = tune_sigint_signo ? tune_sigint_signo : SIGINT;
     }
     if (!*termed &&
         ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * GS_NS_PER_S)) || (deadline_ns && now >= deadline_ns))) {
       kill(pid, SIGTERM); /* the agent passes it to the job and closes the run */
       *termed = 1;
       if (!stop_at)
-        stop_at = now;
+        stop_at = now, stop_sig = SIGTERM;
     }
-    if (stop_at && !*agent_killed && now - stop_at >= grace_ns(o) + AGENT_GRACE_NS) {
+    if (stop_at && !resent && now - stop_at >= g + GS_NS_PER_S) {
+      kill(pid, stop_sig);
+      resent = 1;
+    }
+    if (stop_at && !*agent_killed && now - stop_at >= 2 * g + GS_NS_PER_S + AGENT_GRACE_NS) {
       pid_t *tree = NULL;
       int n = collect_list_descendants(pid, &tree);
       kill(-pid, SIGKILL); /* the session's process group: the agent and what did not leave it */
