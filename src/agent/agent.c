@@ -392,6 +392,8 @@ struct agent {
   struct sigstate sig;
   pid_t job;
   int exec_errno, job_done, waiting_tree, stop_sent;
+  int64_t stop_at;             /* when the job was first asked to stop (0: never), for o->stop_grace_ns */
+  int stop_killed;             /* the stop was escalated to SIGKILL */
   int attach;                  /* o->attach_pid > 0: watch a running process, launch nothing */
   struct attach_target target; /* the attached process (pidfd -1 without pidfd_open) */
   int *job_status;
@@ -541,6 +543,8 @@ static void agent_signals(struct agent *a) {
        * terminal's ^C already reached the job through the process group, so it is not sent twice. */
       if (!a->job_done || a->waiting_tree)
         sig_forward(a->job_done ? 0 : a->job, (int)si.ssi_signo);
+      if (!a->stop_at && (si.ssi_signo == SIGINT || si.ssi_signo == SIGTERM || si.ssi_signo == SIGHUP))
+        a->stop_at = gs_mono_ns();
     }
   }
 }
@@ -550,8 +554,21 @@ static void agent_signals(struct agent *a) {
 static void stop_after_steps(struct agent *a) {
   if (a->o->stop_after_steps <= 0 || a->attach || a->job_done || a->stop_sent)
     return;
-  if (gs_sink_last(a->sink, gs_sink_find(a->sink, "client", "step.n", "")) + 1 >= (double)a->o->stop_after_steps)
-    a->stop_sent = !kill(a->job, SIGTERM);
+  if (gs_sink_last(a->sink, gs_sink_find(a->sink, "client", "step.n", "")) + 1 >= (double)a->o->stop_after_steps &&
+      (a->stop_sent = !kill(a->job, SIGTERM)) && !a->stop_at)
+    a->stop_at = gs_mono_ns();
+}
+
+/* tune's trials: a job that ignores its stop (SIGTERM handled and dropped, a hung loader) would hold the
+ * tune for ever; after o->stop_grace_ns the job and every process of its tree get SIGKILL, once. */
+static void stop_escalate(struct agent *a, int64_t now) {
+  if (a->o->stop_grace_ns <= 0 || !a->stop_at || a->stop_killed || a->job_done || a->attach ||
+      now - a->stop_at < a->o->stop_grace_ns)
+    return;
+  a->stop_killed = 1;
+  sig_forward(a->job, SIGKILL);
+  gs_sink_note(a->sink, "the job was still running %.1f s after it was asked to stop: SIGKILL to it and its tree",
+               (double)(now - a->stop_at) / GS_NS_PER_S);
 }
 
 /* Samples every tick, drains the client socket, handles signals, until the job (and with
@@ -573,6 +590,7 @@ static void agent_loop(struct agent *a) {
         }
       writer_kick(&a->w);
       watch_gpu(a, now);
+      stop_escalate(a, now);
       if (live.on && now - last_live >= GS_NS_PER_S) {
         live_print(&live, sink, now);
         last_live = now;

@@ -23,6 +23,8 @@ struct agent_opts {
   int wait_tree;          /* after the job exits, wait for its descendants too */
   const char *group;      /* run group (NULL = none): the runs of one `gpuscope tune` */
   long stop_after_steps;  /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
+  int64_t stop_grace_ns;  /* > 0: a job still running this long after it was asked to stop (stop_after_steps,
+                           * or SIGINT, SIGTERM or SIGHUP passed on) gets SIGKILL, its whole tree with it (tune) */
   const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
   const char *token;      /* for listen: required off loopback */
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */

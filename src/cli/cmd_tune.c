@@ -1,6 +1,7 @@
 /* cli/cmd_tune: `gpuscope tune --param NAME=V1,V2 ... -- CMD {NAME} ...` — argument parsing for the
  * tune (src/tune/); prints the result table or --json and maps errors to exit codes. */
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,13 +22,14 @@ static const char tune_usage[] =
     "  --strategy S        grid (default), halving, or doctor\n"
     "  --metric M          samples_per_s (default) or steps_per_s\n"
     "  --budget T          start no trial after T (e.g. 10m); a running trial is stopped then\n"
+    "  --grace T           how long a trial asked to stop has before SIGKILL (default 10s)\n"
     "  --mem-limit BYTES   address-space limit for each process of the job (RLIMIT_AS; 2G, 512M)\n"
     "  --name NAME         the tune's name: run group, tag tune=NAME, trial runs NAME/01...\n"
     "  --interval T        the trials' sampling interval (default 100ms)\n"
     "  --json              print the result as JSON\n"
     "  --store URL         sqlite:///path/to/file.db (default $GPUSCOPE_STORE or the XDG path)\n"
     "\nExit: 0 a winner or a tie was found; 1 no configuration could be measured; 2 bad usage;\n"
-    "3 store; 130 interrupted by Ctrl-C (the table so far is printed).\n";
+    "3 store; 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the table so far is printed).\n";
 
 struct tune_cli {
   struct tune_opts o;
@@ -110,6 +112,10 @@ static int on_opt(int opt, const char *arg, void *user) {
     if (gs_parse_duration(arg, &o->budget_ns) || o->budget_ns <= 0)
       return cli_error(GS_EXIT_USAGE, "tune: --budget wants a duration such as 10m, got '%s'", arg);
     break;
+  case 'G':
+    if (gs_parse_duration(arg, &o->grace_ns) || o->grace_ns < 100000000LL)
+      return cli_error(GS_EXIT_USAGE, "tune: --grace wants a duration of at least 0.1 s, got '%s'", arg);
+    break;
   case 'M':
     if (parse_bytes(arg, &o->mem_limit))
       return cli_error(GS_EXIT_USAGE, "tune: --mem-limit wants bytes of at least 64M (e.g. 2G), got '%s'", arg);
@@ -134,14 +140,21 @@ static int on_opt(int opt, const char *arg, void *user) {
 }
 
 int cmd_tune(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"param", required_argument, 0, 'p'},    {"steps", required_argument, 0, 'S'},
-      {"warmup", required_argument, 0, 'W'},   {"seconds", required_argument, 0, 'T'},
-      {"strategy", required_argument, 0, 'g'}, {"metric", required_argument, 0, 'm'},
-      {"budget", required_argument, 0, 'b'},   {"mem-limit", required_argument, 0, 'M'},
-      {"name", required_argument, 0, 'n'},     {"interval", required_argument, 0, 'i'},
-      {"json", no_argument, 0, 'j'},           {"store", required_argument, 0, 's'},
-      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"param", required_argument, 0, 'p'},
+                                           {"steps", required_argument, 0, 'S'},
+                                           {"warmup", required_argument, 0, 'W'},
+                                           {"seconds", required_argument, 0, 'T'},
+                                           {"strategy", required_argument, 0, 'g'},
+                                           {"metric", required_argument, 0, 'm'},
+                                           {"budget", required_argument, 0, 'b'},
+                                           {"mem-limit", required_argument, 0, 'M'},
+                                           {"name", required_argument, 0, 'n'},
+                                           {"interval", required_argument, 0, 'i'},
+                                           {"json", no_argument, 0, 'j'},
+                                           {"store", required_argument, 0, 's'},
+                                           {"grace", required_argument, 0, 'G'},
+                                           {"help", no_argument, 0, 'h'},
+                                           {0, 0, 0, 0}};
   struct tune_cli c = {.o = {.steps = 50, .warmup = 10, .interval_ns = 100000000LL, .progress = stderr}};
   /* Stop at the first operand: the command's own options belong to it. */
   char **args = calloc((size_t)argc + 2, sizeof *args);
@@ -203,7 +216,7 @@ int cmd_tune(int argc, char **argv) {
   if (trc)
     rc = cli_error(fail, "tune: stopped: %s", gs_last_error());
   else
-    rc = r.interrupted ? 130 : r.best < 0 ? GS_EXIT_FAIL : GS_EXIT_OK;
+    rc = r.interrupted ? 128 + (r.signo > 0 ? r.signo : SIGINT) : r.best < 0 ? GS_EXIT_FAIL : GS_EXIT_OK;
   tune_result_done(&r);
 out:
   tune_opts_done(&c.o);

@@ -245,6 +245,7 @@ struct gpu {
   int64_t last_t[M_COUNT];            /* last timestamp written per series: keeps each series in order */
   double sm_clock_max, mem_clock_max; /* NAN when unknown */
   int mem_v1_only;                    /* the _v2 memory call refused its version */
+  int temp_old_only;                  /* nvmlDeviceGetTemperatureV refused its version */
 
   /* utilisation sample buffers: [0] GPU, [1] memory */
   unsigned long long seen_us[2]; /* newest driver timestamp consumed */
@@ -785,6 +786,47 @@ static nvmlReturn_t memory_read(const struct nvml_api *a, nvmlDevice_t dev, int 
   return r;
 }
 
+/* Reads dev's GPU temperature (degrees C): nvmlDeviceGetTemperatureV (NVML 13 deprecates the old
+ * call) unless *old_only, which is set when that call refuses its version or its argument (a driver
+ * exporting the name without this struct), as memory_read does; the deprecated
+ * nvmlDeviceGetTemperature is the fallback. Returns the answer of the call that counted;
+ * FUNCTION_NOT_FOUND when no call is left. */
+static nvmlReturn_t temp_read(const struct nvml_api *a, nvmlDevice_t dev, int *old_only, double *celsius) {
+  nvmlReturn_t r;
+  if (a->nvmlDeviceGetTemperatureV && !*old_only) {
+    nvmlTemperature_t tv = {.version = nvmlTemperature_v1, .sensorType = NVML_TEMPERATURE_GPU};
+    r = a->nvmlDeviceGetTemperatureV(dev, &tv);
+    if (r == NVML_SUCCESS) {
+      *celsius = tv.temperature;
+      return r;
+    }
+    if (r != NVML_ERROR_ARGUMENT_VERSION_MISMATCH && r != NVML_ERROR_NOT_SUPPORTED &&
+        r != NVML_ERROR_FUNCTION_NOT_FOUND && r != NVML_ERROR_INVALID_ARGUMENT)
+      return r;
+    *old_only = 1;
+  }
+  if (!a->nvmlDeviceGetTemperature)
+    return NVML_ERROR_FUNCTION_NOT_FOUND;
+  unsigned u;
+  r = a->nvmlDeviceGetTemperature(dev, NVML_TEMPERATURE_GPU, &u);
+  if (r == NVML_SUCCESS)
+    *celsius = u;
+  return r;
+}
+
+static void temp_tick(struct nvml_ctx *c, struct gpu *g) {
+  double v = NAN;
+  if (g->off[C_TEMP])
+    return;
+  nvmlReturn_t r = temp_read(&c->api, g->dev, &g->temp_old_only, &v);
+  if (r == NVML_ERROR_FUNCTION_NOT_FOUND && !c->api.nvmlDeviceGetTemperature) {
+    g->off[C_TEMP] = 1; /* no call left: the library's note lists what it lacks */
+    return;
+  }
+  if (ok(c, g, C_TEMP, r))
+    emit(c, g, M_TEMP, stamp(c), v);
+}
+
 static void memory_tick(struct nvml_ctx *c, struct gpu *g) {
   double v[3];
   if (g->off[C_MEMORY])
@@ -952,8 +994,7 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   if (CALL(C_ENERGY, a->nvmlDeviceGetTotalEnergyConsumption(d, &ull)))
     emit(c, g, M_ENERGY, stamp(c), ull / 1000.0);
   RETURN_IF_LOST();
-  if (CALL(C_TEMP, a->nvmlDeviceGetTemperature(d, NVML_TEMPERATURE_GPU, &u)))
-    emit(c, g, M_TEMP, stamp(c), u);
+  temp_tick(c, g);
   RETURN_IF_LOST();
   if (CALL(C_SM_CLOCK, a->nvmlDeviceGetClockInfo(d, NVML_CLOCK_SM, &u)))
     emit(c, g, M_SM_CLOCK, stamp(c), u);
@@ -1116,7 +1157,7 @@ static void gpu_switch_off_missing_calls(const struct nvml_api *a, struct gpu *g
   g->off[C_POWER] = !a->nvmlDeviceGetPowerUsage;
   g->off[C_POWER_LIMIT] = !a->nvmlDeviceGetEnforcedPowerLimit;
   g->off[C_ENERGY] = !a->nvmlDeviceGetTotalEnergyConsumption;
-  g->off[C_TEMP] = !a->nvmlDeviceGetTemperature;
+  g->off[C_TEMP] = !a->nvmlDeviceGetTemperature && !a->nvmlDeviceGetTemperatureV;
   g->off[C_SM_CLOCK] = g->off[C_MEM_CLOCK] = !a->nvmlDeviceGetClockInfo;
   g->off[C_THROTTLE] = !a->nvmlDeviceGetCurrentClocksEventReasons;
   g->off[C_PCIE] = !a->nvmlDeviceGetPcieThroughput;

@@ -40,6 +40,7 @@ static const struct sym syms[] = {
     {F(nvmlDeviceGetEnforcedPowerLimit), SYM_PER_TICK, {"nvmlDeviceGetEnforcedPowerLimit", NULL}},
     {F(nvmlDeviceGetTotalEnergyConsumption), SYM_PER_TICK, {"nvmlDeviceGetTotalEnergyConsumption", NULL}},
     {F(nvmlDeviceGetTemperature), SYM_PER_TICK, {"nvmlDeviceGetTemperature", NULL}},
+    {F(nvmlDeviceGetTemperatureV), 0, {"nvmlDeviceGetTemperatureV", NULL}},
     {F(nvmlDeviceGetClockInfo), SYM_PER_TICK, {"nvmlDeviceGetClockInfo", NULL}},
     {F(nvmlDeviceGetMaxClockInfo), 0, {"nvmlDeviceGetMaxClockInfo", NULL}},
     {F(nvmlDeviceGetCurrentClocksEventReasons),
@@ -190,6 +191,8 @@ const char *nvml_api_missing(const struct nvml_api *api, char *buf, size_t n) {
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
     if (!(syms[i].flags & SYM_PER_TICK) || sym_field(api, &syms[i]))
       continue;
+    if (syms[i].off == offsetof(struct nvml_api, nvmlDeviceGetTemperature) && api->nvmlDeviceGetTemperatureV)
+      continue; /* the deprecated call's successor answers */
     int w = snprintf(buf + len, n - len, "%s%s", len ? ", " : "", syms[i].names[0]);
     if (w < 0 || (size_t)w >= n - len)
       break;

@@ -90,6 +90,7 @@ enum { NVML_TEMPERATURE_GPU = 0 };
 
 #define NVML_VALUE_NOT_AVAILABLE_ULL (~0ULL) /* usedGpuMemory when the driver cannot tell */
 #define NVML_MEMORY_INFO_V2 0x02000028u      /* sizeof(nvmlMemory_v2_t) | 2 << 24: plain 2 fails */
+#define nvmlTemperature_v1 0x0100000Cu       /* NVML_STRUCT_VERSION(Temperature, 1): sizeof | 1 << 24 */
 #define NVML_GPM_SUPPORT_VERSION 1u
 #define NVML_GPM_METRICS_GET_VERSION 1u
 #define NVML_GPM_METRIC_MAX 333 /* 98 in 12.x, 210 in 12.9, 333 in 13.3; version stays 1 */
@@ -123,6 +124,13 @@ typedef struct {
 typedef struct {
   unsigned gpu, memory;
 } nvmlUtilization_t;
+
+/* nvmlDeviceGetTemperatureV's argument: the sensor in, the reading (degrees C, signed) out. */
+typedef struct {
+  unsigned version;
+  unsigned sensorType; /* nvmlTemperatureSensors_t */
+  int temperature;
+} nvmlTemperature_t;
 
 typedef struct {
   unsigned long long total, free, used;
@@ -193,6 +201,9 @@ _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t is 68 bytes");
 _Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t is 8 bytes");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t is 24 bytes");
 _Static_assert(sizeof(nvmlMemory_v2_t) == 40, "nvmlMemory_v2_t is 40 bytes");
+_Static_assert(sizeof(nvmlTemperature_t) == 12, "nvmlTemperature_t is 12 bytes");
+_Static_assert(offsetof(nvmlTemperature_t, temperature) == 8, "temperature at 8");
+_Static_assert((nvmlTemperature_v1 & 0xffffffu) == sizeof(nvmlTemperature_t), "v1 version = size");
 _Static_assert((NVML_MEMORY_INFO_V2 & 0xffffffu) == sizeof(nvmlMemory_v2_t), "v2 version = size");
 _Static_assert(sizeof(nvmlProcessInfo_t) == 24, "nvmlProcessInfo_t is 24 bytes");
 _Static_assert(sizeof(nvmlProcessInfo_v1_t) == 16, "nvmlProcessInfo_v1_t is 16 bytes");
@@ -230,7 +241,8 @@ struct nvml_api {
   nvmlReturn_t (*nvmlDeviceGetPowerUsage)(nvmlDevice_t d, unsigned *mw);
   nvmlReturn_t (*nvmlDeviceGetEnforcedPowerLimit)(nvmlDevice_t d, unsigned *mw);
   nvmlReturn_t (*nvmlDeviceGetTotalEnergyConsumption)(nvmlDevice_t d, unsigned long long *mj);
-  nvmlReturn_t (*nvmlDeviceGetTemperature)(nvmlDevice_t d, unsigned sensor, unsigned *c);
+  nvmlReturn_t (*nvmlDeviceGetTemperature)(nvmlDevice_t d, unsigned sensor, unsigned *c); /* deprecated in 13 */
+  nvmlReturn_t (*nvmlDeviceGetTemperatureV)(nvmlDevice_t d, nvmlTemperature_t *t);        /* R535+; first */
   nvmlReturn_t (*nvmlDeviceGetClockInfo)(nvmlDevice_t d, unsigned type, unsigned *mhz);
   nvmlReturn_t (*nvmlDeviceGetMaxClockInfo)(nvmlDevice_t d, unsigned type, unsigned *mhz);
   nvmlReturn_t (*nvmlDeviceGetCurrentClocksEventReasons)(nvmlDevice_t d, unsigned long long *mask);

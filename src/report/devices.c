@@ -86,23 +86,27 @@ static void write_json_device(FILE *out, unsigned index, const struct nvml_facts
 }
 
 static void write_text_device(FILE *out, unsigned index, const struct nvml_facts *f, int lost) {
-  char mem[32], cc[16];
-  fprintf(out, "GPU %u: %s (UUID: %s)%s\n", index, f->name[0] ? f->name : "?", f->uuid[0] ? f->uuid : "?",
-          lost ? "  LOST" : "");
+  /* The driver's text is bytes, not checked text: the terminal writer's escaping, as for the store's. */
+  char mem[32], cc[16], name[4 * sizeof f->name], uuid[4 * sizeof f->uuid], bus[4 * sizeof f->pci_bus_id], t[400];
+  report_term_copy(name, sizeof name, f->name);
+  report_term_copy(uuid, sizeof uuid, f->uuid);
+  report_term_copy(bus, sizeof bus, f->pci_bus_id);
+  fprintf(out, "GPU %u: %s (UUID: %s)%s\n", index, name[0] ? name : "?", uuid[0] ? uuid : "?", lost ? "  LOST" : "");
   if (lost)
     return;
   if (f->cc_major >= 0)
     snprintf(cc, sizeof cc, "%d.%d", f->cc_major, f->cc_minor);
-  fprintf(out, "  bus %s  memory %s  CC %s  MIG %s  families:%s%s%s%s%s\n", f->pci_bus_id[0] ? f->pci_bus_id : "?",
+  fprintf(out, "  bus %s  memory %s  CC %s  MIG %s  families:%s%s%s%s%s\n", bus[0] ? bus : "?",
           f->mem_total >= 0 ? gs_fmt_bytes((double)f->mem_total, mem, sizeof mem) : "?", f->cc_major >= 0 ? cc : "?",
           mig_text(f) ? mig_text(f) : "n/a", f->fam_basic ? " basic" : "", f->fam_samples ? " samples" : "",
           f->fam_per_process ? " per-process" : "", f->fam_gpm ? " GPM" : "",
           f->fam_basic || f->fam_samples || f->fam_per_process || f->fam_gpm ? "" : " none");
   for (int i = 0; i < f->n_mig; i++) {
     const struct nvml_mig_facts *m = &f->mig[i];
-    fprintf(out, "  MIG %s  GPU instance %u, compute instance %u  memory %s  (UUID: %s)\n",
-            m->profile[0] ? m->profile : "?", m->gi, m->ci,
-            m->mem_total >= 0 ? gs_fmt_bytes((double)m->mem_total, mem, sizeof mem) : "?", m->uuid[0] ? m->uuid : "?");
+    report_term_copy(t, sizeof t, m->profile);
+    report_term_copy(uuid, sizeof uuid, m->uuid);
+    fprintf(out, "  MIG %s  GPU instance %u, compute instance %u  memory %s  (UUID: %s)\n", t[0] ? t : "?", m->gi,
+            m->ci, m->mem_total >= 0 ? gs_fmt_bytes((double)m->mem_total, mem, sizeof mem) : "?", uuid[0] ? uuid : "?");
   }
 }
 

@@ -2,8 +2,10 @@
  * event and note text) for every output gpuscope prints — the read-back commands (`runs`, `show`,
  * `metrics`) as well as `report` and `compare`: JSON strings (core's gs_json_str, which rp_json_str
  * is too) and numbers,
- * terminal text with escape sequences and control characters dropped (fmt.c's rp_text, and a copy
- * into a buffer for padded table columns), and RFC 4180 CSV fields. */
+ * terminal text with escape sequences and control characters dropped and the bidirectional controls
+ * shown as "<U+202E>" (fmt.c's rp_text, and a copy into a buffer for padded table columns), and RFC
+ * 4180 CSV fields. */
+#include <stdio.h>
 #include <string.h>
 
 #include "report/report_int.h"
@@ -20,12 +22,19 @@ void report_term(FILE *out, const char *s) {
   rp_text(out, s, 0);
 }
 
-/* The bytes of code point c, as rp_text would write it to a terminal (0 bytes: dropped). */
+int rp_bidi(uint32_t c) {
+  return (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+}
+
+/* The bytes of code point c, as rp_text would write it to a terminal (0 bytes: dropped), into b
+ * (room for 8). */
 static size_t term_bytes(uint32_t c, char *b) {
   if (c == '\t' || c == '\n' || c == '\r')
     c = ' ';
   else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
     return 0;
+  else if (rp_bidi(c))
+    return (size_t)snprintf(b, 9, "<U+%04X>", (unsigned)c);
   if (c < 0x80)
     return b[0] = (char)c, 1;
   if (c < 0x800)
@@ -43,7 +52,7 @@ const char *report_term_copy(char *dst, size_t n, const char *s) {
   if (!n)
     return dst;
   for (const char *p = s ? s : ""; (k = rp_utf8_next(p, &c)); p += k) {
-    char b[4];
+    char b[9];
     size_t len = term_bytes(c, b);
     if (o + len + 1 > n)
       break; /* cut at a character, never inside one */
@@ -59,7 +68,7 @@ void report_csv_field(FILE *out, const char *s) {
   uint32_t c;
   size_t k;
   for (const char *p = s ? s : ""; (k = rp_utf8_next(p, &c)); p += k) {
-    char b[4];
+    char b[9];
     if (c == '"') {
       fputs("\"\"", out);
     } else if (c == '\n') {

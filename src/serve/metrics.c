@@ -145,16 +145,32 @@ void metrics_free(struct metrics *m) {
 
 /* ---- text pieces ---- */
 
-/* A label value, escaped as the exposition format says: backslash, double quote and newline. */
+/* A label value as the exposition format wants it — the one sanitiser every label value goes
+ * through (label_add): backslash, double quote and newline escaped; bytes that are not UTF-8 (a host
+ * name or a GPU's model name is bytes from the kernel or the driver, not checked text) and other
+ * control characters become U+FFFD, so promtool and Prometheus never reject the page for one label;
+ * a character is never cut at the end of the buffer. Returns the new length (out NUL-terminated). */
 static size_t esc(char *out, size_t n, size_t off, const char *v, size_t vlen) {
-  for (size_t i = 0; i < vlen && off + 3 < n; i++) {
-    char c = v[i];
+  for (size_t i = 0; i < vlen;) {
+    uint32_t c;
+    size_t k = gs_utf8_next(v + i, &c);
+    if (!k)
+      break;
+    if (k > vlen - i) /* a sequence running past the value is not the value's */
+      c = 0xfffd, k = 1;
+    const char *put = v + i;
+    size_t m = k;
     if (c == '\\' || c == '"')
-      out[off++] = '\\', out[off++] = c;
+      put = c == '"' ? "\\\"" : "\\\\", m = 2;
     else if (c == '\n')
-      out[off++] = '\\', out[off++] = 'n';
-    else
-      out[off++] = c;
+      put = "\\n", m = 2;
+    else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == 0xfffd)
+      put = "\xef\xbf\xbd", m = 3; /* U+FFFD */
+    if (off + m + 1 > n)
+      break;
+    memcpy(out + off, put, m);
+    off += m;
+    i += k;
   }
   out[off] = 0;
   return off;

@@ -32,7 +32,10 @@ char *tui_escape(const char *in, int utf8, char *out, size_t n) {
                       : len == 3 ? 0x800u
                                  : 0x10000u) &&
                cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) && !(cp >= 0x80 && cp <= 0x9f);
-    if (good && o + len < n) {
+    int bidi = good && ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069));
+    if (bidi) {
+      out[o++] = '?', s += len; /* a bidirectional control: one '?' for the character */
+    } else if (good && o + len < n) {
       memcpy(out + o, s, len);
       o += len, s += len;
     } else if (good) {

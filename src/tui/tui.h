@@ -94,8 +94,9 @@ void top_snap_done(struct top_snap *s);
 void top_finding_now(struct store *st, struct top_snap *s);
 
 /* Copies untrusted text (a process or run name) into out for the terminal: printable ASCII, and
- * well-formed UTF-8 other than C1 controls when utf8 != 0; every other byte becomes '?'. Always
- * NUL-terminates (n > 0). Returns out. */
+ * well-formed UTF-8 other than C1 controls when utf8 != 0; every other byte becomes '?', and a
+ * bidirectional control (U+202A-U+202E, U+2066-U+2069: a name that would display reversed) one '?'.
+ * Always NUL-terminates (n > 0). Returns out. */
 char *tui_escape(const char *in, int utf8, char *out, size_t n);
 
 #endif

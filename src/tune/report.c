@@ -21,11 +21,24 @@ static const char *fbytes(double v, char *buf, size_t n) {
   return isfinite(v) ? gs_fmt_bytes(v, buf, n) : "—";
 }
 
-/* Control characters become '?' so a value or a log line cannot drive the terminal. */
+void tune_clean(char *s) {
+  unsigned char *w = (unsigned char *)s;
+  for (const unsigned char *p = w; *p;) {
+    int n = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f                   ? 2 /* a C1 control */
+            : p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae ? 3 /* U+202A-U+202E */
+            : p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9 ? 3 /* U+2066-U+2069 */
+            : *p < 32 || *p == 127                                         ? 1
+                                                                           : 0;
+    if (n)
+      *w++ = '?', p += n;
+    else
+      *w++ = *p++;
+  }
+  *w = 0;
+}
+
 static void clean(char *s) {
-  for (; *s; s++)
-    if ((unsigned char)*s < 32 || *s == 127)
-      *s = '?';
+  tune_clean(s);
 }
 
 /* Prints s left-aligned in width columns (UTF-8 aware: "—" and "±" are one column each). */
@@ -130,19 +143,26 @@ static void print_rows(FILE *out, const struct tune_opts *o, const struct tune_r
   }
 }
 
-/* The reason for each trial that is not ok, with the end of its log when it failed. */
+/* The reason for each trial that is not ok, with the end of its log when it failed, and what tune had
+ * to kill after any trial. */
 static void print_failures(FILE *out, const struct tune_result *r) {
   int printed = 0;
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[i];
-    if (t->status == TUNE_OK || !t->reason[0])
+    if ((t->status == TUNE_OK || !t->reason[0]) && !t->cleanup[0])
       continue;
     if (!printed++)
       fputc('\n', out);
-    char reason[300], tail[1100];
+    char reason[300], tail[1100], cleanup[sizeof t->cleanup];
+    snprintf(cleanup, sizeof cleanup, "%s", t->cleanup);
+    clean(cleanup);
+    if (t->status == TUNE_OK || !t->reason[0]) {
+      fprintf(out, " %02zu %s: %s\n", i + 1, tune_status_name(t->status), cleanup);
+      continue;
+    }
     snprintf(reason, sizeof reason, "%s", t->reason);
     clean(reason);
-    fprintf(out, " %02zu %s: %s\n", i + 1, tune_status_name(t->status), reason);
+    fprintf(out, " %02zu %s: %s%s%s\n", i + 1, tune_status_name(t->status), reason, cleanup[0] ? "; " : "", cleanup);
     if (t->status == TUNE_FAILED && t->tail[0]) {
       snprintf(tail, sizeof tail, "%s", t->tail);
       for (char *line = strtok(tail, "\n"); line; line = strtok(NULL, "\n")) {
@@ -154,15 +174,19 @@ static void print_failures(FILE *out, const struct tune_result *r) {
 }
 
 /* The doctor strategy's steps: each trial's estimated and measured gain over the one it came from. */
-static void print_doctor_steps(FILE *out, const struct tune_result *r) {
+static void print_doctor_steps(FILE *out, const struct tune_opts *o, const struct tune_result *r) {
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[i];
     if (t->prev < 0)
       continue;
     const struct tune_trial *p = &r->trials[t->prev];
-    char m[32];
-    fprintf(out, "doctor step: %02d -> %02zu by %s: estimated %.2fx, measured %s\n", t->prev + 1, i + 1, t->est_rule,
-            t->estimate,
+    char m[32], label[512], asked[48] = "";
+    tune_config_label(o, t->config, label, sizeof label);
+    clean(label);
+    if (isfinite(t->est_target))
+      snprintf(asked, sizeof asked, ", asked for %g", t->est_target);
+    fprintf(out, "doctor step: %02d -> %02zu by %s (%s%s): estimated %.2fx, measured %s\n", t->prev + 1, i + 1,
+            t->est_rule, label, asked, t->estimate,
             t->status == TUNE_OK ? fnum(t->rate / p->rate, "%.2fx", m, sizeof m) : tune_status_name(t->status));
   }
   if (r->stop_reason[0])
@@ -223,7 +247,10 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
   clean(name);
   fprintf(out, "gpuscope tune %s — %s, %zu trials, %ld trial-steps (%ld steps run)%s\n\n", name,
           strategies[o->strategy], r->n, r->trial_steps, r->steps_run,
-          r->interrupted ? " (interrupted: the table so far)" : "");
+          r->interrupted ? (r->signo == SIGTERM  ? " (interrupted by SIGTERM: the table so far)"
+                            : r->signo == SIGHUP ? " (interrupted by SIGHUP: the table so far)"
+                                                 : " (interrupted: the table so far)")
+                         : "");
   int *idx = table_order(r);
   if (!idx)
     return;
@@ -231,7 +258,7 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
   print_failures(out, r);
   fputc('\n', out);
   if (o->strategy == TUNE_DOCTOR)
-    print_doctor_steps(out, r);
+    print_doctor_steps(out, o, r);
   print_winner(out, o, r, st);
   free(idx);
 }
@@ -265,6 +292,7 @@ static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_t
   fputs("},", out);
   jkey(out, "status"), gs_json_str(out, tune_status_name(t->status));
   fputc(',', out), jkey(out, "reason"), t->reason[0] ? gs_json_str(out, t->reason) : (void)fputs("null", out);
+  fputc(',', out), jkey(out, "cleanup"), t->cleanup[0] ? gs_json_str(out, t->cleanup) : (void)fputs("null", out);
   fputc(',', out), jkey(out, "run_id"), t->run_id[0] ? gs_json_str(out, t->run_id) : (void)fputs("null", out);
   fputc(',', out), jkey(out, "run_name"), t->run_name[0] ? gs_json_str(out, t->run_name) : (void)fputs("null", out);
   fprintf(out, ",\"rung\":%d,\"target_steps\":%ld,\"steps_run\":%ld,\"steps_measured\":%ld,", t->rung, t->target_steps,
@@ -276,7 +304,7 @@ static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_t
   fprintf(out, "\"dof\":%d,", t->dof);
   const char *keys[] = {"rate",         "ci95",           "step_s",          "data_wait_share",
                         "gpu_util_pct", "peak_mem_bytes", "mem_limit_bytes", "energy_per_sample_j",
-                        "estimate"};
+                        "estimate",     "estimate_target"};
   double vals[] = {t->status == TUNE_OK ? t->rate : NAN,
                    t->status == TUNE_OK ? t->ci : NAN,
                    t->step_s,
@@ -285,7 +313,8 @@ static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_t
                    t->peak_mem,
                    t->mem_limit,
                    t->energy_per_sample,
-                   t->estimate};
+                   t->estimate,
+                   t->est_target};
   for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
     jkey(out, keys[k]), gs_json_num(out, vals[k]), fputc(',', out);
   jkey(out, "margin_ok"), fputs(t->margin_ok < 0 ? "null" : t->margin_ok ? "true" : "false", out);
@@ -339,7 +368,11 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
   jkey(out, "seconds"), gs_json_num(out, o->seconds > 0 ? o->seconds : NAN);
   fprintf(out, ",\"trial_steps\":%ld,\"steps_run\":%ld,\"interrupted\":%s,\"budget_out\":%s,", r->trial_steps,
           r->steps_run, r->interrupted ? "true" : "false", r->budget_out ? "true" : "false");
-  fputs("\"params\":{", out);
+  jkey(out, "stopped_by"), r->interrupted && r->signo > 0 ? gs_json_str(out, r->signo == SIGINT    ? "SIGINT"
+                                                                             : r->signo == SIGTERM ? "SIGTERM"
+                                                                                                   : "SIGHUP")
+                                                          : (void)fputs("null", out);
+  fputs(",\"params\":{", out);
   json_params(out, o);
   fputs("},\"trials\":[", out);
   for (size_t i = 0; i < r->n; i++)

@@ -2,9 +2,14 @@
  * agent_run() (so the run is in the store like any other, in the tune's group and tagged with its
  * values), with the job's output in a temporary log and, with --mem-limit, RLIMIT_AS set for the
  * job. The agent stops the job after warm-up + N client steps (agent_opts.stop_after_steps); in
- * --seconds mode this file sends SIGTERM when the time is up. Then the run's step series are read
- * back from the store: throughput after warm-up with its standard error, the data-wait share, GPU
- * use, peak memory against the limit, and the trial's status (ok, oom, failed, interrupted). */
+ * --seconds mode and at the budget's end this file sends SIGTERM. A job that ignores its stop gets
+ * SIGKILL with its whole tree after the grace (the agent does it, agent_opts.stop_grace_ns; an
+ * agent that does not end either is killed with its session here). The trial's child starts its own
+ * session and tune is the subreaper of everything below it, so whatever the trial leaves running —
+ * a daemon that double-forked and called setsid included — ends up tune's child when the agent
+ * exits, and is killed and named then. Then the run's step series are read back from the store:
+ * throughput after warm-up with its standard error, the data-wait share, GPU use, peak memory
+ * against the limit, and the trial's status (ok, oom, failed, interrupted). */
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,13 +22,27 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "collect/collect.h"
 #include "core/core.h"
 #include "store/store.h"
 #include "tune/tune_int.h"
 
 #define TAIL_LINES 6
 
-volatile sig_atomic_t tune_sigint, tune_sigint_signo, tune_sigint_tty;
+volatile sig_atomic_t tune_sigint, tune_sigint_signo;
+
+/* An agent that has not ended this long after its job's last SIGKILL is killed too: its run is then
+ * left open (`crashed` later), which only a hung store or a hung driver call explains. */
+#define AGENT_GRACE_NS (15 * GS_NS_PER_S)
+#define LEFT_NAMED 4 /* processes named in a trial's cleanup; the rest are counted */
+
+const char *tune_signal_name(int sig) {
+  return sig == SIGINT ? "Ctrl-C (SIGINT)" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+}
+
+static int64_t grace_ns(const struct tune_opts *o) {
+  return o->grace_ns > 0 ? o->grace_ns : TUNE_GRACE_NS;
+}
 
 void tune_config_label(const struct tune_opts *o, const int *config, char *buf, size_t n) {
   size_t off = 0;
@@ -144,6 +163,12 @@ static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, char **argv,
   pid_t pid = fork();
   if (pid)
     return pid;
+  /* Its own session: a terminal's ^C reaches tune alone (which passes it on), and the session's
+   * process group can be killed whole. The job reads nothing from the terminal tune runs in. */
+  setsid();
+  int null = open("/dev/null", O_RDONLY);
+  if (null >= 0)
+    dup2(null, 0), close(null);
   dup2(log_fd, 1);
   dup2(log_fd, 2);
   for (int i = 0; i < o->nparams; i++) {
@@ -162,7 +187,8 @@ static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, char **argv,
                           .store_url = o->store_url,
                           .root = "/",
                           .quiet = 1,
-                          .stop_after_steps = o->seconds > 0 ? 0 : o->warmup + t->target_steps};
+                          .stop_after_steps = o->seconds > 0 ? 0 : o->warmup + t->target_steps,
+                          .stop_grace_ns = grace_ns(o)};
   int status = 1;
   int rc = agent_run(&ao, &status);
   if (rc)
@@ -374,31 +400,126 @@ static void trial_reset(const struct tune_opts *o, struct tune_trial *t, int k, 
   }
 }
 
-/* Waits for the agent to exit, passing Ctrl-C on and stopping it with SIGTERM at --seconds or at the
- * budget's deadline; sets *termed and *interrupted when it did either. */
+/* Waits for the agent to exit, passing a signal to tune on (the trial is in its own session, so only
+ * tune gets the terminal's ^C) and stopping it with SIGTERM at --seconds or at the budget's deadline;
+ * sets *termed and *interrupted when it did either. The agent kills a job that ignores the stop after
+ * the grace. The stop is sent once more a second after that, for an agent that had not yet taken
+ * over its signals when the first came (the child runs tune's handler until the agent's setup); an
+ * agent still there AGENT_GRACE_NS after that second grace is killed with its session and every
+ * process below it (*agent_killed). */
 static void wait_agent(const struct tune_opts *o, pid_t pid, int64_t t0, int64_t deadline_ns, int *termed,
-                       int *interrupted) {
-  int ws = 0;
+                       int *interrupted, int *agent_killed) {
+  int ws = 0, stop_sig = 0, resent = 0;
   sig_atomic_t seen = tune_sigint;
+  int64_t stop_at = 0, g = grace_ns(o);
   for (;;) {
     pid_t p = waitpid(pid, &ws, WNOHANG);
     if (p == pid || (p < 0 && errno != EINTR))
       break;
+    int64_t now = gs_mono_ns();
     if (tune_sigint != seen) {
       seen = tune_sigint;
       *interrupted = 1;
-      /* A terminal's ^C reached the agent and the job through the process group already. */
-      if (!tune_sigint_tty)
-        kill(pid, tune_sigint_signo ? tune_sigint_signo : SIGINT); /* the agent passes it on */
+      kill(pid, tune_sigint_signo ? tune_sigint_signo : SIGINT); /* the agent passes it on */
+      if (!stop_at)
+        stop_at = now, stop_sig = tune_sigint_signo ? tune_sigint_signo : SIGINT;
     }
-    int64_t now = gs_mono_ns();
     if (!*termed &&
         ((o->seconds > 0 && now - t0 >= (int64_t)(o->seconds * GS_NS_PER_S)) || (deadline_ns && now >= deadline_ns))) {
       kill(pid, SIGTERM); /* the agent passes it to the job and closes the run */
       *termed = 1;
+      if (!stop_at)
+        stop_at = now, stop_sig = SIGTERM;
+    }
+    if (stop_at && !resent && now - stop_at >= g + GS_NS_PER_S) {
+      kill(pid, stop_sig);
+      resent = 1;
+    }
+    if (stop_at && !*agent_killed && now - stop_at >= 2 * g + GS_NS_PER_S + AGENT_GRACE_NS) {
+      pid_t *tree = NULL;
+      int n = collect_list_descendants(pid, &tree);
+      kill(-pid, SIGKILL); /* the session's process group: the agent and what did not leave it */
+      for (int i = 0; i < n; i++)
+        kill(tree[i], SIGKILL);
+      free(tree);
+      *agent_killed = 1;
     }
     sleep_ms(20);
   }
+}
+
+/* The command name of pid into buf ("?" when gone), control characters replaced. */
+static void proc_comm(pid_t pid, char *buf, size_t n) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
+  FILE *f = fopen(path, "r");
+  snprintf(buf, n, "?");
+  if (f) {
+    if (fgets(buf, (int)n, f))
+      buf[strcspn(buf, "\n")] = 0;
+    fclose(f);
+  }
+  for (char *c = buf; *c; c++)
+    if ((unsigned char)*c < 32 || *c == 127)
+      *c = '?';
+}
+
+/* Reaps tune's children that have ended (left-behind processes reparented to tune, the subreaper). */
+static void reap_children(void) {
+  int ws;
+  while (waitpid(-1, &ws, WNOHANG) > 0)
+    ;
+}
+
+/* Waits until no process is left below tune or until ns passed; returns how many are left. */
+static int wait_no_descendants(int64_t ns) {
+  int64_t until = gs_mono_ns() + ns;
+  int n;
+  for (;;) {
+    reap_children();
+    if ((n = collect_count_descendants(getpid())) == 0 || gs_mono_ns() >= until)
+      return n;
+    sleep_ms(20);
+  }
+}
+
+/* After the agent exited, every process still below tune was left behind by the trial (tune runs one
+ * trial at a time and is their subreaper): SIGTERM, the grace, then SIGKILL, and what was killed is
+ * said in t->cleanup. */
+static void kill_leftovers(const struct tune_opts *o, struct tune_trial *t) {
+  reap_children();
+  pid_t *tree = NULL;
+  int n = collect_list_descendants(getpid(), &tree);
+  if (n <= 0) {
+    free(tree);
+    return;
+  }
+  char names[256] = "";
+  size_t off = 0;
+  for (int i = 0; i < n; i++) {
+    if (i < LEFT_NAMED) {
+      char comm[32];
+      proc_comm(tree[i], comm, sizeof comm);
+      int w = snprintf(names + off, sizeof names - off, "%s%s (pid %d)", i ? ", " : "", comm, (int)tree[i]);
+      if (w > 0 && (size_t)w < sizeof names - off)
+        off += (size_t)w;
+    }
+    kill(tree[i], SIGTERM);
+  }
+  free(tree);
+  int left = wait_no_descendants(grace_ns(o));
+  for (int round = 0; left > 0 && round < 50; round++) { /* SIGKILL until none: a forking one converges */
+    tree = NULL;
+    int m = collect_list_descendants(getpid(), &tree);
+    for (int i = 0; i < m; i++)
+      kill(tree[i], SIGKILL);
+    free(tree);
+    left = wait_no_descendants(GS_NS_PER_S / 10);
+  }
+  size_t len = strlen(t->cleanup);
+  snprintf(t->cleanup + len, sizeof t->cleanup - len, "%s%s %d process%s the trial left running: %s%s%s",
+           len ? "; " : "", left ? "could not kill all of" : "killed", n, n == 1 ? "" : "es", names,
+           n > LEFT_NAMED ? ", ..." : "", left ? " (some are still there)" : "");
 }
 
 /* Sets the measured trial's status and reason from how the job ended: status is its exit status, end
@@ -406,12 +527,19 @@ static void wait_agent(const struct tune_opts *o, pid_t pid, int64_t t0, int64_t
 static void trial_classify(const struct tune_opts *o, struct tune_trial *t, int status, int termed, int interrupted,
                            const char *end, long kills0) {
   long kills1 = cgroup_oom_kills();
-  int by_us = termed || (status == 128 + SIGTERM && t->steps_run >= o->warmup + t->target_steps);
+  int asked = termed || ((status == 128 + SIGTERM || status == 128 + SIGKILL) &&
+                         t->steps_run >= o->warmup + t->target_steps); /* the agent's stop after the steps */
+  int by_us = asked || interrupted;
   char line[256];
+  if (by_us && status == 128 + SIGKILL) {
+    size_t len = strlen(t->cleanup);
+    snprintf(t->cleanup + len, sizeof t->cleanup - len, "%sthe job ignored SIGTERM: killed after the %.1f s grace",
+             len ? "; " : "", (double)grace_ns(o) / GS_NS_PER_S);
+  }
   if (interrupted) {
     t->status = TUNE_INTERRUPTED;
-    snprintf(t->reason, sizeof t->reason, "stopped by Ctrl-C");
-  } else if (status == 0 || by_us) {
+    snprintf(t->reason, sizeof t->reason, "stopped by %s to tune", tune_signal_name((int)tune_sigint_signo));
+  } else if (status == 0 || asked) {
     t->status = TUNE_OK;
     if (!isfinite(t->rate)) {
       t->status = TUNE_FAILED;
@@ -470,8 +598,13 @@ int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64
   }
   close(res[1]);
   res[1] = -1;
-  int termed = 0, interrupted = 0;
-  wait_agent(o, pid, t0, deadline_ns, &termed, &interrupted);
+  int termed = 0, interrupted = 0, agent_killed = 0;
+  wait_agent(o, pid, t0, deadline_ns, &termed, &interrupted, &agent_killed);
+  if (agent_killed)
+    snprintf(t->cleanup, sizeof t->cleanup,
+             "the agent did not end %.0f s after the job's SIGKILL: killed with its session",
+             (double)AGENT_GRACE_NS / GS_NS_PER_S);
+  kill_leftovers(o, t);
   char msg[96] = "", id[32] = "";
   ssize_t got = read(res[0], msg, sizeof msg - 1);
   int arc = 1, status = -1;

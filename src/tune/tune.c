@@ -6,16 +6,15 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 
 #include "core/core.h"
 #include "doctor/doctor.h"
 #include "store/store.h"
 #include "tune/tune_int.h"
 
-static void on_sigint(int sig, siginfo_t *si, void *ctx) {
-  (void)ctx;
+static void on_sigint(int sig) {
   tune_sigint_signo = sig;
-  tune_sigint_tty = si && si->si_code == SI_KERNEL;
   tune_sigint++;
 }
 
@@ -34,7 +33,7 @@ static struct tune_trial *trial_new(struct tune_result *r, const int *config, in
   t->target_steps = steps;
   t->exit_status = -1;
   t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
-  t->energy_per_sample = t->estimate = NAN;
+  t->energy_per_sample = t->estimate = t->est_target = NAN;
   t->margin_ok = -1;
   t->prev = -1;
   return t;
@@ -81,7 +80,7 @@ struct ctx {
 
 static int stopped(struct ctx *c) {
   if (tune_sigint)
-    c->r->interrupted = 1;
+    c->r->interrupted = 1, c->r->signo = (int)tune_sigint_signo;
   else if (c->deadline && gs_mono_ns() >= c->deadline)
     c->r->budget_out = 1;
   return c->r->interrupted || c->r->budget_out;
@@ -90,17 +89,19 @@ static int stopped(struct ctx *c) {
 static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
   if (!c->o->progress)
     return;
-  char label[512];
+  char label[512], reason[sizeof t->reason], cleanup[sizeof t->cleanup];
   tune_config_label(c->o, t->config, label, sizeof label);
-  for (char *p = label; *p; p++)
-    if ((unsigned char)*p < 32 || *p == 127)
-      *p = '?';
+  snprintf(reason, sizeof reason, "%s", t->reason);
+  snprintf(cleanup, sizeof cleanup, "%s", t->cleanup);
+  tune_clean(label), tune_clean(reason), tune_clean(cleanup);
   fprintf(c->o->progress, "[tune] %02zu %s: %s", k + 1, label, tune_status_name(t->status));
   if (t->status == TUNE_OK)
     fprintf(c->o->progress, " %.1f ± %.1f %s over %ld steps", t->rate, t->ci,
             c->o->metric == TUNE_STEPS_PER_S ? "steps/s" : "samples/s", t->steps_measured);
-  else if (t->reason[0])
-    fprintf(c->o->progress, " (%s)", t->reason);
+  else if (reason[0])
+    fprintf(c->o->progress, " (%s)", reason);
+  if (cleanup[0])
+    fprintf(c->o->progress, "; %s", cleanup);
   fputc('\n', c->o->progress);
   fflush(c->o->progress);
 }
@@ -121,7 +122,10 @@ static int run_one(struct ctx *c, const int *config, int rung, long steps) {
              c->o->params[b].values[c->r->trials[sib].config[b]], sib + 1);
   } else if (stopped(c)) {
     t->status = TUNE_NOT_RUN;
-    snprintf(t->reason, sizeof t->reason, "%s", c->r->interrupted ? "the sweep was interrupted" : "the budget ran out");
+    if (c->r->interrupted)
+      snprintf(t->reason, sizeof t->reason, "the sweep was stopped by %s", tune_signal_name(c->r->signo));
+    else
+      snprintf(t->reason, sizeof t->reason, "the budget ran out");
   } else {
     int rc = tune_trial_run(c->o, t, k, c->deadline);
     long used = t->steps_run, asked = c->o->warmup + t->target_steps;
@@ -267,8 +271,22 @@ static double evidence_num(const char *json, const char *key) {
   return p ? strtod(p + strlen(pat), NULL) : NAN;
 }
 
+/* The number under key inside the evidence's object obj ("speedup_by_workers":{"4":1.8}), NAN when
+ * either is absent. The object holds numbers only, so its end is the first '}'. */
+static double evidence_member(const char *json, const char *obj, const char *key) {
+  char pat[80];
+  snprintf(pat, sizeof pat, "\"%s\":{", obj);
+  const char *p = strstr(json, pat), *end = p ? strchr(p, '}') : NULL;
+  if (!p || !end)
+    return NAN;
+  snprintf(pat, sizeof pat, "\"%s\":", key);
+  const char *q = strstr(p, pat);
+  return q && q < end ? strtod(q + strlen(pat), NULL) : NAN;
+}
+
 /* The listed value of numeric parameter p to move to from cur toward want (NAN: the next bigger):
- * the smallest value above cur that reaches want, else the largest above cur; -1 when none is. */
+ * want itself when listed, else the smallest value above cur that reaches want, else the largest
+ * above cur; -1 when none is. */
 static int bigger(const struct tune_opts *o, int p, int cur, double want) {
   double now = num(o->params[p].values[cur]);
   int best = -1, largest = -1;
@@ -293,25 +311,45 @@ static int value_in(const struct tune_opts *o, int p, const char *const *vals) {
   return -1;
 }
 
-/* The configuration finding f moves cur to (in next); 0 when it names no listed change. */
-static int doctor_move(const struct tune_opts *o, const struct store_finding *f, const int *cur, int *next) {
+static int loader_rule(const char *rule) {
+  return !strcmp(rule, "loader_workers") || !strcmp(rule, "input_latency") || !strcmp(rule, "input_bound") ||
+         !strcmp(rule, "io_bound");
+}
+
+int tune_doctor_move(const struct tune_opts *o, const struct store_finding *f, size_t nf, size_t k, const int *cur,
+                     int *next, double *estimate, double *target) {
   static const char *const workers[] = {"worker", NULL}, *const batch_n[] = {"batch", NULL},
                            *const prec[] = {"precision", "dtype", "amp", NULL}, *const pin[] = {"pin", NULL};
   static const char *const low[] = {"bf16", "fp16", "amp", "mixed", "16", "true", NULL};
   static const char *const on[] = {"1", "true", "True", "yes", "on", NULL};
+  const struct store_finding *x = &f[k];
   memcpy(next, cur, sizeof(int) * TUNE_MAX_PARAMS);
+  *estimate = x->speedup, *target = NAN;
   int p = -1, v = -1;
-  if (!strcmp(f->rule, "loader_workers") || !strcmp(f->rule, "input_latency") || !strcmp(f->rule, "input_bound") ||
-      !strcmp(f->rule, "io_bound")) {
-    if ((p = param_like(o, workers)) >= 0)
-      v = bigger(o, p, cur[p], evidence_num(f->evidence, "recommended_workers"));
-  } else if (!strcmp(f->rule, "batch_too_small")) {
-    if ((p = tune_batch_param(o)) >= 0 || (p = param_like(o, batch_n)) >= 0)
-      v = bigger(o, p, cur[p], evidence_num(f->evidence, "recommended_batch"));
-  } else if (!strcmp(f->rule, "mixed_precision")) {
+  if (loader_rule(x->rule)) {
+    /* The loader's change is a worker count: the finding's own recommended_workers, else that of
+     * the diagnosis' loader_workers or input_latency (input_bound and io_bound say the loader is
+     * short, those two how many it needs), else the next larger listed value. */
+    double want = evidence_num(x->evidence, "recommended_workers");
+    for (size_t i = 0; i < nf && !isfinite(want); i++)
+      if (!strcmp(f[i].rule, "loader_workers") || !strcmp(f[i].rule, "input_latency"))
+        want = evidence_num(f[i].evidence, "recommended_workers");
+    if ((p = param_like(o, workers)) >= 0 && (v = bigger(o, p, cur[p], want)) >= 0) {
+      *target = want;
+      /* The finding's estimate for the count applied, when it lists one per count. */
+      double e = evidence_member(x->evidence, "speedup_by_workers", o->params[p].values[v]);
+      if (isfinite(e))
+        *estimate = e;
+    }
+  } else if (!strcmp(x->rule, "batch_too_small")) {
+    if ((p = tune_batch_param(o)) >= 0 || (p = param_like(o, batch_n)) >= 0) {
+      *target = evidence_num(x->evidence, "recommended_batch");
+      v = bigger(o, p, cur[p], *target);
+    }
+  } else if (!strcmp(x->rule, "mixed_precision")) {
     if ((p = param_like(o, prec)) >= 0)
       v = value_in(o, p, low);
-  } else if (!strcmp(f->rule, "pageable_copies")) {
+  } else if (!strcmp(x->rule, "pageable_copies")) {
     if ((p = param_like(o, pin)) >= 0)
       v = value_in(o, p, on);
   }
@@ -340,8 +378,10 @@ static int doctor(struct ctx *c) {
   }
   for (;;) {
     if (stopped(c)) {
-      snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "%s",
-               c->r->interrupted ? "interrupted" : "the budget ran out");
+      if (c->r->interrupted)
+        snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "stopped by %s", tune_signal_name(c->r->signo));
+      else
+        snprintf(c->r->stop_reason, sizeof c->r->stop_reason, "the budget ran out");
       return 0;
     }
     struct store *st = store_open(c->o->store_url);
@@ -357,8 +397,10 @@ static int doctor(struct ctx *c) {
       return 0;
     }
     const struct store_finding *pick = NULL;
-    for (size_t i = 0; i < nf && !pick; i++)
-      if (f[i].speedup >= 1.05 && doctor_move(c->o, &f[i], c->r->trials[cur].config, next) && !tried(c->o, c->r, next))
+    double est = NAN, want = NAN;
+    for (size_t i = 0; i < nf && !pick; i++) /* ranked: the first whose change is listed and untried */
+      if (f[i].speedup >= 1.05 && tune_doctor_move(c->o, f, nf, i, c->r->trials[cur].config, next, &est, &want) &&
+          !tried(c->o, c->r, next))
         pick = &f[i];
     if (!pick) {
       snprintf(c->r->stop_reason, sizeof c->r->stop_reason,
@@ -367,7 +409,6 @@ static int doctor(struct ctx *c) {
       free(f);
       return 0;
     }
-    double est = pick->speedup;
     char rule[32];
     snprintf(rule, sizeof rule, "%s", pick->rule);
     free(f);
@@ -376,10 +417,15 @@ static int doctor(struct ctx *c) {
       return GS_EIO;
     struct tune_trial *t = &c->r->trials[k], *p = &c->r->trials[cur];
     t->estimate = est;
+    t->est_target = want;
     snprintf(t->est_rule, sizeof t->est_rule, "%s", rule);
     t->prev = cur;
     if (c->o->progress) {
-      fprintf(c->o->progress, "[tune] doctor: %s promised %.2fx from trial %02d; measured ", rule, est, cur + 1);
+      char label[512];
+      tune_config_label(c->o, t->config, label, sizeof label);
+      tune_clean(label);
+      fprintf(c->o->progress, "[tune] doctor: %s estimated %.2fx for %s from trial %02d; measured ", rule, est, label,
+              cur + 1);
       if (t->status == TUNE_OK)
         fprintf(c->o->progress, "%.2fx (%.1f -> %.1f)%s\n", t->rate / p->rate, p->rate, t->rate,
                 gs_tie(t->rate, t->ci, p->rate, p->ci) ? ", within noise" : "");
@@ -398,18 +444,24 @@ int tune_run(const struct tune_opts *o, struct tune_result *r) {
   if (!st)
     return GS_ESTORE; /* the message says why */
   st->close(st);
-  struct sigaction sa = {.sa_sigaction = on_sigint, .sa_flags = SA_SIGINFO}, old[3];
+  struct sigaction sa = {.sa_handler = on_sigint}, old[3];
   static const int sigs[3] = {SIGINT, SIGTERM, SIGHUP};
   sigemptyset(&sa.sa_mask);
-  tune_sigint = tune_sigint_signo = tune_sigint_tty = 0;
+  tune_sigint = tune_sigint_signo = 0;
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &sa, &old[i]);
+  /* Whatever a trial leaves running, however it detached (double fork, setsid), comes back to tune
+   * when the trial's agent exits, to be killed (trial.c). */
+  int subreaper = 0;
+  prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct ctx c = {.o = o, .r = r, .deadline = o->budget_ns > 0 ? gs_mono_ns() + o->budget_ns : 0};
   int rc = o->strategy == TUNE_HALVING ? halving(&c) : o->strategy == TUNE_DOCTOR ? doctor(&c) : grid(&c);
+  prctl(PR_SET_CHILD_SUBREAPER, subreaper);
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &old[i], NULL);
   if (tune_sigint)
-    r->interrupted = 1;
+    r->interrupted = 1, r->signo = (int)tune_sigint_signo;
   tune_rank(o, r);
   return rc;
 }

@@ -22,6 +22,8 @@
 #define TUNE_MAX_NAME 48       /* bytes in a parameter name */
 #define TUNE_MAX_CONFIGS 10000 /* configurations in one tune (the product of the value counts) */
 #define TUNE_MARGIN 0.90       /* the winner's peak memory must stay at or below 90 % of the limit */
+/* The default grace between a trial's SIGTERM and SIGKILL. */
+#define TUNE_GRACE_NS (10 * 1000000000LL)
 
 struct tune_param {
   char name[TUNE_MAX_NAME];
@@ -38,7 +40,7 @@ enum tune_status {
   TUNE_OOM,         /* ran out of memory */
   TUNE_FAILED,      /* crashed, or too few steps to measure */
   TUNE_SKIPPED,     /* a smaller batch with the same other values ran out of memory */
-  TUNE_INTERRUPTED, /* stopped by Ctrl-C */
+  TUNE_INTERRUPTED, /* stopped by a signal to tune: Ctrl-C (SIGINT), SIGTERM or SIGHUP */
   TUNE_NOT_RUN,     /* the budget ended or the sweep was interrupted first */
 };
 
@@ -55,6 +57,7 @@ struct tune_opts {
   const char *store_url; /* never NULL when tune_run is called */
   int64_t mem_limit;     /* bytes of address space per process of the job (RLIMIT_AS); 0 none */
   int64_t interval_ns;   /* the trials' sampling interval */
+  int64_t grace_ns;      /* how long a job asked to stop has before SIGKILL (0: TUNE_GRACE_NS) */
   FILE *progress;        /* one line per trial as it ends (NULL: silent) */
 };
 
@@ -63,8 +66,9 @@ struct tune_trial {
   int rung;                    /* halving: the rung (0 first); else 0 */
   long target_steps;           /* measured steps asked for (0 in --seconds mode) */
   enum tune_status status;
-  char reason[256]; /* why not ok: the OOM message, the exit status, what was skipped */
-  char tail[1024];  /* failed/oom: the job's last output lines */
+  char reason[256];  /* why not ok: the OOM message, the exit status, what was skipped */
+  char tail[1024];   /* failed/oom: the job's last output lines */
+  char cleanup[384]; /* what tune had to kill: a job that ignored its stop, processes left running ("" none) */
   char run_id[32], run_name[160];
   int exit_status; /* as a shell shows it; -1 unknown */
   long steps_run, steps_measured;
@@ -72,7 +76,8 @@ struct tune_trial {
   int dof;         /* the half-width's degrees of freedom (blocks of steps - 1) */
   double step_s, data_share, gpu_util, peak_mem, mem_limit, energy_per_sample; /* NAN unknown */
   int margin_ok;     /* peak <= 90 % of limit: 1, 0, or -1 unknown */
-  double estimate;   /* doctor: the speed-up the finding promised (NAN none) */
+  double estimate;   /* doctor: the finding's own estimate of the change applied (NAN none) */
+  double est_target; /* doctor: the worker count or batch the finding asked for (NAN none) */
   char est_rule[32]; /* doctor: the finding that led here ("" none) */
   int prev;          /* doctor: the trial it was compared with (-1 none) */
   int tied;          /* set by tune_rank: within noise of the best */
@@ -81,7 +86,8 @@ struct tune_trial {
 struct tune_result {
   struct tune_trial *trials;
   size_t n, cap;
-  int interrupted;               /* Ctrl-C stopped the sweep */
+  int interrupted;               /* a signal to tune stopped the sweep */
+  int signo;                     /* that signal (SIGINT, SIGTERM, SIGHUP; 0 none) */
   int budget_out;                /* the budget ended before every trial ran */
   long trial_steps;              /* steps the trials used: warm-up + measured, at most what each asked for */
   long steps_run;                /* steps the jobs ran in all (a stopped job may run a step or two past its stop) */
@@ -102,9 +108,12 @@ int tune_validate(const struct tune_opts *o);
 char **tune_substitute(const struct tune_opts *o, const int *config);
 void tune_argv_free(char **argv);
 
-/* Runs the sweep. SIGINT (Ctrl-C) stops the current trial cleanly and ends the sweep; the result
- * keeps what was measured. Returns 0 (r filled, then ranked with tune_rank; free it with
- * tune_result_done) or a GS_E code when the store cannot be used. */
+/* Runs the sweep. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops the current trial cleanly and ends the
+ * sweep; the result keeps what was measured and names the signal (r->signo). Each trial runs in its
+ * own session with tune as the subreaper of everything it starts: a job still running o->grace_ns
+ * after it was asked to stop is killed with its tree, and processes a trial leaves behind (a daemon
+ * that double-forked and called setsid) are killed when it ends and named in its cleanup. Returns 0 (r filled, then
+ * ranked with tune_rank; free it with tune_result_done) or a GS_E code when the store cannot be used. */
 int tune_run(const struct tune_opts *o, struct tune_result *r);
 
 /* Sets r->best, r->winner, r->recommended and each trial's tied flag (halving: among the last rung). */

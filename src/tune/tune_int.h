@@ -8,14 +8,32 @@
 #include "tune/tune.h"
 
 /* Set by tune's handler of SIGINT, SIGTERM and SIGHUP (a signal handler can only reach globals): how
- * many arrived, the last one's number, and whether it came from the terminal (^C: the agent and the
- * job, in the same process group, got it too). */
-extern volatile sig_atomic_t tune_sigint, tune_sigint_signo, tune_sigint_tty;
+ * many arrived and the last one's number. A trial runs in its own session, so a terminal's ^C reaches
+ * only tune, which passes every one on to the trial's agent. */
+extern volatile sig_atomic_t tune_sigint, tune_sigint_signo;
+
+/* Makes s safe for a terminal in place: each control character (C0, DEL, C1 in UTF-8) and each
+ * bidirectional control (U+202A-U+202E, U+2066-U+2069) becomes one '?'. */
+void tune_clean(char *s);
+
+/* "Ctrl-C (SIGINT)", "SIGTERM", "SIGHUP": how a stop by signal sig is named to the user. */
+const char *tune_signal_name(int sig);
 
 /* Runs trial t (t->config, t->target_steps set; k its number for the run name) and measures it.
  * Fills every other field. Returns 0, or a GS_E code when the store cannot be read (t->status is
  * then failed with the reason). */
 int tune_trial_run(const struct tune_opts *o, struct tune_trial *t, int k, int64_t deadline_ns);
+
+/* The change finding f[k] (of the nf of one diagnosis, ranked) makes to configuration cur, in next:
+ * the loader's findings set the worker parameter to the recommended count (the finding's
+ * recommended_workers, else loader_workers' or input_latency's; the smallest listed value reaching
+ * it), batch_too_small the batch to recommended_batch, mixed_precision and pageable_copies a listed
+ * bf16/fp16 or on value. *estimate is the finding's own estimate of that change (its per-count
+ * figure when the evidence lists one for the value applied, else its speed-up); *target the count or
+ * batch it asked for (NAN none). Returns 1, or 0 when it names no listed change. */
+struct store_finding;
+int tune_doctor_move(const struct tune_opts *o, const struct store_finding *f, size_t nf, size_t k, const int *cur,
+                     int *next, double *estimate, double *target);
 
 /* A label for the configuration: "batch_size=32 workers=2". */
 void tune_config_label(const struct tune_opts *o, const int *config, char *buf, size_t n);

@@ -660,10 +660,40 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t h, unsigned
 }
 #endif
 
-EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, unsigned sensor, unsigned *c) {
-  /* Another sensor is an invalid argument, found after the faults as a missing pointer is. */
-  ACCT(unsigned_impl(h, SC_TEMP, K_TEMP, 1, sensor == NVML_TEMPERATURE_GPU ? c : NULL));
+/* The fault only one temperature call has (temp_v, temp_old), before the sensor's (temp). */
+static nvmlReturn_t temp_call_fault(nvmlDevice_t h, enum sim_call own) {
+  const struct sim_dev *d = dev_of(h);
+  return d && G.refs ? fault_code(d, own, now_s()) : NVML_SUCCESS;
 }
+
+static nvmlReturn_t temp_impl(nvmlDevice_t h, unsigned sensor, unsigned *c) {
+  nvmlReturn_t r = temp_call_fault(h, SC_TEMP_OLD);
+  /* Another sensor is an invalid argument, found after the faults as a missing pointer is. */
+  return r != NVML_SUCCESS ? r : unsigned_impl(h, SC_TEMP, K_TEMP, 1, sensor == NVML_TEMPERATURE_GPU ? c : NULL);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t h, unsigned sensor, unsigned *c) {
+  ACCT(temp_impl(h, sensor, c));
+}
+
+#ifndef GPUSIM_LEGACY
+/* NVML 13's call (the old one is deprecated there): a versioned struct, the sensor in, a signed
+ * reading out; a version other than nvmlTemperature_v1 is refused as a real driver refuses it. */
+static nvmlReturn_t temp_v_impl(nvmlDevice_t h, nvmlTemperature_t *tp) {
+  nvmlReturn_t r = temp_call_fault(h, SC_TEMP_V);
+  if (r != NVML_SUCCESS)
+    return r;
+  CHECK(h, SC_TEMP);
+  if (!tp || tp->sensorType != NVML_TEMPERATURE_GPU)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (tp->version != nvmlTemperature_v1)
+    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  tp->temperature = (int)llround(sim_value(d, K_TEMP, t));
+  return NVML_SUCCESS;
+}
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t h, nvmlTemperature_t *tp) {
+  ACCT(temp_v_impl(h, tp));
+}
+#endif
 
 static nvmlReturn_t clock_impl(nvmlDevice_t h, unsigned type, unsigned *mhz) {
   CHECK(h, SC_CLOCK);

@@ -49,7 +49,9 @@ enum sim_call {
   SC_POWER,
   SC_POWER_LIMIT,
   SC_ENERGY,
-  SC_TEMP,
+  SC_TEMP,     /* the sensor: both temperature calls */
+  SC_TEMP_V,   /* nvmlDeviceGetTemperatureV only */
+  SC_TEMP_OLD, /* the deprecated nvmlDeviceGetTemperature only */
   SC_CLOCK,
   SC_MAX_CLOCK,
   SC_THROTTLE,

@@ -79,6 +79,62 @@ static void test_label_values_are_escaped(void **state) {
   assert_non_null(strstr(t, "gpuscope_proc_rss_bytes{pid=\"7\",comm=\"a\\\"b\\\\c\\nd\"} 4096\n"));
 }
 
+/* Whether s is well-formed UTF-8 (no overlong forms, surrogates or values past U+10FFFF). */
+static int utf8_ok(const unsigned char *s) {
+  while (*s) {
+    size_t len = *s < 0x80                 ? 1
+                 : *s >= 0xc2 && *s < 0xe0 ? 2
+                 : *s >= 0xe0 && *s < 0xf0 ? 3
+                 : *s >= 0xf0 && *s < 0xf5 ? 4
+                                           : 0;
+    if (!len)
+      return 0;
+    for (size_t i = 1; i < len; i++)
+      if ((s[i] & 0xc0) != 0x80)
+        return 0;
+    if ((len == 3 && ((*s == 0xe0 && s[1] < 0xa0) || (*s == 0xed && s[1] >= 0xa0))) ||
+        (len == 4 && ((*s == 0xf0 && s[1] < 0x90) || (*s == 0xf4 && s[1] >= 0x90))))
+      return 0;
+    s += len;
+  }
+  return 1;
+}
+
+/* A model name (the driver's bytes) that is not UTF-8 and has control characters: every label value
+ * goes through one sanitiser, so the page stays valid UTF-8 (promtool rejects it otherwise). */
+static void test_label_values_that_are_not_utf8_are_replaced(void **state) {
+  struct fx *f = *state;
+  gs_sink_param(f->sink, "gpu.1.uuid", "GPU-\xc3\x28");
+  gs_sink_param(f->sink, "gpu.1.name", "H100 \xff\xfe\x01x\xe2\x80\xaeok\xed\xa0\x80");
+  put(f, "nvml", "gpu.mem_used_bytes", "gpu=1", 1024.0 * 1024, 10 * S);
+  put(f, "proctree", "proc.rss_bytes", "pid=8,comm=py\xc0\xafthon", 4096, 10 * S);
+  const char *t = render(f, 0, 10 * S);
+  assert_true(utf8_ok((const unsigned char *)t));
+  assert_non_null(strstr(t, "UUID=\"GPU-\xef\xbf\xbd(\""));
+  /* U+202E is well-formed and kept (a terminal is not reading this); the surrogate is not. */
+  assert_non_null(strstr(
+      t, "modelName=\"H100 \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdx\xe2\x80\xaeok\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\""));
+  assert_non_null(strstr(t, "comm=\"py\xef\xbf\xbd\xef\xbf\xbdthon\""));
+}
+
+/* A label list longer than the row's buffer is cut between characters, never inside one (both
+ * parities of where the two-byte characters start). */
+static void test_a_long_label_is_cut_between_characters(void **state) {
+  struct fx *f = *state;
+  for (int odd = 0; odd < 2; odd++) {
+    char labels[2048];
+    size_t off = (size_t)snprintf(labels, sizeof labels, "pid=%d,comm=%s", 8 + odd, odd ? "a" : "");
+    for (int i = 0; i < 600; i++) /* 1,200 bytes of U+00E9 */
+      labels[off++] = (char)0xc3, labels[off++] = (char)0xa9;
+    labels[off] = 0;
+    put(f, "proctree", "proc.rss_bytes", labels, 4096, 10 * S);
+  }
+  const char *t = render(f, 0, 10 * S);
+  assert_non_null(strstr(t, "gpuscope_proc_rss_bytes{pid=\"8\",comm=\"\xc3\xa9"));
+  assert_non_null(strstr(t, "gpuscope_proc_rss_bytes{pid=\"9\",comm=\"a\xc3\xa9"));
+  assert_true(utf8_ok((const unsigned char *)t));
+}
+
 static void test_a_series_never_put_has_no_line(void **state) {
   struct fx *f = *state;
   assert_true(gs_sink_series(f->sink, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE) >= 0);
@@ -183,6 +239,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_dcgm_names_units_and_labels, setup, teardown),
       cmocka_unit_test_setup_teardown(test_label_values_are_escaped, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_label_values_that_are_not_utf8_are_replaced, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_a_long_label_is_cut_between_characters, setup, teardown),
       cmocka_unit_test_setup_teardown(test_a_series_never_put_has_no_line, setup, teardown),
       cmocka_unit_test_setup_teardown(test_a_stale_series_has_no_line, setup, teardown),
       cmocka_unit_test_setup_teardown(test_step_phases_as_shares, setup, teardown),

@@ -588,6 +588,50 @@ static void test_legacy_library_falls_back_to_unversioned_calls(void **state) {
   }
 }
 
+/* ---- temp_calls: nvmlDeviceGetTemperatureV first, the deprecated call as the fallback ---- */
+
+static int setup_temp_calls(void **state) {
+  *state = play("temp_calls.scn", lib_path, 100, 1.0);
+  return 0;
+}
+
+static int setup_temp_calls_legacy(void **state) {
+  *state = play("temp_calls.scn", legacy_path, 100, 1.0);
+  return 0;
+}
+
+/* GPU 0's deprecated call fails: every reading it has came from nvmlDeviceGetTemperatureV. */
+static void test_temperature_comes_from_the_versioned_call(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100];
+  size_t n = cap_points(c, "gpu.temp_c", "gpu=0", t, v, 100);
+  assert_true(n >= 5);
+  for (size_t i = 0; i < n; i++)
+    EXPECT_NEAR(v[i], 61, 0);
+  assert_int_equal(cap_notes(c, "lacks nvmlDeviceGetTemperature"), 0);
+  assert_int_equal(cap_notes(c, "temperature"), 0); /* neither GPU's temperature is off or failing */
+}
+
+/* GPU 1's versioned call refuses nvmlTemperature_v1: the deprecated call answers instead. */
+static void test_temperature_falls_back_when_the_versioned_call_refuses_its_version(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100];
+  size_t n = cap_points(c, "gpu.temp_c", "gpu=1", t, v, 100);
+  assert_true(n >= 5);
+  EXPECT_NEAR(v[0], 47, 0);
+}
+
+/* A library without nvmlDeviceGetTemperatureV (the legacy twin): the deprecated call is all there is,
+ * so GPU 1 has its temperature and GPU 0 (whose old call fails) none. */
+static void test_legacy_library_reads_temperature_with_the_deprecated_call(void **state) {
+  struct cap *c = *state;
+  double t[100], v[100];
+  assert_true(cap_points(c, "gpu.temp_c", "gpu=1", t, v, 100) >= 5);
+  EXPECT_NEAR(v[0], 47, 0);
+  assert_int_equal(cap_points(c, "gpu.temp_c", "gpu=0", t, v, 100), 0);
+  assert_int_equal(cap_notes(c, "nvmlDeviceGetTemperatureV"), 0); /* its fallback answers: not missing */
+}
+
 /* ---- mig: GPU 0 in MIG mode, GPU 1 not ---- */
 
 static int setup_mig(void **state) {
@@ -1130,6 +1174,10 @@ GROUP(busy8, setup_busy8, teardown_cap, cmocka_unit_test(test_busy8_every_gpu_ha
 GROUP(old_basic, setup_old_basic, teardown_cap, cmocka_unit_test(test_old_basic_missing_families_are_absent_and_noted),
       cmocka_unit_test(test_old_basic_util_follows_the_rates))
 GROUP(legacy, setup_legacy, teardown_cap, cmocka_unit_test(test_legacy_library_falls_back_to_unversioned_calls))
+GROUP(temp_calls, setup_temp_calls, teardown_cap, cmocka_unit_test(test_temperature_comes_from_the_versioned_call),
+      cmocka_unit_test(test_temperature_falls_back_when_the_versioned_call_refuses_its_version))
+GROUP(temp_calls_legacy, setup_temp_calls_legacy, teardown_cap,
+      cmocka_unit_test(test_legacy_library_reads_temperature_with_the_deprecated_call))
 GROUP(mig, setup_mig, teardown_cap, cmocka_unit_test(test_mig_gpu_keeps_memory_and_loses_utilisation))
 GROUP(mig_instances, setup_mig_instances, teardown_cap,
       cmocka_unit_test(test_mig_instances_are_params_with_profile_and_uuid),
@@ -1166,6 +1214,8 @@ static const struct {
     {"busy8", run_busy8},
     {"old_basic", run_old_basic},
     {"legacy", run_legacy},
+    {"temp_calls", run_temp_calls},
+    {"temp_calls_legacy", run_temp_calls_legacy},
     {"mig", run_mig},
     {"mig_instances", run_mig_instances},
     {"mig_change", run_mig_change},

@@ -45,6 +45,22 @@ static void test_escape_replaces_control_sequences(void **state) {
                       "x??31m");
 }
 
+/* The bidirectional controls (U+202E RIGHT-TO-LEFT OVERRIDE, U+2066 LEFT-TO-RIGHT ISOLATE, ...) are
+ * well-formed UTF-8 that would display a name reversed: each becomes one '?'. */
+static void test_escape_replaces_bidirectional_controls(void **state) {
+  (void)state;
+  char out[64];
+  assert_string_equal(tui_escape("\xe2\x80\xaegnp.exe", 1, out, sizeof out), "?gnp.exe");
+  assert_string_equal(tui_escape("a\xe2\x80\xaa"
+                                 "b\xe2\x81\xa6"
+                                 "c\xe2\x81\xa9"
+                                 "d",
+                                 1, out, sizeof out),
+                      "a?b?c?d");
+  assert_string_equal(tui_escape("\xe2\x80\xa9\xe2\x81\xaa", 1, out, sizeof out),
+                      "\xe2\x80\xa9\xe2\x81\xaa"); /* neighbours kept */
+}
+
 static void test_escape_keeps_utf8_only_on_a_utf8_terminal(void **state) {
   (void)state;
   char out[64];
@@ -189,6 +205,7 @@ static void test_snapshot_steps_cover_the_last_window(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_escape_replaces_control_sequences),
+      cmocka_unit_test(test_escape_replaces_bidirectional_controls),
       cmocka_unit_test(test_escape_keeps_utf8_only_on_a_utf8_terminal),
       cmocka_unit_test_setup_teardown(test_snapshot_keeps_unmeasured_figures_unknown, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_history_is_per_second_with_the_newest_last, setup, teardown),

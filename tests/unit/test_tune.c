@@ -11,7 +11,9 @@
 #include <cmocka.h>
 
 #include "core/core.h"
+#include "store/store.h"
 #include "tune/tune.h"
+#include "tune/tune_int.h"
 
 static void test_param_add_parses_name_and_values(void **state) {
   (void)state;
@@ -180,6 +182,57 @@ static void test_rank_takes_halvings_last_rung(void **state) {
   assert_int_equal(r.winner, 2);
 }
 
+static struct store_finding finding(const char *rule, double speedup, const char *evidence) {
+  struct store_finding f;
+  memset(&f, 0, sizeof f);
+  snprintf(f.rule, sizeof f.rule, "%s", rule);
+  snprintf(f.evidence, sizeof f.evidence, "%s", evidence);
+  f.speedup = speedup;
+  return f;
+}
+
+/* The doctor ranks input_bound first (the loader is short) and loader_workers second (how many it
+ * needs): the change tune makes is loader_workers' recommended count, 3, rounded up to the listed 4,
+ * not the next larger value 1; the estimate shown is input_bound's own. */
+static void test_doctor_move_takes_the_recommended_worker_count(void **state) {
+  (void)state;
+  struct tune_opts o = {0};
+  assert_int_equal(tune_param_add(&o, "workers=0,1,2,4,8"), 0);
+  struct store_finding f[2] = {
+      finding("input_bound", 3.0, "{\"data_wait_share\":0.8}"),
+      finding("loader_workers", 2.0,
+              "{\"num_workers\":0,\"recommended_workers\":3,\"speedup_by_workers\":{\"1\":1.3,\"2\":1.7,\"3\":2,"
+              "\"4\":2.1}}"),
+  };
+  int cur[TUNE_MAX_PARAMS] = {0}, next[TUNE_MAX_PARAMS];
+  double est, want;
+  assert_int_equal(tune_doctor_move(&o, f, 2, 0, cur, next, &est, &want), 1);
+  assert_string_equal(o.params[0].values[next[0]], "4");
+  assert_true(want == 3 && est == 3.0);
+  tune_opts_done(&o);
+}
+
+/* loader_workers applied: its own estimate for the count applied (4 listed, 3 recommended), not its
+ * figure for 3. */
+static void test_doctor_move_shows_the_findings_estimate_for_the_value_applied(void **state) {
+  (void)state;
+  struct tune_opts o = {0};
+  assert_int_equal(tune_param_add(&o, "num_workers=0,2,4"), 0);
+  struct store_finding f[1] = {
+      finding("loader_workers", 2.0,
+              "{\"num_workers\":2,\"recommended_workers\":3,\"speedup_by_workers\":{\"3\":2,\"4\":2.1}}"),
+  };
+  int cur[TUNE_MAX_PARAMS] = {1}, next[TUNE_MAX_PARAMS];
+  double est, want;
+  assert_int_equal(tune_doctor_move(&o, f, 1, 0, cur, next, &est, &want), 1);
+  assert_string_equal(o.params[0].values[next[0]], "4");
+  assert_true(fabs(est - 2.1) < 1e-9 && want == 3);
+  /* Already at the largest listed value: no change to make. */
+  cur[0] = 2;
+  assert_int_equal(tune_doctor_move(&o, f, 1, 0, cur, next, &est, &want), 0);
+  tune_opts_done(&o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_param_add_parses_name_and_values),
@@ -193,6 +246,8 @@ int main(void) {
       cmocka_unit_test(test_rank_skips_trials_over_the_memory_margin),
       cmocka_unit_test(test_rank_reports_a_tie_not_a_winner),
       cmocka_unit_test(test_rank_takes_halvings_last_rung),
+      cmocka_unit_test(test_doctor_move_takes_the_recommended_worker_count),
+      cmocka_unit_test(test_doctor_move_shows_the_findings_estimate_for_the_value_applied),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
