@@ -195,6 +195,18 @@ size_t gs_sink_pending(struct gs_sink *s);
 struct gs_batch *gs_sink_take(struct gs_sink *s);
 void gs_batch_free(struct gs_batch *b);
 
+/* ---- text for a terminal (core/util.c): one sanitiser for top's and tune's buffers; the report's
+ * stream writers (report/export.c) apply the same rules ---- */
+
+/* Whether cp is a bidirectional embedding, override or isolate control (U+202A-U+202E,
+ * U+2066-U+2069): raw, a run named "\u202Egnp.exe" displays as "exe.png". */
+int gs_utf8_is_bidi(uint32_t cp);
+/* Copies untrusted text (a process or run name) into out for the terminal: printable ASCII, and
+ * well-formed UTF-8 other than C1 controls when utf8 != 0; every other byte becomes '?', and a
+ * bidirectional control (U+202A-U+202E, U+2066-U+2069: a name that would display reversed) one '?'.
+ * Always NUL-terminates (n > 0). Returns out. */
+char *gs_term_escape(const char *in, int utf8, char *out, size_t n);
+
 /* ---- libraries loaded on first use (core/dynlib.c) ---- */
 
 /* One entry point of a library loaded with gs_dynlib_load: its name and where its address goes in

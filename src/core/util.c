@@ -174,3 +174,43 @@ void gs_json_num(void *out_file, double v) {
   else
     fputs("null", out);
 }
+
+int gs_utf8_is_bidi(uint32_t cp) {
+  return (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+char *gs_term_escape(const char *in, int utf8, char *out, size_t n) {
+  size_t o = 0;
+  const unsigned char *s = (const unsigned char *)(in ? in : "");
+  while (*s && o + 1 < n) {
+    unsigned c = *s;
+    if (c >= 0x20 && c < 0x7f) {
+      out[o++] = (char)c, s++;
+      continue;
+    }
+    size_t len = !utf8 ? 0 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    unsigned cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    size_t k = 1;
+    for (; len && k < len && (s[k] & 0xc0) == 0x80; k++)
+      cp = cp << 6 | (s[k] & 0x3f);
+    int good = len && k == len &&
+               cp >= (len == 2   ? 0x80u
+                      : len == 3 ? 0x800u
+                                 : 0x10000u) &&
+               cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) && !(cp >= 0x80 && cp <= 0x9f);
+    int bidi = good && gs_utf8_is_bidi(cp);
+    if (bidi) {
+      out[o++] = '?', s += len; /* a bidirectional control: one '?' for the character */
+    } else if (good && o + len < n) {
+      memcpy(out + o, s, len);
+      o += len, s += len;
+    } else if (good) {
+      break; /* no room for the whole character */
+    } else {
+      out[o++] = '?', s++;
+    }
+  }
+  if (n)
+    out[o] = 0;
+  return out;
+}

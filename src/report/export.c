@@ -22,10 +22,6 @@ void report_term(FILE *out, const char *s) {
   rp_text(out, s, 0);
 }
 
-int rp_bidi(uint32_t c) {
-  return (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
-}
-
 /* The bytes of code point c, as rp_text would write it to a terminal (0 bytes: dropped), into b
  * (room for 8). */
 static size_t term_bytes(uint32_t c, char *b) {
@@ -33,7 +29,7 @@ static size_t term_bytes(uint32_t c, char *b) {
     c = ' ';
   else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
     return 0;
-  else if (rp_bidi(c))
+  else if (gs_utf8_is_bidi(c))
     return (size_t)snprintf(b, 9, "<U+%04X>", (unsigned)c);
   if (c < 0x80)
     return b[0] = (char)c, 1;

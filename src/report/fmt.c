@@ -209,7 +209,7 @@ void rp_text(FILE *out, const char *s, int newlines) {
       fputc(' ', out);
     else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
       continue; /* no escape sequences from the store reach the terminal */
-    else if (rp_bidi(c))
+    else if (gs_utf8_is_bidi(c))
       fprintf(out, "<U+%04X>", (unsigned)c);
     else
       put_utf8(out, c);

@@ -28,12 +28,8 @@ void rp_json_members(const char *obj,
 /* Text escaped for HTML (&, <, >, ", '), invalid UTF-8 replaced. */
 void rp_html(FILE *out, const char *s);
 /* Text for a terminal: control characters (escape sequences included) dropped, the bidirectional
- * controls shown escaped (rp_bidi), newlines kept when newlines is set, invalid UTF-8 replaced. */
+ * controls (gs_utf8_is_bidi) shown escaped, newlines kept when newlines is set, invalid UTF-8 replaced. */
 void rp_text(FILE *out, const char *s, int newlines);
-/* Whether c is a bidirectional embedding, override or isolate control (U+202A-U+202E, U+2066-U+2069):
- * raw, a run named "\u202Egnp.exe" displays as "exe.png". A terminal writer shows one as the visible
- * text "<U+202E>" (export.c, fmt.c). */
-int rp_bidi(uint32_t c);
 
 /* Copies an identifier (a rule id) keeping only A-Z a-z 0-9 _ . - ("?" when nothing is left). */
 const char *rp_ident(char *dst, size_t n, const char *s);

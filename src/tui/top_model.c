@@ -13,42 +13,6 @@
 /* A figure older than this (data time) is not "now": shown as unknown. */
 #define FRESH_NS (5 * GS_NS_PER_S)
 
-char *tui_escape(const char *in, int utf8, char *out, size_t n) {
-  size_t o = 0;
-  const unsigned char *s = (const unsigned char *)(in ? in : "");
-  while (*s && o + 1 < n) {
-    unsigned c = *s;
-    if (c >= 0x20 && c < 0x7f) {
-      out[o++] = (char)c, s++;
-      continue;
-    }
-    size_t len = !utf8 ? 0 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    unsigned cp = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
-    size_t k = 1;
-    for (; len && k < len && (s[k] & 0xc0) == 0x80; k++)
-      cp = cp << 6 | (s[k] & 0x3f);
-    int good = len && k == len &&
-               cp >= (len == 2   ? 0x80u
-                      : len == 3 ? 0x800u
-                                 : 0x10000u) &&
-               cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff) && !(cp >= 0x80 && cp <= 0x9f);
-    int bidi = good && ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069));
-    if (bidi) {
-      out[o++] = '?', s += len; /* a bidirectional control: one '?' for the character */
-    } else if (good && o + len < n) {
-      memcpy(out + o, s, len);
-      o += len, s += len;
-    } else if (good) {
-      break; /* no room for the whole character */
-    } else {
-      out[o++] = '?', s++;
-    }
-  }
-  if (n)
-    out[o] = 0;
-  return out;
-}
-
 /* The last finite value of series idx within FRESH_NS of now, else NAN. */
 static double last_value(const struct runview *v, long idx, int64_t now) {
   if (idx < 0 || v->series[idx].t_last < now - FRESH_NS)
@@ -113,7 +77,7 @@ static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int ut
     snprintf(lab, sizeof lab, "gpu=%d", i);
     snprintf(key, sizeof key, "gpu.%d.name", i);
     g->index = i;
-    tui_escape(runview_param(v, key), utf8, g->name, sizeof g->name);
+    gs_term_escape(runview_param(v, key), utf8, g->name, sizeof g->name);
     g->util = last_of(v, "nvml", "gpu.util_pct", lab, now);
     g->sm = last_of(v, "nvml", "gpu.sm_active_pct", lab, now);
     g->mem_used = last_of(v, "nvml", "gpu.mem_used_bytes", lab, now);
@@ -190,7 +154,7 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
         if (order >= (int64_t)v->nevents)
           order = (int64_t)e;
       }
-    tui_escape(comm, utf8, p->comm, sizeof p->comm);
+    gs_term_escape(comm, utf8, p->comm, sizeof p->comm);
     size_t k = s->nprocs++;
     struct top_proc tmp = *p;
     while (k > 0 && first[k - 1] > order) {
@@ -256,8 +220,8 @@ int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8,
   }
   s->run = v.run;
   char buf[sizeof s->run.command];
-  snprintf(s->run.name, sizeof s->run.name, "%s", tui_escape(v.run.name, utf8, buf, sizeof s->run.name));
-  snprintf(s->run.command, sizeof s->run.command, "%s", tui_escape(v.run.command, utf8, buf, sizeof buf));
+  snprintf(s->run.name, sizeof s->run.name, "%s", gs_term_escape(v.run.name, utf8, buf, sizeof s->run.name));
+  snprintf(s->run.command, sizeof s->run.command, "%s", gs_term_escape(v.run.command, utf8, buf, sizeof buf));
   s->running = !strcmp(v.run.status, "running");
   for (size_t i = 0; i < v.nseries; i++)
     if (v.series[i].count > 0 && v.series[i].t_last > s->t_ns)
@@ -306,7 +270,7 @@ void top_finding_now(struct store *st, struct top_snap *s) {
   }
   if (rc) {
     s->have_finding = -1;
-    tui_escape(gs_last_error(), s->utf8, s->title, sizeof s->title);
+    gs_term_escape(gs_last_error(), s->utf8, s->title, sizeof s->title);
   }
   runview_done(&v);
   if (rc || !n) {
@@ -315,15 +279,15 @@ void top_finding_now(struct store *st, struct top_snap *s) {
   }
   s->have_finding = 1;
   char buf[sizeof f->title];
-  snprintf(s->rule, sizeof s->rule, "%s", tui_escape(f[0].rule, 0, buf, sizeof s->rule));
-  tui_escape(f[0].title, s->utf8, s->title, sizeof s->title);
+  snprintf(s->rule, sizeof s->rule, "%s", gs_term_escape(f[0].rule, 0, buf, sizeof s->rule));
+  gs_term_escape(f[0].title, s->utf8, s->title, sizeof s->title);
   /* the fix's first line is what fits */
   char fix[sizeof s->fix];
   size_t len = strcspn(f[0].fix, "\n");
   len = len < sizeof fix - 1 ? len : sizeof fix - 1;
   memcpy(fix, f[0].fix, len);
   fix[len] = 0;
-  tui_escape(fix, s->utf8, s->fix, sizeof s->fix);
+  gs_term_escape(fix, s->utf8, s->fix, sizeof s->fix);
   s->speedup = f[0].speedup;
   s->share = f[0].share;
   free(f);

@@ -81,7 +81,7 @@ struct top_snap {
 #define TOP_STEP_WINDOW_S 10
 
 /* Loads a snapshot of run_id from st, with hist_s seconds of GPU history (<= TOP_HIST); text is
- * escaped by tui_escape(.., utf8, ..). Returns 0 or a GS_E code; free with top_snap_done() either
+ * escaped by gs_term_escape(.., utf8, ..). Returns 0 or a GS_E code; free with top_snap_done() either
  * way. The finding is not filled here (top_finding_now). */
 int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct top_snap *s);
 void top_snap_done(struct top_snap *s);
@@ -92,11 +92,5 @@ void top_snap_done(struct top_snap *s);
  * the doctor: over the last TOP_LIVE_WINDOW_S seconds of a running run (doctor_diagnose_view), over
  * the doctor's usual window once it finished. */
 void top_finding_now(struct store *st, struct top_snap *s);
-
-/* Copies untrusted text (a process or run name) into out for the terminal: printable ASCII, and
- * well-formed UTF-8 other than C1 controls when utf8 != 0; every other byte becomes '?', and a
- * bidirectional control (U+202A-U+202E, U+2066-U+2069: a name that would display reversed) one '?'.
- * Always NUL-terminates (n > 0). Returns out. */
-char *tui_escape(const char *in, int utf8, char *out, size_t n);
 
 #endif

@@ -22,19 +22,16 @@ static const char *fbytes(double v, char *buf, size_t n) {
 }
 
 void tune_clean(char *s) {
-  unsigned char *w = (unsigned char *)s;
-  for (const unsigned char *p = w; *p;) {
-    int n = p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f                   ? 2 /* a C1 control */
-            : p[0] == 0xe2 && p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae ? 3 /* U+202A-U+202E */
-            : p[0] == 0xe2 && p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9 ? 3 /* U+2066-U+2069 */
-            : *p < 32 || *p == 127                                         ? 1
-                                                                           : 0;
-    if (n)
-      *w++ = '?', p += n;
-    else
-      *w++ = *p++;
+  size_t n = strlen(s) + 1;
+  char *out = malloc(n);
+  if (!out) { /* no room for a copy: every byte that is not printable ASCII becomes '?' in place */
+    for (char *p = s; *p; p++)
+      if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+        *p = '?';
+    return;
   }
-  *w = 0;
+  memcpy(s, gs_term_escape(s, 1, out, n), n); /* never longer than its input */
+  free(out);
 }
 
 static void clean(char *s) {

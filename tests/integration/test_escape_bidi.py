@@ -2,7 +2,7 @@
 reach the terminal raw: a run named "\u202Egnp.exe" would display as "exe.png". `runs`, `show`,
 `report`, `compare` and the run's own summary show each as the visible text "<U+202E>"; CSV fields too;
 `tune`'s table and progress lines as '?'; `devices` shows the driver's GPU name the same way (an
-escape sequence dropped); JSON keeps the text exactly (`top` is test_tui's tui_escape, which every
+escape sequence dropped); JSON keeps the text exactly (`top` is test_tui's gs_term_escape, which every
 string `top` draws goes through)."""
 import os
 import sys

@@ -36,12 +36,12 @@ static int teardown(void **state) {
 static void test_escape_replaces_control_sequences(void **state) {
   (void)state;
   char out[64];
-  assert_string_equal(tui_escape("bad\x1b]0;pwned\x07name", 1, out, sizeof out), "bad?]0;pwned?name");
-  assert_string_equal(tui_escape("a\tb\nc\x7f", 1, out, sizeof out), "a?b?c?");
+  assert_string_equal(gs_term_escape("bad\x1b]0;pwned\x07name", 1, out, sizeof out), "bad?]0;pwned?name");
+  assert_string_equal(gs_term_escape("a\tb\nc\x7f", 1, out, sizeof out), "a?b?c?");
   /* U+009B, the C1 control sequence introducer, written in UTF-8 */
-  assert_string_equal(tui_escape("x\xc2\x9b"
-                                 "31m",
-                                 1, out, sizeof out),
+  assert_string_equal(gs_term_escape("x\xc2\x9b"
+                                     "31m",
+                                     1, out, sizeof out),
                       "x??31m");
 }
 
@@ -50,26 +50,26 @@ static void test_escape_replaces_control_sequences(void **state) {
 static void test_escape_replaces_bidirectional_controls(void **state) {
   (void)state;
   char out[64];
-  assert_string_equal(tui_escape("\xe2\x80\xaegnp.exe", 1, out, sizeof out), "?gnp.exe");
-  assert_string_equal(tui_escape("a\xe2\x80\xaa"
-                                 "b\xe2\x81\xa6"
-                                 "c\xe2\x81\xa9"
-                                 "d",
-                                 1, out, sizeof out),
+  assert_string_equal(gs_term_escape("\xe2\x80\xaegnp.exe", 1, out, sizeof out), "?gnp.exe");
+  assert_string_equal(gs_term_escape("a\xe2\x80\xaa"
+                                     "b\xe2\x81\xa6"
+                                     "c\xe2\x81\xa9"
+                                     "d",
+                                     1, out, sizeof out),
                       "a?b?c?d");
-  assert_string_equal(tui_escape("\xe2\x80\xa9\xe2\x81\xaa", 1, out, sizeof out),
+  assert_string_equal(gs_term_escape("\xe2\x80\xa9\xe2\x81\xaa", 1, out, sizeof out),
                       "\xe2\x80\xa9\xe2\x81\xaa"); /* neighbours kept */
 }
 
 static void test_escape_keeps_utf8_only_on_a_utf8_terminal(void **state) {
   (void)state;
   char out[64];
-  assert_string_equal(tui_escape("caf\xc3\xa9", 1, out, sizeof out), "caf\xc3\xa9");
-  assert_string_equal(tui_escape("caf\xc3\xa9", 0, out, sizeof out), "caf??");
-  assert_string_equal(tui_escape("cut\xc3", 1, out, sizeof out), "cut?");        /* truncated */
-  assert_string_equal(tui_escape("long\xc0\xaf", 1, out, sizeof out), "long??"); /* overlong '/' */
-  assert_string_equal(tui_escape("ab\xe2\x82\xac", 1, out, 5), "ab");            /* no room: cut whole */
-  assert_string_equal(tui_escape(NULL, 1, out, sizeof out), "");
+  assert_string_equal(gs_term_escape("caf\xc3\xa9", 1, out, sizeof out), "caf\xc3\xa9");
+  assert_string_equal(gs_term_escape("caf\xc3\xa9", 0, out, sizeof out), "caf??");
+  assert_string_equal(gs_term_escape("cut\xc3", 1, out, sizeof out), "cut?");        /* truncated */
+  assert_string_equal(gs_term_escape("long\xc0\xaf", 1, out, sizeof out), "long??"); /* overlong '/' */
+  assert_string_equal(gs_term_escape("ab\xe2\x82\xac", 1, out, 5), "ab");            /* no room: cut whole */
+  assert_string_equal(gs_term_escape(NULL, 1, out, sizeof out), "");
 }
 
 /* A finished run: GPU 0 without SM activity or power; two processes, one with an escape sequence in
