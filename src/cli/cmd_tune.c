@@ -139,6 +139,21 @@ static int on_opt(int opt, const char *arg, void *user) {
   return -1;
 }
 
+/* The checks once the options are read: the command after '--' (argv[i]), one way to end a trial,
+ * the placeholders and the strategy's needs. Returns -1 to go on, else the exit code (printed). */
+static int tune_check_args(struct tune_cli *c, int argc, char **argv, int i) {
+  if (i >= argc || i + 1 >= argc || !argv[i + 1][0])
+    return cli_error(GS_EXIT_USAGE, "tune: no command given (usage: gpuscope tune --param N=V1,V2 -- CMD {N})");
+  if (c->steps_given && c->seconds_given)
+    return cli_error(GS_EXIT_USAGE, "tune: --steps and --seconds both end a trial: give one");
+  c->o.argv = argv + i + 1;
+  if (tune_validate(&c->o))
+    return cli_error(GS_EXIT_USAGE, "tune: %s", gs_last_error());
+  if (c->o.strategy == TUNE_HALVING && c->o.seconds > 0)
+    return cli_error(GS_EXIT_USAGE, "tune: --strategy halving doubles steps per rung: use --steps, not --seconds");
+  return -1;
+}
+
 int cmd_tune(int argc, char **argv) {
   static const struct option longopts[] = {{"param", required_argument, 0, 'p'},
                                            {"steps", required_argument, 0, 'S'},
@@ -171,23 +186,8 @@ int cmd_tune(int argc, char **argv) {
   free(args);
   if (rc >= 0)
     goto out;
-  if (i >= argc || i + 1 >= argc || !argv[i + 1][0]) {
-    rc = cli_error(GS_EXIT_USAGE, "tune: no command given (usage: gpuscope tune --param N=V1,V2 -- CMD {N})");
+  if ((rc = tune_check_args(&c, argc, argv, i)) >= 0)
     goto out;
-  }
-  if (c.steps_given && c.seconds_given) {
-    rc = cli_error(GS_EXIT_USAGE, "tune: --steps and --seconds both end a trial: give one");
-    goto out;
-  }
-  c.o.argv = argv + i + 1;
-  if (tune_validate(&c.o)) {
-    rc = cli_error(GS_EXIT_USAGE, "tune: %s", gs_last_error());
-    goto out;
-  }
-  if (c.o.strategy == TUNE_HALVING && c.o.seconds > 0) {
-    rc = cli_error(GS_EXIT_USAGE, "tune: --strategy halving doubles steps per rung: use --steps, not --seconds");
-    goto out;
-  }
   if (!c.o.name[0]) {
     time_t now = time(NULL);
     struct tm tm;
