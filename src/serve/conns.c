@@ -9,6 +9,7 @@
  * SERVE_TOKEN_WINDOW_S, the address's tokens are not even looked at until the window ends (429). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 
 #include "serve/serve_int.h"
 
-enum { REAP_EVERY_MS = 500 };
+enum { RECHECK_S = 1 }; /* a late connection the server has not read yet is looked at again */
 
 /* An address as a key: the family's byte, then 4 or 16 bytes (an IPv4-mapped IPv6 address is its
  * IPv4 address); port left out. Returns the key's length, 0 for an address of another family. */
@@ -56,33 +57,55 @@ static double mono(void) {
   return (double)gs_mono_ns() / GS_NS_PER_S;
 }
 
+/* The reaper: sleeps until the first deadline of a connection waiting for headers (with none, until
+ * one starts waiting: an idle server never wakes), then shuts down each one that is late. */
 static void *reaper_main(void *arg) {
   struct serve_conns *k = arg;
   pthread_mutex_lock(&k->mu);
   while (!k->stop) {
-    double now = mono();
+    double now = mono(), next = INFINITY;
     for (struct serve_conn *c = k->head; c; c = c->next) {
-      if (!c->waiting || c->reaped || now - c->since < SERVE_HEADER_TIMEOUT_S)
+      if (!c->waiting || c->reaped)
         continue;
-      /* Bytes the server has not read yet are its own delay (a busy thread), not the client's. */
+      double due = c->since + SERVE_HEADER_TIMEOUT_S;
       int pending = 0;
-      if (!ioctl(c->fd, FIONREAD, &pending) && pending > 0)
+      if (now < due) {
+        next = due < next ? due : next;
         continue;
+      }
+      /* Bytes the server has not read yet are its own delay (a busy thread), not the client's. */
+      if (!ioctl(c->fd, FIONREAD, &pending) && pending > 0) {
+        next = now + RECHECK_S < next ? now + RECHECK_S : next;
+        continue;
+      }
       /* The connection is still libmicrohttpd's (its close is notified, under this lock, before the
        * descriptor is closed): it sees the end of the stream and closes it as any other. */
       shutdown(c->fd, SHUT_RDWR);
       c->reaped = 1;
       k->reaped++;
     }
+    k->idle = !isfinite(next);
+    if (k->idle) {
+      pthread_cond_wait(&k->cv, &k->mu);
+      continue;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += REAP_EVERY_MS * 1000000L;
-    ts.tv_sec += ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
+    double wake = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 + (next - now) + 0.01;
+    ts.tv_sec = (time_t)wake;
+    ts.tv_nsec = (long)((wake - (double)ts.tv_sec) * 1e9);
     pthread_cond_timedwait(&k->cv, &k->mu, &ts);
   }
   pthread_mutex_unlock(&k->mu);
   return NULL;
+}
+
+/* A connection starts waiting for headers (under k->mu): an idle reaper must set its clock. */
+static void reaper_wake(struct serve_conns *k) {
+  if (k->idle) {
+    k->idle = 0;
+    pthread_cond_signal(&k->cv);
+  }
 }
 
 int serve_conns_init(struct serve_conns *k) {
@@ -157,6 +180,7 @@ void serve_conns_notify(void *cls, struct MHD_Connection *connection, void **soc
       k->head->prev = c;
     k->head = c;
     k->n++;
+    reaper_wake(k);
     pthread_mutex_unlock(&k->mu);
     return;
   }
@@ -205,6 +229,7 @@ void serve_conns_completed(void *cls, struct MHD_Connection *connection, void **
   pthread_mutex_lock(&k->mu);
   c->waiting = 1;
   c->since = mono();
+  reaper_wake(k);
   pthread_mutex_unlock(&k->mu);
 }
 

@@ -545,15 +545,16 @@ static int token_setup(struct serve *s, const char *token) {
   return GS_OK;
 }
 
-/* The connections the descriptor limit leaves room for, up to SERVE_MAX_CONNECTIONS: the soft limit
- * is raised towards the hard one first (nothing in gpuscope uses select(), which a descriptor past
- * 1024 would break). */
-static unsigned conn_capacity(void) {
+/* The connections the descriptor limit leaves room for, up to SERVE_MAX_CONNECTIONS. With raise, the
+ * soft limit is raised towards the hard one first (nothing in gpuscope uses select(), which a
+ * descriptor past 1024 would break); an endpoint does not, since the job `run --listen` starts would
+ * inherit it. */
+static unsigned conn_capacity(int raise) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl))
     return 256;
   rlim_t want = (rlim_t)SERVE_MAX_CONNECTIONS + 256;
-  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+  if (raise && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
     struct rlimit up = rl;
     up.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > want ? want : rl.rlim_max;
     if (!setrlimit(RLIMIT_NOFILE, &up))
@@ -588,10 +589,10 @@ static struct MHD_Daemon *daemon_start(struct serve *s) {
   struct MHD_Daemon *d = MHD_start_daemon(
       flags, (uint16_t)s->addr.port, serve_conns_accept, &s->conns, handle, s, MHD_OPTION_EXTERNAL_LOGGER, log_mhd, s,
       MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)SERVE_THREADS,
-      MHD_OPTION_CONNECTION_LIMIT, conn_capacity(), MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)SERVE_CONN_MEMORY,
-      MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_CONN_TIMEOUT_S, MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify,
-      &s->conns, MHD_OPTION_NOTIFY_COMPLETED, serve_conns_completed, &s->conns, MHD_OPTION_URI_LOG_CALLBACK, uri_seen,
-      s, MHD_OPTION_END);
+      MHD_OPTION_CONNECTION_LIMIT, conn_capacity(!s->ep_fn), MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+      (size_t)SERVE_CONN_MEMORY, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)SERVE_CONN_TIMEOUT_S,
+      MHD_OPTION_NOTIFY_CONNECTION, serve_conns_notify, &s->conns, MHD_OPTION_NOTIFY_COMPLETED, serve_conns_completed,
+      &s->conns, MHD_OPTION_URI_LOG_CALLBACK, uri_seen, s, MHD_OPTION_END);
   if (!d) {
     gs_fail(GS_EBUSY, "cannot listen on %s:%d (%s)", s->addr.host, s->addr.port,
             errno ? strerror(errno) : "libmicrohttpd refused");

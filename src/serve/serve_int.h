@@ -78,7 +78,7 @@ struct serve_conns {
   unsigned long long reaped;
   struct serve_token_fails fails[SERVE_TOKEN_FAIL_SLOTS];
   pthread_t reaper;
-  int stop, started;
+  int stop, started, idle; /* idle: the reaper waits with no deadline */
 };
 
 /* Starts the reaper thread (the caller blocks signals first). Returns 0 or GS_EIO. */
