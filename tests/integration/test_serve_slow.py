@@ -2,8 +2,8 @@
 agent's `--listen`). A thousand connections trickling a header byte at a time are held while a
 client with the token is answered, and each is closed once its headers are late (however steadily
 they trickle); connections from one address other than 127.0.0.1 are limited, those from 127.0.0.1
-(every local user's) only by the total; a closed connection frees its address's slot at once. The
-server runs on a free loopback port; other 127.x source addresses stand for other hosts. Skips when
+(every local user's) only by the total; a closed connection frees its address's slot at once; the
+agent's `--listen` is served past slow clients too. Servers run on a free loopback port; other 127.x source addresses stand for other hosts. Skips when
 the descriptor limit cannot hold a thousand connections on each side."""
 import http.client
 import os
@@ -189,6 +189,43 @@ def test_a_closed_connection_frees_its_slot_at_once():
         check(sv.get("/api/runs", "127.0.0.2") == 200, "the next connection from the address is answered")
     finally:
         sv.stop()
+
+
+def test_the_agents_listen_is_served_past_slow_clients_from_two_addresses():
+    # the issue's probe: 64 trickling connections from two addresses locked a token-protected
+    # `agent --listen` out for every scraper; here 64 from each and 200 from 127.0.0.1
+    raise_fd_limit()
+    err = open(os.path.join(box().dir, "agent.err"), "w+")
+    p = subprocess.Popen([BIN, "agent", "--listen", "127.0.0.1:0", "--token", TOKEN], env=box().env,
+                         stdout=subprocess.PIPE, stderr=err, text=True)
+    slow = []
+    try:
+        line = p.stdout.readline()
+        err.seek(0)
+        check(" metrics at http://" in line, f"no address line: {line!r}; stderr: {err.read()}")
+        port = int(line.strip().rsplit(":", 1)[1].split("/")[0])
+        for source, n in (("127.0.0.2", PER_IP), ("127.0.0.3", PER_IP), ("127.0.0.1", 200)):
+            for i in range(n):
+                h = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=(source, 0))
+                h.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                slow.append(h)
+        wait_for(lambda: sockets_of(p.pid) >= len(slow), 60, f"the agent holds the {len(slow)} slow connections")
+        for i in range(6):
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            check(r.status == 200 and b"gpuscope_" in body, f"scrape {i} while {len(slow)} slow connections are held: "
+                                                             f"{r.status}")
+        wait_for(lambda: all(closed_by_server(h) for h in slow), HEADER_TIMEOUT_S + 50,
+                 "the slow connections are closed once their headers are late")
+    finally:
+        for h in slow:
+            h.close()
+        p.terminate()
+        rc = p.wait(timeout=30)
+        check(rc == 0, f"the agent exited {rc} on SIGTERM")
 
 
 if __name__ == "__main__":
