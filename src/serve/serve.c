@@ -434,6 +434,8 @@ static enum MHD_Result api_answer(struct serve *s, struct MHD_Connection *c, con
       serve_series_stream_free(r.stream);
       return MHD_NO;
     }
+    /* a client that stops reading holds its stream's series: it goes sooner than a silent one */
+    MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, (unsigned)SERVE_SEND_TIMEOUT_S);
   } else if (!(resp = MHD_create_response_from_buffer(r.len, r.body, MHD_RESPMEM_MUST_FREE))) {
     free(r.body);
     return MHD_NO;

@@ -28,7 +28,8 @@ enum {
   SERVE_CONN_MEMORY = 32768,    /* per connection: request line and headers must fit */
   SERVE_HEADER_TIMEOUT_S = 10,  /* a request's headers must be complete this long after the connection
                                    opened or its previous answer went, however slowly they trickle */
-  SERVE_CONN_TIMEOUT_S = 15,    /* a client silent (or not reading) this long is dropped */
+  SERVE_CONN_TIMEOUT_S = 30,    /* a client silent (or not reading) this long is dropped */
+  SERVE_SEND_TIMEOUT_S = 10,    /* ... and one not reading a streamed series answer this long */
   SERVE_MAX_ARGS = 32,          /* query arguments of one request (more: 414) */
   SERVE_TOKEN_MIN = 16,         /* bytes of a token, at least */
   SERVE_TOKEN_FAILS = 10,       /* wrong tokens from one address in SERVE_TOKEN_WINDOW_S, then 429 */

@@ -511,7 +511,7 @@ def test_clients_that_do_not_read_hold_little_memory_and_are_dropped():
 def test_viewers_of_a_live_run_share_one_reader():
     sb = box()
     err = open(os.path.join(sb.dir, "fanout.err"), "w+")
-    job = subprocess.Popen([BIN, "run", "--quiet", "--name", "fanout", "--", *sb.step_job(0.02, 0.02, 500)],
+    job = subprocess.Popen([BIN, "run", "--quiet", "--name", "fanout", "--", *sb.step_job(0.02, 0.02, 200)],
                            env=sb.env, stdout=subprocess.DEVNULL, stderr=err)
     viewers = []
     try:
