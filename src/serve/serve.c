@@ -563,7 +563,7 @@ static unsigned conn_capacity(int raise) {
       rl = up;
   }
   rlim_t room = rl.rlim_cur == RLIM_INFINITY ? want : rl.rlim_cur;
-  /* the store, live streams' own handles, logs and the threads' descriptors need some */
+  /* the store, logs, the pool's epoll and signalling descriptors need some */
   room = room > 256 + 64 ? room - 256 : 64;
   return room < (rlim_t)SERVE_MAX_CONNECTIONS ? (unsigned)room : (unsigned)SERVE_MAX_CONNECTIONS;
 }

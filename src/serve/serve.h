@@ -86,9 +86,10 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n);
  * token; any other address needs one, sent as "Authorization: Bearer T"): `gpuscope agent`'s and
  * `gpuscope run --listen`'s /metrics. fn answers GET path: it gets the request's Accept header (or
  * NULL) and returns 0 with a malloc'd *body (the server frees it) and *mime, or a GS_E code (500).
- * It runs in the connection's thread, so several at once. "/" answers one line naming path.
- * Returns the running endpoint, or NULL with a message (GS_EINVAL: bad address or token; GS_EBUSY:
- * cannot bind). listen as serve_opts.listen ("HOST:0" picks a free port: serve_endpoint_port()). */
+ * It runs in one of the server's few threads, several at once: it must not block for long. "/"
+ * answers one line naming path. Returns the running endpoint, or NULL with a message (GS_EINVAL:
+ * bad address or token; GS_EBUSY: cannot bind). listen as serve_opts.listen ("HOST:0" picks a free
+ * port: serve_endpoint_port()). */
 typedef int (*serve_endpoint_fn)(void *user, const char *accept, char **body, size_t *len, const char **mime);
 struct serve_endpoint;
 struct serve_endpoint *serve_endpoint_start(const char *listen, const char *token, const char *path,
