@@ -36,10 +36,10 @@ OUT="$BUILD_DIR/bench-results.txt"
 
 if [ "$QUICK" = 1 ]; then
   OVERHEAD="--seconds 30"; AGENTS="--minutes 1 --warmup 10"; JOB="--reps 2 --steps 80"
-  STORE="--hours 12 --plain-hours 0.5"; RES="--seconds 20"
+  STORE="--hours 12 --plain-hours 0.5"; RES="--seconds 20"; LIVE="--seconds 10"
 else
   OVERHEAD="--seconds 60"; AGENTS="--minutes 5"; JOB="--reps 6 --steps 100"
-  STORE="--days 7 --plain-hours 1"; RES="--seconds 60"
+  STORE="--days 7 --plain-hours 1"; RES="--seconds 60"; LIVE="--seconds 30"
 fi
 
 # Runs one benchmark; a failure is reported and the others still run.
@@ -64,5 +64,7 @@ bench() {
     "$BUILD_DIR/bench/store_bench" --url "sqlite://${TMPDIR:-/tmp}/gpuscope-store-bench.$$.db" $STORE
   bench "2d. resolution: 200 ms GPU idle dips (bench/resolution.py $RES)" \
     $PY bench/resolution.py --build "$BUILD_DIR" $RES
+  bench "2f. serve: 200 viewers of one live run (bench/live_viewers.py $LIVE)" \
+    $PY bench/live_viewers.py --build "$BUILD_DIR" $LIVE
 } 2>&1 | tee "$OUT"
 echo "(kept in $OUT)"

@@ -117,11 +117,8 @@ static int record_get(struct serve *s, const char *ref, struct store_run *run, s
   return rc;
 }
 
-/* The view of ref (a run or a group): a cached one for a finished run (owned by the cache, *entry its
- * slot), else loaded now into *fresh (the caller runs serve_cached_view_done on it either way; *entry
- * NULL). Returns 0, or the GS_E code with the reply set. */
-static int view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
-                    struct serve_cached_view *fresh, struct serve_cached_view **entry) {
+int serve_view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
+                   struct serve_cached_view *fresh, struct serve_cached_view **entry) {
   struct store_run run;
   struct store *group;
   memset(fresh, 0, sizeof *fresh);
@@ -143,15 +140,18 @@ static int view_get(struct serve *s, const char *ref, struct serve_reply *r, con
       }
   struct serve_cached_view *c = fresh;
   if (finished) {
-    size_t k = 0; /* the least recently used slot */
+    long k = -1; /* the least recently used slot no stream reads */
     for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-      if (!s->views[i].loaded || s->views[i].used < s->views[k].used) {
-        k = i;
+      if (!s->views[i].pins && (k < 0 || !s->views[i].loaded || s->views[i].used < s->views[k].used)) {
+        k = (long)i;
         if (!s->views[i].loaded)
           break;
       }
-    c = &s->views[k];
-    serve_cached_view_done(c);
+    if (k >= 0) {
+      c = &s->views[k];
+      serve_cached_view_done(c);
+    } else
+      finished = 0; /* every slot is being streamed from: this view is the request's own */
   }
   c->group = group;
   rc = runview_load(group ? group : s->st, run.id, &c->v);
@@ -602,7 +602,7 @@ static void event_entries(FILE *out, const struct runview *v) {
 static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   const struct runview *v;
   struct serve_cached_view fresh, *e;
-  if (view_get(s, ref, r, &v, &fresh, &e))
+  if (serve_view_get(s, ref, r, &v, &fresh, &e))
     return;
   FILE *out = r->out;
   if (e && e->run_json) { /* a finished run's answer does not change */
@@ -694,78 +694,98 @@ static int num_arg(const struct serve_args *a, const char *key, double *out) {
 }
 
 static int64_t sec_to_ns(double s) {
-  if (s > 9e9)
-    return INT64_MAX;
-  if (s < -9e9)
-    return INT64_MIN;
   return (int64_t)llround(s * GS_NS_PER_S);
+}
+
+/* The ids of id=N[,N...], each once, in the order first asked. Returns how many (at most max), or -1
+ * for a list that is not one or holds more than max distinct ids. Looks at nothing else. */
+static long ids_parse(const char *list, long long *ids, size_t max) {
+  size_t n = 0;
+  for (const char *p = list;;) {
+    char *end;
+    long long id = strtoll(p, &end, 10);
+    if (end == p || (*end && *end != ','))
+      return -1;
+    size_t i = 0;
+    while (i < n && ids[i] != id)
+      i++;
+    if (i == n) {
+      if (n == max)
+        return -1;
+      ids[n++] = id;
+    }
+    if (!*end)
+      return (long)n;
+    p = end + 1;
+  }
 }
 
 static void api_series(struct serve *s, const char *ref, const struct serve_args *a, struct serve_reply *r) {
   double from = -INFINITY, to = INFINITY, points = SERVE_DEFAULT_POINTS;
   int f1 = num_arg(a, "from", &from), f2 = num_arg(a, "to", &to), f3 = num_arg(a, "points", &points);
-  if (f1 < 0 || f2 < 0 || f3 < 0 || from > to || !(points >= 1 && points <= SERVE_MAX_POINTS)) {
+  /* seconds beyond 1e9 (31 years) are no time in a run, and would not survive nanoseconds */
+  if (f1 < 0 || f2 < 0 || f3 < 0 || from > to || fabs(f1 ? 0 : from) > 1e9 || fabs(f2 ? 0 : to) > 1e9 ||
+      !(points >= 1 && points <= SERVE_MAX_POINTS)) {
     serve_reply_error(r, MHD_HTTP_BAD_REQUEST,
-                      "from and to are seconds since the run's start (from <= to), points 1..%d", SERVE_MAX_POINTS);
+                      "from and to are seconds since the run's start (from <= to, at most 1e9 either way), "
+                      "points 1..%d",
+                      SERVE_MAX_POINTS);
     return;
   }
-  const char *ids = a->get(a->user, "id");
+  const char *idlist = a->get(a->user, "id");
   const char *name = a->get(a->user, "name");
   const char *band_arg = a->get(a->user, "band");
   int band = !band_arg || strcmp(band_arg, "0");
-  if (!ids && !name) {
+  if (!idlist && !name) {
     serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "series needs id=N[,N...] or name=NAME[&labels=L]");
+    return;
+  }
+  /* Every limit before any work: the ids' count, then (once the view says which series they are)
+   * the points of the whole answer. */
+  long long ids[SERVE_MAX_IDS];
+  long nids = idlist ? ids_parse(idlist, ids, SERVE_MAX_IDS) : 0;
+  if (nids < 0) {
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "id: a comma-separated list of at most %d series ids", SERVE_MAX_IDS);
     return;
   }
   const struct runview *v;
   struct serve_cached_view fresh, *e;
-  if (view_get(s, ref, r, &v, &fresh, &e))
+  if (serve_view_get(s, ref, r, &v, &fresh, &e))
     return;
-  int64_t fa = isfinite(from) ? sec_to_ns(from) : INT64_MIN, ta = isfinite(to) ? sec_to_ns(to) : INT64_MAX;
-  fprintf(r->out, "{\"run\":");
-  rp_json_str(r->out, v->run.id);
-  fputs(",\"series\":[", r->out);
-  int k = 0, bad = 0;
+  struct store_series *pick = malloc((v->nseries ? v->nseries : 1) * sizeof *pick);
+  size_t k = 0;
+  if (!pick) {
+    serve_reply_error(r, 500, "out of memory");
+    goto done;
+  }
   const char *labels = a->get(a->user, "labels");
   if (name) {
-    for (size_t i = 0; i < v->nseries && !bad; i++)
-      if (!strcmp(v->series[i].name, name) && (!labels || runview_labels_match(v, v->series[i].labels, labels))) {
-        if (k++)
-          fputc(',', r->out);
-        bad = serve_series_json(r->out, v, &v->series[i], fa, ta, (size_t)points, band) != 0;
+    for (size_t i = 0; i < v->nseries; i++)
+      if (!strcmp(v->series[i].name, name) && (!labels || runview_labels_match(v, v->series[i].labels, labels)))
+        pick[k++] = v->series[i];
+  } else
+    for (long j = 0; j < nids; j++) {
+      size_t i = 0;
+      while (i < v->nseries && v->series[i].id != ids[j])
+        i++;
+      if (i == v->nseries) {
+        serve_reply_error(r, MHD_HTTP_NOT_FOUND, "no such series in run %s", v->run.id);
+        goto done;
       }
-  } else {
-    for (const char *p = ids; *p && !bad;) {
-      char *end;
-      long long id = strtoll(p, &end, 10);
-      if (end == p || (*end && *end != ',')) {
-        bad = 2;
-        break;
-      }
-      long idx = -1;
-      for (size_t i = 0; i < v->nseries; i++)
-        if (v->series[i].id == id)
-          idx = (long)i;
-      if (idx < 0) {
-        bad = 3;
-        break;
-      }
-      if (k++)
-        fputc(',', r->out);
-      bad = serve_series_json(r->out, v, &v->series[idx], fa, ta, (size_t)points, band) != 0;
-      p = *end ? end + 1 : end;
-      if (k > 256)
-        bad = 4;
+      pick[k++] = v->series[i];
     }
+  if ((double)k * points > SERVE_MAX_ANSWER_POINTS) {
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST,
+                      "%zu series of %.0f points: at most %d points in one answer (ask fewer points or series)", k,
+                      points, SERVE_MAX_ANSWER_POINTS);
+    goto done;
   }
-  if (bad == 2 || bad == 4)
-    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "id: a comma-separated list of at most 256 series ids");
-  else if (bad == 3)
-    serve_reply_error(r, MHD_HTTP_NOT_FOUND, "no such series in run %s", v->run.id);
-  else if (bad)
-    serve_reply_error(r, 500, "%s", gs_last_error());
-  else
-    fputs("]}\n", r->out);
+  int64_t fa = isfinite(from) ? sec_to_ns(from) : INT64_MIN, ta = isfinite(to) ? sec_to_ns(to) : INT64_MAX;
+  r->stream = serve_series_stream_new(s, e, &fresh, v, pick, k, fa, ta, (size_t)points, band);
+  if (!r->stream)
+    serve_reply_error(r, 500, "out of memory");
+done:
+  free(pick);
   serve_cached_view_done(&fresh);
 }
 
@@ -774,7 +794,7 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
 static void api_findings(struct serve *s, const char *ref, const struct serve_args *a, struct serve_reply *r) {
   const struct runview *v;
   struct serve_cached_view fresh, *e;
-  if (view_get(s, ref, r, &v, &fresh, &e))
+  if (serve_view_get(s, ref, r, &v, &fresh, &e))
     return;
   const char *live = a->get(a->user, "live");
   int want_live = live && strcmp(live, "0");

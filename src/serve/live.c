@@ -1,8 +1,16 @@
-/* serve/live: the live stream of one run (Server-Sent Events, docs/api.md). Each stream has its own
- * store handle and runs in its connection's thread: it polls the store once a second for samples
- * committed since the last poll (per series), sends them as a "samples" event, recomputes the live
- * findings every SERVE_LIVE_FINDINGS_EVERY_S (sent when they change), beats every 10 s so proxies and
- * the connection timeout keep it open, and ends with a "status" event once the run has finished. */
+/* serve/live: the live stream of one run (Server-Sent Events, docs/api.md), one reader per run for
+ * every viewer of it. A run's hub has a thread of its own and reads through the server's store
+ * handle, under its lock (a second SQLite handle in one process would have its raw header check
+ * close a descriptor of the file, which drops the first handle's POSIX locks). Once a second it
+ * polls the store for samples committed since the last poll (per series), recomputes the live findings every
+ * SERVE_LIVE_FINDINGS_EVERY_S (sent when they change), beats every 10 s so proxies and the
+ * connection timeout keep the stream open, and ends with a "status" event once the run has
+ * finished. What it finds goes once into the hub's log, which every viewer reads at its own place:
+ * so 200 viewers cost one poll and one diagnosis, not 200. A viewer that asked for samples from
+ * `since` on first gets those from the store (its catch-up, read by its own connection), then the
+ * log from where it joined. A viewer never blocks a server thread: with nothing to send its
+ * connection is suspended, and the hub resumes it when the log grows. One that lags more than
+ * SERVE_LIVE_BUFFER behind is dropped, and the log keeps only what some viewer has still to read. */
 #include <math.h>
 #include "serve/mhd_api.h"
 #include <stdlib.h>
@@ -18,18 +26,47 @@ struct last_sent {
   int64_t id, t;
 };
 
-struct serve_live {
+/* A viewer's catch-up of one series: samples after `from` up to `upto` (where the hub's log starts). */
+struct catchup {
+  struct store_series s;
+  int64_t from, upto;
+};
+
+struct serve_live_hub {
+  struct serve_live_hub *next; /* in s->hubs */
   struct serve *s;
-  struct store *st;
   char run_id[32];
-  int64_t since;
+  int refs; /* its viewers, under s->live_mu */
+  /* The server's store handle and its lock (s->st, s->mu), and what the log holds of each series
+   * (its last sample), under that lock. */
+  pthread_mutex_t *st_mu;
+  struct store *st;
   struct last_sent *last;
   size_t nlast;
-  char *pending;
-  size_t plen, poff;
+  /* The log and the viewers, under mu: log[0] is byte `base` of the hub's stream. */
+  pthread_mutex_t mu;
+  char *log;
+  size_t len, cap;
+  uint64_t base;
+  struct serve_live *viewers;
+  char *findings_event; /* the last findings event, for a viewer who joins later */
+  int ended, stopping;
+  /* The hub thread's own. */
+  pthread_t thread;
   char *findings_json; /* last sent */
-  double next_findings, next_beat, next_poll;
-  int ended, finished;
+  double next_findings, next_beat;
+};
+
+struct serve_live {
+  struct serve_live *prev, *next; /* in hub->viewers */
+  struct serve_live_hub *hub;
+  struct MHD_Connection *c;
+  uint64_t pos; /* its place in the hub's stream */
+  char *pre;    /* its own bytes before the log's: a greeting, the findings, its catch-up */
+  size_t plen, poff;
+  struct catchup *cu; /* per series left to catch up */
+  size_t ncu, icu;
+  int suspended, dropped; /* under hub->mu */
 };
 
 static double now_s(void) {
@@ -38,45 +75,16 @@ static double now_s(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / GS_NS_PER_S;
 }
 
-struct serve_live *serve_live_new(struct serve *s, const char *run_id, int64_t since_ns) {
-  struct serve_live *l = calloc(1, sizeof *l);
-  if (!l) {
-    gs_fail(GS_ENOMEM, "out of memory");
-    return NULL;
-  }
-  l->s = s;
-  l->st = store_open_mode(s->o->store_url, STORE_READ);
-  if (!l->st) {
-    free(l);
-    return NULL;
-  }
-  snprintf(l->run_id, sizeof l->run_id, "%s", run_id);
-  l->since = since_ns;
-  return l;
-}
-
-void serve_live_free(void *cls) {
-  struct serve_live *l = cls;
-  if (!l)
-    return;
-  if (l->st)
-    l->st->close(l->st);
-  free(l->last);
-  free(l->pending);
-  free(l->findings_json);
-  free(l);
-}
-
-static int64_t *last_of(struct serve_live *l, int64_t id, int64_t start) {
-  for (size_t i = 0; i < l->nlast; i++)
-    if (l->last[i].id == id)
-      return &l->last[i].t;
-  struct last_sent *n = realloc(l->last, (l->nlast + 1) * sizeof *n);
+static int64_t *last_of(struct serve_live_hub *h, int64_t id, int64_t start) {
+  for (size_t i = 0; i < h->nlast; i++)
+    if (h->last[i].id == id)
+      return &h->last[i].t;
+  struct last_sent *n = realloc(h->last, (h->nlast + 1) * sizeof *n);
   if (!n)
     return NULL;
-  l->last = n;
-  n[l->nlast] = (struct last_sent){id, start};
-  return &n[l->nlast++].t;
+  h->last = n;
+  n[h->nlast] = (struct last_sent){id, start};
+  return &n[h->nlast++].t;
 }
 
 struct pts {
@@ -107,53 +115,50 @@ static int put_t(void *user, int64_t t, double v) {
   return p->n >= MAX_POINTS_PER_EVENT;
 }
 
-/* One poll: new samples as an event (appended to out); sets *any when there were some. */
-static int poll_samples(struct serve_live *l, FILE *out, int *any) {
+/* One series' samples in (after, upto], at most MAX_POINTS_PER_EVENT, as a member of a samples event
+ * (the event's head written before the first: *k counts them). *last becomes the last one sent
+ * (unchanged when none). Returns 0 or a GS_E code. */
+static int series_samples(FILE *out, struct store *st, const struct store_series *s, int64_t after, int64_t upto,
+                          int *k, int64_t *last) {
+  fputs((*k)++ ? ",{" : "event: samples\ndata: {\"series\":[{", out);
+  fprintf(out, "\"id\":%lld,\"source\":", (long long)s->id);
+  rp_json_str(out, s->source);
+  fputs(",\"name\":", out);
+  rp_json_str(out, s->name);
+  fputs(",\"labels\":", out);
+  rp_json_str(out, s->labels);
+  fputs(",\"unit\":", out);
+  rp_json_str(out, s->unit);
+  fputs(",\"t\":[", out);
+  struct pts p = {.out = out, .last = *last};
+  int rc = st->samples_read(st, s->id, after + 1, upto, put_t, &p);
+  fputs("],\"v\":[", out);
+  for (size_t j = 0; j < p.n; j++) {
+    if (j)
+      fputc(',', out);
+    rp_json_num(out, p.v[j]);
+  }
+  fputs("]}", out);
+  free(p.v);
+  *last = p.last;
+  return rc < 0 ? rc : GS_OK;
+}
+
+/* One poll of the hub: new samples as an event (appended to out); sets *any when there were some. */
+static int poll_samples(struct serve_live_hub *h, FILE *out, int *any) {
   struct store_series *series;
   size_t n;
-  int rc = l->st->series_list(l->st, l->run_id, &series, &n);
+  int rc = h->st->series_list(h->st, h->run_id, &series, &n);
   if (rc)
     return rc;
-  if (l->since < 0) { /* from now on: start at each series' last committed sample */
-    for (size_t i = 0; i < n; i++)
-      last_of(l, series[i].id, series[i].count > 0 ? series[i].t_last : -1);
-    l->since = 0;
-    free(series);
-    return GS_OK;
-  }
   int k = 0;
-  double *tmp = NULL;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && !rc; i++) {
     const struct store_series *s = &series[i];
-    int64_t *last = last_of(l, s->id, l->since);
+    int64_t *last = last_of(h, s->id, -1);
     if (!last || s->count <= 0 || s->t_last <= *last)
       continue;
-    fputs(k++ ? ",{" : "event: samples\ndata: {\"series\":[{", out);
-    fprintf(out, "\"id\":%lld,\"source\":", (long long)s->id);
-    rp_json_str(out, s->source);
-    fputs(",\"name\":", out);
-    rp_json_str(out, s->name);
-    fputs(",\"labels\":", out);
-    rp_json_str(out, s->labels);
-    fputs(",\"unit\":", out);
-    rp_json_str(out, s->unit);
-    fputs(",\"t\":[", out);
-    struct pts p = {.out = out, .last = *last, .v = tmp};
-    rc = l->st->samples_read(l->st, s->id, *last + 1, INT64_MAX, put_t, &p);
-    tmp = p.v;
-    if (rc < 0)
-      break;
-    rc = GS_OK;
-    fputs("],\"v\":[", out);
-    for (size_t j = 0; j < p.n; j++) {
-      if (j)
-        fputc(',', out);
-      rp_json_num(out, p.v[j]);
-    }
-    fputs("]}", out);
-    *last = p.last;
+    rc = series_samples(out, h->st, s, *last, INT64_MAX, &k, last);
   }
-  free(tmp);
   free(series);
   if (k) {
     fputs("]}\n\n", out);
@@ -162,11 +167,11 @@ static int poll_samples(struct serve_live *l, FILE *out, int *any) {
   return rc;
 }
 
-static void poll_findings(struct serve_live *l, FILE *out) {
+static void poll_findings(struct serve_live_hub *h, FILE *out, char **event) {
   struct store_finding *f;
   size_t n;
   double window_s;
-  if (serve_live_findings(l->st, l->run_id, &f, &n, &window_s))
+  if (serve_live_findings(h->st, h->run_id, &f, &n, &window_s))
     return;
   char *buf = NULL;
   size_t len = 0;
@@ -178,10 +183,19 @@ static void poll_findings(struct serve_live *l, FILE *out) {
     serve_json_findings(m, f, n);
     fputc('}', m);
     fclose(m);
-    if (!l->findings_json || strcmp(l->findings_json, buf)) {
-      fprintf(out, "event: findings\ndata: %s\n\n", buf);
-      free(l->findings_json);
-      l->findings_json = buf;
+    if (!h->findings_json || strcmp(h->findings_json, buf)) {
+      char *ev = NULL;
+      size_t evlen = 0;
+      FILE *e = open_memstream(&ev, &evlen);
+      if (e) {
+        fprintf(e, "event: findings\ndata: %s\n\n", buf);
+        fclose(e);
+        fputs(ev, out);
+        free(*event);
+        *event = ev;
+      }
+      free(h->findings_json);
+      h->findings_json = buf;
       buf = NULL;
     }
   }
@@ -189,91 +203,364 @@ static void poll_findings(struct serve_live *l, FILE *out) {
   free(f);
 }
 
-/* Fills l->pending with the next events; 0 when there was nothing (yet). */
-static int next_events(struct serve_live *l) {
+/* The hub's next events (under st_mu): into *buf (malloc'd), 0 when there were none. *event is a
+ * new findings event (malloc'd) when the findings changed. */
+static int hub_events(struct serve_live_hub *h, char **buf, size_t *len, char **event, int *ended) {
+  *buf = NULL;
+  *len = 0;
+  FILE *out = open_memstream(buf, len);
+  if (!out)
+    return 0;
+  double now = now_s();
+  int any = 0;
+  struct store_run run;
+  int rc = h->st->run_get(h->st, h->run_id, &run);
+  if (rc) {
+    fputs("event: error\ndata: {\"error\":", out);
+    rp_json_str(out, gs_last_error());
+    fputs("}\n\n", out);
+    *ended = any = 1;
+  } else if (poll_samples(h, out, &any) == GS_OK && strcmp(run.status, "running")) {
+    /* finished: the last samples went above; the doctor's stored word and the status close it */
+    struct store_finding *f;
+    size_t n;
+    if (!h->st->findings_read(h->st, h->run_id, &f, &n)) {
+      fputs("event: findings\ndata: {\"live\":false,\"window_s\":null,\"findings\":", out);
+      serve_json_findings(out, f, n);
+      fputs("}\n\n", out);
+      free(f);
+    }
+    fputs("event: status\ndata: {\"status\":", out);
+    rp_json_str(out, run.status);
+    fputs("}\n\n", out);
+    *ended = any = 1;
+  } else if (now >= h->next_findings) {
+    fflush(out);
+    size_t before = *len;
+    poll_findings(h, out, event);
+    fflush(out);
+    any |= *len > before;
+    h->next_findings = now + SERVE_LIVE_FINDINGS_EVERY_S;
+  }
+  if (!any && now >= h->next_beat) {
+    fputs(": beat\n\n", out);
+    any = 1;
+  }
+  fclose(out);
+  if (any)
+    h->next_beat = now + BEAT_S;
+  return any;
+}
+
+static void resume(struct serve_live *v) {
+  if (v->suspended) {
+    v->suspended = 0;
+    MHD_resume_connection(v->c);
+  }
+}
+
+/* Appends to the log (under mu) and wakes the viewers; then lets go of what every viewer has read,
+ * dropping those that lag more than SERVE_LIVE_BUFFER behind. */
+static void hub_append(struct serve_live_hub *h, const char *data, size_t n) {
+  if (h->len + n > h->cap) {
+    size_t cap = h->cap ? h->cap : 65536;
+    while (cap < h->len + n)
+      cap *= 2;
+    char *nl = realloc(h->log, cap);
+    if (!nl) { /* no memory: the viewers cannot get this; end their streams rather than skip it */
+      h->ended = 1;
+      for (struct serve_live *v = h->viewers; v; v = v->next)
+        v->dropped = 1, resume(v);
+      return;
+    }
+    h->log = nl;
+    h->cap = cap;
+  }
+  memcpy(h->log + h->len, data, n);
+  h->len += n;
+  uint64_t end = h->base + h->len, keep = end;
+  for (struct serve_live *v = h->viewers; v; v = v->next) {
+    if (!v->dropped && end - v->pos > SERVE_LIVE_BUFFER)
+      v->dropped = 1; /* a reader that does not read */
+    if (!v->dropped && v->pos < keep)
+      keep = v->pos;
+    resume(v);
+  }
+  size_t drop = (size_t)(keep - h->base);
+  memmove(h->log, h->log + drop, h->len - drop);
+  h->len -= drop;
+  h->base = keep;
+}
+
+static void hub_free(struct serve_live_hub *h) {
+  pthread_mutex_destroy(&h->mu);
+  free(h->last);
+  free(h->log);
+  free(h->findings_event);
+  free(h->findings_json);
+  free(h);
+}
+
+static void *hub_main(void *arg) {
+  struct serve_live_hub *h = arg;
+  struct serve *s = h->s;
+  for (;;) {
+    pthread_mutex_lock(&s->live_mu);
+    if (!h->refs) { /* nobody watches: the hub goes (a new viewer starts a new one) */
+      struct serve_live_hub **p = &s->hubs;
+      while (*p != h)
+        p = &(*p)->next;
+      *p = h->next;
+      pthread_cond_broadcast(&s->live_cv);
+      pthread_mutex_unlock(&s->live_mu);
+      hub_free(h);
+      return NULL;
+    }
+    pthread_mutex_unlock(&s->live_mu);
+    pthread_mutex_lock(&h->mu);
+    int done = h->ended || h->stopping;
+    pthread_mutex_unlock(&h->mu);
+    if (!done) {
+      pthread_mutex_lock(h->st_mu);
+      char *buf, *event = NULL;
+      size_t len;
+      int ended = 0;
+      int any = hub_events(h, &buf, &len, &event, &ended);
+      pthread_mutex_lock(&h->mu);
+      if (event) {
+        free(h->findings_event);
+        h->findings_event = event;
+      }
+      if (any)
+        hub_append(h, buf, len);
+      if (ended) {
+        h->ended = 1;
+        for (struct serve_live *v = h->viewers; v; v = v->next)
+          resume(v);
+      }
+      pthread_mutex_unlock(&h->mu);
+      pthread_mutex_unlock(h->st_mu);
+      free(buf);
+    }
+    struct timespec ts = {POLL_MS / 1000, (POLL_MS % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Finds run_id's hub or starts one (its store opened, its places at each series' last sample), and
+ * counts the caller as a viewer. NULL with a message. All under s->live_mu, so viewers arriving at
+ * once find the one hub the first of them started. */
+static struct serve_live_hub *hub_join(struct serve *s, const char *run_id) {
+  struct serve_live_hub *h = NULL;
+  pthread_mutex_lock(&s->live_mu);
+  if (s->live_stopping) {
+    gs_fail(GS_EBUSY, "the server is stopping");
+    goto fail;
+  }
+  for (h = s->hubs; h; h = h->next) {
+    pthread_mutex_lock(&h->mu);
+    int ended = h->ended;
+    pthread_mutex_unlock(&h->mu);
+    if (!ended && !strcmp(h->run_id, run_id)) {
+      h->refs++;
+      pthread_mutex_unlock(&s->live_mu);
+      return h;
+    }
+  }
+  if (!(h = calloc(1, sizeof *h))) {
+    gs_fail(GS_ENOMEM, "out of memory");
+    goto fail;
+  }
+  h->s = s;
+  snprintf(h->run_id, sizeof h->run_id, "%s", run_id);
+  pthread_mutex_init(&h->mu, NULL);
+  h->st = s->st;
+  h->st_mu = &s->mu;
+  struct store_series *series = NULL;
+  size_t n = 0;
+  pthread_mutex_lock(h->st_mu);
+  int rc = h->st->series_list(h->st, h->run_id, &series, &n);
+  pthread_mutex_unlock(h->st_mu);
+  if (rc)
+    goto fail;
+  for (size_t i = 0; i < n; i++) /* from now on: each series from its last committed sample */
+    last_of(h, series[i].id, series[i].count > 0 ? series[i].t_last : -1); /* no thread has h yet */
+  free(series);
+  h->refs = 1;
+  if (pthread_create(&h->thread, NULL, hub_main, h)) {
+    gs_fail(GS_EIO, "cannot start a thread");
+    goto fail;
+  }
+  pthread_detach(h->thread);
+  h->next = s->hubs;
+  s->hubs = h;
+  pthread_mutex_unlock(&s->live_mu);
+  return h;
+fail:
+  pthread_mutex_unlock(&s->live_mu);
+  if (h)
+    hub_free(h);
+  return NULL;
+}
+
+struct serve_live *serve_live_new(struct serve *s, const char *run_id, int64_t since_ns, struct MHD_Connection *c) {
+  struct serve_live *v = calloc(1, sizeof *v);
+  if (!v) {
+    gs_fail(GS_ENOMEM, "out of memory");
+    return NULL;
+  }
+  struct serve_live_hub *h = hub_join(s, run_id);
+  if (!h) {
+    free(v);
+    return NULL;
+  }
+  v->hub = h;
+  v->c = c;
+  /* Under st_mu the hub's places do not move: the catch-up ends where its log begins for v. */
+  pthread_mutex_lock(h->st_mu);
+  struct store_series *series = NULL;
+  size_t n = 0;
+  if (since_ns >= 0 && !h->st->series_list(h->st, h->run_id, &series, &n) && n && (v->cu = calloc(n, sizeof *v->cu)))
+    for (size_t i = 0; i < n; i++) {
+      int64_t *last = last_of(h, series[i].id, -1);
+      if (last && *last > since_ns)
+        v->cu[v->ncu++] = (struct catchup){.s = series[i], .from = since_ns, .upto = *last};
+    }
+  free(series);
+  pthread_mutex_lock(&h->mu);
+  const char *hello = ": gpuscope live\n\n";
+  const char *ev = h->findings_event ? h->findings_event : "";
+  v->plen = strlen(hello) + strlen(ev);
+  if ((v->pre = malloc(v->plen + 1)))
+    snprintf(v->pre, v->plen + 1, "%s%s", hello, ev);
+  else
+    v->plen = 0;
+  v->pos = h->base + h->len;
+  v->next = h->viewers;
+  if (h->viewers)
+    h->viewers->prev = v;
+  h->viewers = v;
+  pthread_mutex_unlock(&h->mu);
+  pthread_mutex_unlock(h->st_mu);
+  return v;
+}
+
+void serve_live_free(void *cls) {
+  struct serve_live *v = cls;
+  if (!v)
+    return;
+  struct serve_live_hub *h = v->hub;
+  struct serve *s = h->s;
+  pthread_mutex_lock(&s->live_mu);
+  pthread_mutex_lock(&h->mu);
+  if (v->prev)
+    v->prev->next = v->next;
+  else
+    h->viewers = v->next;
+  if (v->next)
+    v->next->prev = v->prev;
+  pthread_mutex_unlock(&h->mu);
+  h->refs--; /* the hub thread sees it and goes when it was the last */
+  pthread_mutex_unlock(&s->live_mu);
+  free(v->pre);
+  free(v->cu);
+  free(v);
+}
+
+/* The viewer's next piece of catch-up (samples up to where it joined the log) into v->pre. */
+static int catchup_next(struct serve_live *v) {
+  struct serve_live_hub *h = v->hub;
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
   if (!out)
     return -1;
-  double now = now_s();
-  int any = 0;
-  struct store_run run;
-  int rc = l->st->run_get(l->st, l->run_id, &run);
-  if (rc) {
-    fprintf(out, "event: error\ndata: ");
-    fputs("{\"error\":", out);
-    rp_json_str(out, gs_last_error());
-    fputs("}\n\n", out);
-    l->ended = 1;
-    any = 1;
-  } else {
-    if (poll_samples(l, out, &any) == GS_OK && strcmp(run.status, "running")) {
-      /* finished: the last samples went above; the doctor's stored word and the status close it */
-      struct store_finding *f;
-      size_t n;
-      if (!l->st->findings_read(l->st, l->run_id, &f, &n)) {
-        fprintf(out, "event: findings\ndata: {\"live\":false,\"window_s\":null,\"findings\":");
-        serve_json_findings(out, f, n);
-        fputs("}\n\n", out);
-        free(f);
-      }
-      fprintf(out, "event: status\ndata: {\"status\":");
-      rp_json_str(out, run.status);
-      fputs("}\n\n", out);
-      l->ended = 1;
-      any = 1;
-    } else if (now >= l->next_findings) {
-      size_t before = len;
-      fflush(out);
-      before = len;
-      poll_findings(l, out);
-      fflush(out);
-      any |= len > before;
-      l->next_findings = now + SERVE_LIVE_FINDINGS_EVERY_S;
-    }
+  int k = 0, rc = GS_OK;
+  pthread_mutex_lock(h->st_mu);
+  for (; v->icu < v->ncu && rc == GS_OK && len < 65536; v->icu++, fflush(out)) {
+    struct catchup *c = &v->cu[v->icu];
+    int64_t from = c->from;
+    rc = series_samples(out, h->st, &c->s, c->from, c->upto, &k, &c->from);
+    if (rc == GS_OK && c->from != from && c->from < c->upto)
+      v->icu--; /* more of this one next time */
   }
-  if (!any && now >= l->next_beat) {
-    fputs(": beat\n\n", out);
-    any = 1;
-  }
+  pthread_mutex_unlock(h->st_mu);
+  if (k)
+    fputs("]}\n\n", out);
   fclose(out);
-  if (any) {
-    l->next_beat = now + BEAT_S;
-    free(l->pending);
-    l->pending = buf;
-    l->plen = len;
-    l->poff = 0;
-    return 1;
-  }
-  free(buf);
-  return 0;
+  free(v->pre);
+  v->pre = buf;
+  v->plen = len;
+  v->poff = 0;
+  return rc == GS_OK ? 0 : -1;
 }
 
 ssize_t serve_live_read(void *cls, uint64_t pos, char *buf, size_t max) {
-  struct serve_live *l = cls;
+  struct serve_live *v = cls;
+  struct serve_live_hub *h = v->hub;
   (void)pos;
   for (;;) {
-    if (*l->s->stop)
-      return MHD_CONTENT_READER_END_OF_STREAM;
-    if (l->poff < l->plen) {
-      size_t n = l->plen - l->poff < max ? l->plen - l->poff : max;
-      memcpy(buf, l->pending + l->poff, n);
-      l->poff += n;
+    if (v->poff < v->plen) {
+      size_t n = v->plen - v->poff < max ? v->plen - v->poff : max;
+      memcpy(buf, v->pre + v->poff, n);
+      v->poff += n;
       return (ssize_t)n;
     }
-    if (l->ended)
-      return MHD_CONTENT_READER_END_OF_STREAM;
-    double now = now_s();
-    if (now >= l->next_poll) {
-      l->next_poll = now + POLL_MS / 1000.0;
-      int r = next_events(l);
-      if (r < 0)
-        return MHD_CONTENT_READER_END_WITH_ERROR;
-      if (r)
-        continue;
-    }
-    struct timespec ts = {0, 100 * 1000 * 1000};
-    nanosleep(&ts, NULL);
+    if (v->icu >= v->ncu)
+      break;
+    if (catchup_next(v))
+      return MHD_CONTENT_READER_END_WITH_ERROR;
   }
+  pthread_mutex_lock(&h->mu);
+  ssize_t ret;
+  if (v->dropped)
+    ret = MHD_CONTENT_READER_END_WITH_ERROR;
+  else if (h->stopping)
+    ret = MHD_CONTENT_READER_END_OF_STREAM;
+  else if (v->pos < h->base + h->len) {
+    size_t n = (size_t)(h->base + h->len - v->pos);
+    if (n > max)
+      n = max;
+    memcpy(buf, h->log + (v->pos - h->base), n);
+    v->pos += n;
+    ret = (ssize_t)n;
+  } else if (h->ended)
+    ret = MHD_CONTENT_READER_END_OF_STREAM;
+  else {
+    /* Nothing yet: the connection waits off the server's threads until the hub has more. */
+    v->suspended = 1;
+    MHD_suspend_connection(v->c);
+    ret = 0;
+  }
+  pthread_mutex_unlock(&h->mu);
+  return ret;
+}
+
+void serve_live_init(struct serve *s) {
+  pthread_mutex_init(&s->live_mu, NULL);
+  pthread_cond_init(&s->live_cv, NULL);
+  s->hubs = NULL;
+  s->live_stopping = 0;
+}
+
+void serve_live_stop(struct serve *s) {
+  pthread_mutex_lock(&s->live_mu);
+  s->live_stopping = 1;
+  for (struct serve_live_hub *h = s->hubs; h; h = h->next) {
+    pthread_mutex_lock(&h->mu);
+    h->stopping = 1;
+    for (struct serve_live *v = h->viewers; v; v = v->next)
+      resume(v);
+    pthread_mutex_unlock(&h->mu);
+  }
+  pthread_mutex_unlock(&s->live_mu);
+}
+
+void serve_live_done(struct serve *s) {
+  pthread_mutex_lock(&s->live_mu);
+  while (s->hubs) /* each ends within a poll once its viewers are gone */
+    pthread_cond_wait(&s->live_cv, &s->live_mu);
+  pthread_mutex_unlock(&s->live_mu);
+  pthread_cond_destroy(&s->live_cv);
+  pthread_mutex_destroy(&s->live_mu);
 }

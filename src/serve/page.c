@@ -32,7 +32,15 @@ static int api_into(struct serve *s, const char *path, struct kv_args *args, FIL
   serve_api(s, path, &a, &r);
   serve_reply_end(&r);
   int rc = GS_OK;
-  if (r.status != 200) {
+  if (r.stream) { /* a streamed series answer: read it whole (no other thread holds the lock here) */
+    char buf[16384];
+    ssize_t n;
+    while ((n = serve_series_stream_read(r.stream, 0, buf, sizeof buf)) > 0)
+      fwrite(buf, 1, (size_t)n, out);
+    serve_series_stream_free(r.stream);
+    if (n == MHD_CONTENT_READER_END_WITH_ERROR)
+      rc = gs_fail(GS_EIO, "the page's series failed: %s", gs_last_error());
+  } else if (r.status != 200) {
     /* the body is {"error": "..."}: give its text as the message */
     const char *m = r.body ? strstr(r.body, "\"error\":\"") : NULL;
     rc = gs_fail(r.status == 404   ? GS_ENOENT
@@ -173,6 +181,7 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n) {
     return gs_fail(GS_EINVAL, "a page shows 1 run, or compares 2 to %d", SERVE_MAX_COMPARE);
   struct serve_opts o = {0};
   struct serve s = {.o = &o, .st = st};
+  pthread_mutex_init(&s.mu, NULL); /* a streamed answer takes it */
   struct store_run *runs = calloc(n, sizeof *runs);
   char *json = NULL, *list = NULL;
   size_t jlen = 0, llen = 0;
@@ -232,5 +241,6 @@ done:
   free(list);
   free(runs);
   serve_caches_done(&s);
+  pthread_mutex_destroy(&s.mu);
   return rc;
 }

@@ -2,8 +2,11 @@
  * else min, max and mean per bucket, from the raw samples of a window short enough to read, or from
  * the store's rollups (rollups_read) for a long one — so the answer's cost follows the number of
  * points asked for, not the run's length, and a dip shorter than a bucket still shows as the
- * bucket's minimum. Empty buckets and gaps in the samples are null (missing is not zero). */
+ * bucket's minimum. Empty buckets and gaps in the samples are null (missing is not zero). A series
+ * request's answer is streamed (serve_series_stream): one series built at a time, under the store
+ * lock only while it is built, so a big answer neither waits whole in memory nor holds the lock. */
 #include <math.h>
+#include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -259,4 +262,108 @@ done:
   free(raw.t);
   free(raw.v);
   return rc;
+}
+
+/* ---- a series answer, streamed ---- */
+
+struct serve_series_stream {
+  struct serve *s;
+  struct serve_cached_view *entry; /* pinned, or NULL */
+  struct serve_cached_view own;    /* the view, when not a cached one */
+  struct runview v;                /* what serve_series_json reads of the view: its store */
+  struct store_series *series;
+  size_t n, next;
+  int64_t from, to;
+  size_t points;
+  int band, done;
+  char *buf;
+  size_t len, off;
+};
+
+struct serve_series_stream *serve_series_stream_new(struct serve *s, struct serve_cached_view *entry,
+                                                    struct serve_cached_view *fresh, const struct runview *v,
+                                                    const struct store_series *series, size_t n, int64_t from,
+                                                    int64_t to, size_t points, int band) {
+  struct serve_series_stream *x = calloc(1, sizeof *x);
+  if (!x)
+    return NULL;
+  x->series = malloc((n ? n : 1) * sizeof *x->series);
+  FILE *out = open_memstream(&x->buf, &x->len);
+  if (!x->series || !out) {
+    if (out)
+      fclose(out);
+    free(x->buf);
+    free(x->series);
+    free(x);
+    return NULL;
+  }
+  memcpy(x->series, series, n * sizeof *series);
+  fputs("{\"run\":", out);
+  rp_json_str(out, v->run.id);
+  fputs(",\"series\":[", out);
+  fclose(out);
+  x->s = s;
+  x->n = n;
+  x->from = from;
+  x->to = to;
+  x->points = points;
+  x->band = band;
+  x->v.st = v->st;
+  if (entry) {
+    x->entry = entry;
+    entry->pins++;
+  } else {
+    x->own = *fresh; /* the stream owns the fresh view and its group store */
+    memset(fresh, 0, sizeof *fresh);
+  }
+  return x;
+}
+
+ssize_t serve_series_stream_read(void *cls, uint64_t pos, char *buf, size_t max) {
+  struct serve_series_stream *x = cls;
+  (void)pos;
+  while (x->off >= x->len) {
+    if (x->done)
+      return MHD_CONTENT_READER_END_OF_STREAM;
+    free(x->buf);
+    x->buf = NULL;
+    x->len = x->off = 0;
+    FILE *out = open_memstream(&x->buf, &x->len);
+    if (!out)
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+    int rc = GS_OK;
+    if (x->next < x->n) {
+      /* One series at a time under the lock: between them other requests have the store. */
+      pthread_mutex_lock(&x->s->mu);
+      if (x->next)
+        fputc(',', out);
+      rc = serve_series_json(out, &x->v, &x->series[x->next], x->from, x->to, x->points, x->band);
+      pthread_mutex_unlock(&x->s->mu);
+      x->next++;
+    } else {
+      fputs("]}\n", out);
+      x->done = 1;
+    }
+    fclose(out);
+    if (rc) /* the answer was already under way: cut it, so the client sees it incomplete */
+      return MHD_CONTENT_READER_END_WITH_ERROR;
+  }
+  size_t n = x->len - x->off < max ? x->len - x->off : max;
+  memcpy(buf, x->buf + x->off, n);
+  x->off += n;
+  return (ssize_t)n;
+}
+
+void serve_series_stream_free(void *cls) {
+  struct serve_series_stream *x = cls;
+  if (!x)
+    return;
+  pthread_mutex_lock(&x->s->mu);
+  if (x->entry)
+    x->entry->pins--;
+  serve_cached_view_done(&x->own);
+  pthread_mutex_unlock(&x->s->mu);
+  free(x->series);
+  free(x->buf);
+  free(x);
 }

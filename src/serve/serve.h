@@ -5,8 +5,10 @@
  * and, for downsampled series, on the store's min/max rollups, so an idle dip is never averaged away.
  *
  * The server writes nothing to the store. It listens on loopback by default; on any other address
- * a token is required, checked in constant time on every request. Connections, header sizes and
- * idle time per connection are limited (SERVE_* below). */
+ * a token is required, checked in constant time on every request, and wrong ones are counted per
+ * address. Connections, header sizes and times, query arguments, the points of an answer and idle
+ * time per connection are limited (SERVE_* below); a few threads wait on every connection (epoll), so
+ * slow clients held open cost memory, not threads. */
 #ifndef GS_SERVE_H
 #define GS_SERVE_H
 
@@ -20,14 +22,25 @@
 
 #define SERVE_DEFAULT_LISTEN "127.0.0.1:7733"
 enum {
-  SERVE_MAX_CONNECTIONS = 64, /* at once, all clients */
-  SERVE_MAX_PER_IP = 32,      /* at once, from one address */
-  SERVE_CONN_MEMORY = 32768,  /* per connection: request line and headers must fit */
-  SERVE_CONN_TIMEOUT_S = 30,  /* a client silent this long is dropped (live streams send a beat) */
-  SERVE_MAX_POINTS = 10000,   /* most points one series answer may hold */
+  SERVE_MAX_CONNECTIONS = 4096, /* at once, all clients (fewer when the descriptor limit is lower) */
+  SERVE_MAX_PER_IP = 64,        /* at once, from one address other than loopback */
+  SERVE_THREADS = 4,            /* the server's threads: each waits on many connections (epoll) */
+  SERVE_CONN_MEMORY = 32768,    /* per connection: request line and headers must fit */
+  SERVE_HEADER_TIMEOUT_S = 10,  /* a request's headers must be complete this long after the connection
+                                   opened or its previous answer went, however slowly they trickle */
+  SERVE_CONN_TIMEOUT_S = 30,    /* a client silent (or not reading) this long is dropped */
+  SERVE_SEND_TIMEOUT_S = 10,    /* ... and one not reading a streamed series answer this long */
+  SERVE_MAX_ARGS = 32,          /* query arguments of one request (more: 414) */
+  SERVE_TOKEN_MIN = 16,         /* bytes of a token, at least */
+  SERVE_TOKEN_FAILS = 10,       /* wrong tokens from one address in SERVE_TOKEN_WINDOW_S, then 429 */
+  SERVE_TOKEN_WINDOW_S = 60,
+  SERVE_MAX_POINTS = 10000, /* most points one series answer may hold */
   SERVE_DEFAULT_POINTS = 1000,
-  SERVE_LIVE_WINDOW_S = 60, /* the live diagnosis looks at this much of the end of the run */
+  SERVE_MAX_IDS = 256,              /* series of one series request */
+  SERVE_MAX_ANSWER_POINTS = 200000, /* series x points of one series request */
+  SERVE_LIVE_WINDOW_S = 60,         /* the live diagnosis looks at this much of the end of the run */
   SERVE_LIVE_FINDINGS_EVERY_S = 5,
+  SERVE_LIVE_BUFFER = 4 << 20, /* bytes a live run's viewers may lag behind its stream (more: dropped) */
 };
 
 struct serve_opts {
@@ -73,9 +86,10 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n);
  * token; any other address needs one, sent as "Authorization: Bearer T"): `gpuscope agent`'s and
  * `gpuscope run --listen`'s /metrics. fn answers GET path: it gets the request's Accept header (or
  * NULL) and returns 0 with a malloc'd *body (the server frees it) and *mime, or a GS_E code (500).
- * It runs in the connection's thread, so several at once. "/" answers one line naming path.
- * Returns the running endpoint, or NULL with a message (GS_EINVAL: bad address or token; GS_EBUSY:
- * cannot bind). listen as serve_opts.listen ("HOST:0" picks a free port: serve_endpoint_port()). */
+ * It runs in one of the server's few threads, several at once: it must not block for long. "/"
+ * answers one line naming path. Returns the running endpoint, or NULL with a message (GS_EINVAL:
+ * bad address or token; GS_EBUSY: cannot bind). listen as serve_opts.listen ("HOST:0" picks a free
+ * port: serve_endpoint_port()). */
 typedef int (*serve_endpoint_fn)(void *user, const char *accept, char **body, size_t *len, const char **mime);
 struct serve_endpoint;
 struct serve_endpoint *serve_endpoint_start(const char *listen, const char *token, const char *path,

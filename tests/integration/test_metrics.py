@@ -179,12 +179,22 @@ def test_non_loopback_needs_a_token():
     rc, out, err = sb.gs("agent", "--listen", "0.0.0.0:0", env={"GPUSIM_SCENARIO": BUSY8, "GPUSCOPE_NVML_LIB": SIM,
                                                                 "GPUSCOPE_TOKEN": ""})
     check(rc == 2 and "needs a token" in err, f"rc {rc}: {err}")
-    p, url = start_agent(sb, "--listen", "0.0.0.0:0", "--token", "s3cret-token")
+    rc, out, err = sb.gs("agent", "--listen", "0.0.0.0:0", "--token", "x",
+                         env={"GPUSIM_SCENARIO": BUSY8, "GPUSCOPE_NVML_LIB": SIM}, timeout=10)
+    check(rc == 2 and "16 to 256 bytes" in err, f"a 1-byte token: rc {rc}: {err}")
+    p, url = start_agent(sb, "--listen", "0.0.0.0:0", "--token", "s3cret-token-0123456")
     url = url.replace("0.0.0.0", "127.0.0.1")
     try:
         check(status_of(url) == 401, "no token: not refused")
+        try:
+            get(url)
+        except urllib.error.HTTPError as e:
+            check(e.headers.get("WWW-Authenticate", "").startswith("Bearer"), f"a 401 names the scheme: {e.headers}")
         check(status_of(url, "wrong-token!") == 401, "a wrong token: not refused")
-        check(status_of(url, "s3cret-token") == 200, "the token: refused")
+        check(status_of(url, "s3cret-token-0123456") == 200, "the token: refused")
+        for i in range(10):
+            status_of(url, f"wrong-token-{i}")
+        check(status_of(url, "s3cret-token-0123456") == 429, "after 10 wrong tokens the address waits")
     finally:
         stop(p)
 
