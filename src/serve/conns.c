@@ -10,7 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
-#include <microhttpd.h>
+#include "serve/mhd_api.h"
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>

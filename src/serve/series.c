@@ -6,7 +6,7 @@
  * request's answer is streamed (serve_series_stream): one series built at a time, under the store
  * lock only while it is built, so a big answer neither waits whole in memory nor holds the lock. */
 #include <math.h>
-#include <microhttpd.h>
+#include "serve/mhd_api.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -4,7 +4,7 @@
 #ifndef GS_SERVE_INT_H
 #define GS_SERVE_INT_H
 
-#include <microhttpd.h>
+#include "serve/mhd_api.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/socket.h>
