@@ -21,6 +21,7 @@
  * columns, so any version reads and writes either. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,50 @@ static int mkdir_parents(const char *path) {
   return 0;
 }
 
+/* The descriptor the probe reads a store's first bytes with. Closing any descriptor of a file drops
+ * every POSIX lock this process holds on it — those of the SQLite connections too (sqlite.org's "How
+ * To Corrupt An SQLite Database File", 2.2): a second open of a store another handle of this process
+ * reads (serve's live streams, a run view beside the writer) would take the first one's locks away,
+ * and another process could then checkpoint or rewrite pages under it. So a probed file's descriptor
+ * stays open for the life of the process, one per file (dev, inode), and later probes reuse it; past
+ * PROBE_FDS files the probe opens and closes as before. */
+enum { PROBE_FDS = 64 };
+static struct {
+  dev_t dev;
+  ino_t ino;
+  int fd;
+} probe_fds[PROBE_FDS];
+static int nprobe_fds;
+static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int probe_fd(const char *path, const struct stat *sb) {
+  pthread_mutex_lock(&probe_mu);
+  int fd = -1;
+  for (int i = 0; i < nprobe_fds && fd < 0; i++)
+    if (probe_fds[i].dev == sb->st_dev && probe_fds[i].ino == sb->st_ino)
+      fd = probe_fds[i].fd;
+  if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+    struct stat now;
+    if (nprobe_fds < PROBE_FDS && !fstat(fd, &now)) {
+      probe_fds[nprobe_fds].dev = now.st_dev, probe_fds[nprobe_fds].ino = now.st_ino;
+      probe_fds[nprobe_fds++].fd = fd;
+    }
+  }
+  pthread_mutex_unlock(&probe_mu);
+  return fd;
+}
+
+/* Closes fd only when it is not one probe_fd keeps. */
+static void probe_fd_done(int fd) {
+  pthread_mutex_lock(&probe_mu);
+  int kept = 0;
+  for (int i = 0; i < nprobe_fds && !kept; i++)
+    kept = probe_fds[i].fd == fd;
+  pthread_mutex_unlock(&probe_mu);
+  if (!kept)
+    close(fd);
+}
+
 /* What is at path, refused unless it may be a store for this mode: a folder, a device, a missing
  * file (unless STORE_WRITE), an empty file (unless STORE_WRITE), or a file that does not start
  * with SQLite's magic is refused with a one-line message and never touched. */
@@ -90,12 +135,12 @@ static int probe_file(const char *path, enum store_mode mode, struct file_facts 
   if (!S_ISREG(sb.st_mode))
     return gs_fail(GS_EINVAL, "store %s is not a regular file", path);
   f->exists = 1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = probe_fd(path, &sb);
   if (fd < 0)
     return gs_fail(GS_EIO, "cannot read store %s: %s", path, strerror(errno));
   unsigned char head[100] = {0};
-  ssize_t r = read(fd, head, sizeof head);
-  close(fd);
+  ssize_t r = pread(fd, head, sizeof head, 0);
+  probe_fd_done(fd);
   if (r < 0)
     return gs_fail(GS_EIO, "cannot read store %s: %s", path, strerror(errno));
   if (r == 0) {

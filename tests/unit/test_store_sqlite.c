@@ -6,6 +6,7 @@
  * run ends with its exit code once the store takes writes again; an old schema is migrated only
  * by a writer; a corrupt chunk is an error, not a crash. */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -705,6 +706,42 @@ static void test_store_locked_store_is_an_error_not_a_short_list(void **state) {
   st->close(st);
 }
 
+/* Opening a store that another handle of this process holds must not take that handle's locks away:
+ * closing any descriptor of a file drops every POSIX lock the process holds on it, so the probe of
+ * the file's first bytes keeps its descriptor (store_sqlite.c, probe_fd). A second process then
+ * still cannot lock the range the first handle's read transaction holds. */
+static void test_store_open_keeps_the_locks_of_other_handles(void **state) {
+  (void)state;
+  struct store *st = open_db("locks.db");
+  struct store_run r;
+  begin(st, &r, "locks");
+  st->close(st);
+  char p[400];
+  path_of(p, sizeof p, "locks.db");
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+  /* rollback-journal mode: a read transaction holds SHARED on the file's lock bytes */
+  assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(db, "BEGIN; SELECT count(*) FROM runs", NULL, NULL, NULL), SQLITE_OK);
+  for (int i = 0; i < 2; i++) { /* twice: the second open reuses the probe's descriptor */
+    struct store *other = open_mode("locks.db", STORE_READ);
+    assert_non_null(other);
+    other->close(other);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(p, O_RDWR);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0x40000002, .l_len = 510};
+    _exit(fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0 ? 1 : 0); /* 1: the lock was gone */
+  }
+  int ws;
+  assert_int_equal(waitpid(pid, &ws, 0), pid);
+  assert_true(WIFEXITED(ws));
+  assert_int_equal(WEXITSTATUS(ws), 0);
+  sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  sqlite3_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_refuses_foreign_file_and_keeps_it),
@@ -721,6 +758,7 @@ int main(void) {
       cmocka_unit_test(test_store_full_disk_keeps_samples_and_ends_the_run_later),
       cmocka_unit_test(test_store_pending_samples_are_bounded_and_counted),
       cmocka_unit_test(test_store_locked_store_is_an_error_not_a_short_list),
+      cmocka_unit_test(test_store_open_keeps_the_locks_of_other_handles),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
