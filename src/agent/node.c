@@ -205,6 +205,8 @@ int agent_node_run(const struct agent_node_opts *o) {
       goto out;
     }
     begun = 1;
+    if (st->stats.notice[0]) /* the store unreachable from the start: said now */
+      fprintf(stderr, "gpuscope: %s\n", st->stats.notice);
     gs_sink_param(sink, "node", "1");
   }
   struct metrics_opts mo = {.host_label = o->host_label, .interval_ns = o->interval_ns};

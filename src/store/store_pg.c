@@ -256,7 +256,7 @@ fail:
 }
 
 static int prepare(struct pg_store *s, const char *name, const char *sql) {
-  PGresult *r = PQprepare(s->conn, name, sql, 0, NULL);
+  PGresult *r = pg_run_prepare(s, name, sql);
   int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, r, "cannot prepare");
   PQclear(r);
   return rc;
@@ -324,10 +324,13 @@ int pg_connect(struct pg_store *s) {
       if (missing && s->mode != STORE_WRITE)
         return gs_fail(GS_ENOENT, "no store at %s (%s; 'gpuscope run' creates one)", s->name, one);
       s->down = server_away(one);
+      snprintf(s->lost_why, sizeof s->lost_why, "%s", one);
       return gs_fail(GS_EIO, "cannot %s store %s: %s", s->down ? "reach" : "open", s->name, one);
     }
   }
   int rc;
+  if (s->timeout_ns && PQsetnonblocking(s->conn, 1)) /* every round trip waited for with a deadline */
+    return gs_fail(GS_EIO, "store %s: cannot make the connection non-blocking", s->name);
   if (s->mode == STORE_WRITE || s->mode == STORE_MIGRATE) {
     if ((rc = migrate(s)))
       return rc;
@@ -374,6 +377,11 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
   snprintf(s->url, sizeof s->url, "%s://%s", scheme, location);
   pg_scrub_url(s->url, s->name, sizeof s->name);
   s->mode = mode;
+  if (mode == STORE_WRITE) {
+    const char *e = getenv("GPUSCOPE_PG_TIMEOUT_MS");
+    long long ms = e && *e ? atoll(e) : 0;
+    s->timeout_ns = ms > 0 ? ms * 1000000LL : PG_TIMEOUT_NS;
+  }
   s->base = (struct store){.version = 3,
                            .scheme = "postgresql",
                            .schema_version = PG_SCHEMA_VERSION,
