@@ -23,8 +23,8 @@ enum { PG_SCHEMA_VERSION = 3 };
 /* A spool is replayed in pieces of at most this many points, one transaction each
  * ($GPUSCOPE_SPOOL_PIECE_POINTS overrides it, for tests). */
 enum { PG_SPOOL_PIECE_POINTS = 2 * 1024 * 1024 };
-/* The writer gives the server this long to answer one round trip before it drops the connection
- * and treats the server as unreachable ($GPUSCOPE_PG_TIMEOUT_MS overrides it, for tests): long
+/* The writer gives a silent server this long (no byte answered nor taken) before it drops the
+ * connection and treats the server as unreachable ($GPUSCOPE_PG_TIMEOUT_MS overrides it, for tests): long
  * enough for a loaded server's slowest write (a replayed piece, the run's rollups), short enough
  * that a hung server never holds the run's end for long. */
 #define PG_TIMEOUT_NS (20LL * GS_NS_PER_S)
@@ -73,8 +73,9 @@ void pg_drop(struct pg_store *s, const char *why);
 /* The deadline of a round trip starting now (INT64_MAX when the store has no timeout). */
 int64_t pg_deadline(const struct pg_store *s);
 /* Sends what is queued and waits, until deadline, for a result that PQgetResult can return
- * without blocking. 0, or GS_EIO with the connection dropped (the server did not answer in time,
- * or the socket failed). */
+ * without blocking; each time the socket moves (bytes sent or received) the deadline is pushed to
+ * timeout_ns from then, so it bounds the server's silence. 0, or GS_EIO with the connection
+ * dropped (the server was silent too long, or the socket failed). */
 int pg_await(struct pg_store *s, int64_t deadline);
 /* PQgetResult bounded by deadline (pg_await first when the store has a timeout): NULL at the end
  * of a command's results, and when the wait failed (then pg_conn_lost). */

@@ -6,8 +6,8 @@
  * non-blocking and waits for every answer with poll() and a deadline (pg_store.timeout_ns), so a
  * server that hangs — a partition without RST, a stopped process: the socket open, nothing
  * answering, which TCP keepalives never notice when a middle box answers them — costs one
- * timeout, then the connection is dropped and the outage handled like any other (spooled,
- * retried). Readers wait as long as the server takes. */
+ * timeout (of silence: a socket that moves restarts it), then the connection is dropped and the outage handled like any
+ * other (spooled, retried). Readers wait as long as the server takes. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
@@ -99,6 +99,8 @@ int pg_await(struct pg_store *s, int64_t deadline) {
       pg_drop(s, strerror(errno));
       return GS_EIO;
     }
+    if (n > 0) /* the socket moved: the deadline bounds silence, not a long answer that keeps coming */
+      deadline = gs_mono_ns() + s->timeout_ns;
     if (n > 0 && (pf.revents & (POLLIN | POLLERR | POLLHUP)) && !PQconsumeInput(s->conn)) {
       char one[256];
       snprintf(one, sizeof one, "%s", PQerrorMessage(s->conn));
@@ -194,7 +196,21 @@ int pg_fail(struct pg_store *s, const PGresult *res, const char *what) {
   return gs_fail(busy ? GS_EBUSY : GS_EIO, "store %s: %s: %s", s->name, what, one);
 }
 
+/* A reader (runs, show, serve, report) whose connection was lost — the server restarted — connects
+ * again, at most once a second, before its next statement: a long-lived reader such as serve
+ * comes back with the server. A writer reconnects through its spool (pg_reconnect). */
+static void reader_reconnect(struct pg_store *s) {
+  if (s->mode == STORE_WRITE || !pg_conn_lost(s))
+    return;
+  int64_t now = gs_mono_ns();
+  if (now < s->next_try_ns)
+    return;
+  s->next_try_ns = now + GS_NS_PER_S;
+  pg_connect(s); /* when it fails, the statement fails with the server's reason */
+}
+
 int pg_exec(struct pg_store *s, const char *sql, const char *what) {
+  reader_reconnect(s);
   if (pg_conn_lost(s))
     return pg_fail(s, NULL, what);
   PGresult *r = pg_run(s, sql, 0, NULL, NULL, NULL, 0);
@@ -206,6 +222,7 @@ int pg_exec(struct pg_store *s, const char *sql, const char *what) {
 
 static PGresult *query(struct pg_store *s, const char *sql, int n, const char *const *params, int binary,
                        const char *what) {
+  reader_reconnect(s);
   if (pg_conn_lost(s)) {
     pg_fail(s, NULL, what);
     return NULL;

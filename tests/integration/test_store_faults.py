@@ -177,6 +177,46 @@ def test_revoked_grants_spool_and_keep_the_spool():
         sb.close()
 
 
+def test_serve_comes_back_with_a_restarted_server():
+    # A long-lived reader (serve) whose server is shut down without notice and started again
+    # answers again once the server is back, without a restart of its own.
+    import http.client
+    server = pg()
+    sb = sandbox(server.url("reader"))
+    srv = None
+    try:
+        sb.ok("run", "--name", "kept", "--", "true")
+        srv = subprocess.Popen([BIN, "serve", "--listen", "127.0.0.1:0"], env=sb.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True)
+        port = int(srv.stdout.readline().rsplit(":", 1)[1].strip().strip("/"))
+
+        def runs():
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/api/runs")
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            return r.status, body
+
+        check(runs()[0] == 200, "serve does not answer before the restart")
+        pg_immediate(server)
+        server.start()
+        deadline, st = time.monotonic() + 30, None
+        while time.monotonic() < deadline:  # bounds a hang only: it answers as soon as it reconnected
+            st, body = runs()
+            if st == 200:
+                break
+            time.sleep(0.2)
+        check(st == 200 and b"kept" in body, f"serve does not come back with the server: {st} {body[:300]}")
+    finally:
+        if srv:
+            srv.terminate()
+            srv.wait()
+        if not os.path.exists(os.path.join(server.data, "postmaster.pid")):
+            server.start()
+        sb.close()
+
+
 def proxied(db):
     server = pg()
     server.psql(f"CREATE DATABASE {db}", db="postgres")
