@@ -74,14 +74,15 @@ static void quiet_notice(void *arg, const char *msg) {
 
 /* Connects to url (a libpq URL) or, when dbname is not NULL, to that database of the same server. */
 static PGconn *connect_to(const char *url, const char *dbname) {
-  const char *keys[8], *vals[8];
+  const char *keys[10], *vals[10];
   int k = 0;
   keys[k] = "connect_timeout", vals[k++] = "3";
   keys[k] = "fallback_application_name", vals[k++] = "gpuscope";
   keys[k] = "keepalives_idle", vals[k++] = "10";
   keys[k] = "keepalives_interval", vals[k++] = "5";
   keys[k] = "keepalives_count", vals[k++] = "3";
-  keys[k] = "dbname", vals[k++] = url; /* expanded: the URL's own settings win over the ones above */
+  keys[k] = "tcp_user_timeout", vals[k++] = "30000"; /* data unacknowledged for 30 s: a peer gone */
+  keys[k] = "dbname", vals[k++] = url;               /* expanded: the URL's own settings win over the ones above */
   if (dbname)
     keys[k] = "dbname", vals[k++] = dbname;
   keys[k] = NULL, vals[k] = NULL;
