@@ -8,6 +8,7 @@ beside the samples and read from there, never `crashed`."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -253,6 +254,35 @@ def test_connections_dropped_without_notice_lose_nothing():
 
 def test_connections_reset_lose_nothing():
     proxy_case("reset", [(1.0, "reset"), (2.0, "reset")])
+
+
+def test_node_agent_ticks_never_wait_for_a_hung_server():
+    # `gpuscope agent --record` writes from a store thread of its own: a server that hangs from
+    # 1 s to the agent's stop at 5 s (each write given up after 1.5 s, each reconnection after
+    # connect_timeout) never delays a tick — the node run's host series has no gap — and the run,
+    # ended in its spool, is brought in by the next run once the network heals.
+    proxy, sb = proxied("nodehang")
+    try:
+        p = subprocess.Popen([BIN, "agent", "--record", "--name", "nodehang", "--interval", "100ms", "--listen",
+                              "127.0.0.1:0", "--quiet"], env=sb.env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True)
+        th = at([(1.0, lambda: proxy.set_mode("blackhole")), (5.0, lambda: p.send_signal(signal.SIGTERM))])
+        try:
+            _, err = p.communicate(timeout=120)
+        finally:
+            if p.poll() is None:  # it hung: nothing is left running
+                p.kill()
+                p.wait()
+            th.join()
+        check(p.returncode == 0, f"agent exited {p.returncode}:\n{err}")
+        proxy.set_mode("drop")
+        proxy.set_mode("pass")
+        sb.ok("run", "--name", "next", "--", "true")
+        check_no_gap(sb, "nodehang", "host.mem.available_bytes", 0.1)
+        check(run_status(sb, "nodehang")[0] == "finished", f"the node run reads {run_status(sb, 'nodehang')}")
+    finally:
+        proxy.close()
+        sb.close()
 
 
 def test_slow_link_loses_nothing():
