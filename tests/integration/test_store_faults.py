@@ -256,6 +256,23 @@ def test_connections_reset_lose_nothing():
     proxy_case("reset", [(1.0, "reset"), (2.0, "reset")])
 
 
+def test_marks_taken_in_one_poll_are_all_kept():
+    # 300 marks sent back to back: the agent drains several in one poll of the client socket and
+    # stamps them with one time; each is kept (they differ by value), none twice.
+    server = pg()
+    sb = sandbox(server.url("marks"))
+    try:
+        job = "import os, socket; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n" \
+              "for i in range(300): s.sendto(f'gs1 mark burst {i}'.encode(), os.environ['GPUSCOPE_SOCKET'])"
+        sb.ok("run", "--name", "marks", "--", PYTHON, "-c", job)
+        got = server.psql("SELECT count(*), count(DISTINCT value), count(DISTINCT t) FROM events"
+                          " WHERE kind = 'mark' AND name = 'burst'", db="marks").split("|")
+        print(f"     300 marks sent: {got[0]} stored, {got[1]} distinct, at {got[2]} distinct times")
+        check(got[0] == "300" and got[1] == "300", f"marks lost or doubled: {got[0]} stored, {got[1]} distinct of 300")
+    finally:
+        sb.close()
+
+
 def test_node_agent_ticks_never_wait_for_a_hung_server():
     # `gpuscope agent --record` writes from a store thread of its own: a server that hangs from
     # 1 s to the agent's stop at 5 s (each write given up after 1.5 s, each reconnection after
