@@ -1,17 +1,15 @@
 """The store failing hard, through the real binary: a real PostgreSQL server (tests/pg/pgserver.py)
 shut down without notice (pg_ctl -m immediate), reached through a fault-injecting TCP proxy
 (faultproxy.py: connections dropped, reset, held without an answer, slowed), the agent's grants
-revoked mid-run, and an SQLite store on a disk that stays full to the end (a small tmpfs). Each
+revoked mid-run (the SQLite store on a disk full to the end: test_store_full_disk.py). Each
 counts the job's numbered ticks in the store against what the job sent — none lost, none twice —
 and checks the run's final status and exit code: the end of a run the store could not take is kept
 beside the samples and read from there, never `crashed`."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -328,58 +326,6 @@ def test_server_that_hangs_never_stalls_sampling_and_the_run_ends():
         check(not spool_files(sb), f"the spool was kept after its replay: {spool_files(sb)}")
     finally:
         proxy.close()
-        sb.close()
-
-
-def fill(path):
-    """Fills the file system of path to its last byte with a file at path."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        while os.write(fd, b"\0" * 4096) > 0:
-            pass
-    except OSError:
-        pass  # full: ENOSPC
-    os.close(fd)
-
-
-def test_sqlite_disk_full_to_the_end_keeps_the_run_elsewhere():
-    # The store on a 1 MiB tmpfs that fills up 1 s into a 3 s run and stays full to its end: what
-    # the file could not take — the last samples and the run's end — goes to a kept file in the
-    # spool folder (another disk), said on stderr; a reader reads the run's end there; once space
-    # is back, the next run writes them in.
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        skip("a tmpfs needs root (mount -t tmpfs)")
-    mnt = tempfile.mkdtemp(prefix="gs-full-")
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", mnt], capture_output=True, text=True)
-    if r.returncode != 0:
-        os.rmdir(mnt)
-        skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
-    sb = Sandbox()
-    spool = os.path.join(sb.dir, "spool")
-    try:
-        sb.env["GPUSCOPE_STORE"] = "sqlite://" + os.path.join(mnt, "gs.db")
-        sb.env["GPUSCOPE_SPOOL_DIR"] = spool
-        with open(os.path.join(sb.dir, "tick_job.py"), "w") as f:
-            f.write(TICK_JOB)
-        sb.ok("run", "--name", "schema", "--", "true")
-        filler = os.path.join(mnt, "filler")
-        th = at([(1.0, lambda: fill(filler))])
-        rc, out, err = sb.gs("run", "--name", "full", "--interval", "100ms", "--", *tick_job(sb, 150), timeout=120)
-        th.join()
-        check(rc == 0, f"run exited {rc}, the job 0:\n{err}")
-        kept = [f for f in os.listdir(spool) if f.startswith("kept-")] if os.path.isdir(spool) else []
-        check(len(kept) == 1 and os.path.join(spool, kept[0]) in err and "the store did not keep" not in err,
-              f"the agent does not say where it kept the run ({kept}):\n{err}")
-        check("(full) — finished" in err and "(exit 0)" in err, f"the summary does not read the kept end:\n{err}")
-        check(run_status(sb, "full") == ("finished", 0), "a reader does not read the run's end where it is kept")
-        os.unlink(filler)
-        sb.ok("run", "--name", "next", "--", "true")
-        check_ticks(sb, "full", 150)
-        check_finished(sb, "full")
-        check(not os.listdir(spool), f"the kept file was kept after it was written in: {os.listdir(spool)}")
-    finally:
-        subprocess.run(["umount", "-l", mnt])
-        os.rmdir(mnt)
         sb.close()
 
 
