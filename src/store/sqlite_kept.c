@@ -37,7 +37,7 @@ static int mkdirs(const char *dir) {
 
 static void unlink_db(const char *path) {
   const char *suffix[] = {"", "-wal", "-shm", "-journal"};
-  char p[STORE_SPOOL_DIRS * STORE_SPOOL_DIR_MAX + 128];
+  char p[STORE_SPOOL_DIRS * STORE_SPOOL_DIR_MAX + 320];
   for (int i = 0; i < 4; i++) {
     snprintf(p, sizeof p, "%s%s", path, suffix[i]);
     unlink(p);
