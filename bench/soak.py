@@ -18,6 +18,7 @@ import csv
 import http.client
 import io
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -210,6 +211,8 @@ def main():
                 if p.poll() is None:
                     p.terminate()
                     p.wait()
+            if not os.environ.get("GS_KEEP"):
+                shutil.rmtree(d, ignore_errors=True)
 
     return 0
 
