@@ -459,6 +459,8 @@ static int agent_setup(struct agent *a) {
   run_fill(&a->run, o);
   if (a->st->run_begin(a->st, &a->run))
     return GS_ESTORE;
+  if (a->st->stats.notice[0]) /* the store unreachable from the start: said now, not at the end */
+    fprintf(stderr, "gpuscope: %s\n", a->st->stats.notice);
   tags_to_params(a->sink, o->tags);
   agent_provenance(a->sink, a->run.cwd);
   if (a->attach) {

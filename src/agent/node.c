@@ -3,10 +3,12 @@
  * the CPU trees of those processes (collect/proctree_gpu.c), once per tick, into a sink
  * that the Prometheus endpoint (serve/metrics.h) reads. Without --record the sink is emptied every
  * flush period and nothing is kept; with it, a node run is kept in the store like any run (the
- * batch is appended from this loop, every flush period, and the doctor's live findings over the
- * last minute are exported as gpuscope_finding). It ends on SIGINT, SIGTERM or SIGHUP. */
+ * batch is appended every flush period, and the doctor's live findings over the last minute are
+ * exported as gpuscope_finding, both by a store thread of their own: a store that is slow or
+ * hangs never holds a tick). It ends on SIGINT, SIGTERM or SIGHUP. */
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,85 @@ static void node_flush(struct gs_sink *sink, struct store *st, struct store_run 
             gs_last_error());
   }
   gs_batch_free(b);
+}
+
+/* --record: the store's own thread. It appends the sink's batch every flush period and reads the
+ * live findings every FINDINGS_EVERY_NS; the tick loop never touches the store, so a write that
+ * waits on the server (an outage until its timeout, a reconnection) never delays a sample. */
+struct node_store {
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stop;
+  int64_t flush_ns;
+  struct gs_sink *sink;
+  struct store *st;
+  struct store_run *run;
+  struct metrics *m;
+  int *failed;
+};
+
+static void node_store_findings(struct node_store *w) {
+  struct store_finding *f = NULL;
+  size_t n = 0;
+  double window;
+  if (!serve_live_findings(w->st, w->run->id, &f, &n, &window))
+    metrics_set_findings(w->m, f, n);
+  free(f);
+}
+
+static void *node_store_main(void *arg) {
+  struct node_store *w = arg;
+  int64_t next_flush = gs_mono_ns() + w->flush_ns,
+          next_findings = next_flush + w->flush_ns; /* the first once the store holds two flushes */
+  pthread_mutex_lock(&w->mu);
+  while (!w->stop) {
+    int64_t until = next_flush < next_findings ? next_flush : next_findings;
+    struct timespec ts = {.tv_sec = until / GS_NS_PER_S, .tv_nsec = until % GS_NS_PER_S};
+    while (!w->stop && pthread_cond_timedwait(&w->cv, &w->mu, &ts) == 0)
+      ; /* woken without cause: wait on */
+    if (w->stop)
+      break;
+    pthread_mutex_unlock(&w->mu);
+    int64_t now = gs_mono_ns();
+    if (now >= next_flush) {
+      node_flush(w->sink, w->st, w->run, w->failed);
+      next_flush = now + w->flush_ns;
+    }
+    if (now >= next_findings) {
+      node_store_findings(w);
+      next_findings = gs_mono_ns() + FINDINGS_EVERY_NS;
+    }
+    pthread_mutex_lock(&w->mu);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+static int node_store_start(struct node_store *w) {
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&w->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_init(&w->mu, NULL);
+  if (pthread_create(&w->thread, NULL, node_store_main, w)) {
+    pthread_cond_destroy(&w->cv);
+    pthread_mutex_destroy(&w->mu);
+    return gs_fail(GS_EIO, "cannot start the store thread");
+  }
+  return GS_OK;
+}
+
+/* Stops the store thread once its write in progress is done (the last batch is the caller's). */
+static void node_store_stop(struct node_store *w) {
+  pthread_mutex_lock(&w->mu);
+  w->stop = 1;
+  pthread_cond_signal(&w->cv);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  pthread_cond_destroy(&w->cv);
+  pthread_mutex_destroy(&w->mu);
 }
 
 int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
@@ -126,13 +207,12 @@ static int node_wait(int sfd, int64_t next) {
   return stop;
 }
 
-/* The tick loop: samples, flushes every flush period and, when recording, exports the live
- * findings, until a signal arrives on sfd. */
-static void node_loop(const struct agent_node_opts *o, int sfd, struct gs_sink *sink, struct store *st,
-                      struct store_run *run, struct metrics *m, struct node_col *cols, size_t ncols, int *failed) {
+/* The tick loop: samples, and empties the sink every flush period when nothing is recorded (when
+ * recording, the store thread takes it), until a signal arrives on sfd. */
+static void node_loop(const struct agent_node_opts *o, int sfd, struct gs_sink *sink, int recording,
+                      struct node_col *cols, size_t ncols) {
   int64_t flush_ns = agent_flush_default(o->interval_ns);
-  int64_t next = gs_mono_ns(), next_flush = next + flush_ns,
-          next_findings = next + 2 * flush_ns; /* the first once the store holds two flushes */
+  int64_t next = gs_mono_ns(), next_flush = next + flush_ns;
   for (int stop = 0; !stop;) {
     int64_t now = gs_mono_ns();
     if (now >= next) {
@@ -141,18 +221,9 @@ static void node_loop(const struct agent_node_opts *o, int sfd, struct gs_sink *
       if (next <= now)
         next = now + o->interval_ns;
     }
-    if (now >= next_flush) {
-      node_flush(sink, st, run, failed);
+    if (!recording && now >= next_flush) {
+      node_flush(sink, NULL, NULL, NULL);
       next_flush = now + flush_ns;
-    }
-    if (st && now >= next_findings) {
-      struct store_finding *f = NULL;
-      size_t n = 0;
-      double window;
-      if (!serve_live_findings(st, run->id, &f, &n, &window))
-        metrics_set_findings(m, f, n);
-      free(f);
-      next_findings = now + FINDINGS_EVERY_NS;
     }
     stop = node_wait(sfd, next);
   }
@@ -205,6 +276,8 @@ int agent_node_run(const struct agent_node_opts *o) {
       goto out;
     }
     begun = 1;
+    if (st->stats.notice[0]) /* the store unreachable from the start: said now */
+      fprintf(stderr, "gpuscope: %s\n", st->stats.notice);
     gs_sink_param(sink, "node", "1");
   }
   struct metrics_opts mo = {.host_label = o->host_label, .interval_ns = o->interval_ns};
@@ -220,7 +293,13 @@ int agent_node_run(const struct agent_node_opts *o) {
     goto out;
   }
   node_print_address(o, port);
-  node_loop(o, sfd, sink, st, &run, m, cols, ncols, &failed);
+  struct node_store w = {
+      .flush_ns = agent_flush_default(o->interval_ns), .sink = sink, .st = st, .run = &run, .m = m, .failed = &failed};
+  if (st && (rc = node_store_start(&w)))
+    goto out;
+  node_loop(o, sfd, sink, st != NULL, cols, ncols);
+  if (st)
+    node_store_stop(&w);
 out:
   metrics_free(m); /* the endpoint first: no scrape reads the sink after this */
   for (size_t i = 0; i < ncols; i++)

@@ -23,6 +23,11 @@ enum { PG_SCHEMA_VERSION = 3 };
 /* A spool is replayed in pieces of at most this many points, one transaction each
  * ($GPUSCOPE_SPOOL_PIECE_POINTS overrides it, for tests). */
 enum { PG_SPOOL_PIECE_POINTS = 2 * 1024 * 1024 };
+/* The writer gives a silent server this long (no byte answered nor taken) before it drops the
+ * connection and treats the server as unreachable ($GPUSCOPE_PG_TIMEOUT_MS overrides it, for tests): long
+ * enough for a loaded server's slowest write (a replayed piece, the run's rollups), short enough
+ * that a hung server never holds the run's end for long. */
+#define PG_TIMEOUT_NS (20LL * GS_NS_PER_S)
 
 struct pg_store {
   struct store base; /* first: the interface */
@@ -32,6 +37,8 @@ struct pg_store {
   char name[1024];       /* the URL without its password: every message uses this */
   int schema_ok;         /* the schema was checked (and made) on the current connection */
   int rollup_rows;       /* an unmigrated version-2 schema, read only: a rollups row per bucket */
+  int64_t timeout_ns;    /* the most one round trip may wait (writers only; 0: no limit) */
+  char lost_why[512];    /* why the last connection was dropped (a timeout, a broken socket) */
   struct store_writer w; /* its pending batch: what failed appends left (not outages: those go to the spool) */
   /* ---- outages (pg_spool.c) ---- */
   int down;                   /* the server was unreachable at the last try */
@@ -43,6 +50,8 @@ struct pg_store {
   char spool_path[1024];
   char server_run_id[32], spool_run_id[32]; /* the run's id in the server and in the spool */
   int64_t outages, spooled_points, replayed_points;
+  int64_t refusals;         /* writes the server refused (not an outage): spooled too */
+  char refuse_error[512];   /* the first refusal's cause */
   char replay_error[512];   /* why the last replay of this run's spool failed, the server being there */
   char recover_error[1600]; /* a left spool that could not be replayed: a note on the next run */
 };
@@ -58,6 +67,27 @@ void pg_scrub_url(const char *url, char *out, size_t n);
 int pg_fail(struct pg_store *s, const PGresult *res, const char *what);
 /* True when the connection is gone (the server stopped or the network dropped). */
 int pg_conn_lost(const struct pg_store *s);
+/* Closes the connection (why, when not NULL, is what pg_fail says next) and marks the server
+ * unreachable: the next write goes to the spool and a reconnection is tried. */
+void pg_drop(struct pg_store *s, const char *why);
+/* The deadline of a round trip starting now (INT64_MAX when the store has no timeout). */
+int64_t pg_deadline(const struct pg_store *s);
+/* Sends what is queued and waits, until deadline, for a result that PQgetResult can return
+ * without blocking; each time the socket moves (bytes sent or received) the deadline is pushed to
+ * timeout_ns from then, so it bounds the server's silence. 0, or GS_EIO with the connection
+ * dropped (the server was silent too long, or the socket failed). */
+int pg_await(struct pg_store *s, int64_t deadline);
+/* PQgetResult bounded by deadline (pg_await first when the store has a timeout): NULL at the end
+ * of a command's results, and when the wait failed (then pg_conn_lost). */
+PGresult *pg_result(struct pg_store *s, int64_t deadline);
+/* PQexecParams, PQexecPrepared and PQprepare, each bounded by the store's timeout: the result
+ * (caller PQclear()s), or NULL when the connection is lost, broke or timed out (it is then
+ * dropped; pg_fail(s, NULL, ...) names why). */
+PGresult *pg_run(struct pg_store *s, const char *sql, int n, const char *const *params, const int *lens,
+                 const int *fmts, int binary);
+PGresult *pg_run_prepared(struct pg_store *s, const char *name, int n, const char *const *params, const int *lens,
+                          const int *fmts);
+PGresult *pg_run_prepare(struct pg_store *s, const char *name, const char *sql);
 /* Runs sql (no parameters, no rows wanted); on failure pg_fail(s, res, what). */
 int pg_exec(struct pg_store *s, const char *sql, const char *what);
 /* Runs sql with n text parameters (NULL = SQL NULL); returns the result (caller PQclear()s) when it

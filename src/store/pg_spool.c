@@ -39,7 +39,8 @@ int pg_reconnect(struct pg_store *s, int force) {
     s->down = 1;
     return rc;
   }
-  s->w.stale = 1; /* whatever the last connection left: the open chunks are read again */
+  s->w.stale = 1;     /* whatever the last connection left: the open chunks are read again */
+  s->next_try_ns = 0; /* and the spool is replayed at once */
   return GS_OK;
 }
 
@@ -60,13 +61,9 @@ static int mkdirs(const char *dir) {
 }
 
 static void spool_dir(char *buf, size_t n) {
-  const char *env = getenv("GPUSCOPE_SPOOL_DIR"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME");
-  if (env && *env)
-    snprintf(buf, n, "%s", env);
-  else if (xdg && *xdg)
-    snprintf(buf, n, "%s/gpuscope/spool", xdg);
-  else
-    snprintf(buf, n, "%s/.local/share/gpuscope/spool", home && *home ? home : ".");
+  char dirs[1][STORE_SPOOL_DIR_MAX];
+  store_spool_dirs(dirs, 1);
+  snprintf(buf, n, "%s", dirs[0]);
 }
 
 /* Opens the run's spool and starts the run in it, with the same id. */
@@ -419,7 +416,7 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
     sp->close(sp);
     return 1;
   }
-  struct pg_store tmp = {.conn = s->conn, .mode = STORE_WRITE, .schema_ok = 1};
+  struct pg_store tmp = {.conn = s->conn, .mode = STORE_WRITE, .schema_ok = 1, .timeout_ns = s->timeout_ns};
   snprintf(tmp.name, sizeof tmp.name, "%s", s->name);
   struct gs_batch b = {0};
   struct store_series *ser = NULL;
@@ -444,6 +441,10 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
     rr.end_wall_ns = rr.start_wall_ns;
   rc = pg_run_end(&tmp.base, &rr);
 out:
+  if (!tmp.conn) { /* tmp dropped the shared connection (broken, or no answer in time): s has none either */
+    s->conn = NULL;
+    pg_drop(s, tmp.lost_why);
+  }
   pg_writer_done(&tmp);
   free(b.series);
   free(b.points);

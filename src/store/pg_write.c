@@ -60,6 +60,7 @@ int pg_run_begin(struct store *base, struct store_run *r) {
   store_writer_new_run(&s->w);
   store_make_run_id(r->id);
   snprintf(r->status, sizeof r->status, "running");
+  s->base.stats.notice[0] = 0;
   if (!s->down) {
     pg_settle_running(s); /* runs whose agent died are closed as crashed now, by the next start */
     if (!(rc = pg_insert_run(s, r)) && s->recover_error[0]) /* a left spool the server did not take */
@@ -71,7 +72,12 @@ int pg_run_begin(struct store *base, struct store_run *r) {
   s->outages++;
   s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
   struct gs_batch none = {0};
-  return pg_spool_append(s, r, &none);
+  if ((rc = pg_spool_append(s, r, &none)))
+    return rc;
+  snprintf(s->base.stats.notice, sizeof s->base.stats.notice,
+           "store %s is unreachable (%s): the run is kept in the local spool %s and sent to the server when it answers",
+           s->name, s->lost_why, s->spool_path);
+  return GS_OK;
 }
 
 /* ---- chunks ---- */
@@ -104,8 +110,9 @@ static int pipeline_finish(struct pg_store *s, int queued, int rc) {
   if (!synced && !rc)
     rc = pg_fail(s, NULL, "cannot write samples");
   /* each query's result is followed by a NULL; two NULLs in a row: nothing more is coming */
+  int64_t deadline = pg_deadline(s);
   for (int got = 0, nulls = 0; synced && got <= queued && nulls < 2 && !pg_conn_lost(s);) {
-    PGresult *r = PQgetResult(s->conn);
+    PGresult *r = pg_result(s, deadline);
     if (!r) {
       nulls++;
       continue;
@@ -166,7 +173,7 @@ static int add_series(struct pg_store *s, const struct store_run *r, const struc
   char kind[8];
   snprintf(kind, sizeof kind, "%d", (int)d->kind);
   const char *p[] = {r->id, d->source, d->name, d->labels ? d->labels : "", d->unit, kind};
-  PGresult *res = PQexecPrepared(s->conn, "gs_series", 6, p, NULL, NULL, 0);
+  PGresult *res = pg_run_prepared(s, "gs_series", 6, p, NULL, NULL);
   if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
     rc = pg_fail(s, res, "cannot add series");
     PQclear(res);
@@ -202,7 +209,7 @@ static int write_cb(void *u, struct store_wseries *w) {
 
 /* Runs prepared statement name (no rows wanted) with n text parameters; 0, or pg_fail(what). */
 static int exec_prepared(struct pg_store *s, const char *name, int n, const char *const *p, const char *what) {
-  PGresult *res = PQexecPrepared(s->conn, name, n, p, NULL, NULL, 0);
+  PGresult *res = pg_run_prepared(s, name, n, p, NULL, NULL);
   int rc = PQresultStatus(res) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, res, what);
   PQclear(res);
   return rc;
@@ -337,6 +344,19 @@ keep: /* the spool cannot take it either (its disk is full): kept in memory, bou
   return rc;
 }
 
+/* The append failed: every failure that is not the agent's own goes to the spool, and sampling goes
+ * on. An outage (the connection lost, broken or timed out) is retried by reconnecting; a refusal
+ * (the server there, but saying no: a revoked grant, a full disk on its side, a constraint) by
+ * replaying the spool every PG_RETRY_NS. Either way nothing is lost, and the spool is kept — and
+ * said — when the run ends before the server takes it. */
+static void count_failure(struct pg_store *s) {
+  if (s->down)
+    s->outages++;
+  else if (!s->refusals++)
+    snprintf(s->refuse_error, sizeof s->refuse_error, "%s", gs_last_error());
+  s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
+}
+
 int pg_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b) {
   struct pg_store *s = (struct pg_store *)base;
   int rc = pg_check_writable(s);
@@ -345,15 +365,14 @@ int pg_run_append(struct store *base, const struct store_run *r, const struct gs
   remember_series(s, b);
   if (s->down)
     pg_reconnect(s, 0);
-  if (!s->down && s->spool)
-    pg_spool_replay(s, r); /* the spool first: a series only moves forward */
+  if (!s->down && s->spool && gs_mono_ns() >= s->next_try_ns && pg_spool_replay(s, r))
+    s->next_try_ns = gs_mono_ns() + PG_RETRY_NS; /* refused, or lost again: the spool waits a while */
   if (s->down || s->spool)
     return to_spool(s, r, b);
   const struct gs_batch *todo = store_writer_todo(&s->w, &s->base.stats, b);
-  if (!(rc = pg_write_batch(s, r, todo)) || !s->down)
+  if (!(rc = pg_write_batch(s, r, todo)))
     return store_writer_wrote(&s->w, &s->base.stats, b, todo, rc);
-  s->outages++; /* the connection was lost: this flush starts the spool */
-  s->next_try_ns = gs_mono_ns() + PG_RETRY_NS;
+  count_failure(s); /* this flush starts the spool */
   if (todo == b)
     return to_spool(s, r, b);
   struct gs_batch none = {0};
@@ -383,18 +402,21 @@ static int copy_blocks(FILE *m, int64_t sid, const struct rollup_acc *a) {
 /* Sends a COPY's text (len bytes) and reads its end. */
 static int copy_in(struct pg_store *s, const char *sql, const char *buf, size_t len, const char *what) {
   int rc = GS_OK;
-  PGresult *res = PQexec(s->conn, sql);
+  PGresult *res = pg_run(s, sql, 0, NULL, NULL, NULL, 0);
   if (PQresultStatus(res) != PGRES_COPY_IN)
     rc = pg_fail(s, res, what);
   PQclear(res);
   if (!rc && (PQputCopyData(s->conn, buf, (int)len) != 1 || PQputCopyEnd(s->conn, NULL) != 1))
     rc = pg_fail(s, NULL, what);
-  while (!rc && (res = PQgetResult(s->conn))) {
+  int64_t deadline = pg_deadline(s);
+  while (!rc && (res = pg_result(s, deadline))) {
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
       rc = pg_fail(s, res, what);
     PQclear(res);
   }
-  while (rc && !pg_conn_lost(s) && (res = PQgetResult(s->conn)))
+  if (!rc && pg_conn_lost(s))
+    rc = pg_fail(s, NULL, what);
+  while (rc && !pg_conn_lost(s) && (res = pg_result(s, deadline)))
     PQclear(res);
   return rc;
 }
@@ -496,7 +518,7 @@ static int write_end(void *store, const struct store_run *r) {
     goto fail;
   }
   PQclear(res);
-  char note[512];
+  char note[1024];
   if (store_write_summary(&s->base, note, sizeof note) && (rc = add_note(s, r, note)))
     goto fail;
   if (s->outages) {
@@ -504,6 +526,14 @@ static int write_end(void *store, const struct store_run *r) {
              "the store's server was unreachable %lld time%s during the run: %lld samples were spooled to a local"
              " file and replayed, none lost",
              (long long)s->outages, s->outages == 1 ? "" : "s", (long long)s->replayed_points);
+    if ((rc = add_note(s, r, note)))
+      goto fail;
+  }
+  if (s->refusals) {
+    snprintf(note, sizeof note,
+             "the store's server refused %lld write%s during the run (%s): what it refused was spooled to a local"
+             " file and replayed, none lost",
+             (long long)s->refusals, s->refusals == 1 ? "" : "s", s->refuse_error);
     if ((rc = add_note(s, r, note)))
       goto fail;
   }
@@ -538,10 +568,6 @@ static int end_in_spool(struct pg_store *s, const struct store_run *r) {
   return GS_OK;
 }
 
-static int batch_cb(void *s, const struct store_run *r, const struct gs_batch *b) {
-  return pg_write_batch(s, r, b);
-}
-
 int pg_run_end(struct store *base, const struct store_run *r) {
   struct pg_store *s = (struct pg_store *)base;
   int rc = pg_check_writable(s);
@@ -551,18 +577,26 @@ int pg_run_end(struct store *base, const struct store_run *r) {
     pg_reconnect(s, 1);
   if (!s->down && s->spool)
     pg_spool_replay(s, r);
-  if (s->down || s->spool) /* unreachable, or refused: the run ends in the spool, which keeps all of it */
-    return end_in_spool(s, r);
-  s->base.stats.kept_elsewhere[0] = 0; /* the server has it */
-  if ((rc = store_writer_end(&s->w, &s->base.stats, r, batch_cb, write_end, s)))
-    return rc;
-  if ((rc = pg_exec(s, "BEGIN", "cannot write rollups")) || (rc = seal_open_chunks(s, r->id)))
-    return rc;
-  if ((rc = write_rollups(s, r->id)) || (rc = pg_exec(s, "COMMIT", "cannot write rollups"))) {
-    pg_rollback(s); /* the run is closed; its rollups are computed from the chunks when read */
-    return rc;
+  if (!s->down && !s->spool) {
+    s->base.stats.kept_elsewhere[0] = 0; /* the server has it */
+    /* what failed appends kept (only when the spool could not take it), then the end */
+    if (store_pending_any(&s->w.pending) && !(rc = pg_write_batch(s, r, &s->w.pending.b)))
+      store_writer_clear(&s->w, &s->base.stats);
+    if (!rc && !(rc = write_end(s, r))) {
+      if ((rc = pg_exec(s, "BEGIN", "cannot write rollups")) || (rc = seal_open_chunks(s, r->id)) ||
+          (rc = write_rollups(s, r->id)) || (rc = pg_exec(s, "COMMIT", "cannot write rollups"))) {
+        pg_rollback(s); /* the run is closed; its rollups are computed from the chunks when read */
+        return rc;
+      }
+      return GS_OK;
+    }
+    /* the server did not take the end: it is kept, with what memory holds, in the spool */
+    count_failure(s);
+    if (!s->down)
+      snprintf(s->replay_error, sizeof s->replay_error, "%s", gs_last_error());
   }
-  return GS_OK;
+  /* unreachable, or refused: the run ends in the spool, which keeps all of it */
+  return end_in_spool(s, r);
 }
 
 int pg_findings_write(struct store *base, const char *run_id, const struct store_finding *f, size_t n) {

@@ -26,6 +26,11 @@ struct sqlite_store {
   sqlite3_stmt *ins_chunk;
   sqlite3_stmt *upd_open, *ins_open, *move_open; /* rowid layout only (NULL for a clustered store) */
   sqlite3_stmt *begin, *commit, *heartbeat;      /* the writer's per-flush statements, prepared once */
+  /* The run this handle ended elsewhere (sqlite_kept.c): its id ("" when none) and its end as
+   * kept there, which this handle's readers report. */
+  char kept_run_id[32];
+  struct store_run kept_end;
+  int keeps_nothing; /* this store is itself a kept file: its end is never kept elsewhere */
 };
 
 /* ---- sqlite_util.c ---- */
@@ -62,6 +67,23 @@ struct sq_vec {
 };
 /* Appends one zeroed item and returns it, or NULL (with a message) when out of memory. */
 void *sq_vec_push(struct sq_vec *x);
+
+/* ---- sqlite_kept.c ---- */
+
+/* The run's end when the file cannot take it (its disk full to the end, say): what failed appends
+ * kept (pending) and the end are written to kept-RUNID.db in the first spool folder that takes
+ * them (store_spool_dirs), stats.kept_elsewhere says where, and this handle's readers report
+ * that end. Returns 0, or an error when no folder took them (nothing changed). */
+int sq_keep_elsewhere(struct sqlite_store *s, const struct store_run *r, const char *cause);
+/* Writes into the store the kept files of its runs (a run "running" here whose kept-RUNID.db is in
+ * a spool folder): their samples, events, params and notes, then their end; deletes each file once
+ * it is in. Called by gpuscope run (run_begin), before anything else is written. A file that
+ * cannot be written in (the disk still full) is kept for the next run. */
+void sq_recover_kept(struct sqlite_store *s);
+/* Writes a batch in one transaction; all or nothing (sqlite_write.c). */
+int sq_write_batch(void *store, const struct store_run *r, const struct gs_batch *b);
+/* Status, exit code, end time and the notes of the run's end, in one transaction (sqlite_write.c). */
+int sq_write_end(void *store, const struct store_run *r);
 
 /* ---- sqlite_read.c ---- */
 

@@ -45,6 +45,12 @@ static void read_run(sqlite3_stmt *st, struct store_run *r, int64_t *heartbeat, 
  * only in a store opened to write (run, or report/compare on a writable store); a read-only open
  * just reports it. */
 static void settle_status(struct sqlite_store *s, struct store_run *r, int64_t heartbeat, const char *run_boot) {
+  if (s->kept_run_id[0] && !strcmp(r->id, s->kept_run_id) && !strcmp(r->status, "running")) {
+    snprintf(r->status, sizeof r->status, "%s", s->kept_end.status); /* this handle ended it elsewhere */
+    r->exit_code = s->kept_end.exit_code;
+    r->end_wall_ns = s->kept_end.end_wall_ns;
+    return;
+  }
   if (!store_settle_crashed(r, heartbeat, run_boot) || s->base.read_only)
     return;
   sqlite3_stmt *st;

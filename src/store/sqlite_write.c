@@ -19,7 +19,9 @@ int sq_run_begin(struct store *base, struct store_run *r) {
   int rc = sq_check_writable(s);
   if (rc)
     return rc;
+  sq_recover_kept(s); /* what earlier runs could not write here (a full disk), first */
   store_writer_new_run(&s->w);
+  s->kept_run_id[0] = 0;
   /* Runs whose agent died are closed as crashed now, by the next start (reading settles them). */
   struct store_run *running = NULL;
   size_t nrunning = 0;
@@ -254,7 +256,7 @@ static int add_note(struct sqlite_store *s, const struct store_run *r, const cha
 }
 
 /* Writes a batch in one transaction; all or nothing (a store_batch_fn over the store). */
-static int write_batch(void *store, const struct store_run *r, const struct gs_batch *b) {
+int sq_write_batch(void *store, const struct store_run *r, const struct gs_batch *b) {
   struct sqlite_store *s = store;
   sq_rollback(s); /* a transaction an earlier failure may have left open */
   int rc = sq_step_done(s, s->begin, "cannot start writing");
@@ -290,7 +292,7 @@ int sq_run_append(struct store *base, const struct store_run *r, const struct gs
   if (rc)
     return rc;
   const struct gs_batch *todo = store_writer_todo(&s->w, &s->base.stats, b);
-  return store_writer_wrote(&s->w, &s->base.stats, b, todo, write_batch(s, r, todo));
+  return store_writer_wrote(&s->w, &s->base.stats, b, todo, sq_write_batch(s, r, todo));
 }
 
 /* ---- the run's end ---- */
@@ -338,7 +340,7 @@ out:
 
 /* Status, exit code and end time, and a note when the store did not keep everything: a
  * transaction of its own, a page or two, so it goes through when the samples cannot. */
-static int write_end(void *store, const struct store_run *r) {
+int sq_write_end(void *store, const struct store_run *r) {
   struct sqlite_store *s = store;
   int rc = sq_exec(s, "BEGIN IMMEDIATE", "cannot end run");
   if (rc)
@@ -374,8 +376,19 @@ int sq_run_end(struct store *base, const struct store_run *r) {
   int rc = sq_check_writable(s);
   if (rc)
     return rc;
-  if ((rc = store_writer_end(&s->w, &s->base.stats, r, write_batch, write_end, s)))
-    return rc;
+  s->base.stats.kept_elsewhere[0] = 0;
+  /* What failed appends kept, then the end. When the file takes neither (its disk full to the end),
+   * both are kept in a file of their own elsewhere, said, and written in by the next run. */
+  if (store_pending_any(&s->w.pending)) {
+    if (!(rc = sq_write_batch(s, r, &s->w.pending.b)))
+      store_writer_clear(&s->w, &s->base.stats);
+    else {
+      store_writer_failed(&s->w, &s->base.stats);
+      return sq_keep_elsewhere(s, r, gs_last_error()) ? rc : GS_OK;
+    }
+  }
+  if ((rc = store_writer_end(&s->w, &s->base.stats, r, sq_write_batch, sq_write_end, s)))
+    return sq_keep_elsewhere(s, r, gs_last_error()) ? rc : GS_OK;
   if ((rc = sq_exec(s, "BEGIN IMMEDIATE", "cannot write rollups")))
     return rc;
   if ((rc = write_rollups(s, r->id)) || (rc = sq_exec(s, "COMMIT", "cannot write rollups"))) {

@@ -94,6 +94,10 @@ struct store_write_stats {
    * has it): "the run is kept whole in the local spool PATH because ...". Said instead of the
    * failed writes, which it answers for. */
   char kept_elsewhere[2304];
+  /* What the caller should say at once ("" when nothing): the store unreachable when the run
+   * begins (an unresolvable host, a server down), and where the run goes meanwhile. The agent
+   * prints it after run_begin; it stays until the next run_begin. */
+  char notice[3584];
 };
 
 enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };

@@ -188,9 +188,23 @@ void store_writer_done(struct store_writer *w);
 void store_make_run_id(char *out);
 /* This boot's id (/proc/sys/kernel/random/boot_id), "" when unknown. */
 void store_boot_id(char *buf, size_t n);
+/* The folders a spool may be in, best first, into dirs (at most max); returns how many:
+ * $GPUSCOPE_SPOOL_DIR, else the data folder's gpuscope/spool ($XDG_DATA_HOME, else
+ * ~/.local/share); then the state folder's gpuscope/spool ($XDG_STATE_HOME, else ~/.local/state);
+ * then ${TMPDIR:-/tmp}/gpuscope-spool-UID. A writer whose store cannot take the run (a server
+ * away or refusing, a full disk) keeps it in the first of them that takes it, as
+ * spool-RUNID.db (RUNID the store's run id); readers look in all of them. */
+enum { STORE_SPOOL_DIRS = 3, STORE_SPOOL_DIR_MAX = 900 };
+int store_spool_dirs(char dirs[][STORE_SPOOL_DIR_MAX], int max);
+/* When a spool of run r (its id) holds the run's end — the agent closed the run there because
+ * its store could not take it — copies its status, exit code and end time into r and returns 1;
+ * else 0 (no spool, or one whose run is still open). */
+int store_spool_end(struct store_run *r);
 /* When "running" run r's agent is gone — its pid dead on this boot of this host (run_boot: the
  * boot it started on), or no heartbeat for STORE_STALE_HEARTBEAT_NS — marks r crashed (ended at
- * its last heartbeat) and returns 1, for the back end to record; else 0. */
+ * its last heartbeat) and returns 1, for the back end to record; else 0. A run whose end is kept
+ * in a spool (store_spool_end) is not crashed: r takes the spool's end, and 0 is returned (the
+ * spool's replay records it). */
 int store_settle_crashed(struct store_run *r, int64_t heartbeat, const char *run_boot);
 
 /* ---- resolving a run reference (store_util.c), the same for every back end ---- */

@@ -39,6 +39,14 @@
   "CREATE TABLE rollup_blocks(series_id bigint, res_ns bigint, t0 bigint, n integer, data bytea,"                      \
   " PRIMARY KEY(series_id, res_ns, t0)) WITH (toast_tuple_target = 8160)"
 #define ROLLUP_BLOCKS_STORAGE "ALTER TABLE rollup_blocks ALTER COLUMN data SET STORAGE EXTERNAL"
+/* An event is one row, once: a replayed spool stores none twice. Its value is in the key (NULL
+ * as NaN, which PostgreSQL orders equal to itself): events that one poll of the client socket
+ * stamped with the same time — two marks taken together — differ only by value, and were kept as
+ * one (marks lost under load; the key was (run_id, t, kind, name, labels, text), index events_run). */
+#define EVENTS_KEY                                                                                                     \
+  "CREATE UNIQUE INDEX IF NOT EXISTS events_key ON events(run_id, t, kind, name, labels, text,"                        \
+  " coalesce(value, 'NaN'::double precision))"
+
 static const char *SCHEMA[] = {
     "CREATE TABLE meta(key text PRIMARY KEY, value text)",
     "CREATE TABLE runs(id text PRIMARY KEY, name text NOT NULL DEFAULT '', grp text NOT NULL DEFAULT '',"
@@ -61,7 +69,7 @@ static const char *SCHEMA[] = {
     ROLLUP_BLOCKS_STORAGE,
     "CREATE TABLE events(run_id text, t bigint, kind text, name text, value double precision, labels text,"
     " text text, seq bigserial)",
-    "CREATE UNIQUE INDEX events_run ON events(run_id, t, kind, name, labels, text)",
+    EVENTS_KEY,
     "CREATE TABLE notes(run_id text, t bigint, text text, seq bigserial, UNIQUE(run_id, text))",
     "CREATE TABLE findings(run_id text, rank integer, rule text, severity text, share double precision,"
     " lost_s double precision, speedup double precision, title text, evidence text, fix text,"
@@ -74,14 +82,15 @@ static void quiet_notice(void *arg, const char *msg) {
 
 /* Connects to url (a libpq URL) or, when dbname is not NULL, to that database of the same server. */
 static PGconn *connect_to(const char *url, const char *dbname) {
-  const char *keys[8], *vals[8];
+  const char *keys[10], *vals[10];
   int k = 0;
   keys[k] = "connect_timeout", vals[k++] = "3";
   keys[k] = "fallback_application_name", vals[k++] = "gpuscope";
   keys[k] = "keepalives_idle", vals[k++] = "10";
   keys[k] = "keepalives_interval", vals[k++] = "5";
   keys[k] = "keepalives_count", vals[k++] = "3";
-  keys[k] = "dbname", vals[k++] = url; /* expanded: the URL's own settings win over the ones above */
+  keys[k] = "tcp_user_timeout", vals[k++] = "30000"; /* data unacknowledged for 30 s: a peer gone */
+  keys[k] = "dbname", vals[k++] = url;               /* expanded: the URL's own settings win over the ones above */
   if (dbname)
     keys[k] = "dbname", vals[k++] = dbname;
   keys[k] = NULL, vals[k] = NULL;
@@ -217,6 +226,27 @@ static int migrate_rollups(struct pg_store *s) {
   return rc ? rc : pg_exec(s, "DROP TABLE rollups", "cannot migrate the rollups");
 }
 
+/* A store made before the events' key held their value gets it (the same schema version: a
+ * gpuscope of either key writes with ON CONFLICT DO NOTHING, which any unique index serves). Once,
+ * under the schema's advisory lock; a reader never changes it. */
+static int events_key(struct pg_store *s) {
+  PGresult *r = pg_query(s, "SELECT to_regclass('events_key') IS NULL", 0, NULL, "cannot read the schema");
+  if (!r)
+    return GS_EIO;
+  int missing = !strcmp(PQgetvalue(r, 0, 0), "t");
+  PQclear(r);
+  if (!missing)
+    return GS_OK;
+  int rc;
+  if ((rc = pg_exec(s, "BEGIN", "cannot migrate the events' key")) ||
+      (rc = pg_exec(s, "SELECT pg_advisory_xact_lock(7316853)", "cannot migrate the events' key")) ||
+      (rc = pg_exec(s, EVENTS_KEY, "cannot migrate the events' key")) ||
+      (rc = pg_exec(s, "DROP INDEX IF EXISTS events_run", "cannot migrate the events' key")) ||
+      (rc = pg_exec(s, "COMMIT", "cannot migrate the events' key")))
+    pg_rollback(s);
+  return rc;
+}
+
 /* Creates the schema, or migrates an older one, in one transaction under an advisory lock (agents
  * that start at once wait for the first, then find the schema made). */
 static int migrate(struct pg_store *s) {
@@ -226,7 +256,7 @@ static int migrate(struct pg_store *s) {
   if (!s->base.schema_found)
     s->base.schema_found = v;
   if (v == PG_SCHEMA_VERSION)
-    return GS_OK;
+    return events_key(s);
   if ((rc = pg_exec(s, "BEGIN", "cannot create or migrate the schema")) ||
       (rc = pg_exec(s, "SELECT pg_advisory_xact_lock(7316853)", "cannot create or migrate the schema")))
     goto fail;
@@ -249,14 +279,16 @@ static int migrate(struct pg_store *s) {
     if ((rc = pg_exec(s, sql, "cannot migrate the schema")))
       goto fail;
   }
-  return pg_exec(s, "COMMIT", "cannot create or migrate the schema");
+  if ((rc = pg_exec(s, "COMMIT", "cannot create or migrate the schema")))
+    return rc;
+  return events_key(s);
 fail:
   pg_rollback(s);
   return rc;
 }
 
 static int prepare(struct pg_store *s, const char *name, const char *sql) {
-  PGresult *r = PQprepare(s->conn, name, sql, 0, NULL);
+  PGresult *r = pg_run_prepare(s, name, sql);
   int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, r, "cannot prepare");
   PQclear(r);
   return rc;
@@ -324,10 +356,13 @@ int pg_connect(struct pg_store *s) {
       if (missing && s->mode != STORE_WRITE)
         return gs_fail(GS_ENOENT, "no store at %s (%s; 'gpuscope run' creates one)", s->name, one);
       s->down = server_away(one);
+      snprintf(s->lost_why, sizeof s->lost_why, "%s", one);
       return gs_fail(GS_EIO, "cannot %s store %s: %s", s->down ? "reach" : "open", s->name, one);
     }
   }
   int rc;
+  if (s->timeout_ns && PQsetnonblocking(s->conn, 1)) /* every round trip waited for with a deadline */
+    return gs_fail(GS_EIO, "store %s: cannot make the connection non-blocking", s->name);
   if (s->mode == STORE_WRITE || s->mode == STORE_MIGRATE) {
     if ((rc = migrate(s)))
       return rc;
@@ -381,6 +416,11 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
   snprintf(s->url, sizeof s->url, "%s://%s", scheme, location);
   pg_scrub_url(s->url, s->name, sizeof s->name);
   s->mode = mode;
+  if (mode == STORE_WRITE) {
+    const char *e = getenv("GPUSCOPE_PG_TIMEOUT_MS");
+    long long ms = e && *e ? atoll(e) : 0;
+    s->timeout_ns = ms > 0 ? ms * 1000000LL : PG_TIMEOUT_NS;
+  }
   s->base = (struct store){.version = 3,
                            .scheme = "postgresql",
                            .schema_version = PG_SCHEMA_VERSION,

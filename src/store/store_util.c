@@ -155,6 +155,56 @@ void store_boot_id(char *buf, size_t n) {
   }
 }
 
+int store_spool_dirs(char dirs[][STORE_SPOOL_DIR_MAX], int max) {
+  const char *env = getenv("GPUSCOPE_SPOOL_DIR"), *xdg = getenv("XDG_DATA_HOME"), *home = getenv("HOME"),
+             *state = getenv("XDG_STATE_HOME"), *tmp = getenv("TMPDIR");
+  home = home && *home ? home : ".";
+  int n = 0;
+  if (n < max && env && *env)
+    snprintf(dirs[n++], STORE_SPOOL_DIR_MAX, "%s", env);
+  else if (n < max && xdg && *xdg)
+    snprintf(dirs[n++], STORE_SPOOL_DIR_MAX, "%s/gpuscope/spool", xdg);
+  else if (n < max)
+    snprintf(dirs[n++], STORE_SPOOL_DIR_MAX, "%s/.local/share/gpuscope/spool", home);
+  if (n < max && state && *state)
+    snprintf(dirs[n++], STORE_SPOOL_DIR_MAX, "%s/gpuscope/spool", state);
+  else if (n < max)
+    snprintf(dirs[n++], STORE_SPOOL_DIR_MAX, "%s/.local/state/gpuscope/spool", home);
+  if (n < max)
+    snprintf(dirs[n++], STORE_SPOOL_DIR_MAX, "%s/gpuscope-spool-%u", tmp && *tmp ? tmp : "/tmp", (unsigned)getuid());
+  return n;
+}
+
+int store_spool_end(struct store_run *r) {
+  char dirs[STORE_SPOOL_DIRS][STORE_SPOOL_DIR_MAX], path[STORE_SPOOL_DIRS * STORE_SPOOL_DIR_MAX + 64];
+  int n = store_spool_dirs(dirs, STORE_SPOOL_DIRS);
+  for (int i = 0; i < 2 * n; i++) { /* a PostgreSQL run's spool, an SQLite run's kept end */
+    snprintf(path, sizeof path, "%s/%s-%s.db", dirs[i / 2], i % 2 ? "kept" : "spool", r->id);
+    if (access(path, R_OK))
+      continue;
+    char saved[1024];
+    snprintf(saved, sizeof saved, "%s", gs_last_error());
+    struct store *sp = store_backend_sqlite.open(path, STORE_READ);
+    struct store_run *runs = NULL;
+    size_t nruns = 0;
+    int found = 0;
+    if (sp && !sp->runs_list(sp, &runs, &nruns) && nruns == 1 && strcmp(runs[0].status, "running") &&
+        strcmp(runs[0].status, "crashed")) {
+      snprintf(r->status, sizeof r->status, "%s", runs[0].status);
+      r->exit_code = runs[0].exit_code;
+      r->end_wall_ns = runs[0].end_wall_ns;
+      found = 1;
+    }
+    free(runs);
+    if (sp)
+      sp->close(sp);
+    gs_fail(GS_OK, "%s", saved); /* a spool that does not read is not this reader's error */
+    if (found)
+      return 1;
+  }
+  return 0;
+}
+
 int store_settle_crashed(struct store_run *r, int64_t heartbeat, const char *run_boot) {
   if (strcmp(r->status, "running"))
     return 0;
@@ -166,7 +216,7 @@ int store_settle_crashed(struct store_run *r, int64_t heartbeat, const char *run
     dead = kill(r->agent_pid, 0) != 0 && errno == ESRCH;
   if (!dead && gs_wall_ns() - heartbeat > STORE_STALE_HEARTBEAT_NS)
     dead = 1;
-  if (!dead)
+  if (!dead || store_spool_end(r)) /* ended, its end kept in a spool: not crashed, and the spool's replay records it */
     return 0;
   snprintf(r->status, sizeof r->status, "crashed");
   r->end_wall_ns = heartbeat;

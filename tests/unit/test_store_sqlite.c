@@ -31,7 +31,16 @@ static char dir[256];
 static int setup(void **state) {
   (void)state;
   snprintf(dir, sizeof dir, "/tmp/gs-test-store-sqlite-XXXXXX");
-  return mkdtemp(dir) ? 0 : -1;
+  if (!mkdtemp(dir))
+    return -1;
+  /* where a run's end that the store cannot take is kept (store_spool_dirs): this test's folder,
+   * never the user's data, state or /tmp folders */
+  char spool[300];
+  snprintf(spool, sizeof spool, "%s/spool", dir);
+  setenv("GPUSCOPE_SPOOL_DIR", spool, 1);
+  setenv("XDG_STATE_HOME", dir, 1);
+  setenv("TMPDIR", dir, 1);
+  return 0;
 }
 
 static int teardown(void **state) {
