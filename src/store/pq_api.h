@@ -53,7 +53,9 @@
   X(PQisBusy)                                                                                                          \
   X(PQcancel)                                                                                                          \
   X(PQgetCancel)                                                                                                       \
-  X(PQfreeCancel)
+  X(PQfreeCancel)                                                                                                      \
+  X(PQsendPrepare)                                                                                                     \
+  X(PQpipelineStatus)
 
 struct pq_api {
 #define PQ_API_FIELD(f) __typeof__(f) *f;
@@ -120,5 +122,7 @@ int pq_api_load(char *err, size_t errlen);
 #define PQcancel PQ_API_CALL(PQcancel)
 #define PQgetCancel PQ_API_CALL(PQgetCancel)
 #define PQfreeCancel PQ_API_CALL(PQfreeCancel)
+#define PQsendPrepare PQ_API_CALL(PQsendPrepare)
+#define PQpipelineStatus PQ_API_CALL(PQpipelineStatus)
 
 #endif
