@@ -59,18 +59,19 @@ const char *doctor_role_name(enum doctor_role role);
 int doctor_is_stall(double gap_s, double typical_s);
 
 /* Several findings of one run usually share the same step time (an input-bound run's data wait is
- * both input_bound's and loader_workers' cost), so their speed-ups neither add nor multiply. One
- * step-time model combines them: a window is periodic stalls plus steps, and a step is data wait,
- * host-side idle, GPU work and a straggler's wait; each finding shrinks one of these parts, and of the
- * findings that shrink the same part only the largest counts. underused_gpus (more GPUs, not a shorter
- * step) and healthy are left out. */
+ * both input_bound's and loader_workers' cost), so their speed-ups neither add nor multiply. Every
+ * finding of the step model states its change to one model of the step (its evidence's "change" and
+ * "step_model"): T = stalls + step, the step = data wait + host-to-device + straggler wait + GPU work
+ * + host idle, loading in workers overlapping the rest (docs/diagnosis.md, "The step model").
+ * "Fixing all" applies every change to the same T: T / T'. Findings without a change (underused_gpus:
+ * more GPUs, not a shorter step; healthy; runs diagnosed before the model) are left out. */
 struct doctor_combined {
   int findings;    /* findings the estimate combines */
-  int overlapping; /* 1 when two or more of them act on the same part of the step */
-  double share;    /* share of the window the fixes together would win back */
-  double speedup;  /* 1 / (1 - share) */
+  int overlapping; /* 1 when two or more of them change the same term of the step */
+  double share;    /* share of the window the fixes together would win back: 1 - 1 / speedup */
+  double speedup;  /* T / T' with every change applied, at most the product of their own estimates */
 };
-/* Combines f[0..n) as above. Can't fail; findings == 0 when none counts. */
+/* Combines f[0..n) as above. Can't fail; findings == 0 (speedup 1) when none counts. */
 void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combined *out);
 
 #endif
