@@ -864,7 +864,7 @@ static const struct rule_case RULE_CASES[] = {
      20,
      {{"step.data", 0, NULL, NULL, NULL},
       {"host.cpu", 0, NULL, NULL, NULL},
-      {"tree.dstate", 1, "dstate_share", NULL, NULL},
+      {"tree.dstate", 1, "dstate_share", "not measured", "disks show little wait"},
       {"proc", 1, NULL, NULL, NULL},
       {"tree.cpu", 0, NULL, NULL, NULL}, /* saturation unknown: input_bound, the cause left open */
       {"batch_size", 1, NULL, "batch_size=B", "batch_size=64"}}},
@@ -1172,6 +1172,303 @@ static void test_evidence_builder_stays_valid_when_full(void **state) {
   assert_true(strlen(tiny) < sizeof tiny);
 }
 
+/* ---- the step model: estimates that add up ---- */
+
+/* A GPU without GPM (no SM or tensor activity): util, memory-controller util, memory, CC. */
+static void gpu_nogpm(struct fake *f, int g, double util, double mem_util, double mem_used, const char *cc) {
+  char lab[16], key[32];
+  snprintf(lab, sizeof lab, "gpu=%d", g);
+  constant(f, "nvml", "gpu.util_pct", lab, util);
+  constant(f, "nvml", "gpu.mem_util_pct", lab, mem_util);
+  constant(f, "nvml", "gpu.mem_used_bytes", lab, mem_used);
+  constant(f, "nvml", "gpu.mem_total_bytes", lab, 80e9);
+  constant(f, "nvml", "gpu.sm_clock_max_mhz", lab, 1410);
+  constant(f, "nvml", "gpu.sm_clock_mhz", lab, 1410);
+  constant(f, "nvml", "gpu.throttle_reasons", lab, 0);
+  snprintf(key, sizeof key, "gpu.%d.cc", g);
+  gs_sink_param(f->sink, key, cc);
+}
+
+/* The issue's 8 x H200 run (busy8_h200.scn under examples/train.py): eight busy GPUs with GPM, GPU 3
+ * at 40 %, 6 GiB/s host-to-device with pin_memory off, fp32, 23 % of each step waiting for data in the
+ * training process. */
+static void build_busy8(struct fake *f) {
+  host_and_job(f, 8, 20, 1.0);
+  steps(f, 0.023, 0.077, 0, 0);
+  for (int g = 0; g < 8; g++) {
+    char lab[16];
+    snprintf(lab, sizeof lab, "gpu=%d", g);
+    if (g == 3)
+      gpu(f, g, 40, 30, 20, 70e9);
+    else
+      gpu(f, g, 97, 82, 63, 70e9);
+    constant(f, "nvml", "gpu.pcie_rx_bytes_s", lab, 6.0 * 1024 * 1024 * 1024);
+  }
+  gs_sink_param(f->sink, "num_workers", "0");
+  gs_sink_param(f->sink, "pin_memory", "False");
+  gs_sink_param(f->sink, "precision", "fp32");
+}
+
+/* The issue's input-bound run: 87 % of the step waits for data with num_workers=0, on a GPU busy 30 %
+ * with 16 of 80 GiB used (no GPM). */
+static void build_input87(struct fake *f) {
+  host_and_job(f, 8, 15, 1.0);
+  steps(f, 0.087, 0.013, 0, 0);
+  gpu_nogpm(f, 0, 30, 20, 16e9, "8.0");
+  gs_sink_param(f->sink, "num_workers", "0");
+  gs_sink_param(f->sink, "pin_memory", "True");
+  gs_sink_param(f->sink, "precision", "bf16");
+}
+
+static void test_busy8_h200_fixing_all_is_at_most_3x(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  build_busy8(&f);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  struct doctor_combined c;
+  doctor_combine(fs, n, &c);
+  double best = 1;
+  for (size_t i = 0; i < n; i++)
+    best = fmax(best, fs[i].speedup);
+  assert_true(c.findings >= 2);
+  if (!(c.speedup <= 3.0) || c.speedup < best - 1e-9)
+    fail_msg("fixing all %.2fx (largest single %.2fx, %d findings)", c.speedup, best, c.findings);
+  char line[320];
+  assert_null(strstr(rp_combined_line(line, sizeof line, fs, n), "20.0x"));
+  fake_free(&f, fs);
+}
+
+static void test_input_bound_run_gets_no_batch_too_small(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  build_input87(&f);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  assert_null(find_or_null(fs, n, "batch_too_small"));
+  const struct store_finding *ib = find(fs, n, "input_bound");
+  struct doctor_combined c;
+  doctor_combine(fs, n, &c);
+  /* the data wait gone leaves the 13 % of compute: ~7.7x, and no idle second counted twice */
+  assert_true(c.speedup >= ib->speedup - 1e-9);
+  assert_true(c.speedup < 1 / 0.13 * 1.05);
+  fake_free(&f, fs);
+}
+
+/* Runs on which several rules fire together, for the pair test below. */
+static void build_cpu_input_stalls(struct fake *f) {
+  host_and_job(f, 2, 50, 1.0);
+  steps(f, 0.040, 0.010, 100, 0.8);
+  gs_sink_param(f->sink, "num_workers", "0");
+}
+static void build_gpu_host_code_stalls_fp32(struct fake *f) {
+  host_and_job(f, 8, 20, 0.5);
+  steps(f, 0.001, 0.020, 100, 0.8);
+  gpu(f, 0, 34, 24, 18, 66e9);
+  gs_sink_param(f->sink, "precision", "fp32");
+}
+static void build_gpu_many(struct fake *f) {
+  host_and_job(f, 8, 20, 0.5);
+  steps(f, 0.001, 0.020, 0, 0);
+  gpu_with(f, 0, 62, 30, 1, 12e9, 0);
+  periodic(f, "nvml", "gpu.throttle_reasons", "gpu=0", 4, 0.6, 0, 0x20 | 0x40);
+  periodic(f, "nvml", "gpu.sm_clock_mhz", "gpu=0", 4, 0.6, 1980, 1200);
+  constant(f, "nvml", "gpu.pcie_rx_bytes_s", "gpu=0", 3e9);
+  gs_sink_param(f->sink, "precision", "fp32");
+  gs_sink_param(f->sink, "pin_memory", "False");
+}
+static void build_io_stalls(struct fake *f) {
+  host_job(f, 2, 20, 0.3, 0.8);
+  steps(f, 0.040, 0.010, 100, 0.8);
+}
+static void build_latency_stalls(struct fake *f) {
+  host_and_job(f, 2, 15, 0.2);
+  steps(f, 0.040, 0.010, 100, 0.8);
+}
+static void build_host_code_cpu_stalls(struct fake *f) {
+  host_and_job(f, 2, 10, 0.2);
+  steps(f, 0.001, 0.050, 60, 1.0);
+}
+static void build_ranks_stalls(struct fake *f) {
+  host_and_job(f, 8, 60, 4.0);
+  rank_steps(f, "", 0.001, 0.029, 100, 0.8);
+  rank_steps(f, "rank=1", 0.015, 0.015, 0, 0);
+}
+static void build_gpu_straggler_fp32(struct fake *f) {
+  host_and_job(f, 8, 20, 1.0);
+  steps(f, 0.001, 0.020, 0, 0);
+  gpu(f, 0, 97, 82, 1, 68e9);
+  gpu(f, 1, 97, 82, 1, 68e9);
+  gpu(f, 2, 62, 45, 1, 68e9);
+}
+
+static void test_fixing_all_lies_between_the_largest_and_the_product(void **state) {
+  (void)state;
+  static void (*const builds[])(struct fake *) = {
+      build_busy8,
+      build_input87,
+      build_cpu_input_stalls,
+      build_gpu_host_code_stalls_fp32,
+      build_gpu_many,
+      build_io_stalls,
+      build_latency_stalls,
+      build_host_code_cpu_stalls,
+      build_ranks_stalls,
+      build_gpu_straggler_fp32,
+  };
+  char pairs[2048] = "";
+  size_t plen = 0;
+  int checked = 0;
+  for (size_t b = 0; b < sizeof builds / sizeof *builds; b++) {
+    struct fake f;
+    fake_begin(&f, 30);
+    builds[b](&f);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    for (size_t i = 0; i < n; i++)
+      for (size_t k = i + 1; k < n; k++) {
+        struct store_finding two[2] = {fs[i], fs[k]};
+        struct doctor_combined c;
+        doctor_combine(two, 2, &c);
+        if (c.findings < 2)
+          continue; /* outside the step model (underused_gpus) */
+        double lo = fmax(fs[i].speedup, fs[k].speedup), hi = fs[i].speedup * fs[k].speedup;
+        if (c.speedup < lo * (1 - 1e-4) || c.speedup > hi * (1 + 1e-4))
+          fail_msg("run %zu: %s %.3fx + %s %.3fx: fixing both %.3fx, not within [%.3f, %.3f]", b, fs[i].rule,
+                   fs[i].speedup, fs[k].rule, fs[k].speedup, c.speedup, lo, hi);
+        checked++;
+        if (plen + 64 < sizeof pairs)
+          plen += (size_t)snprintf(pairs + plen, sizeof pairs - plen, " %s+%s", fs[i].rule, fs[k].rule);
+      }
+    /* and every finding together: at least the largest */
+    struct doctor_combined all;
+    doctor_combine(fs, n, &all);
+    for (size_t i = 0; i < n; i++)
+      if (all.findings >= 2 && strcmp(fs[i].rule, "underused_gpus") && all.speedup < fs[i].speedup * (1 - 1e-4))
+        fail_msg("run %zu: fixing all %.3fx below %s's %.3fx", b, all.speedup, fs[i].rule, fs[i].speedup);
+    fake_free(&f, fs);
+  }
+  print_message("pairs checked (%d):%s\n", checked, pairs);
+  assert_true(checked >= 12);
+}
+
+/* host_code_bound's estimate follows its cost: util 20 %, data 15 %, stalls 30 % of the window leave
+ * about 35 % of host idle — about 1.5x, not 90 / util = 4.5x. */
+static void test_host_code_estimate_follows_its_cost(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 30);
+  host_and_job(&f, 8, 10, 0.3);
+  steps(&f, 0.015, 0.085, 10, 0.43);
+  gpu(&f, 0, 20, 15, 10, 66e9);
+  gs_sink_param(f.sink, "precision", "bf16");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *h = find(fs, n, "host_code_bound");
+  if (!(h->speedup > 1.3 && h->speedup < 1.8))
+    fail_msg("host_code_bound %.2fx (share %.2f)", h->speedup, h->share);
+  assert_true(fabs(h->share - (1 - 1 / h->speedup)) < 1e-6);
+  fake_free(&f, fs);
+}
+
+/* underused_gpus: 8 GPUs, 1 busy, 6 middling, 1 idle — the idle one joining the 7 that work is
+ * (7 + 0.9) / 7, not 0.9 x 8 / 1 = 7.2x. */
+static void test_underused_counts_the_gpus_that_work(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu(&f, 0, 97, 82, 55, 68e9);
+  for (int g = 1; g <= 6; g++)
+    gpu(&f, g, 20, 15, 10, 68e9);
+  gpu(&f, 7, 0, 0, 0, 1e9);
+  gs_sink_param(f.sink, "precision", "bf16");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *u = find(fs, n, "underused_gpus");
+  if (fabs(u->speedup - (7 + DR_SCALING_EFFICIENCY) / 7) > 0.01)
+    fail_msg("underused_gpus %.2fx", u->speedup);
+  fake_free(&f, fs);
+}
+
+/* GPUs without util (MIG instances) are GPUs: the verdict does not say "no GPU" or print a NAN. */
+static void test_gpus_without_util_are_not_no_gpu(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu_with(&f, 0, NAN, 80, 55, 60e9, 1);
+  constant(&f, "nvml", "gpu.proc_mem_bytes", "gpu=0,pid=100", 60e9);
+  gs_sink_param(f.sink, "precision", "bf16");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *h = find(fs, n, "healthy");
+  if (strstr(h->title, "no GPU") || strstr(h->title, "nan"))
+    fail_msg("%s", h->title);
+  assert_non_null(strstr(h->title, "without util readings"));
+  fake_free(&f, fs);
+}
+
+/* Without GPM the memory controller's utilisation tells how filled the GPU is, and the evidence says so. */
+static void test_batch_reads_memory_controller_util_without_gpm(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 0.5);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu_nogpm(&f, 0, 96, 20, 12e9, "8.0");
+  gs_sink_param(f.sink, "precision", "bf16");
+  gs_sink_param(f.sink, "batch_size", "32");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *b = find(fs, n, "batch_too_small");
+  assert_non_null(strstr(b->evidence, "\"fill_signal\":\"mem_util\""));
+  assert_non_null(strstr(b->fix, "memory-controller"));
+  fake_free(&f, fs);
+}
+
+/* On a GPU without GPM the precision is the only way to tell fp32: unknown, the verdict says why
+ * mixed_precision could not judge. */
+static void test_unknown_precision_without_gpm_is_said(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 0.5);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu_nogpm(&f, 0, 97, 60, 70e9, "8.0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *h = find(fs, n, "healthy");
+  assert_non_null(strstr(h->evidence, "\"not_judged\":\"mixed_precision"));
+  assert_non_null(strstr(h->fix, "precision is unknown"));
+  fake_free(&f, fs);
+}
+
+/* A job's names may be long and hold any bytes: the evidence is cut on a character boundary and stays
+ * valid JSON (invalid UTF-8 as U+FFFD). */
+static void test_evidence_strings_are_cut_on_a_character_boundary(void **state) {
+  (void)state;
+  char name[1200], buf[2048];
+  size_t o = 0;
+  name[o++] = 'x';
+  name[o++] = (char)0xff; /* not UTF-8 */
+  while (o + 3 < sizeof name)
+    name[o++] = (char)0xc3, name[o++] = (char)0xa9; /* é */
+  name[o] = 0;
+  for (int lead = 0; lead < 3; lead++) {
+    struct dr_json j;
+    dr_json_begin(&j, buf, sizeof buf);
+    dr_json_str(&j, "marks", name + lead);
+    assert_true(j.members == 1);
+    if (!rp_json_object_valid(buf))
+      fail_msg("lead %d: invalid JSON: %.80s...", lead, buf);
+  }
+}
+
 static void test_rule_ids_are_listed(void **state) {
   (void)state;
   size_t n = 0;
@@ -1213,6 +1510,15 @@ int main(void) {
       cmocka_unit_test(test_unknown_run_is_enoent),
       cmocka_unit_test(test_evidence_builder_stays_valid_when_full),
       cmocka_unit_test(test_rule_ids_are_listed),
+      cmocka_unit_test(test_busy8_h200_fixing_all_is_at_most_3x),
+      cmocka_unit_test(test_input_bound_run_gets_no_batch_too_small),
+      cmocka_unit_test(test_fixing_all_lies_between_the_largest_and_the_product),
+      cmocka_unit_test(test_host_code_estimate_follows_its_cost),
+      cmocka_unit_test(test_underused_counts_the_gpus_that_work),
+      cmocka_unit_test(test_gpus_without_util_are_not_no_gpu),
+      cmocka_unit_test(test_batch_reads_memory_controller_util_without_gpm),
+      cmocka_unit_test(test_unknown_precision_without_gpm_is_said),
+      cmocka_unit_test(test_evidence_strings_are_cut_on_a_character_boundary),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
