@@ -4,7 +4,9 @@
  *
  * Rule ids (stable; reports, compare and tests key on them): input_bound, loader_workers,
  * input_latency, io_bound, host_code_bound, batch_too_small, mixed_precision, pageable_copies,
- * throttled, periodic_stall, straggler, underused_gpus, and healthy when nothing is worth fixing. */
+ * throttled, periodic_stall, straggler, underused_gpus; healthy when nothing is worth fixing, and
+ * insufficient_data when nothing was measured to judge on (no GPU, no steps, no CPU figures). Every
+ * estimate is a change to one model of the step (step_model.c; doctor_combine below). */
 #ifndef GS_DOCTOR_H
 #define GS_DOCTOR_H
 
@@ -19,7 +21,8 @@ extern const char *const doctor_rule_ids[];
 
 /* Diagnoses run_id (an id or any reference st->run_get resolves) without writing anything: the
  * findings, ranked (most time lost first), in *out (malloc'd, caller frees). A run with nothing worth
- * fixing gets exactly one finding, rule "healthy". Returns 0 or a GS_E code (*out NULL, *n 0). */
+ * fixing gets exactly one finding, rule "healthy" (or "insufficient_data" when nothing was measured).
+ * Returns 0 or a GS_E code (*out NULL, *n 0). */
 int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
 
 /* Diagnoses the run loaded in v over the window [from, to] (ns since run start; INT64_MIN /

@@ -78,6 +78,9 @@
 #define DR_IO_DSTATE_PSI 0.125        /* D-state share that is storage when PSI io is high as well */
 #define DR_TRAINER_COVERAGE 0.5       /* the training process lives at least this share of the window */
 #define DR_WORKER_COVERAGE 0.3        /* a loader worker lives at least this share of the window */
+#define DR_MAX_WORKERS_PARAM 4096     /* a num_workers param above this is not believed (the tree's count is) */
+#define DR_WORKERS_LISTED 8           /* loader_workers' evidence lists the estimate of this many counts */
+#define DR_STALL_MARK_STEPS 2         /* ... or within this many typical steps after a stall ends */
 #define DR_STALL_MAX_SHARE 0.95       /* the step model takes periodic stalls as at most this share */
 
 enum { DR_MAX_GPUS = 64, DR_MAX_RANKS = 256 };

@@ -48,7 +48,7 @@ static double main_cpu(const struct dr_run *d) {
 
 /* Worker processes loading now: the param when the client sent it, else what the process tree shows. */
 int dr_current_workers(const struct dr_run *d) {
-  if (isfinite(d->num_workers) && d->num_workers >= 0 && d->num_workers < 4096)
+  if (isfinite(d->num_workers) && d->num_workers >= 0 && d->num_workers <= DR_MAX_WORKERS_PARAM)
     return (int)d->num_workers;
   return d->nworkers;
 }
@@ -193,7 +193,7 @@ static void workers_evidence(struct store_finding *f, const struct dr_run *d, in
   char est[256];
   struct dr_json ej;
   dr_json_begin(&ej, est, sizeof est);
-  for (int w = w0 + 1, k = 0; w <= a->wmax && k < 8; w++, k++) {
+  for (int w = w0 + 1, k = 0; w <= a->wmax && k < DR_WORKERS_LISTED; w++, k++) {
     char key[16];
     snprintf(key, sizeof key, "%d", w);
     dr_json_num(&ej, key, d->step_mean / dr_workers_step_s(d, load_s, w));
@@ -457,7 +457,7 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
             "Keras / tf.data:\n"
             "  ds = tf.data.TFRecordDataset(shards, num_parallel_reads=tf.data.AUTOTUNE)\n"
             "  ds = ds.cache('/local_nvme/cache').prefetch(tf.data.AUTOTUNE)",
-            dsh * 100, rate, dr_current_workers(d) + 2);
+            dsh * 100, rate, dr_current_workers(d) + DR_LATENCY_MIN_EXTRA);
 }
 
 void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
@@ -745,7 +745,8 @@ static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n
     double t = (double)ev->t / GS_NS_PER_S;
     int near = 0;
     for (size_t i = 0; i < n && !near; i++)
-      near = t >= st[i].t - DR_STALL_MARK_S && t <= st[i].t + st[i].excess + typical * 2 + DR_STALL_MARK_S;
+      near = t >= st[i].t - DR_STALL_MARK_S &&
+             t <= st[i].t + st[i].excess + typical * DR_STALL_MARK_STEPS + DR_STALL_MARK_S;
     if (near && !strstr(marks, ev->name) && mlen + strlen(ev->name) + 3 < cap)
       mlen += (size_t)snprintf(marks + mlen, cap - mlen, "%s%s", mlen ? ", " : "", ev->name);
   }
