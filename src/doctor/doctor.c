@@ -188,6 +188,21 @@ done:
   return rc;
 }
 
+const char *doctor_not_judged(const struct runview *v, char *buf, size_t n) {
+  struct dr_run d;
+  struct dr_findings fs = {0};
+  if (n)
+    buf[0] = 0;
+  if (!dr_run_load(v, INT64_MIN, INT64_MAX, &d))
+    dr_rule_mixed_precision(&d, &fs);
+  if (n)
+    dr_printf(buf, n, "%s", d.not_judged);
+  free(fs.v);
+  free(fs.ch);
+  dr_run_done(&d);
+  return buf;
+}
+
 int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
   struct runview v;
   *out = NULL;

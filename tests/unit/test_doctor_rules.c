@@ -1445,6 +1445,12 @@ static void test_unknown_precision_without_gpm_is_said(void **state) {
   const struct store_finding *h = find(fs, n, "healthy");
   assert_non_null(strstr(h->evidence, "\"not_judged\":\"mixed_precision"));
   assert_non_null(strstr(h->fix, "precision is unknown"));
+  /* the same reason for a report's notes */
+  struct runview v;
+  char why[256];
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  assert_non_null(strstr(doctor_not_judged(&v, why, sizeof why), "mixed_precision"));
+  runview_done(&v);
   fake_free(&f, fs);
 }
 
