@@ -505,10 +505,14 @@ static double stall_share(const struct dr_findings *fs) {
 }
 
 /* What both host_code_bound rules start from: 0 when the data wait (or an input finding) already
- * explains the time; else 1, with the stall share already counted, the training process' cores, and
- * whether the data wait is known (without step timings it is unknown, not zero). */
+ * explains the time, or the host's CPUs are contended; else 1, with the stall share already counted, the training
+ * process' cores, and whether the data wait is known (without step timings it is unknown, not zero). */
 static int host_code_start(const struct dr_run *d, const struct dr_findings *fs, double *stall, double *m, int *known) {
   if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
+    return 0;
+  /* A host whose tasks wait for a CPU most of the time: the job's low CPU is contention (it is
+   * runnable, not blocked), not its own code waiting. */
+  if (d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED)
     return 0;
   *stall = stall_share(fs), *m = main_cpu(d);
   *known = isfinite(d->data_share);
