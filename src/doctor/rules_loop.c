@@ -34,6 +34,12 @@ static int saturated(const struct dr_run *d) {
   return d->job_cores >= DR_SATURATED * u;
 }
 
+/* Do the host's tasks wait for a CPU most of the time (PSI cpu some)? Then a process's low CPU says
+ * it was runnable, not that it waited on something else. */
+static int cpu_contended(const struct dr_run *d) {
+  return d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED;
+}
+
 /* The first used GPU with util readings (the no-steps paths read this one, not GPU 0), or NULL. */
 static const struct dr_gpu *used_gpu(const struct dr_run *d) {
   for (int i = 0; i < d->ngpus; i++)
@@ -481,8 +487,9 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
     add_io_bound(d, fs, d->data_share, dsh);
     return;
   }
-  /* Latency: even the most the loader could have used is little, and the CPU is known not full. */
-  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0) {
+  /* Latency: even the most the loader could have used is little, and the CPU is known not full (nor
+   * contended: a loader waiting for a CPU uses little of it too). */
+  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0 && !cpu_contended(d)) {
     add_input_latency(d, fs, w0, lo, hi);
     return;
   }
@@ -512,7 +519,7 @@ static int host_code_start(const struct dr_run *d, const struct dr_findings *fs,
     return 0;
   /* A host whose tasks wait for a CPU most of the time: the job's low CPU is contention (it is
    * runnable, not blocked), not its own code waiting. */
-  if (d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED)
+  if (cpu_contended(d))
     return 0;
   *stall = stall_share(fs), *m = main_cpu(d);
   *known = isfinite(d->data_share);
