@@ -77,7 +77,8 @@ struct doctor_combined {
   int findings;    /* findings the estimate combines */
   int overlapping; /* 1 when two or more of them change the same term of the step */
   double share;    /* share of the window the fixes together would win back: 1 - 1 / speedup */
-  double speedup;  /* T / T' with every change applied, at most the product of their own estimates */
+  double speedup;  /* T / T' with every change applied: at least the largest of the findings' own estimates,
+                      and winning back at most their shares added up (no idle second counted twice) */
 };
 /* Combines f[0..n) as above. Can't fail; findings == 0 (speedup 1) when none counts. */
 void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combined *out);

@@ -178,6 +178,7 @@ struct dr_run {
    * whose pace sets the step (-1: none or a rank), and whether the rank is the focus node's own (its
    * data wait then is the term its fix changes) */
   double strag_lost;
+  double stall_data_share; /* periodic_stall: the data wait inside the stalls, share of the window (NAN unknown) */
   int strag_gpu, strag_focus;
   char not_judged[256]; /* why a rule could not judge ("" none): mixed_precision's precision unknown */
 };

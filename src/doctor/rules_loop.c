@@ -766,6 +766,7 @@ static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n
 static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *source, size_t n, double typical,
                           double span, const struct stall_pattern *p, const char *marks) {
   double share = p->lost / span, mean_gap = p->period, lost = p->lost;
+  d->stall_data_share = p->data_known ? p->data_in / span : NAN;
   int loader = p->data_known && p->data_in >= DR_STALL_LOADER * lost;
   struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)

@@ -112,6 +112,23 @@ static double used_sm_active(const struct dr_run *d) {
   return n ? sum / n : NAN;
 }
 
+/* How much of the stalls lies inside the steps' own times, 0..1: the steps' summed time against the
+ * span they cover (each stretch of held steps from its first step's start to its last one's end) —
+ * all of the stalls when the steps tile the span, none when they cover all but the stalls. */
+static double stalls_inside(const struct dr_run *d, double s) {
+  double sum = 0, span = 0;
+  for (size_t i = 0, j; i < d->nsteps; i = j) {
+    for (j = i + 1; j < d->nsteps && d->steps[j].stretch == d->steps[i].stretch;)
+      j++;
+    span += (double)(d->steps[j - 1].t - d->steps[i].t) / GS_NS_PER_S + dr_fin(d->steps[i].total, 0);
+    for (size_t k = i; k < j; k++)
+      sum += dr_fin(d->steps[k].total, 0);
+  }
+  if (!(span > 0))
+    return 0;
+  return clamp01((sum / span - (1 - s)) / s);
+}
+
 static double stall_share_of(const struct dr_findings *fs) {
   for (size_t i = 0; fs && i < fs->n; i++)
     if (!strcmp(fs->v[i].rule, "periodic_stall"))
@@ -128,6 +145,15 @@ void dr_step_build(const struct dr_run *d, const struct dr_findings *fs, struct 
   /* Measured phases first (the client timed them), each of what is left of the step. */
   double ds = steps && isfinite(d->data_share) ? clamp01(d->data_share) : 0;
   double hs = steps && isfinite(d->h2d_share) ? fmin(clamp01(d->h2d_share), 1 - ds) : 0;
+  /* Stalls inside the steps (the client's steps tile the time, as gpuscope.watch's do: an evaluation
+   * in the loop body is its step's compute) are part of the measured shares: taken out of them, the
+   * data wait in the stalls from the data, the rest from compute, so no stalled second counts twice. */
+  double inside = steps && s > 0 ? stalls_inside(d, s) : 0;
+  if (inside > 0) {
+    double sd = isfinite(d->stall_data_share) ? fmin(d->stall_data_share, ds) : 0;
+    ds = clamp01((ds - inside * sd) / (1 - inside * s));
+    hs = fmin(clamp01(hs / (1 - inside * s)), 1 - ds);
+  }
   double left = 1 - ds - hs;
   /* GPU work on the critical path: the busy share of the GPU whose pace sets the step (a straggler's,
    * since the others' util counts their waiting), else the used GPUs' mean; util is a share of the
@@ -346,7 +372,6 @@ void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combi
   struct dr_change all;
   dr_change_none(&all);
   unsigned seen = 0;
-  double product = 1;
   for (size_t i = 0; i < n; i++) {
     struct dr_step mi;
     struct dr_change ci;
@@ -359,14 +384,11 @@ void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combi
     out->overlapping |= (seen & terms) != 0;
     seen |= terms;
     dr_change_add(&all, &ci);
-    product *= isfinite(f[i].speedup) && f[i].speedup > 1 ? f[i].speedup : 1;
   }
   if (!out->findings)
     return;
   double t0 = dr_step_time(&m, NULL), t1 = dr_step_time(&m, &all);
   double s = t0 > 0 && isfinite(t1) ? t0 / fmax(t1, 1e-9 * t0) : 1;
-  /* Two fixes are not promised more together than one after the other at their own gains: the
-   * model is first-order, and a user acts on the figure. */
-  out->speedup = fmax(1, fmin(s, product));
+  out->speedup = fmax(1, s);
   out->share = 1 - 1 / out->speedup;
 }
