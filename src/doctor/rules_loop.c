@@ -766,7 +766,9 @@ static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n
 static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *source, size_t n, double typical,
                           double span, const struct stall_pattern *p, const char *marks) {
   double share = p->lost / span, mean_gap = p->period, lost = p->lost;
-  d->stall_data_share = p->data_known ? p->data_in / span : NAN;
+  /* The stalls' own data wait, for the step model: what their steps waited beyond a step's usual wait. */
+  double extra = p->data_known && isfinite(d->data_mean) ? fmax(0, p->data_in - (double)n * d->data_mean) : NAN;
+  d->stall_data_share = extra / span;
   int loader = p->data_known && p->data_in >= DR_STALL_LOADER * lost;
   struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)

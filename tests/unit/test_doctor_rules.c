@@ -1168,7 +1168,7 @@ static void test_stalls_inside_steps_count_once(void **state) {
   /* per 100 steps: 5 s of steps (4 s data, 1 s compute) and 0.8 s of stalls; the data wait and the
    * stalls gone leave the 1 s of compute: 5.8x (3.7x when the stall seconds also counted as compute) */
   double got = combine_rules(fs, n, "input_bound,periodic_stall", NULL);
-  if (fabs(got / 5.8 - 1) > 0.05)
+  if (fabs(got / 5.8 - 1) > 0.02)
     fail_msg("input_bound + periodic_stall: %.2fx, want 5.8x", got);
   fake_free(&f, fs);
 }
