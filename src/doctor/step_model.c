@@ -274,7 +274,7 @@ void dr_step_evidence(char *evidence, size_t cap, const struct dr_step *m, const
   o = put_num(model, sizeof model - 1, o, "cpu", m->cpu);
   if (o < sizeof model - 1)
     model[o++] = '}', model[o] = 0;
-  if (ch[o ? strlen(ch) - 1 : 0] != '}' || model[strlen(model) - 1] != '}')
+  if (ch[strlen(ch) - 1] != '}' || model[strlen(model) - 1] != '}')
     return;
   /* both or neither: a change without its model cannot be combined */
   size_t before = strlen(evidence);
