@@ -487,9 +487,8 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
     add_io_bound(d, fs, d->data_share, dsh);
     return;
   }
-  /* Latency: even the most the loader could have used is little, and the CPU is known not full (nor
-   * contended: a loader waiting for a CPU uses little of it too). */
-  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0 && !cpu_contended(d)) {
+  /* Latency: even the most the loader could have used is little, and the CPU is known not full. */
+  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0) {
     add_input_latency(d, fs, w0, lo, hi);
     return;
   }
