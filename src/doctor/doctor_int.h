@@ -174,12 +174,12 @@ struct dr_run {
   double used_util; /* mean util of the used GPUs with util data, NAN none */
   int nutil;        /* GPUs with util readings */
 
-  /* set by the rules for the step model: a straggler's lost share of the step (NAN none), the GPU
-   * whose pace sets the step (-1: none or a rank), and whether the rank is the focus node's own (its
-   * data wait then is the term its fix changes) */
+  /* set by the rules for the step model: the straggler term, a straggling rank's or GPU's lost share
+   * of the step that the others wait (NAN none; a focus rank's own data wait and a GPU's slower
+   * clocks change other terms), and the GPU whose pace sets the step (-1: none) */
   double strag_lost;
   double stall_data_share; /* periodic_stall: the data wait inside the stalls, share of the window (NAN unknown) */
-  int strag_gpu, strag_focus;
+  int strag_gpu;
   char not_judged[256]; /* why a rule could not judge ("" none): mixed_precision's precision unknown */
 };
 

@@ -420,12 +420,12 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs, int *rank) {
     return 1;
   /* The others wait for it inside their compute (the straggler term); where the loop's figures are
    * the straggling rank's own (a group's focus node), its data wait comes down to the others'. */
-  d->strag_focus = d->host[0] && d->host_rank == who->rank && who->data_mean > 0;
-  d->strag_lost = fmax(dr_fin(d->strag_lost, 0), lost);
-  if (d->strag_focus)
+  if (d->host[0] && d->host_rank == who->rank && who->data_mean > 0) {
     dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, others / who->data_mean, 1);
-  else
+  } else {
+    d->strag_lost = fmax(dr_fin(d->strag_lost, 0), lost);
     dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_STRAGGLER, 0, 1);
+  }
   dr_printf(f->title, sizeof f->title,
             "Straggler: rank %d waits %.0f ms per step for data, the other%s %.0f ms — %s for it", who->rank,
             who->data_mean * 1e3, d->nranks > 2 ? "s" : "", others * 1e3, d->nranks > 2 ? "they wait" : "it waits");
@@ -489,9 +489,16 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - fmin(lost, DR_MAX_LOST)));
   if (!f)
     return;
+  /* Slower clocks: its kernels take longer, so its fix shortens the GPU work term by its pace to the
+   * median's. Less activity at the same clocks: it is fed or scheduled slowly, and the others wait
+   * for it (the straggler term, of what GPU work and copies leave), its own util the GPU work. */
   d->strag_gpu = who;
-  d->strag_lost = fmax(dr_fin(d->strag_lost, 0), lost);
-  dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_STRAGGLER, 0, 1);
+  if (by_clock) {
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_GPU, 1 - lost, 1);
+  } else {
+    d->strag_lost = fmax(dr_fin(d->strag_lost, 0), lost);
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_STRAGGLER, 0, 1);
+  }
   const char *what = by_clock ? "SM clock" : all_sm ? "SM activity" : "utilisation";
   if (by_clock)
     dr_printf(f->title, sizeof f->title, "Straggler: GPU %d runs at %.0f MHz vs %.0f MHz on the others", g->index, mine,

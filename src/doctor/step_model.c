@@ -170,7 +170,7 @@ void dr_step_build(const struct dr_run *d, const struct dr_findings *fs, struct 
   hp = isfinite(hp) ? fmin(hp, left) : 0;
   left -= hp;
   /* Then a straggler's wait (the others' time spent waiting for it), and the rest is host idle. */
-  double x = isfinite(d->strag_lost) && !d->strag_focus ? fmin(clamp01(d->strag_lost), left) : 0;
+  double x = isfinite(d->strag_lost) ? fmin(clamp01(d->strag_lost), left) : 0;
   left -= x;
   m->term[DR_TERM_STALL] = stall;
   m->term[DR_TERM_DATA] = ds;

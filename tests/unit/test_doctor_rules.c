@@ -1407,6 +1407,28 @@ static void test_fixing_all_lies_between_the_largest_and_the_shares_added(void *
   assert_true(checked >= 12);
 }
 
+/* A GPU with slower clocks is slower work, not waiting: its fix shortens the GPU work term, and it
+ * is reported beside a data wait that fills the rest of the step (the group test's nodec). */
+static void test_slow_clock_gpu_straggles_beside_a_data_wait(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.030, 0.020, 0, 0);
+  gs_sink_param(f.sink, "precision", "bf16");
+  gpu(&f, 0, 95, 80, 50, 100e9);
+  gpu(&f, 1, 95, 80, 50, 100e9);
+  gpu_with(&f, 2, 95, 80, 50, 100e9, 0);
+  constant(&f, "nvml", "gpu.sm_clock_mhz", "gpu=2", 1100);
+  constant(&f, "nvml", "gpu.throttle_reasons", "gpu=2", 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *s = find(fs, n, "straggler");
+  assert_non_null(strstr(s->evidence, "\"gpu\":2"));
+  assert_non_null(strstr(s->evidence, "\"change\":{\"gpu\":"));
+  fake_free(&f, fs);
+}
+
 /* host_code_bound's estimate follows its cost: util 20 %, data 15 %, stalls 30 % of the window leave
  * about 35 % of host idle — about 1.5x, not 90 / util = 4.5x. */
 static void test_host_code_estimate_follows_its_cost(void **state) {
@@ -1574,6 +1596,7 @@ int main(void) {
       cmocka_unit_test(test_busy8_h200_fixing_all_is_at_most_3x),
       cmocka_unit_test(test_input_bound_run_gets_no_batch_too_small),
       cmocka_unit_test(test_fixing_all_lies_between_the_largest_and_the_shares_added),
+      cmocka_unit_test(test_slow_clock_gpu_straggles_beside_a_data_wait),
       cmocka_unit_test(test_host_code_estimate_follows_its_cost),
       cmocka_unit_test(test_underused_counts_the_gpus_that_work),
       cmocka_unit_test(test_gpus_without_util_are_not_no_gpu),
