@@ -167,6 +167,10 @@ static int advise_workers(const struct dr_run *d, int w0, double load_s, struct 
    * are not there. */
   if (!isfinite(cores) || !isfinite(dr_usable_cores(d)) || !isfinite(d->step_mean) || !isfinite(d->job_cores))
     return 0;
+  /* Cores whose tasks wait for a CPU nearly all the time are full: more workers only queue (the job's
+   * CPU there is what it got, not what it needs, so the CPU term cannot say so). */
+  if (cpu_contended(d))
+    return 0;
   a->wmax = cores >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)floor(cores);
   a->per = bytes_per_worker(d), a->room = memory_room(d);
   a->mem_cap = DR_MAX_WORKERS;
