@@ -32,7 +32,7 @@
 #define DR_HOSTCODE_TARGET_UTIL 90.0  /* util a GPU reaches with host overhead removed */
 #define DR_LAUNCH_CORES 0.85          /* a training process busier than this: launch overhead */
 #define DR_HOSTCODE_CPU_CORES 0.50    /* CPU-only run: the job using less than this many cores is waiting */
-#define DR_CPU_CONTENDED 80.0         /* host PSI cpu some, %: tasks wait for a CPU, host code is not judged */
+#define DR_CPU_CONTENDED 80.0         /* host PSI cpu some, %: the CPUs are full (no host code, no more workers) */
 #define DR_SATURATED 0.85             /* share of the job's usable cores that counts as saturated */
 #define DR_MIN_USABLE_CORES 0.5       /* usable cores are never taken as fewer than this */
 #define DR_BATCH_MEM_FREE 0.50        /* GPU memory peak below this share of total: a larger batch fits */

@@ -491,10 +491,9 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
     add_io_bound(d, fs, d->data_share, dsh);
     return;
   }
-  /* Latency: even the most the loader could have used is little, and the CPU is known not full — nor
-   * contended: a starved loader uses little CPU as a waiting one does, and the host-wide figures do
-   * not tell them apart, so the finding is input_bound with the cause left open. */
-  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0 && !cpu_contended(d)) {
+  /* Latency: even the most the loader could have used is little, and the CPU is known not full. (On a
+   * contended host a starved loader looks the same; host-wide figures cannot tell: docs/diagnosis.md.) */
+  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0) {
     add_input_latency(d, fs, w0, lo, hi);
     return;
   }
