@@ -193,8 +193,12 @@ const char *doctor_not_judged(const struct runview *v, char *buf, size_t n) {
   struct dr_findings fs = {0};
   if (n)
     buf[0] = 0;
-  if (!dr_run_load(v, INT64_MIN, INT64_MAX, &d))
+  if (!dr_run_load(v, INT64_MIN, INT64_MAX, &d)) {
+    /* the rules that can say they could not judge, on a scratch list */
+    dr_rule_host_code_gpu(&d, &fs);
+    dr_rule_host_code_cpu(&d, &fs);
     dr_rule_mixed_precision(&d, &fs);
+  }
   if (n)
     dr_printf(buf, n, "%s", d.not_judged);
   free(fs.v);

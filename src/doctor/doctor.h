@@ -33,9 +33,10 @@ int doctor_diagnose(struct store *st, const char *run_id, struct store_finding *
  * worth fixing. Returns 0 or a GS_E code (*out NULL, *n 0). v is only read. */
 int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, struct store_finding **out, size_t *n);
 
-/* Why a rule could not judge the run loaded in v (the usual window), into buf (n bytes): today
- * mixed_precision on a GPU without GPM when the job did not say its precision; "" when every rule
- * could. For a report's notes (healthy's evidence says it as "not_judged"). Returns buf. */
+/* Why rules could not judge the run loaded in v (the usual window), into buf (n bytes), "; " between
+ * them: mixed_precision on a GPU without GPM when the job did not say its precision, host_code_bound
+ * on a host whose CPUs were contended; "" when every rule could. For a report's notes (healthy's evidence says it as
+ * "not_judged"). Returns buf. */
 const char *doctor_not_judged(const struct runview *v, char *buf, size_t n);
 
 /* Diagnoses run_id, replaces its findings in the store, and returns them ranked in *out (malloc'd,

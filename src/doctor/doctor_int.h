@@ -180,7 +180,7 @@ struct dr_run {
   double strag_lost;
   double stall_data_share; /* periodic_stall: the data wait inside the stalls, share of the window (NAN unknown) */
   int strag_gpu;
-  char not_judged[256]; /* why a rule could not judge ("" none): mixed_precision's precision unknown */
+  char not_judged[512]; /* why rules could not judge ("" none), "; " between them (dr_not_judged) */
 };
 
 /* Derives every signal of the run in v over [from, to] (ns since run start; INT64_MIN / INT64_MAX:
@@ -249,6 +249,8 @@ struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, con
                              double speedup);
 /* Sets f's share (of the window), speed-up, lost time and the severity that follows the share. */
 void dr_set_estimate(struct store_finding *f, const struct dr_run *d, double share, double speedup);
+/* Adds a reason a rule could not judge to d->not_judged (printf-style; "; " between reasons). */
+void dr_not_judged(struct dr_run *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* v, or dflt when v is not finite. */
 double dr_fin(double v, double dflt);
 /* qsort comparator for doubles, ascending. */

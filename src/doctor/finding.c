@@ -34,6 +34,18 @@ void dr_printf(char *dst, size_t cap, const char *fmt, ...) {
     dst[0] = 0;
 }
 
+void dr_not_judged(struct dr_run *d, const char *fmt, ...) {
+  size_t len = strlen(d->not_judged);
+  if (len && len + 2 < sizeof d->not_judged)
+    memcpy(d->not_judged + len, "; ", 3), len += 2;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(d->not_judged + len, sizeof d->not_judged - len, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    d->not_judged[len] = 0;
+}
+
 const char *dr_fmt(char *dst, size_t cap, double v, int decimals, const char *unit) {
   if (!isfinite(v))
     dr_printf(dst, cap, "—");

@@ -137,10 +137,10 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   int tensor_idle = g->tensor.n && g->tensor.mean < DR_MP_TENSOR_IDLE && busy;
   if (!fp32 && !g->tensor.n)
     /* Without GPM (V100, A100, L4, T4) the precision is the only way to tell: the report says so. */
-    dr_printf(d->not_judged, sizeof d->not_judged,
-              "mixed_precision: the job's precision is unknown (no precision param) and GPU %d has no "
-              "tensor-pipe readings (no GPM), so whether it trains in fp32 cannot be told",
-              g->index);
+    dr_not_judged(d,
+                  "mixed_precision: the job's precision is unknown (no precision param) and GPU %d has no "
+                  "tensor-pipe readings (no GPM), so whether it trains in fp32 cannot be told",
+                  g->index);
   if (!fp32 && !tensor_idle)
     return;
   /* The model scales with the GPU's busy time: util, else SM activity; with neither it has no figure. */

@@ -518,13 +518,18 @@ static double stall_share(const struct dr_findings *fs) {
 /* What both host_code_bound rules start from: 0 when the data wait (or an input finding) already
  * explains the time, or the host's CPUs are contended; else 1, with the stall share already counted, the training
  * process' cores, and whether the data wait is known (without step timings it is unknown, not zero). */
-static int host_code_start(const struct dr_run *d, const struct dr_findings *fs, double *stall, double *m, int *known) {
+static int host_code_start(struct dr_run *d, const struct dr_findings *fs, double *stall, double *m, int *known) {
   if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
     return 0;
   /* A host whose tasks wait for a CPU most of the time: the job's low CPU is contention (it is
-   * runnable, not blocked), not its own code waiting. */
-  if (cpu_contended(d))
+   * runnable, not blocked), not its own code waiting — and the verdict says it was not judged. */
+  if (cpu_contended(d)) {
+    dr_not_judged(d,
+                  "host_code_bound: the host's CPUs were contended (tasks waited for a CPU %.0f%% of the "
+                  "time), so a job's low CPU cannot tell a loop that blocks from one that waits for a CPU",
+                  d->psi_cpu.mean);
     return 0;
+  }
   *stall = stall_share(fs), *m = main_cpu(d);
   *known = isfinite(d->data_share);
   return 1;

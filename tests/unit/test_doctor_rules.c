@@ -353,6 +353,7 @@ static void test_a_contended_host_gets_no_host_code_nor_worker_advice(void **sta
   size_t n;
   struct store_finding *fs = fake_end(&f, &n);
   assert_null(find_or_null(fs, n, "host_code_bound"));
+  assert_non_null(strstr(find(fs, n, "healthy")->evidence, "\"not_judged\":\"host_code_bound: the host's CPUs"));
   fake_free(&f, fs);
 
   /* and a CPU-bound loader there gets no worker advice: the cores are full, more workers only queue */
