@@ -11,11 +11,12 @@
 #include "doctor/doctor_int.h"
 
 const char *const doctor_rule_ids[] = {
-    "input_bound",     "loader_workers",  "input_latency",   "io_bound",  "host_code_bound",
-    "batch_too_small", "mixed_precision", "pageable_copies", "throttled", "periodic_stall",
-    "straggler",       "underused_gpus",  "healthy",         NULL};
+    "input_bound",     "loader_workers",  "input_latency",   "io_bound",          "host_code_bound",
+    "batch_too_small", "mixed_precision", "pageable_copies", "throttled",         "periodic_stall",
+    "straggler",       "underused_gpus",  "healthy",         "insufficient_data", NULL};
 
-/* In order: periodic_stall first, so host_code_bound does not count the same idle time twice. */
+/* In order: periodic_stall first, so host_code_bound does not count the same idle time twice. Every
+ * rule states its change to the step model (step_model.c); the estimates come from it at the end. */
 static void (*const RULES[])(struct dr_run *, struct dr_findings *) = {
     dr_rule_periodic_stall,  dr_rule_input,    dr_rule_host_code_gpu, dr_rule_host_code_cpu, dr_rule_batch,
     dr_rule_mixed_precision, dr_rule_pageable, dr_rule_throttled,     dr_rule_straggler,     dr_rule_underused,
@@ -30,28 +31,48 @@ static int by_share(const void *a, const void *b) {
   return strcmp(x->rule, y->rule);
 }
 
+/* What the verdict rests on, for healthy's title: the GPUs' busy time (or that their util was not
+ * read, as on MIG instances), the data wait, the job's CPU. */
+static void verdict_basis(const struct dr_run *d, char *what, size_t cap) {
+  double util = d->used_util;
+  char gpu[96];
+  if (isfinite(util))
+    dr_printf(gpu, sizeof gpu, "GPU busy %.0f%%", util);
+  else if (d->ngpus)
+    dr_printf(gpu, sizeof gpu, "%d GPU%s without util readings (MIG instances report none)", d->ngpus,
+              d->ngpus == 1 ? "" : "s");
+  else
+    dr_printf(gpu, sizeof gpu, "no GPU");
+  if (isfinite(d->data_share) && (isfinite(util) || d->ngpus))
+    dr_printf(what, cap, "%s, data wait %.0f%% of the step", gpu, d->data_share * 100);
+  else if (d->ngpus)
+    dr_printf(what, cap, "%s; no step timings (the job did not use the gpuscope client)", gpu);
+  else if (isfinite(d->data_share))
+    dr_printf(what, cap, "no GPU; data wait %.0f%% of the step, %s", d->data_share * 100,
+              isfinite(d->job_cores) ? dr_fmt((char[48]){0}, 48, d->job_cores, 2, "cores busy")
+                                     : "the job's CPU not measured");
+  else
+    dr_printf(what, cap, "no GPU and no step timings: judged on the job's CPU (%s) and I/O",
+              dr_fmt((char[48]){0}, 48, d->job_cores, 2, "cores busy"));
+}
+
+/* Judged on evidence: a GPU (with util or not), step timings, or the job's or the host's CPU. */
+static int measured_enough(const struct dr_run *d) {
+  return d->ngpus || d->nsteps >= DR_MIN_STEPS || isfinite(d->job_cores) || d->host_busy.n;
+}
+
 static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
   struct store_finding *f = dr_add(fs, d, "healthy", 0, 1);
   if (!f)
     return;
-  double util = d->used_util;
-  int n = isfinite(util);
-  char what[200];
-  if (n && isfinite(d->data_share))
-    dr_printf(what, sizeof what, "GPU busy %.0f%%, data wait %.0f%% of the step", util, d->data_share * 100);
-  else if (n)
-    dr_printf(what, sizeof what, "GPU busy %.0f%%; no step timings (the job did not use the gpuscope client)", util);
-  else if (isfinite(d->data_share))
-    dr_printf(what, sizeof what, "no GPU; data wait %.0f%% of the step, %s", d->data_share * 100,
-              isfinite(d->job_cores) ? dr_fmt((char[48]){0}, 48, d->job_cores, 2, "cores busy")
-                                     : "the job's CPU not measured");
-  else
-    dr_printf(what, sizeof what, "no GPU and no step timings: judged on CPU and I/O alone");
+  char what[240];
+  verdict_basis(d, what, sizeof what);
   dr_printf(f->title, sizeof f->title, "Healthy: nothing worth fixing (%s)", what);
   struct dr_json j;
   dr_json_begin(&j, f->evidence, sizeof f->evidence);
-  dr_json_num(&j, "gpu_util_pct", util);
+  dr_json_num(&j, "gpu_util_pct", d->used_util);
   dr_json_int(&j, "gpus", d->ngpus);
+  dr_json_int(&j, "gpus_with_util", d->nutil);
   dr_json_num(&j, "data_wait_share", d->data_share);
   dr_json_num(&j, "step_s", d->step_mean);
   /* Over the usual window of a view holding a sample of a long run's steps: the run's count, and how
@@ -64,11 +85,59 @@ static void add_healthy(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
   dr_json_num(&j, "host_cpu_pct", d->host_busy.mean);
   dr_json_num(&j, "window_s", d->window_s);
+  if (d->not_judged[0])
+    dr_json_str(&j, "not_judged", d->not_judged);
   dr_printf(f->fix, sizeof f->fix,
             "Nothing to change: no rule found time worth winning back (each needs at least %.0f%% of the run "
-            "or a %.0f%% speed-up). To go faster from here, profile the model itself (torch.profiler) or "
+            "or a %.0f%% speed-up).%s%s To go faster from here, profile the model itself (torch.profiler) or "
             "scale out.",
-            DR_MIN_SHARE * 100, (DR_MIN_SPEEDUP - 1) * 100);
+            DR_MIN_SHARE * 100, (DR_MIN_SPEEDUP - 1) * 100, d->not_judged[0] ? " Not judged: " : "", d->not_judged);
+}
+
+/* Nothing to judge on: no GPU, no step timings, no CPU figures of the job or the host. Not healthy —
+ * a verdict needs evidence — but its own finding, listing what was missing. */
+static void add_insufficient(struct dr_run *d, struct dr_findings *fs) {
+  struct store_finding *f = dr_add(fs, d, "insufficient_data", 0, 1);
+  if (!f)
+    return;
+  dr_printf(f->title, sizeof f->title,
+            "Not enough measured to judge: no GPU readings, no step timings and no CPU figures");
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_str(&j, "missing", "gpu, steps, job_cpu, host_cpu");
+  dr_json_int(&j, "gpus", d->ngpus);
+  dr_json_int(&j, "steps", (long long)d->nsteps);
+  dr_json_num(&j, "job_cpu_cores", d->job_cores);
+  dr_json_num(&j, "host_cpu_pct", d->host_busy.mean);
+  dr_json_num(&j, "window_s", d->window_s);
+  dr_printf(f->fix, sizeof f->fix,
+            "gpuscope saw neither a GPU nor the job's steps nor its CPU, so it cannot say whether this run is "
+            "fine. Check that the job ran long enough to be sampled (at least a few seconds), that the host "
+            "collectors could read /proc (gpuscope doctor), and wrap the loader with gpuscope.watch(loader) "
+            "to send step timings.");
+}
+
+/* Resolves every finding's change against the run's step model: its speed-up is T / T' for that
+ * change alone, its share 1 - T' / T; a finding whose change gains less than its rule asks is
+ * dropped. The model and the change go into the evidence for doctor_combine. */
+static void evaluate_changes(struct dr_run *d, struct dr_findings *fs) {
+  struct dr_step m;
+  dr_step_build(d, fs, &m);
+  size_t k = 0;
+  for (size_t i = 0; i < fs->n; i++) {
+    struct store_finding *f = &fs->v[i];
+    struct dr_change c;
+    if (dr_change_resolve(&m, &fs->ch[i], &c)) {
+      double sp = dr_step_speedup(&m, &c);
+      if (sp < fs->ch[i].min_speedup || !(sp > 1))
+        continue;
+      dr_set_estimate(f, d, 1 - 1 / sp, sp);
+      dr_step_evidence(f->evidence, sizeof f->evidence, &m, &c);
+    }
+    fs->ch[k] = fs->ch[i];
+    fs->v[k++] = *f;
+  }
+  fs->n = k;
 }
 
 /* The findings about one host's CPU, storage or memory and its job's processes: in a group, the node
@@ -91,6 +160,8 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
     goto done;
   for (size_t r = 0; r < sizeof RULES / sizeof *RULES && !fs.oom; r++)
     RULES[r](&d, &fs);
+  if (!fs.oom)
+    evaluate_changes(&d, &fs);
   for (size_t i = 0; i < fs.n; i++)
     if (host_side(fs.v[i].rule))
       dr_name_node(&d, &fs.v[i]);
@@ -101,7 +172,7 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
       fs.v[k++] = fs.v[i];
   fs.n = k;
   if (!fs.n && !fs.oom)
-    add_healthy(&d, &fs);
+    (measured_enough(&d) ? add_healthy : add_insufficient)(&d, &fs);
   if (fs.oom) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
     goto done;
@@ -112,8 +183,28 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
   fs.v = NULL;
 done:
   free(fs.v);
+  free(fs.ch);
   dr_run_done(&d);
   return rc;
+}
+
+const char *doctor_not_judged(const struct runview *v, char *buf, size_t n) {
+  struct dr_run d;
+  struct dr_findings fs = {0};
+  if (n)
+    buf[0] = 0;
+  if (!dr_run_load(v, INT64_MIN, INT64_MAX, &d)) {
+    /* the rules that can say they could not judge, on a scratch list */
+    dr_rule_host_code_gpu(&d, &fs);
+    dr_rule_host_code_cpu(&d, &fs);
+    dr_rule_mixed_precision(&d, &fs);
+  }
+  if (n)
+    dr_printf(buf, n, "%s", d.not_judged);
+  free(fs.v);
+  free(fs.ch);
+  dr_run_done(&d);
+  return buf;
 }
 
 int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n) {
@@ -155,47 +246,6 @@ const char *doctor_role_name(enum doctor_role role) {
 
 int doctor_is_stall(double gap_s, double typical_s) {
   return gap_s - typical_s >= DR_STALL_MIN_S && gap_s >= DR_STALL_FACTOR * typical_s;
-}
-
-/* The part of the step (or window) a rule's fix shrinks; -1: not part of the model. */
-enum { PART_STALL, PART_DATA, PART_HOST, PART_GPU, PART_STRAGGLER, NPARTS };
-static int part_of(const char *rule) {
-  static const struct {
-    const char *rule;
-    int part;
-  } map[] = {{"periodic_stall", PART_STALL}, {"input_bound", PART_DATA},    {"loader_workers", PART_DATA},
-             {"input_latency", PART_DATA},   {"io_bound", PART_DATA},       {"host_code_bound", PART_HOST},
-             {"batch_too_small", PART_GPU},  {"mixed_precision", PART_GPU}, {"pageable_copies", PART_GPU},
-             {"throttled", PART_GPU},        {"straggler", PART_STRAGGLER}};
-  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
-    if (!strcmp(rule, map[i].rule))
-      return map[i].part;
-  return -1;
-}
-
-void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combined *out) {
-  double best[NPARTS] = {0};
-  int count[NPARTS] = {0};
-  memset(out, 0, sizeof *out);
-  out->speedup = 1;
-  for (size_t i = 0; i < n; i++) {
-    int p = part_of(f[i].rule);
-    if (p < 0 || !isfinite(f[i].share) || f[i].share <= 0)
-      continue;
-    out->findings++;
-    out->overlapping |= count[p]++ > 0;
-    best[p] = fmax(best[p], fmin(f[i].share, 1));
-  }
-  if (!out->findings)
-    return;
-  /* Stalls are a share of the window; the other parts, of the steps that remain. */
-  double steps = 0;
-  for (int p = PART_DATA; p < NPARTS; p++)
-    steps += best[p];
-  double left = (1 - best[PART_STALL]) * (1 - fmin(steps, DR_MAX_LOST));
-  left = fmax(left, 1 - DR_MAX_LOST);
-  out->share = 1 - left;
-  out->speedup = 1 / left;
 }
 
 int doctor_run_view(const struct runview *v, struct store_finding **out, size_t *n) {

@@ -4,7 +4,9 @@
  *
  * Rule ids (stable; reports, compare and tests key on them): input_bound, loader_workers,
  * input_latency, io_bound, host_code_bound, batch_too_small, mixed_precision, pageable_copies,
- * throttled, periodic_stall, straggler, underused_gpus, and healthy when nothing is worth fixing. */
+ * throttled, periodic_stall, straggler, underused_gpus; healthy when nothing is worth fixing, and
+ * insufficient_data when nothing was measured to judge on (no GPU, no steps, no CPU figures). Every
+ * estimate is a change to one model of the step (step_model.c; doctor_combine below). */
 #ifndef GS_DOCTOR_H
 #define GS_DOCTOR_H
 
@@ -19,7 +21,8 @@ extern const char *const doctor_rule_ids[];
 
 /* Diagnoses run_id (an id or any reference st->run_get resolves) without writing anything: the
  * findings, ranked (most time lost first), in *out (malloc'd, caller frees). A run with nothing worth
- * fixing gets exactly one finding, rule "healthy". Returns 0 or a GS_E code (*out NULL, *n 0). */
+ * fixing gets exactly one finding, rule "healthy" (or "insufficient_data" when nothing was measured).
+ * Returns 0 or a GS_E code (*out NULL, *n 0). */
 int doctor_diagnose(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
 
 /* Diagnoses the run loaded in v over the window [from, to] (ns since run start; INT64_MIN /
@@ -29,6 +32,12 @@ int doctor_diagnose(struct store *st, const char *run_id, struct store_finding *
  * window). Findings ranked in *out (malloc'd, caller frees), exactly one "healthy" when nothing is
  * worth fixing. Returns 0 or a GS_E code (*out NULL, *n 0). v is only read. */
 int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, struct store_finding **out, size_t *n);
+
+/* Why rules could not judge the run loaded in v (the usual window), into buf (n bytes), "; " between
+ * them: mixed_precision on a GPU without GPM when the job did not say its precision, host_code_bound
+ * on a host whose CPUs were contended; "" when every rule could. For a report's notes (healthy's evidence says it as
+ * "not_judged"). Returns buf. */
+const char *doctor_not_judged(const struct runview *v, char *buf, size_t n);
 
 /* Diagnoses run_id, replaces its findings in the store, and returns them ranked in *out (malloc'd,
  * caller frees; out may be NULL). When the diagnosis succeeds but the store refuses the write, the
@@ -59,18 +68,20 @@ const char *doctor_role_name(enum doctor_role role);
 int doctor_is_stall(double gap_s, double typical_s);
 
 /* Several findings of one run usually share the same step time (an input-bound run's data wait is
- * both input_bound's and loader_workers' cost), so their speed-ups neither add nor multiply. One
- * step-time model combines them: a window is periodic stalls plus steps, and a step is data wait,
- * host-side idle, GPU work and a straggler's wait; each finding shrinks one of these parts, and of the
- * findings that shrink the same part only the largest counts. underused_gpus (more GPUs, not a shorter
- * step) and healthy are left out. */
+ * both input_bound's and loader_workers' cost), so their speed-ups neither add nor multiply. Every
+ * finding of the step model states its change to one model of the step (its evidence's "change" and
+ * "step_model"): T = stalls + step, the step = data wait + host-to-device + straggler wait + GPU work
+ * + host idle, loading in workers overlapping the rest (docs/diagnosis.md, "The step model").
+ * "Fixing all" applies every change to the same T: T / T'. Findings without a change (underused_gpus:
+ * more GPUs, not a shorter step; healthy; runs diagnosed before the model) are left out. */
 struct doctor_combined {
   int findings;    /* findings the estimate combines */
-  int overlapping; /* 1 when two or more of them act on the same part of the step */
-  double share;    /* share of the window the fixes together would win back */
-  double speedup;  /* 1 / (1 - share) */
+  int overlapping; /* 1 when two or more of them change the same term of the step */
+  double share;    /* share of the window the fixes together would win back: 1 - 1 / speedup */
+  double speedup;  /* T / T' with every change applied: at least the largest of the findings' own estimates,
+                      and winning back at most their shares added up (no idle second counted twice) */
 };
-/* Combines f[0..n) as above. Can't fail; findings == 0 when none counts. */
+/* Combines f[0..n) as above. Can't fail; findings == 0 (speedup 1) when none counts. */
 void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combined *out);
 
 #endif

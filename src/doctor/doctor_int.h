@@ -14,61 +14,75 @@
 #include "store/store.h"
 
 /* ---- thresholds and model constants (docs/diagnosis.md states each; the rules use no others) ---- */
-#define DR_INPUT_SHARE 0.20          /* data wait, share of step time, that makes a run input-bound */
-#define DR_LOADER_CPU_IDLE 0.35      /* loader below this (cores per loading process, at most): latency */
-#define DR_WORKER_MEM_SAFETY 0.80    /* share of free memory new workers may take */
-#define DR_MAX_WORKERS 32            /* never advise more loader processes than this */
-#define DR_WORKER_HEADROOM 1.25      /* advise workers enough for loading this much slower */
-#define DR_WORKERS_NEAR_BEST 1.05    /* ... the fewest within this factor of the best step time */
-#define DR_WORKERS_MIN_SPEEDUP 1.05  /* loader_workers fires only when its model promises this */
-#define DR_GIL_THREADS 4             /* a training process with this many threads ... */
-#define DR_GIL_CORES_LO 0.70         /* ... keeping between this ... */
-#define DR_GIL_CORES_HI 1.30         /* ... and this many cores busy: Python threads under one GIL */
-#define DR_IO_DSTATE 0.25            /* share of the loading processes' time in D state */
-#define DR_IO_PSI 20.0               /* PSI io some, % of wall time (halves the D-state threshold) */
-#define DR_INFER_GPU_UTIL 50.0       /* no step timings: a used GPU below this util next to a saturated CPU */
-#define DR_HOSTCODE_GPU_UTIL 60.0    /* GPU util below which an un-starved GPU is waiting on the host */
-#define DR_HOSTCODE_MIN_SHARE 0.10   /* ... when the idle share left over is at least this */
-#define DR_HOSTCODE_TARGET_UTIL 90.0 /* util a GPU reaches with host overhead removed */
-#define DR_LAUNCH_CORES 0.85         /* a training process busier than this: launch overhead */
-#define DR_HOSTCODE_CPU_CORES 0.50   /* CPU-only run: the job using less than this many cores is waiting */
-#define DR_SATURATED 0.85            /* share of the job's usable cores that counts as saturated */
-#define DR_MIN_USABLE_CORES 0.5      /* usable cores are never taken as fewer than this */
-#define DR_BATCH_MEM_FREE 0.50       /* GPU memory peak below this share of total: a larger batch fits */
-#define DR_BATCH_MEM_FIT 0.90        /* ... a k-times batch fits when k x peak stays below this share */
-#define DR_BATCH_MAX_SCALE 8         /* never advise more than this multiple of the batch */
-#define DR_BATCH_MIN_SPEEDUP 1.05    /* batch_too_small fires only when its model promises this */
-#define DR_MP_CC 7.0                 /* compute capability with tensor cores */
-#define DR_MP_TENSOR_IDLE 5.0        /* tensor pipes active below this % while the GPU is busy */
-#define DR_MP_SM_BUSY 20.0           /* ... busy: SM activity at least this % (GPM) */
-#define DR_MP_UTIL_BUSY 50.0         /* ... or, without GPM, util at least this % */
-#define DR_MP_GAIN 0.40              /* share of GPU-busy time AMP removes (model in diagnosis.md) */
-#define DR_PCIE_RX_HEAVY 1.0e9       /* host-to-device bytes/s that count as heavy copying */
-#define DR_H2D_SHARE_HEAVY 0.10      /* ... or the client's h2d phase at least this share of the step */
-#define DR_PAGEABLE_BW 6.0e9         /* pageable host-to-device bandwidth assumed, bytes/s */
-#define DR_PAGEABLE_COPY_MAX 0.90    /* a copy share from PCIe RX is capped here */
-#define DR_PINNED_GAIN 0.50          /* share of the copy time pinned, non-blocking copies remove */
-#define DR_THROTTLE_SHARE 0.05       /* share of the run with clocks cut by heat or power */
-#define DR_STALL_MIN_S 0.20          /* a step gap at least this much longer than usual is a stall */
-#define DR_STALL_FACTOR 3.0          /* ... and at least this many typical steps long */
-#define DR_STALL_MIN_COUNT 3         /* stalls needed to call them periodic */
-#define DR_STALL_MIN_STEPS 10        /* steps needed to look for stalls between them */
-#define DR_STALL_REGULARITY 0.35     /* coefficient of variation of the stall spacing */
-#define DR_STALL_MIN_SHARE 0.05      /* periodic stalls must cost this share of the window */
-#define DR_STALL_MARK_S 1.0          /* a mark this close before or after a stall names it */
-#define DR_STALL_LOADER 0.50         /* stalls at least this much data wait are loader restarts */
-#define DR_STRAGGLER_POINTS 15.0     /* util/SM activity points below the other GPUs' median */
-#define DR_STRAGGLER_CLOCK 0.10      /* SM clock this much below the other GPUs' median */
-#define DR_RANK_DATA_SHARE 0.10      /* a rank's extra data wait, share of the step, that makes it a straggler */
-#define DR_RANK_DATA_MIN_S 0.005     /* ... and at least this many seconds a step */
-#define DR_IDLE_GPU_UTIL 10.0        /* a GPU below this mean util is idle */
-#define DR_BUSY_GPU_UTIL 30.0        /* ... while another is above this */
-#define DR_SCALING_EFFICIENCY 0.90   /* data parallel scaling assumed when idle GPUs join */
-#define DR_MIN_STEPS 3               /* steps (or a rank's steps) needed for any step figure */
-#define DR_LATENCY_MIN_EXTRA 2       /* input_latency advises at least this many workers more */
-#define DR_MAX_LOST 0.95             /* a speed-up 1 / (1 - lost) is never taken from more lost than this */
-#define DR_MIN_SHARE 0.03            /* a finding must cost at least this share of the run */
-#define DR_MIN_SPEEDUP 1.03          /* ... or promise at least this speed-up */
+#define DR_INPUT_SHARE 0.20           /* data wait, share of step time, that makes a run input-bound */
+#define DR_LOADER_CPU_IDLE 0.35       /* loader below this (cores per loading process, at most): latency */
+#define DR_WORKER_MEM_SAFETY 0.80     /* share of free memory new workers may take */
+#define DR_MAX_WORKERS 32             /* never advise more loader processes than this */
+#define DR_WORKER_HEADROOM 1.25       /* advise workers enough for loading this much slower */
+#define DR_WORKERS_NEAR_BEST 1.05     /* ... the fewest within this factor of the best step time */
+#define DR_WORKERS_MIN_SPEEDUP 1.05   /* loader_workers fires only when its model promises this */
+#define DR_GIL_THREADS 4              /* a training process with this many threads ... */
+#define DR_GIL_CORES_LO 0.70          /* ... keeping between this ... */
+#define DR_GIL_CORES_HI 1.30          /* ... and this many cores busy: Python threads under one GIL */
+#define DR_IO_DSTATE 0.25             /* share of the loading processes' time in D state */
+#define DR_IO_PSI 20.0                /* PSI io some, % of wall time (halves the D-state threshold) */
+#define DR_INFER_GPU_UTIL 50.0        /* no step timings: a used GPU below this util next to a saturated CPU */
+#define DR_HOSTCODE_GPU_UTIL 60.0     /* GPU util below which an un-starved GPU is waiting on the host */
+#define DR_HOSTCODE_MIN_SHARE 0.10    /* ... when the idle share left over is at least this */
+#define DR_HOSTCODE_TARGET_UTIL 90.0  /* util a GPU reaches with host overhead removed */
+#define DR_LAUNCH_CORES 0.85          /* a training process busier than this: launch overhead */
+#define DR_HOSTCODE_CPU_CORES 0.50    /* CPU-only run: the job using less than this many cores is waiting */
+#define DR_CPU_CONTENDED 80.0         /* host PSI cpu some, %: the CPUs are full (no host code, no more workers) */
+#define DR_SATURATED 0.85             /* share of the job's usable cores that counts as saturated */
+#define DR_MIN_USABLE_CORES 0.5       /* usable cores are never taken as fewer than this */
+#define DR_BATCH_MEM_FREE 0.50        /* GPU memory peak below this share of total: a larger batch fits */
+#define DR_BATCH_MEM_FIT 0.90         /* ... a k-times batch fits when k x peak stays below this share */
+#define DR_BATCH_MAX_SCALE 8          /* never advise more than this multiple of the batch */
+#define DR_BATCH_MIN_SPEEDUP 1.05     /* batch_too_small fires only when its model promises this */
+#define DR_MP_CC 7.0                  /* compute capability with tensor cores */
+#define DR_MP_TENSOR_IDLE 5.0         /* tensor pipes active below this % while the GPU is busy */
+#define DR_MP_SM_BUSY 20.0            /* ... busy: SM activity at least this % (GPM) */
+#define DR_MP_UTIL_BUSY 50.0          /* ... or, without GPM, util at least this % */
+#define DR_MP_GAIN 0.40               /* share of GPU-busy time AMP removes (model in diagnosis.md) */
+#define DR_PCIE_RX_HEAVY 1.0e9        /* host-to-device bytes/s that count as heavy copying */
+#define DR_H2D_SHARE_HEAVY 0.10       /* ... or the client's h2d phase at least this share of the step */
+#define DR_PAGEABLE_BW 6.0e9          /* pageable host-to-device bandwidth assumed, bytes/s */
+#define DR_PAGEABLE_COPY_MAX 0.90     /* a copy share from PCIe RX is capped here */
+#define DR_PINNED_GAIN 0.50           /* share of the copy time pinned, non-blocking copies remove */
+#define DR_THROTTLE_SHARE 0.05        /* share of the run with clocks cut by heat or power */
+#define DR_STALL_MIN_S 0.20           /* a step gap at least this much longer than usual is a stall */
+#define DR_STALL_FACTOR 3.0           /* ... and at least this many typical steps long */
+#define DR_STALL_MIN_COUNT 3          /* stalls needed to call them periodic */
+#define DR_STALL_MIN_STEPS 10         /* steps needed to look for stalls between them */
+#define DR_STALL_REGULARITY 0.35      /* coefficient of variation of the stall spacing */
+#define DR_STALL_MIN_SHARE 0.05       /* periodic stalls must cost this share of the window */
+#define DR_STALL_MARK_S 1.0           /* a mark this close before or after a stall names it */
+#define DR_STALL_LOADER 0.50          /* stalls at least this much data wait are loader restarts */
+#define DR_STRAGGLER_POINTS 15.0      /* util/SM activity points below the other GPUs' median */
+#define DR_STRAGGLER_CLOCK 0.10       /* SM clock this much below the other GPUs' median */
+#define DR_RANK_DATA_SHARE 0.10       /* a rank's extra data wait, share of the step, that makes it a straggler */
+#define DR_RANK_DATA_MIN_S 0.005      /* ... and at least this many seconds a step */
+#define DR_IDLE_GPU_UTIL 10.0         /* a GPU below this mean util is idle */
+#define DR_BUSY_GPU_UTIL 30.0         /* ... while another is above this */
+#define DR_SCALING_EFFICIENCY 0.90    /* data parallel scaling assumed when idle GPUs join */
+#define DR_MIN_STEPS 3                /* steps (or a rank's steps) needed for any step figure */
+#define DR_LATENCY_MIN_EXTRA 2        /* input_latency advises at least this many workers more */
+#define DR_MAX_LOST 0.95              /* a speed-up 1 / (1 - lost) is never taken from more lost than this */
+#define DR_MIN_SHARE 0.03             /* a finding must cost at least this share of the run */
+#define DR_MIN_SPEEDUP 1.03           /* ... or promise at least this speed-up */
+#define DR_SEVERITY_HIGH 0.30         /* a finding costing this share of the window is high */
+#define DR_SEVERITY_MEDIUM 0.10       /* ... this share medium, less low */
+#define DR_HOSTCODE_MIN_SPEEDUP 1.0   /* host_code_bound: any gain the model gives (its share decides) */
+#define DR_MIN_UTIL_PCT 1.0           /* batch_too_small: activity below this % is taken as this (no 0 divide) */
+#define DR_LATENCY_MIN_COMPUTE_S 1e-3 /* input_latency: a compute phase below this is taken as this */
+#define DR_LATENCY_SPARE 1            /* ... and advises this many workers more than keep up exactly */
+#define DR_IO_DSTATE_PSI 0.125        /* D-state share that is storage when PSI io is high as well */
+#define DR_TRAINER_COVERAGE 0.5       /* the training process lives at least this share of the window */
+#define DR_WORKER_COVERAGE 0.3        /* a loader worker lives at least this share of the window */
+#define DR_MAX_WORKERS_PARAM 4096     /* a num_workers param above this is not believed (the tree's count is) */
+#define DR_WORKERS_LISTED 8           /* loader_workers' evidence lists the estimate of this many counts */
+#define DR_STALL_MARK_STEPS 2         /* ... or within this many typical steps after a stall ends */
+#define DR_STALL_MAX_SHARE 0.95       /* the step model takes periodic stalls as at most this share */
 
 enum { DR_MAX_GPUS = 64, DR_MAX_RANKS = 256 };
 
@@ -83,8 +97,8 @@ struct dr_gpu {
   int used; /* the job had a process on it, or it was busy */
   char name[128];
   double cc; /* compute capability, NAN unknown */
-  struct dr_stats util, sm_active, tensor, mem_used, mem_total, power, power_limit, temp, sm_clock, sm_clock_max,
-      pcie_rx;
+  struct dr_stats util, mem_util, sm_active, tensor, mem_used, mem_total, power, power_limit, temp, sm_clock,
+      sm_clock_max, pcie_rx;
   double throttle_share;    /* share of the window with thermal/power clock reasons (NAN: no data) */
   unsigned throttle_mask;   /* union of those reasons seen */
   double throttle_clock;    /* mean SM clock while throttled (NAN unknown) */
@@ -162,6 +176,15 @@ struct dr_run {
   struct dr_gpu *gpus;
   int ngpus, nused;
   double used_util; /* mean util of the used GPUs with util data, NAN none */
+  int nutil;        /* GPUs with util readings */
+
+  /* set by the rules for the step model: the straggler term, a straggling rank's or GPU's lost share
+   * of the step that the others wait (NAN none; a focus rank's own data wait and a GPU's slower
+   * clocks change other terms), and the GPU whose pace sets the step (-1: none) */
+  double strag_lost;
+  double stall_data_share; /* periodic_stall: the data wait inside the stalls, share of the window (NAN unknown) */
+  int strag_gpu;
+  char not_judged[512]; /* why rules could not judge ("" none), "; " between them (dr_not_judged) */
 };
 
 /* Derives every signal of the run in v over [from, to] (ns since run start; INT64_MIN / INT64_MAX:
@@ -204,8 +227,10 @@ int dr_load_ranks(struct dr_run *d);
 /* ---- building findings (finding.c) ---- */
 
 /* The list the rules append to. */
+struct dr_change_req;
 struct dr_findings {
   struct store_finding *v;
+  struct dr_change_req *ch; /* beside v: each finding's change to the step model */
   size_t n, cap;
   int oom;
 };
@@ -227,6 +252,10 @@ void dr_json_raw(struct dr_json *j, const char *key, const char *json); /* json 
  * Returns it for title, evidence and fix to be filled, or NULL when out of memory. */
 struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, const char *rule, double share,
                              double speedup);
+/* Sets f's share (of the window), speed-up, lost time and the severity that follows the share. */
+void dr_set_estimate(struct store_finding *f, const struct dr_run *d, double share, double speedup);
+/* Adds a reason a rule could not judge to d->not_judged (printf-style; "; " between reasons). */
+void dr_not_judged(struct dr_run *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* v, or dflt when v is not finite. */
 double dr_fin(double v, double dflt);
 /* qsort comparator for doubles, ascending. */
@@ -257,8 +286,73 @@ void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_underused(struct dr_run *d, struct dr_findings *fs);
 
+/* Cores the job could use: its cores less what other work took (at least DR_MIN_USABLE_CORES); NAN
+ * when the CPUs, or (with host CPU readings expected) other work, are unknown (rules_loop.c). */
+double dr_usable_cores(const struct dr_run *d);
+/* Processes loading now: the num_workers param when sent, else the worker processes seen. */
+int dr_current_workers(const struct dr_run *d);
+
 /* The loader_workers model (rules_loop.c), exposed for its unit test: the step time with w loader
  * processes. */
 double dr_workers_step_s(const struct dr_run *d, double load_s, int w);
+
+/* ---- the step model (step_model.c; docs/diagnosis.md, "The step model") ----
+ *
+ * One model of the loop every estimate is a change to. Time per unit of work T = stalls + step; the
+ * step's terms are shares of the measured step (the step = 1): the data wait, host-to-device copies,
+ * the wait for a straggler, GPU work and host idle / launch (the rest). Loading overlaps compute when
+ * it runs in workers: step = max(h2d + straggler + gpu + host, load / workers, cpu); in the training
+ * process (workers 0) it adds to the step. A finding's speed-up is T / T' for its change alone;
+ * "fixing all" applies every finding's change to the same T. */
+enum dr_term { DR_TERM_STALL, DR_TERM_DATA, DR_TERM_H2D, DR_TERM_STRAGGLER, DR_TERM_GPU, DR_TERM_HOST, DR_NTERMS };
+
+struct dr_step {
+  double term[DR_NTERMS]; /* stall: seconds of stalls per second of steps; the others: shares of the step */
+  double fill;            /* share of the gpu term that is filled work (a bigger batch shrinks the rest); 1 unknown */
+  double load;            /* one batch's loading on one process, share of the step; NAN: loading bounds nothing */
+  double workers;         /* processes loading now (0: the training process itself) */
+  double cpu;             /* the job's CPU per step / its usable cores, share of the step; NAN unknown */
+  int valid;              /* 0: no model (nothing measured to build it from) */
+};
+
+/* What one finding changes: each term scaled (1 unchanged; 0 gone), the loader's processes (NAN
+ * unchanged) and the batch multiplied (1 unchanged). */
+struct dr_change {
+  double factor[DR_NTERMS];
+  double workers, batch;
+};
+
+/* A change that changes nothing. */
+void dr_change_none(struct dr_change *c);
+/* T for model m under change c (NULL: as measured), in steps. NAN when m is not valid. */
+double dr_step_time(const struct dr_step *m, const struct dr_change *c);
+/* T / T' for c alone, at least 1; 1 when m is not valid. */
+double dr_step_speedup(const struct dr_step *m, const struct dr_change *c);
+/* Composes b into a: factors multiply, the most workers and the largest batch win. */
+void dr_change_add(struct dr_change *a, const struct dr_change *b);
+/* The term's name in evidence ("stall", "data", "h2d", "straggler", "gpu", "host"). */
+const char *dr_term_name(int term);
+/* Builds the run's model from its signals and the findings so far (the stall share of
+ * periodic_stall, the straggler's lost share). Can't fail: m->valid 0 when nothing was measured. */
+void dr_step_build(const struct dr_run *d, const struct dr_findings *fs, struct dr_step *m);
+
+/* How a rule states its change (kept beside its finding until the model is built): scale a term by
+ * value (DR_CH_FACTOR), take value (a share of the window) off a term (DR_CH_REMOVE), load in value
+ * processes (DR_CH_WORKERS), a value-times batch (DR_CH_BATCH), or shrink host idle until the GPU is
+ * busy value (a share) of the compute path (DR_CH_HOST_TO_UTIL). min_speedup: the rule's own
+ * threshold — under it the finding is dropped. */
+enum { DR_CH_NONE, DR_CH_FACTOR, DR_CH_REMOVE, DR_CH_WORKERS, DR_CH_BATCH, DR_CH_HOST_TO_UTIL };
+struct dr_change_req {
+  int kind, term;
+  double value, min_speedup;
+};
+/* States the change of finding f (the last one dr_add returned). */
+void dr_set_change(struct dr_findings *fs, const struct store_finding *f, int kind, int term, double value,
+                   double min_speedup);
+/* Resolves a request against m into a change. Returns 0 when it is outside the model (DR_CH_NONE). */
+int dr_change_resolve(const struct dr_step *m, const struct dr_change_req *r, struct dr_change *c);
+/* Appends the model and the change to evidence (a JSON object of cap bytes) as "change" and
+ * "step_model" members; left out when they do not fit. */
+void dr_step_evidence(char *evidence, size_t cap, const struct dr_step *m, const struct dr_change *c);
 
 #endif

@@ -34,6 +34,18 @@ void dr_printf(char *dst, size_t cap, const char *fmt, ...) {
     dst[0] = 0;
 }
 
+void dr_not_judged(struct dr_run *d, const char *fmt, ...) {
+  size_t len = strlen(d->not_judged);
+  if (len && len + 2 < sizeof d->not_judged)
+    memcpy(d->not_judged + len, "; ", 3), len += 2;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(d->not_judged + len, sizeof d->not_judged - len, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    d->not_judged[len] = 0;
+}
+
 const char *dr_fmt(char *dst, size_t cap, double v, int decimals, const char *unit) {
   if (!isfinite(v))
     dr_printf(dst, cap, "—");
@@ -119,17 +131,28 @@ void dr_name_node(const struct dr_run *d, struct store_finding *f) {
   memcpy(f->evidence, out, sizeof out);
 }
 
+/* A string value, escaped and cut to its field on a character boundary: a job's names may hold any
+ * bytes, and the evidence must stay valid JSON whatever they are (invalid UTF-8 becomes U+FFFD). */
 void dr_json_str(struct dr_json *j, const char *key, const char *s) {
   char out[512];
-  size_t o = 0;
+  size_t o = 0, k;
+  uint32_t c;
   out[o++] = '"';
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p && o < sizeof out - 8; p++) {
-    if (*p == '"' || *p == '\\')
-      out[o++] = '\\', out[o++] = (char)*p;
-    else if (*p < 0x20)
-      o += (size_t)snprintf(out + o, sizeof out - o, "\\u%04x", *p);
+  for (const char *p = s ? s : ""; (k = gs_utf8_next(p, &c)); p += k) {
+    char enc[8];
+    size_t n;
+    if (c == '"' || c == '\\')
+      n = (size_t)snprintf(enc, sizeof enc, "\\%c", (char)c);
+    else if (c < 0x20 || c == 0x7f)
+      n = (size_t)snprintf(enc, sizeof enc, "\\u%04x", (unsigned)c);
+    else if (c == 0xfffd && k == 1)
+      n = (size_t)snprintf(enc, sizeof enc, "\\ufffd");
     else
-      out[o++] = (char)*p;
+      memcpy(enc, p, k), n = k;
+    if (o + n + 2 > sizeof out)
+      break; /* the next character does not fit whole: the string ends before it */
+    memcpy(out + o, enc, n);
+    o += n;
   }
   out[o++] = '"';
   out[o] = 0;
@@ -152,24 +175,32 @@ struct store_finding *dr_add(struct dr_findings *fs, const struct dr_run *d, con
   if (fs->n == fs->cap) {
     size_t cap = fs->cap ? fs->cap * 2 : 8;
     struct store_finding *v = realloc(fs->v, cap * sizeof *v);
-    if (!v) {
+    if (v)
+      fs->v = v;
+    struct dr_change_req *ch = v ? realloc(fs->ch, cap * sizeof *ch) : NULL;
+    if (!ch) {
       fs->oom = 1;
       return NULL;
     }
-    fs->v = v;
+    fs->ch = ch;
     fs->cap = cap;
   }
+  fs->ch[fs->n] = (struct dr_change_req){.kind = DR_CH_NONE, .term = DR_TERM_HOST, .min_speedup = 1};
   struct store_finding *f = &fs->v[fs->n++];
   memset(f, 0, sizeof *f);
   dr_printf(f->rule, sizeof f->rule, "%s", rule);
+  dr_set_estimate(f, d, share, speedup);
+  dr_printf(f->evidence, sizeof f->evidence, "{}");
+  return f;
+}
+
+void dr_set_estimate(struct store_finding *f, const struct dr_run *d, double share, double speedup) {
   f->share = isfinite(share) ? fmin(fmax(share, 0), 1) : 0;
   f->speedup = isfinite(speedup) && speedup >= 1 ? speedup : 1;
   f->lost_s = isfinite(d->window_s) ? f->share * d->window_s : NAN; /* unknown window: unknown time */
   dr_printf(f->severity, sizeof f->severity, "%s",
-            f->share >= 0.30   ? "high"
-            : f->share >= 0.10 ? "medium"
-            : f->share > 0     ? "low"
-                               : "info");
-  dr_printf(f->evidence, sizeof f->evidence, "{}");
-  return f;
+            f->share >= DR_SEVERITY_HIGH     ? "high"
+            : f->share >= DR_SEVERITY_MEDIUM ? "medium"
+            : f->share > 0                   ? "low"
+                                             : "info");
 }

@@ -30,22 +30,27 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
   }
   if (!worst || !(ratio < DR_BATCH_MEM_FREE) || !(ratio > 0))
     return;
-  /* Activity a larger batch would raise: SM activity where GPM measures it, else util. */
-  double act = worst->sm_active.n ? worst->sm_active.mean : worst->util.mean;
+  /* A GPU that waits for its input is not filled by a bigger batch: each step's data cost grows with
+   * it, and the idle time is the data wait's, not per-step overhead. */
+  if (d->data_share >= DR_INPUT_SHARE)
+    return;
+  /* How filled the GPU's busy time is: SM activity where GPM measures it, else memory-controller
+   * utilisation, else util (the batch then amortises host idle only). */
+  const char *signal = worst->sm_active.n ? "sm_active" : worst->mem_util.n ? "mem_util" : "util";
+  double act = worst->sm_active.n ? worst->sm_active.mean : worst->mem_util.n ? worst->mem_util.mean : worst->util.mean;
   if (!isfinite(act))
     return;
-  double u = fmin(fmax(act / 100, 0.01), 1);
+  act = fmax(act, DR_MIN_UTIL_PCT);
   int k = 1;
   while (k * 2 <= DR_BATCH_MAX_SCALE && (k * 2) * ratio <= DR_BATCH_MEM_FIT)
     k *= 2;
   if (k < 2)
     return;
-  double speedup = k / (k * u + (1 - u));
-  if (speedup < DR_BATCH_MIN_SPEEDUP)
-    return;
-  struct store_finding *f = dr_add(fs, d, "batch_too_small", 1 - 1 / speedup, speedup);
+  struct store_finding *f = dr_add(fs, d, "batch_too_small", 0, 1);
   if (!f)
     return;
+  /* The step model decides the figure (and drops the finding below DR_BATCH_MIN_SPEEDUP). */
+  dr_set_change(fs, f, DR_CH_BATCH, DR_TERM_HOST, k, DR_BATCH_MIN_SPEEDUP);
   char used[32], tot[32], nb[48], code[200];
   gs_fmt_bytes(worst->mem_used.max, used, sizeof used);
   gs_fmt_bytes(mem_total(worst), tot, sizeof tot);
@@ -69,15 +74,17 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "mem_total_bytes", mem_total(worst));
   dr_json_num(&j, "mem_used_share", ratio);
   dr_json_num(&j, "sm_active_pct", worst->sm_active.mean);
+  dr_json_num(&j, "mem_util_pct", worst->mem_util.mean);
   dr_json_num(&j, "gpu_util_pct", worst->util.mean);
+  dr_json_str(&j, "fill_signal", signal);
   dr_json_num(&j, "batch_size", d->batch_size);
   dr_json_int(&j, "batch_scale", k);
   dr_json_num(&j, "recommended_batch", isfinite(d->batch_size) ? d->batch_size * k : NAN);
   dr_json_str(&j, "model",
-              "the unfilled share of the GPU is per-step overhead a k-times batch amortises: "
-              "speed-up = k / (k*a + 1 - a), a = SM activity (or util)");
+              "a k-times batch pays per-step overhead 1/k as often: the host idle term and the unfilled share of "
+              "GPU work (1 - fill, fill = SM activity, else memory-controller util, over util) shrink by k");
   dr_printf(f->fix, sizeof f->fix,
-            "GPU %d peaks at %s of %s, and with SM activity at %.0f%% the GPU is under-filled. Raise the batch "
+            "GPU %d peaks at %s of %s, and with %s at %.0f%% the GPU is under-filled. Raise the batch "
             "from %s (memory allows about %dx, counting all used memory as batch-dependent, so it is a safe "
             "figure). Scale the learning rate with the batch (linear scaling with a few epochs of warm-up; "
             "LARS/LAMB for very large batches) and check that the model still converges to the same accuracy; "
@@ -89,10 +96,23 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
             "Keras:\n"
             "  model.compile(optimizer=keras.optimizers.SGD(learning_rate=base_lr * %d), loss=...)\n"
             "  model.fit(ds.batch(new_bs), ...)",
-            worst->index, used, tot, act, nb, k, code, k);
+            worst->index, used, tot,
+            !strcmp(signal, "sm_active")  ? "SM activity"
+            : !strcmp(signal, "mem_util") ? "memory-controller utilisation (no SM activity readings)"
+                                          : "util",
+            act, nb, k, code, k);
 }
 
 /* ---- mixed_precision ---- */
+
+/* A precision param that says nothing: as good as none. */
+static int precision_unknown(const char *p) {
+  static const char *names[] = {"", "unknown", "none", "null", "auto"};
+  for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    if (!strcasecmp(p, names[i]))
+      return 1;
+  return 0;
+}
 
 static int precision_is_fp32(const char *p) {
   static const char *names[] = {"fp32", "float32", "32", "32-true", "torch.float32", "full", "single", "float"};
@@ -103,8 +123,8 @@ static int precision_is_fp32(const char *p) {
 }
 
 void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
-  int fp32 = precision_is_fp32(d->precision);
-  if (d->precision[0] && !fp32)
+  int fp32 = precision_is_fp32(d->precision), unknown = precision_unknown(d->precision);
+  if (!unknown && !fp32)
     return; /* the job says it already runs in reduced precision */
   const struct dr_gpu *g = NULL;
   for (int i = 0; i < d->ngpus && !g; i++)
@@ -115,6 +135,12 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   /* Tensor pipes idle mean something only while the SMs work: by GPM where it exists, else util. */
   int busy = g->sm_active.n ? g->sm_active.mean >= DR_MP_SM_BUSY : g->util.n && g->util.mean >= DR_MP_UTIL_BUSY;
   int tensor_idle = g->tensor.n && g->tensor.mean < DR_MP_TENSOR_IDLE && busy;
+  if (!fp32 && !g->tensor.n)
+    /* Without GPM (V100, A100, L4, T4) the precision is the only way to tell: the report says so. */
+    dr_not_judged(d,
+                  "mixed_precision: the job's precision is unknown (no precision param) and GPU %d has no "
+                  "tensor-pipe readings (no GPM), so whether it trains in fp32 cannot be told",
+                  g->index);
   if (!fp32 && !tensor_idle)
     return;
   /* The model scales with the GPU's busy time: util, else SM activity; with neither it has no figure. */
@@ -126,6 +152,7 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   struct store_finding *f = dr_add(fs, d, "mixed_precision", share, 1 / (1 - share));
   if (!f)
     return;
+  dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_GPU, 1 - DR_MP_GAIN, 1);
   dr_printf(f->title, sizeof f->title, "Mixed precision: %s on a compute capability %.1f GPU",
             tensor_idle ? "tensor cores idle" : "the job trains in fp32", g->cc);
   struct dr_json j;
@@ -139,8 +166,8 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "busy_pct_used", busy_pct);
   dr_json_num(&j, "gain_of_busy_time", DR_MP_GAIN);
   dr_json_str(&j, "model",
-              "AMP removes 40% of GPU-busy time (2x on tensor-core math, less on memory-bound "
-              "kernels): speed-up = 1 / (1 - 0.4 * util)");
+              "AMP scales the GPU work term by 0.6 (2x on tensor-core math, less on memory-bound "
+              "kernels): speed-up = T / (T - 0.4 * GPU work)");
   dr_printf(f->fix, sizeof f->fix,
             "GPU %d (%s, compute capability %.1f) has tensor cores, but %s. Train with automatic mixed "
             "precision: bf16 where supported (CC >= 8.0: no loss scaling), fp16 with a gradient scaler "
@@ -176,11 +203,10 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
   double copy =
       isfinite(d->h2d_share) && d->h2d_share > 0 ? d->h2d_share : fmin(rx / DR_PAGEABLE_BW, DR_PAGEABLE_COPY_MAX);
   double share = copy * DR_PINNED_GAIN;
-  if (share < DR_MIN_SHARE)
-    return;
   struct store_finding *f = dr_add(fs, d, "pageable_copies", share, 1 / (1 - share));
   if (!f)
     return;
+  dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_H2D, 1 - DR_PINNED_GAIN, 1);
   char rate[80];
   if (isfinite(rx))
     dr_printf(rate, sizeof rate, "%.1f GB/s host-to-device", rx / 1e9);
@@ -196,8 +222,8 @@ void dr_rule_pageable(struct dr_run *d, struct dr_findings *fs) {
   dr_json_str(&j, "pin_memory", "false");
   dr_json_num(&j, "pageable_bw_assumed_bytes_s", DR_PAGEABLE_BW);
   dr_json_str(&j, "model",
-              "copy share = h2d share (else PCIe RX / 6 GB/s pageable bandwidth); pinned, "
-              "non-blocking copies halve it: speed-up = 1 / (1 - copy share / 2)");
+              "the h2d term = the h2d phase (else PCIe RX / 6 GB/s pageable bandwidth, of what the GPU's work "
+              "leaves of the step); pinned, non-blocking copies halve it: speed-up = T / (T - h2d / 2)");
   dr_printf(f->fix, sizeof f->fix,
             "The GPU receives %s from pageable memory (pin_memory is off): the driver stages "
             "every batch through a bounce buffer, at about half the bandwidth, and the copy cannot overlap "
@@ -248,6 +274,7 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
   struct store_finding *f = dr_add(fs, d, "throttled", worst_lost, 1 / (1 - fmin(worst_lost, DR_MAX_LOST)));
   if (!f)
     return;
+  dr_set_change(fs, f, DR_CH_REMOVE, DR_TERM_GPU, worst_lost, 1);
   dr_printf(f->title, sizeof f->title, "Throttled: GPU %d clocks cut %.0f%% of the time (%s)", worst->index,
             worst->throttle_share * 100, reasons);
   struct dr_json j;
@@ -264,8 +291,8 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "power_limit_w", worst->power_limit.max);
   dr_json_num(&j, "util_throttled_pct", worst->throttle_util);
   dr_json_str(&j, "model",
-              "lost = throttled share * (1 - clock ratio) * util while throttled (work follows the "
-              "SM clock)");
+              "the GPU work term loses throttled share * (1 - clock ratio) * util while throttled of the window "
+              "(work follows the SM clock)");
   char clk[40], ref[40], temp[24], pw[24], pl[24];
   dr_fmt(clk, sizeof clk, worst->throttle_clock, 0, "MHz");
   dr_fmt(ref, sizeof ref, dr_fin(worst->clock_unthrottled, worst->sm_clock_max.max), 0, "MHz");
@@ -391,6 +418,14 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs, int *rank) {
   struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - lost));
   if (!f)
     return 1;
+  /* The others wait for it inside their compute (the straggler term); where the loop's figures are
+   * the straggling rank's own (a group's focus node), its data wait comes down to the others'. */
+  if (d->host[0] && d->host_rank == who->rank && who->data_mean > 0) {
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, others / who->data_mean, 1);
+  } else {
+    d->strag_lost = fmax(dr_fin(d->strag_lost, 0), lost);
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_STRAGGLER, 0, 1);
+  }
   dr_printf(f->title, sizeof f->title,
             "Straggler: rank %d waits %.0f ms per step for data, the other%s %.0f ms — %s for it", who->rank,
             who->data_mean * 1e3, d->nranks > 2 ? "s" : "", others * 1e3, d->nranks > 2 ? "they wait" : "it waits");
@@ -405,8 +440,8 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs, int *rank) {
   dr_json_int(&j, "ranks", (long long)d->nranks);
   dr_json_int(&j, "steps", (long long)who->nsteps);
   dr_json_str(&j, "model",
-              "synchronous data parallel: every rank waits at the all-reduce for the slowest; "
-              "lost = (its data wait - the others' median) / median step");
+              "synchronous data parallel: every rank waits at the all-reduce for the slowest; the straggler "
+              "term = (its data wait - the others' median) / median step, which its fix removes");
   dr_printf(f->fix, sizeof f->fix,
             "Rank %d spends %.0f ms more per step waiting for its next batch than the median of the others "
             "(%.0f vs %.0f ms of a %.0f ms step); the other ranks spend that time waiting for it in the gradient "
@@ -454,6 +489,16 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   struct store_finding *f = dr_add(fs, d, "straggler", lost, 1 / (1 - fmin(lost, DR_MAX_LOST)));
   if (!f)
     return;
+  /* Slower clocks: its kernels take longer, so its fix shortens the GPU work term by its pace to the
+   * median's. Less activity at the same clocks: it is fed or scheduled slowly, and the others wait
+   * for it (the straggler term, of what GPU work and copies leave), its own util the GPU work. */
+  d->strag_gpu = who;
+  if (by_clock) {
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_GPU, 1 - lost, 1);
+  } else {
+    d->strag_lost = fmax(dr_fin(d->strag_lost, 0), lost);
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_STRAGGLER, 0, 1);
+  }
   const char *what = by_clock ? "SM clock" : all_sm ? "SM activity" : "utilisation";
   if (by_clock)
     dr_printf(f->title, sizeof f->title, "Straggler: GPU %d runs at %.0f MHz vs %.0f MHz on the others", g->index, mine,
@@ -473,8 +518,9 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "throttled_share", g->throttle_share);
   name_host(d, f, &j, "gpu", g->index);
   dr_json_str(&j, "model",
-              "synchronous data parallel runs at the slowest rank's pace (waiting ranks spin in "
-              "collectives and look busy): lost = (others - it) / others");
+              "synchronous data parallel runs at the slowest rank's pace (waiting ranks spin in collectives and "
+              "look busy): the straggler term = (others - it) / others of what its GPU work leaves of the step; "
+              "its fix brings its pace to the median");
   dr_printf(f->fix, sizeof f->fix,
             "GPU %d is %.0f%% slower than the median of the other %d GPUs by %s (%.0f vs %.0f). In synchronous "
             "data parallel every step waits for the slowest rank, so the whole job runs at its pace. %s Check "
@@ -516,7 +562,9 @@ void dr_rule_underused(struct dr_run *d, struct dr_findings *fs) {
   if (!(busy && idle) && !none_used)
     return;
   double share = (double)idle / known;
-  double speedup = busy ? DR_SCALING_EFFICIENCY * known / busy : 1;
+  /* The idle GPUs join the ones that work (busy or not) at DR_SCALING_EFFICIENCY each. */
+  int working = known - idle;
+  double speedup = busy && working > 0 ? (working + DR_SCALING_EFFICIENCY * idle) / working : 1;
   struct store_finding *f = dr_add(fs, d, "underused_gpus", share, speedup > 1 ? speedup : 1);
   if (!f)
     return;
@@ -532,9 +580,10 @@ void dr_rule_underused(struct dr_run *d, struct dr_findings *fs) {
   dr_json_int(&j, "busy", busy);
   dr_json_str(&j, "idle_gpus", list);
   dr_json_num(&j, "idle_gpu_hours", share * known * d->window_s / 3600);
+  dr_json_int(&j, "working", working);
   dr_json_str(&j, "model",
-              "the idle GPUs joining by data parallel at 90% scaling efficiency: speed-up = 0.9 * "
-              "GPUs / busy GPUs");
+              "the idle GPUs join the working ones by data parallel at 90% scaling efficiency each: speed-up = "
+              "(working + 0.9 * idle) / working (more GPUs, not a shorter step: outside the step model)");
   dr_printf(f->fix, sizeof f->fix,
             "%s Either spread the work over every GPU with data parallelism, or ask for fewer GPUs so the idle "
             "ones serve other jobs.\n"

@@ -17,7 +17,7 @@
 /* Cores the job could use: the CPUs less what other work on the host took, and never more than its
  * cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota). NAN when
  * the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
-static double usable_cores(const struct dr_run *d) {
+double dr_usable_cores(const struct dr_run *d) {
   if (!isfinite(d->cores))
     return NAN;
   if (d->ncpu && !isfinite(d->others_cores))
@@ -28,10 +28,16 @@ static double usable_cores(const struct dr_run *d) {
 
 /* 1 saturated, 0 not, -1 unknown (usable cores or the job's CPU not measured). */
 static int saturated(const struct dr_run *d) {
-  double u = usable_cores(d);
+  double u = dr_usable_cores(d);
   if (!isfinite(u) || !isfinite(d->job_cores))
     return -1;
   return d->job_cores >= DR_SATURATED * u;
+}
+
+/* Do the host's tasks wait for a CPU most of the time (PSI cpu some)? Then a process's low CPU says
+ * it was runnable, not that it waited on something else. */
+static int cpu_contended(const struct dr_run *d) {
+  return d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED;
 }
 
 /* The first used GPU with util readings (the no-steps paths read this one, not GPU 0), or NULL. */
@@ -47,8 +53,8 @@ static double main_cpu(const struct dr_run *d) {
 }
 
 /* Worker processes loading now: the param when the client sent it, else what the process tree shows. */
-static int current_workers(const struct dr_run *d) {
-  if (isfinite(d->num_workers) && d->num_workers >= 0 && d->num_workers < 4096)
+int dr_current_workers(const struct dr_run *d) {
+  if (isfinite(d->num_workers) && d->num_workers >= 0 && d->num_workers <= DR_MAX_WORKERS_PARAM)
     return (int)d->num_workers;
   return d->nworkers;
 }
@@ -60,14 +66,14 @@ static int current_workers(const struct dr_run *d) {
  * lies between (m - (1 - ds) x c_max) / ds and m / ds, and never above the cores the job may use. */
 static void loader_cpu(const struct dr_run *d, double *lo, double *hi) {
   *lo = *hi = NAN;
-  if (current_workers(d) > 0 && d->nworkers > 0) {
+  if (dr_current_workers(d) > 0 && d->nworkers > 0) {
     *lo = *hi = d->worker_cpu;
     return;
   }
   double m = main_cpu(d), ds = d->data_share;
   if (!isfinite(m) || !(ds > 0))
     return;
-  double cap = isfinite(usable_cores(d)) ? usable_cores(d) : d->cores;
+  double cap = isfinite(dr_usable_cores(d)) ? dr_usable_cores(d) : d->cores;
   double c_max = ds < 1 ? m / (1 - ds) : 0;
   if (isfinite(cap))
     c_max = fmin(c_max, cap);
@@ -101,7 +107,7 @@ static int loads_in_threads(const struct dr_run *d) {
 static double dstate_share(const struct dr_run *d) {
   if (!d->tree_dstate.n)
     return NAN;
-  int loaders = current_workers(d) > 0 ? current_workers(d) : 1;
+  int loaders = dr_current_workers(d) > 0 ? dr_current_workers(d) : 1;
   return fmin(1, d->tree_dstate.mean / loaders);
 }
 
@@ -118,7 +124,7 @@ double dr_workers_step_s(const struct dr_run *d, double load_s, int w) {
   else
     s += load_s;
   /* The CPU the job spends per step must still fit on the cores it can use. */
-  double u = usable_cores(d);
+  double u = dr_usable_cores(d);
   if (isfinite(u) && isfinite(d->job_cores) && isfinite(d->step_mean))
     s = fmax(s, d->job_cores * d->step_mean / u);
   return s;
@@ -159,7 +165,11 @@ static int advise_workers(const struct dr_run *d, int w0, double load_s, struct 
   double cores = d->cores;
   /* The model needs the cores the job may use: without them it would promise workers for cores that
    * are not there. */
-  if (!isfinite(cores) || !isfinite(usable_cores(d)) || !isfinite(d->step_mean) || !isfinite(d->job_cores))
+  if (!isfinite(cores) || !isfinite(dr_usable_cores(d)) || !isfinite(d->step_mean) || !isfinite(d->job_cores))
+    return 0;
+  /* Cores whose tasks wait for a CPU nearly all the time are full: more workers only queue (the job's
+   * CPU there is what it got, not what it needs, so the CPU term cannot say so). */
+  if (cpu_contended(d))
     return 0;
   a->wmax = cores >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)floor(cores);
   a->per = bytes_per_worker(d), a->room = memory_room(d);
@@ -193,7 +203,7 @@ static void workers_evidence(struct store_finding *f, const struct dr_run *d, in
   char est[256];
   struct dr_json ej;
   dr_json_begin(&ej, est, sizeof est);
-  for (int w = w0 + 1, k = 0; w <= a->wmax && k < 8; w++, k++) {
+  for (int w = w0 + 1, k = 0; w <= a->wmax && k < DR_WORKERS_LISTED; w++, k++) {
     char key[16];
     snprintf(key, sizeof key, "%d", w);
     dr_json_num(&ej, key, d->step_mean / dr_workers_step_s(d, load_s, w));
@@ -209,7 +219,7 @@ static void workers_evidence(struct store_finding *f, const struct dr_run *d, in
   dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
   dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
-  dr_json_num(&j, "usable_cores", usable_cores(d));
+  dr_json_num(&j, "usable_cores", dr_usable_cores(d));
   dr_json_num(&j, "cpuset_cores", d->cpuset);
   dr_json_num(&j, "other_work_cores", d->others_cores);
   if (threads)
@@ -227,10 +237,20 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
   if (!advise_workers(d, w0, load_s, &a))
     return;
   int rec = a.rec;
-  double speedup = a.speedup, s_new = a.s_new;
-  struct store_finding *f = dr_add(fs, d, "loader_workers", 1 - s_new / d->step_mean, speedup);
+  double s_new = a.s_new;
+  /* The estimate is the step model's (stalls included), the same figure the final pass gives. */
+  struct dr_step m;
+  struct dr_change c;
+  dr_step_build(d, fs, &m);
+  dr_change_none(&c);
+  c.workers = rec;
+  double speedup = dr_step_speedup(&m, &c);
+  if (speedup < DR_WORKERS_MIN_SPEEDUP)
+    return;
+  struct store_finding *f = dr_add(fs, d, "loader_workers", 1 - 1 / speedup, speedup);
   if (!f)
     return;
+  dr_set_change(fs, f, DR_CH_WORKERS, DR_TERM_DATA, rec, DR_WORKERS_MIN_SPEEDUP);
   int threads = loads_in_threads(d);
   if (isfinite(d->num_workers))
     dr_printf(f->title, sizeof f->title, "Cheap win: raise num_workers from %d to %d (about %.1fx faster)", w0, rec,
@@ -269,7 +289,7 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
             "Keras / tf.data:\n"
             "  ds = ds.map(augment, num_parallel_calls=%d).prefetch(tf.data.AUTOTUNE)\n"
             "  # or a keras.utils.PyDataset / Sequence: model.fit(seq, workers=%d, use_multiprocessing=True)",
-            cores_text(lc, sizeof lc, lcpu_lo, lcpu_hi), usable_cores(d), mem, gil, rec, rec == 1 ? "" : "es",
+            cores_text(lc, sizeof lc, lcpu_lo, lcpu_hi), dr_usable_cores(d), mem, gil, rec, rec == 1 ? "" : "es",
             pf ? "" : ", kept alive between epochs", compute_h2d_s(d) * 1e3, load_s * 1e3, s_new * 1e3,
             d->step_mean * 1e3, bs, rec, rec, rec);
 }
@@ -281,6 +301,12 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
   struct store_finding *f = dr_add(fs, d, "input_bound", share, speedup);
   if (!f)
     return;
+  /* With steps: the data term goes (and the loading's CPU with it). Inferred: the GPU's idle time,
+   * which the model holds as host idle when there are no step timings. */
+  if (inferred)
+    dr_set_change(fs, f, DR_CH_REMOVE, DR_TERM_HOST, share, 1);
+  else
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, 0, 1);
   if (inferred)
     dr_printf(f->title, sizeof f->title,
               "Input-bound: GPU %d idles %.0f%% of the time while the job's CPU is saturated (no step timings; "
@@ -298,7 +324,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
   dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
   dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
-  dr_json_num(&j, "usable_cores", usable_cores(d));
+  dr_json_num(&j, "usable_cores", dr_usable_cores(d));
   dr_json_num(&j, "num_workers", isfinite(d->num_workers) ? d->num_workers : d->nprocs ? d->nworkers : NAN);
   if (saturated(d) >= 0)
     dr_json_int(&j, "cpu_saturated", saturated(d));
@@ -306,7 +332,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
     dr_json_num(&j, "cpu_saturated", NAN);
   if (g)
     dr_json_num(&j, "gpu_util_pct", g->util.mean);
-  dr_json_str(&j, "model", "speed-up if the data wait went away: step / (step - data wait)");
+  dr_json_str(&j, "model", "the data term goes (producing a batch costs nothing): speed-up = T / (T - data wait)");
   char wait[96];
   if (isfinite(d->data_mean) && isfinite(d->step_mean))
     dr_printf(wait, sizeof wait, "The step waits %.0f ms of %.0f ms for its batch", d->data_mean * 1e3,
@@ -344,7 +370,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
 
 static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu_lo, double lcpu_hi) {
   double ch = compute_h2d_s(d);
-  double need = ceil(dr_fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, 1e-3)) + 1;
+  double need = ceil(dr_fin(d->data_mean, 0) * fmax(w0, 1) / fmax(ch, DR_LATENCY_MIN_COMPUTE_S)) + DR_LATENCY_SPARE;
   int rec = need >= DR_MAX_WORKERS ? DR_MAX_WORKERS : (int)need;
   if (rec < w0 + DR_LATENCY_MIN_EXTRA)
     rec = w0 + DR_LATENCY_MIN_EXTRA;
@@ -356,6 +382,7 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   struct store_finding *f = dr_add(fs, d, "input_latency", d->data_share, speedup);
   if (!f)
     return;
+  dr_set_change(fs, f, DR_CH_WORKERS, DR_TERM_DATA, rec, 1);
   char bs[32];
   if (isfinite(d->batch_size))
     dr_printf(bs, sizeof bs, "%.0f", d->batch_size);
@@ -376,10 +403,10 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   dr_json_int(&j, "num_workers", w0);
   dr_json_int(&j, "recommended_workers", rec);
   dr_json_num(&j, "predicted_step_s", s_new);
-  dr_json_str(&j, "model", "with enough requests in flight: step = max(compute+h2d, load / workers)");
+  dr_json_str(&j, "model", "with enough requests in flight (workers change): step = max(compute+h2d, load / workers)");
   dr_printf(f->fix, sizeof f->fix,
             "Each batch waits %.0f ms for data, yet the loading process%s used at most %.2f cores meanwhile and "
-            "the disks show little wait: the time goes to latency (object storage, a network file system, a "
+            "%s: the time goes to latency (object storage, a network file system, a "
             "remote service), not to work. Keep more requests in flight and move data closer: more workers "
             "(cheap here, they mostly wait: about %d), deeper prefetch, a local cache (local SSD or RAM), and "
             "larger shards (WebDataset / TFRecord) instead of one small object per sample.\n"
@@ -390,13 +417,21 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
             "Keras / tf.data:\n"
             "  ds = files.interleave(tf.data.TFRecordDataset, cycle_length=%d,\n"
             "      num_parallel_calls=tf.data.AUTOTUNE).cache('/local/cache').prefetch(tf.data.AUTOTUNE)",
-            d->data_mean * 1e3, w0 > 0 ? "es" : "", lcpu_hi, rec, bs, rec, rec);
+            d->data_mean * 1e3, w0 > 0 ? "es" : "", lcpu_hi,
+            isfinite(dstate_share(d)) ? "the disks show little wait"
+                                      : "storage wait was not measured (no D-state readings of the job's processes)",
+            rec, bs, rec, rec);
 }
 
 static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share, double dsh) {
   struct store_finding *f = dr_add(fs, d, "io_bound", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
+  /* The storage wait goes: the data term, or without step timings the idle it was inferred from. */
+  if (isfinite(d->data_share))
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, 0, 1);
+  else
+    dr_set_change(fs, f, DR_CH_REMOVE, DR_TERM_HOST, share, 1);
   double iowait_cores = d->iowait.n && d->ncpu ? d->iowait.mean / 100 * d->ncpu : NAN;
   dr_printf(f->title, sizeof f->title, "Storage-bound: the job's loading processes wait on I/O %.0f%% of the time",
             dsh * 100);
@@ -410,7 +445,7 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
   dr_json_num(&j, "job_read_bytes_s", d->tree_read.mean);
   dr_json_num(&j, "data_wait_share", d->data_share);
   dr_json_num(&j, "step_s", d->step_mean);
-  dr_json_str(&j, "model", "speed-up if the storage wait went away: 1 / (1 - lost share)");
+  dr_json_str(&j, "model", "the storage wait goes (the data term): speed-up = T / (T - data wait)");
   char rate[128], mbs[40];
   if (isfinite(d->tree_read.mean))
     dr_printf(mbs, sizeof mbs, "%.0f MB/s", d->tree_read.mean / 1e6);
@@ -432,14 +467,14 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
             "Keras / tf.data:\n"
             "  ds = tf.data.TFRecordDataset(shards, num_parallel_reads=tf.data.AUTOTUNE)\n"
             "  ds = ds.cache('/local_nvme/cache').prefetch(tf.data.AUTOTUNE)",
-            dsh * 100, rate, current_workers(d) + 2);
+            dsh * 100, rate, dr_current_workers(d) + DR_LATENCY_MIN_EXTRA);
 }
 
 void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
-  int w0 = current_workers(d);
+  int w0 = dr_current_workers(d);
   double dsh = dstate_share(d);
   int io = (isfinite(dsh) && dsh >= DR_IO_DSTATE) ||
-           (isfinite(dsh) && dsh >= DR_IO_DSTATE / 2 && d->psi_io.n && d->psi_io.mean >= DR_IO_PSI);
+           (isfinite(dsh) && dsh >= DR_IO_DSTATE_PSI && d->psi_io.n && d->psi_io.mean >= DR_IO_PSI);
   if (!(d->data_share >= DR_INPUT_SHARE)) {
     /* Without step timings: a saturated CPU next to an idle GPU, or processes stuck in I/O (the cost
      * scaled by the used GPU's idle share; without a GPU, all of the D-state share). */
@@ -456,7 +491,8 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
     add_io_bound(d, fs, d->data_share, dsh);
     return;
   }
-  /* Latency: even the most the loader could have used is little, and the CPU is known not full. */
+  /* Latency: even the most the loader could have used is little, and the CPU is known not full. (On a
+   * contended host a starved loader looks the same; host-wide figures cannot tell: docs/diagnosis.md.) */
   if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0) {
     add_input_latency(d, fs, w0, lo, hi);
     return;
@@ -480,11 +516,20 @@ static double stall_share(const struct dr_findings *fs) {
 }
 
 /* What both host_code_bound rules start from: 0 when the data wait (or an input finding) already
- * explains the time; else 1, with the stall share already counted, the training process' cores, and
- * whether the data wait is known (without step timings it is unknown, not zero). */
-static int host_code_start(const struct dr_run *d, const struct dr_findings *fs, double *stall, double *m, int *known) {
+ * explains the time, or the host's CPUs are contended; else 1, with the stall share already counted, the training
+ * process' cores, and whether the data wait is known (without step timings it is unknown, not zero). */
+static int host_code_start(struct dr_run *d, const struct dr_findings *fs, double *stall, double *m, int *known) {
   if (d->data_share >= DR_INPUT_SHARE || dr_has(fs, "io_bound") || dr_has(fs, "input_bound"))
     return 0;
+  /* A host whose tasks wait for a CPU most of the time: the job's low CPU is contention (it is
+   * runnable, not blocked), not its own code waiting — and the verdict says it was not judged. */
+  if (cpu_contended(d)) {
+    dr_not_judged(d,
+                  "host_code_bound: the host's CPUs were contended (tasks waited for a CPU %.0f%% of the "
+                  "time), so a job's low CPU cannot tell a loop that blocks from one that waits for a CPU",
+                  d->psi_cpu.mean);
+    return 0;
+  }
   *stall = stall_share(fs), *m = main_cpu(d);
   *known = isfinite(d->data_share);
   return 1;
@@ -502,12 +547,13 @@ void dr_rule_host_code_gpu(struct dr_run *d, struct dr_findings *fs) {
     return;
   /* Unknown data wait: the idle share is an upper bound of what host code costs. */
   double share = fmax(0, 1 - util / 100 - ds - stall);
-  double speedup = fmax(1, DR_HOSTCODE_TARGET_UTIL / fmax(util, 1));
   if (share < DR_HOSTCODE_MIN_SHARE)
     return;
-  struct store_finding *f = dr_add(fs, d, "host_code_bound", share, speedup);
+  struct store_finding *f = dr_add(fs, d, "host_code_bound", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
+  /* The host idle term shrinks until the GPU is busy DR_HOSTCODE_TARGET_UTIL of the compute path. */
+  dr_set_change(fs, f, DR_CH_HOST_TO_UTIL, DR_TERM_HOST, DR_HOSTCODE_TARGET_UTIL / 100, DR_HOSTCODE_MIN_SPEEDUP);
   int launch = isfinite(m) && m >= DR_LAUNCH_CORES;
   if (!known)
     dr_printf(f->title, sizeof f->title,
@@ -525,9 +571,10 @@ void dr_rule_host_code_gpu(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "data_wait_share", d->data_share);
   dr_json_num(&j, "main_process_cpu_cores", m);
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
-  dr_json_num(&j, "usable_cores", usable_cores(d));
+  dr_json_num(&j, "usable_cores", dr_usable_cores(d));
   dr_json_num(&j, "periodic_stall_share", stall);
-  dr_json_str(&j, "model", "with host overhead removed the GPU reaches ~90% busy: speed-up = 90 / util");
+  dr_json_str(&j, "model",
+              "the host idle term shrinks until the GPU is busy 90% of the compute path: speed-up = T / T'");
   dr_printf(f->fix, sizeof f->fix,
             "%s%s Profile one step and remove what makes the GPU wait: host syncs (loss.item(), .cpu(), "
             "printing tensors, torch.cuda.synchronize()), many tiny kernels, Python work between steps.\n"
@@ -566,6 +613,7 @@ void dr_rule_host_code_cpu(struct dr_run *d, struct dr_findings *fs) {
   struct store_finding *f = dr_add(fs, d, "host_code_bound", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
+  dr_set_change(fs, f, DR_CH_REMOVE, DR_TERM_HOST, share, DR_HOSTCODE_MIN_SPEEDUP);
   dr_printf(f->title, sizeof f->title,
             "Host code: the job keeps only %.2f cores busy and does not wait for data: the loop blocks", d->job_cores);
   struct dr_json j;
@@ -575,7 +623,8 @@ void dr_rule_host_code_cpu(struct dr_run *d, struct dr_findings *fs) {
   dr_json_num(&j, "data_wait_share", d->data_share);
   dr_json_num(&j, "step_s", d->step_mean);
   dr_json_num(&j, "periodic_stall_share", stall);
-  dr_json_str(&j, "model", "on a CPU-only run: lost share = 1 - job CPU cores (at most 1 - data wait share)");
+  dr_json_str(&j, "model",
+              "on a CPU-only run the host term loses 1 - job CPU cores (at most 1 - data wait share) of the window");
   dr_printf(f->fix, sizeof f->fix,
             "No GPU, no data wait, and the job uses %.2f cores: each step spends about %.0f%% of its time "
             "blocked (sleep, locks, network round trips, synchronous logging or checkpoint I/O). Find the wait "
@@ -716,7 +765,8 @@ static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n
     double t = (double)ev->t / GS_NS_PER_S;
     int near = 0;
     for (size_t i = 0; i < n && !near; i++)
-      near = t >= st[i].t - DR_STALL_MARK_S && t <= st[i].t + st[i].excess + typical * 2 + DR_STALL_MARK_S;
+      near = t >= st[i].t - DR_STALL_MARK_S &&
+             t <= st[i].t + st[i].excess + typical * DR_STALL_MARK_STEPS + DR_STALL_MARK_S;
     if (near && !strstr(marks, ev->name) && mlen + strlen(ev->name) + 3 < cap)
       mlen += (size_t)snprintf(marks + mlen, cap - mlen, "%s%s", mlen ? ", " : "", ev->name);
   }
@@ -725,10 +775,14 @@ static void stall_marks(const struct dr_run *d, const struct stall *st, size_t n
 static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *source, size_t n, double typical,
                           double span, const struct stall_pattern *p, const char *marks) {
   double share = p->lost / span, mean_gap = p->period, lost = p->lost;
+  /* The stalls' own data wait, for the step model: what their steps waited beyond a step's usual wait. */
+  double extra = p->data_known && isfinite(d->data_mean) ? fmax(0, p->data_in - (double)n * d->data_mean) : NAN;
+  d->stall_data_share = extra / span;
   int loader = p->data_known && p->data_in >= DR_STALL_LOADER * lost;
   struct store_finding *f = dr_add(fs, d, "periodic_stall", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
+  dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_STALL, 0, 1);
   dr_printf(f->title, sizeof f->title, "Periodic stalls: every %.1f s the training stops for %.1f s (%zu times%s%s)",
             mean_gap, lost / (double)n, n, marks[0] ? ", at " : "", marks);
   struct dr_json j;
@@ -745,7 +799,7 @@ static void stall_finding(struct dr_run *d, struct dr_findings *fs, const char *
   char sampled[96];
   if (span != d->window_s)
     dr_json_str(&j, "steps_sampled", runview_steps_sampling(d->v, sampled, sizeof sampled));
-  dr_json_str(&j, "model", "speed-up if the stalls went away: 1 / (1 - stall share)");
+  dr_json_str(&j, "model", "the stall term goes: speed-up = T / (T - stalls) = 1 / (1 - stall share)");
   dr_printf(f->fix, sizeof f->fix,
             "%s Every %.1f s the loop stops for about %.1f s — %.0f%% of the run. %s\n"
             "PyTorch:\n"

@@ -121,6 +121,9 @@ int dr_run_load(const struct runview *v, int64_t from, int64_t to, struct dr_run
   d->v = v;
   d->main_idx = -1;
   d->used_util = NAN;
+  d->strag_lost = NAN;
+  d->stall_data_share = NAN;
+  d->strag_gpu = -1;
   d->duration_s = v->duration_s;
   pick_window(d, from, to);
   dr_load_loop(d);

@@ -207,6 +207,7 @@ int dr_load_gpus(struct dr_run *d) {
       const char *name;
       struct dr_stats *out;
     } m[] = {{"gpu.util_pct", &g->util},
+             {"gpu.mem_util_pct", &g->mem_util},
              {"gpu.sm_active_pct", &g->sm_active},
              {"gpu.tensor_active_pct", &g->tensor},
              {"gpu.mem_used_bytes", &g->mem_used},
@@ -237,5 +238,7 @@ int dr_load_gpus(struct dr_run *d) {
     if (d->gpus[i].used && d->gpus[i].util.n)
       util += d->gpus[i].util.mean, n++;
   d->used_util = n ? util / n : NAN;
+  for (int i = 0; i < d->ngpus; i++)
+    d->nutil += d->gpus[i].util.n > 0;
   return GS_OK;
 }

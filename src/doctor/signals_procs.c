@@ -77,7 +77,7 @@ int dr_load_procs(struct dr_run *d) {
   /* The training process: the earliest long-lived one that is not a launcher (sh -c, env, ...). */
   for (size_t i = 0; i < d->nprocs; i++) {
     const struct dr_proc *p = &d->procs[i];
-    if (is_launcher(p->comm) || !(p->coverage >= 0.5))
+    if (is_launcher(p->comm) || !(p->coverage >= DR_TRAINER_COVERAGE))
       continue;
     if (d->main_idx < 0 || start[i] < start[d->main_idx])
       d->main_idx = (int)i;
@@ -90,7 +90,8 @@ int dr_load_procs(struct dr_run *d) {
     d->procs[d->main_idx].role = DOCTOR_ROLE_TRAINER;
     for (size_t i = 0; i < d->nprocs; i++) {
       struct dr_proc *p = &d->procs[i];
-      if ((int)i == d->main_idx || start[i] < start[d->main_idx] || !(p->coverage >= 0.3) || is_launcher(p->comm))
+      if ((int)i == d->main_idx || start[i] < start[d->main_idx] || !(p->coverage >= DR_WORKER_COVERAGE) ||
+          is_launcher(p->comm))
         continue;
       p->role = DOCTOR_ROLE_WORKER;
       d->nworkers++;

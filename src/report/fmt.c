@@ -356,8 +356,9 @@ const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f,
   }
   snprintf(buf, n,
            "these %d findings share the same step time, so their gains do not add%s: fixing all: ~%.1fx "
-           "(one step-time model: stalls, data wait, host idle, GPU work; fixes of the same part count once)",
-           c.findings, c.overlapping ? " (some act on the same part)" : "", c.speedup);
+           "(one step model: stalls, data wait, copies, straggler wait, GPU work, host idle; every fix applied "
+           "to the same step)",
+           c.findings, c.overlapping ? " (some change the same part)" : "", c.speedup);
   return buf;
 }
 

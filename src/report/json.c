@@ -178,8 +178,8 @@ int report_json(FILE *out, const struct report_run *r) {
     kv_num(out, "share", c.share, &f);
     kv_num(out, "speedup", c.speedup, &f);
     kv_str(out, "model",
-           "window = stalls + steps; step = data wait + host idle + GPU work + straggler wait; "
-           "each fix shrinks one part, and of the fixes of one part only the largest counts",
+           "T = stalls + step; step = data wait + h2d + straggler wait + GPU work + host idle (loading in "
+           "workers overlapping the rest); every finding's change applied to the same T: T / T'",
            &f);
     fputc('}', out);
   }

@@ -1,6 +1,7 @@
 """The doctor as `gpuscope run` uses it: every run ends diagnosed (findings stored, so a report reads
 them instead of diagnosing again), a job with nothing wrong is called healthy rather than given
-invented work, and every finding carries evidence as a JSON object and a fix."""
+invented work, every finding carries evidence as a JSON object and a fix, and the report's "fixing
+all" comes from the step model the findings stored (docs/diagnosis.md, "The step model")."""
 import os
 import sys
 
@@ -54,6 +55,37 @@ def test_findings_carry_evidence_and_fix():
     for f in rep["findings"]:
         check(isinstance(f["evidence"], dict) and f["evidence"] and "PyTorch" in f["fix"], str(f)[:400])
         check(f["speedup"] >= 1 and 0 <= f["share"] <= 1 and f["severity"] in ("low", "medium", "high"), str(f))
+
+
+def test_fixing_all_comes_from_the_stored_step_model():
+    sb = sandbox()
+    # 25 ms steps, 20 ms of them waiting for data (a sleep: input_latency), and a 0.3 s pause every 20
+    # steps (periodic_stall): two terms of one step time.
+    job = ("import os,socket,time\np=os.environ['GPUSCOPE_SOCKET']\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\n"
+           "for i in range(100):\n"
+           "    if i and i % 20 == 0: time.sleep(0.3)\n"
+           "    t0=time.monotonic(); time.sleep(0.02); t1=time.monotonic()\n"
+           "    while time.monotonic()-t1<0.005: pass\n"
+           "    t2=time.monotonic()\n"
+           "    s.sendto(f'gs1 step {i} data={t1-t0:.6f} compute={t2-t1:.6f} samples=8 t={t2:.6f}'.encode(),p)\n")
+    sb.ok("run", "--quiet", "--name", "stalls", "--", PYTHON, "-c", job)
+    rep = sb.json("report", "stalls", "--json")
+    modelled = [f for f in rep["findings"] if "change" in f["evidence"]]
+    rules = {f["rule"] for f in modelled}
+    check("periodic_stall" in rules and rules & {"input_latency", "input_bound"},
+          str([f["rule"] for f in rep["findings"]]))
+    for f in modelled:
+        m = f["evidence"].get("step_model")
+        check(isinstance(m, dict) and m == modelled[0]["evidence"]["step_model"], f"one model: {f['evidence']}")
+    c = rep["combined"]
+    check(c is not None and c["findings"] == len(modelled), f"combined {c}")
+    # at least the largest estimate; at most the findings' shares of T added up (no second counted twice)
+    best = max(f["speedup"] for f in modelled)
+    won = sum(1 - 1 / f["speedup"] for f in modelled)
+    most = 1 / (1 - won) if won < 1 else float("inf")
+    check(best * (1 - 1e-4) <= c["speedup"] <= most * (1 + 1e-4), f"combined {c['speedup']} not in [{best}, {most}]")
+    text = sb.ok("report", "stalls")
+    check(f"fixing all: ~{c['speedup']:.1f}x" in text, text[-800:])
 
 
 if __name__ == "__main__":
