@@ -244,10 +244,6 @@ const char *doctor_role_name(enum doctor_role role) {
   }
 }
 
-int doctor_is_stall(double gap_s, double typical_s) {
-  return gap_s - typical_s >= DR_STALL_MIN_S && gap_s >= DR_STALL_FACTOR * typical_s;
-}
-
 int doctor_run_view(const struct runview *v, struct store_finding **out, size_t *n) {
   struct store_finding *f = NULL;
   size_t nf = 0;

@@ -16,18 +16,26 @@ static double mem_total(const struct dr_gpu *g) {
 
 /* ---- batch_too_small ---- */
 
-void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
+/* The used GPU whose memory peaks fullest, with that peak's share of its memory in *ratio; NULL when
+ * no used GPU measured both. */
+static const struct dr_gpu *fullest_gpu(const struct dr_run *d, double *ratio) {
   const struct dr_gpu *worst = NULL;
-  double ratio = NAN;
+  *ratio = NAN;
   for (int i = 0; i < d->ngpus; i++) {
     const struct dr_gpu *g = &d->gpus[i];
     double tot = mem_total(g);
     if (!g->used || !g->mem_used.n || !isfinite(tot))
       continue;
     double r = g->mem_used.max / tot;
-    if (!worst || r > ratio)
-      worst = g, ratio = r;
+    if (!worst || r > *ratio)
+      worst = g, *ratio = r;
   }
+  return worst;
+}
+
+void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
+  double ratio;
+  const struct dr_gpu *worst = fullest_gpu(d, &ratio);
   if (!worst || !(ratio < DR_BATCH_MEM_FREE) || !(ratio > 0))
     return;
   /* A GPU that waits for its input is not filled by a bigger batch: each step's data cost grows with

@@ -14,18 +14,6 @@
 
 /* ---- shared figures ---- */
 
-/* Cores the job could use: the CPUs less what other work on the host took, and never more than its
- * cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota). NAN when
- * the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
-double dr_usable_cores(const struct dr_run *d) {
-  if (!isfinite(d->cores))
-    return NAN;
-  if (d->ncpu && !isfinite(d->others_cores))
-    return NAN;
-  double free_cpus = d->ncpu ? d->ncpu - d->others_cores : d->cores;
-  return fmax(DR_MIN_USABLE_CORES, fmin(d->cores, free_cpus));
-}
-
 /* 1 saturated, 0 not, -1 unknown (usable cores or the job's CPU not measured). */
 static int saturated(const struct dr_run *d) {
   double u = dr_usable_cores(d);
@@ -50,13 +38,6 @@ static const struct dr_gpu *used_gpu(const struct dr_run *d) {
 
 static double main_cpu(const struct dr_run *d) {
   return d->main_idx >= 0 ? d->procs[d->main_idx].cpu : d->job_cores;
-}
-
-/* Worker processes loading now: the param when the client sent it, else what the process tree shows. */
-int dr_current_workers(const struct dr_run *d) {
-  if (isfinite(d->num_workers) && d->num_workers >= 0 && d->num_workers <= DR_MAX_WORKERS_PARAM)
-    return (int)d->num_workers;
-  return d->nworkers;
 }
 
 /* Cores one loading process keeps busy while it loads, as a range [lo, hi] (both NAN unknown; equal

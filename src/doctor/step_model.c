@@ -392,3 +392,28 @@ void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combi
   out->speedup = fmax(1, s);
   out->share = 1 - 1 / out->speedup;
 }
+
+/* ---- the loop's capacity and its stalls, which the rules read too ---- */
+
+/* Cores the job could use: the CPUs less what other work on the host took, and never more than its
+ * cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota). NAN when
+ * the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
+double dr_usable_cores(const struct dr_run *d) {
+  if (!isfinite(d->cores))
+    return NAN;
+  if (d->ncpu && !isfinite(d->others_cores))
+    return NAN;
+  double free_cpus = d->ncpu ? d->ncpu - d->others_cores : d->cores;
+  return fmax(DR_MIN_USABLE_CORES, fmin(d->cores, free_cpus));
+}
+
+/* Worker processes loading now: the param when the client sent it, else what the process tree shows. */
+int dr_current_workers(const struct dr_run *d) {
+  if (isfinite(d->num_workers) && d->num_workers >= 0 && d->num_workers <= DR_MAX_WORKERS_PARAM)
+    return (int)d->num_workers;
+  return d->nworkers;
+}
+
+int doctor_is_stall(double gap_s, double typical_s) {
+  return gap_s - typical_s >= DR_STALL_MIN_S && gap_s >= DR_STALL_FACTOR * typical_s;
+}
