@@ -67,6 +67,11 @@ const char *doctor_role_name(enum doctor_role role);
  * marks exactly the stalls a periodic_stall finding counts. */
 int doctor_is_stall(double gap_s, double typical_s);
 
+/* Is rule a verdict on the whole run rather than a problem — "healthy", or "insufficient_data" (not
+ * enough was measured to judge)? A verdict has no cost or speed-up, is never "the top finding" when
+ * a problem was found, and fails no budget. */
+int doctor_is_verdict(const char *rule);
+
 /* Several findings of one run usually share the same step time (an input-bound run's data wait is
  * both input_bound's and loader_workers' cost), so their speed-ups neither add nor multiply. Every
  * finding of the step model states its change to one model of the step (its evidence's "change" and

@@ -414,6 +414,10 @@ int dr_current_workers(const struct dr_run *d) {
   return d->nworkers;
 }
 
+int doctor_is_verdict(const char *rule) {
+  return rule && (!strcmp(rule, "healthy") || !strcmp(rule, "insufficient_data"));
+}
+
 int doctor_is_stall(double gap_s, double typical_s) {
   return gap_s - typical_s >= DR_STALL_MIN_S && gap_s >= DR_STALL_FACTOR * typical_s;
 }

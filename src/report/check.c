@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 
 /* The throughput of a run from its held steps: samples per second when every step counted samples
@@ -37,12 +38,12 @@ static int every_step_counts_samples(const struct report_run *r) {
 }
 
 /* The first finding of r (they are ranked) whose rule is one of rules (comma-separated; NULL: any
- * but healthy and the not-measured verdicts), or NULL. */
+ * but the verdicts: healthy, insufficient_data), or NULL. */
 static const struct store_finding *explaining(const struct report_run *r, const char *rules) {
   for (size_t i = 0; i < r->nfindings; i++) {
     const char *id = r->findings[i].rule;
     if (!rules) {
-      if (strcmp(id, "healthy") && strncmp(id, "not_", 4))
+      if (!doctor_is_verdict(id))
         return &r->findings[i];
       continue;
     }
@@ -99,7 +100,7 @@ static void check_speedup(struct report_check *c, const struct report_run *r, co
     /* what the run has that the baseline did not: a finding that appeared, else its top one */
     for (size_t i = 0; i < r->nfindings && !it->rule[0]; i++) {
       const struct store_finding *f = &r->findings[i];
-      if (!strcmp(f->rule, "healthy") || !strncmp(f->rule, "not_", 4))
+      if (doctor_is_verdict(f->rule))
         continue;
       int in_base = 0;
       for (size_t j = 0; j < base->nfindings; j++)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 
 #define SUMMARY_FINDINGS 3 /* findings the summary lists */
@@ -35,7 +36,7 @@ static void print_findings(FILE *out, const struct runview *v) {
   const struct store_run *run = &v->run;
   if (!nf)
     return;
-  if (nf == 1 && !strcmp(f[0].rule, "healthy")) {
+  if (nf == 1 && doctor_is_verdict(f[0].rule)) {
     fputs("  diagnosis: ", out);
     rp_text(out, f[0].title, 0);
     fputc('\n', out);

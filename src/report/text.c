@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 
 struct style {
@@ -84,7 +85,7 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
           s->bold, rule, s->reset);
   rp_text(out, f->title, 0);
   fputc('\n', out);
-  if (strcmp(rule, "healthy")) {
+  if (!doctor_is_verdict(rule)) {
     fprintf(out, "    cost:     %.0f%% of the training time", (isfinite(f->share) ? f->share : 0) * 100);
     if (isfinite(f->lost_s) && f->lost_s > 0)
       fprintf(out, " (%.1f s)", f->lost_s);

@@ -370,10 +370,11 @@ static void run_record(FILE *out, const struct store_run *run, double duration_s
   jnum(out, "duration_s", duration_s);
 }
 
-/* The top finding worth showing: the first that is not "healthy", else the first. */
+/* The top finding worth showing: the first that is not a verdict (healthy, insufficient_data), else
+ * the first. */
 static const struct store_finding *top_finding(const struct store_finding *f, size_t n) {
   for (size_t i = 0; i < n; i++)
-    if (strcmp(f[i].rule, "healthy"))
+    if (!doctor_is_verdict(f[i].rule))
       return &f[i];
   return n ? &f[0] : NULL;
 }

@@ -2,6 +2,8 @@
 // absent or non-finite value is "—", never 0. Pure functions (unit-tested with node --test).
 export const fin = (v) => typeof v === "number" && isFinite(v);
 export const DASH = "—";
+// A verdict on the whole run (the doctor's doctor_is_verdict): no cost, no speed-up, not a finding.
+export const isVerdict = (rule) => rule === "healthy" || rule === "insufficient_data";
 export function num(v, d = 1, unit = "") {
   if (!fin(v)) return DASH;
   return v.toFixed(d) + (unit ? " " + unit : "");

@@ -4,7 +4,7 @@
 import { align, defaultAlignment, samplesPerStep } from "../align.js";
 import { api, EMB } from "../api.js";
 import { $app, COLORS, crumbs, el } from "../dom.js";
-import { bytes, DASH, fin, pct, pctv, secs, speed, sps } from "../fmt.js";
+import { bytes, DASH, fin, isVerdict, pct, pctv, secs, speed, sps } from "../fmt.js";
 
 export async function pageCompare(list) {
   const c = await api("compare?runs=" + list.split(",").map(encodeURIComponent).join(","));
@@ -40,7 +40,7 @@ export async function pageCompare(list) {
   const changes = el("section", { id: "findings-changed" }, el("h2", {}, "Findings that appeared or went away (against the first run)"));
   const ul = el("ul");
   for (const f of c.findings) {
-    if (f.rule === "healthy") continue; // the absence of findings, not one
+    if (isVerdict(f.rule)) continue; // a verdict on the run (healthy, not enough measured), not a finding
     runs.forEach((r, i) => {
       if (!i || f.in[0] === f.in[i]) return;
       ul.append(el("li", { class: f.in[i] ? "appeared" : "gone" }, r.name || r.id, ": ", f.in[i] ? "appeared: " : "went away: ", f.title,

@@ -4,7 +4,7 @@
 import { api, EMB } from "../api.js";
 import { chartData, chartPlan, fetchLines, makeChart, samplesRate, spansOf } from "../charts.js";
 import { $app, $live, cleanup, copyButton, crumbs, el, rerender, statusBadge } from "../dom.js";
-import { bytes, DASH, evidence, fin, num, pct, pctv, secs, speed, sps, when } from "../fmt.js";
+import { bytes, DASH, evidence, fin, isVerdict, num, pct, pctv, secs, speed, sps, when } from "../fmt.js";
 
 function verdictCard(run) {
   const f = run.run.top_finding, gpus = run.gpus || [];
@@ -12,7 +12,7 @@ function verdictCard(run) {
   return el("section", { class: "verdict sev-" + (f ? f.severity : "info"), id: "verdict" },
     el("div", { class: "verdict-main" },
       el("div", { class: "verdict-title" }, f ? f.title : run.findings_error ? "The diagnosis could not run" : "No findings yet"),
-      f && f.rule !== "healthy" ? el("div", { class: "verdict-cost" },
+      f && !isVerdict(f.rule) ? el("div", { class: "verdict-cost" },
         "costs ", secs(f.lost_s), " (", pct(f.share), " of the run) · estimated speed-up if fixed ",
         el("b", {}, speed(f.speedup))) : null),
     el("div", { class: "figures" },
