@@ -12,7 +12,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gstest import *  # noqa: E402,F403
 
-SKIP = 77
 CLIENT = os.path.join(SRC, "clients", "python")
 INPUT_BOUND = os.path.join(SRC, "examples", "input_bound.py")
 NO_GPU = {"GPUSCOPE_NVML_LIB": "/nonexistent/libnvidia-ml.so.1"}
@@ -218,6 +217,5 @@ print("stopped", flush=True)
 
 if __name__ == "__main__":
     if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
-        print(f"SKIP: {PYTHON} cannot import torch (Debian python3-torch)")
-        sys.exit(SKIP)
+        skip_script(f"{PYTHON} cannot import torch (Debian python3-torch)")
     run_tests(globals())

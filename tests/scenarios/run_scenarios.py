@@ -14,7 +14,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scenlib import SKIP, Sandbox, have_torch, log, WORKLOADS  # noqa: E402
+from scenlib import Sandbox, have_torch, log, skipped, WORKLOADS  # noqa: E402
 
 SECONDS = os.environ.get("GS_SCENARIO_SECONDS", "10")
 T = ["--seconds", SECONDS]
@@ -110,8 +110,7 @@ def run_case(sb, case, attempt):
 
 def main():
     if not have_torch():
-        log("scenarios: skipped (the Debian python3-torch is not installed)")
-        return SKIP
+        return skipped("scenarios", "the Debian python3-torch is not installed")
     only = {s for s in os.environ.get("GS_SCENARIOS", "").split(",") if s}
     cases = [c for c in CASES if not only or c["name"] in only]
     sb = Sandbox()

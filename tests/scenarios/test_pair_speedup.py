@@ -17,7 +17,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scenlib import SKIP, Sandbox, have_torch, log, throughput  # noqa: E402
+from scenlib import Sandbox, have_torch, log, skipped, throughput  # noqa: E402
 
 ARGS = ["--seconds", os.environ.get("GS_SCENARIO_SECONDS", "10"), "--width", "8", "--batch", "32", "--work", "30",
         "--sync-ms", "40"]
@@ -94,8 +94,7 @@ def rank_round(sb, k):
 
 def main():
     if not have_torch():
-        log("pair: skipped (the Debian python3-torch is not installed)")
-        return SKIP
+        return skipped("pair", "the Debian python3-torch is not installed")
     sb = Sandbox(prefix="gspair-")
     try:
         failed = 0
