@@ -64,5 +64,9 @@ bench() {
     "$BUILD_DIR/bench/store_bench" --url "sqlite://${TMPDIR:-/tmp}/gpuscope-store-bench.$$.db" $STORE
   bench "2d. resolution: 200 ms GPU idle dips (bench/resolution.py $RES)" \
     $PY bench/resolution.py --build "$BUILD_DIR" $RES
+  bench "2f. Python client: cost per step (bench/client_overhead.py)" \
+    env PYTHONPATH=clients/python $PY bench/client_overhead.py
+  bench "2g. Python client: sends to a full socket (bench/client_full_socket.py)" \
+    $PY bench/client_full_socket.py
 } 2>&1 | tee "$OUT"
 echo "(kept in $OUT)"
