@@ -18,15 +18,20 @@ PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
 
 
 # A job that speaks the gs1 protocol itself (standard library only):
-#   job.py [--mark] DATA COMPUTE N [KEY=VALUE...]
+#   job.py [--mark] [--out FILE] DATA COMPUTE N [KEY=VALUE...]
 # sends each KEY=VALUE as a param, then N steps that each wait DATA seconds (sleeping) and compute
-# COMPUTE seconds (spinning), reporting both; with --mark, an "epoch 1" mark at step N // 2.
+# COMPUTE seconds (spinning), reporting both; with --mark, an "epoch 1" mark at step N // 2. With
+# --out, it writes what it measured itself as JSON: steps, samples, and the wall time from its first
+# step's start to its last step's end (seconds).
 _STEP_JOB = r'''
-import os, socket, sys, time
+import json, os, socket, sys, time
 args = sys.argv[1:]
 mark = args[:1] == ["--mark"]
 if mark:
     args = args[1:]
+out = None
+if args[:1] == ["--out"]:
+    out, args = args[1], args[2:]
 data, comp, n = float(args[0]), float(args[1]), int(args[2])
 path = os.environ.get("GPUSCOPE_SOCKET")
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -36,14 +41,20 @@ def send(line):
 for kv in args[3:]:
     k, v = kv.split("=", 1)
     send(f"gs1 param {k} {v}")
+first = None
 for i in range(n):
     t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
+    if first is None:
+        first = t0
     while time.monotonic() - t1 < comp:
         pass
     t2 = time.monotonic()
     send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
     if mark and i == n // 2:
         send(f"gs1 mark epoch 1 t={t2:.6f}")
+if out:
+    with open(out, "w") as f:
+        json.dump({"steps": n, "samples": 32 * n, "wall_s": t2 - first if n else None}, f)
 '''
 
 
@@ -80,15 +91,17 @@ class Sandbox:
         import csv, io
         return list(csv.DictReader(io.StringIO(self.ok(*args, **kw))))
 
-    def step_job(self, data, compute, steps, *params, mark=False):
+    def step_job(self, data, compute, steps, *params, mark=False, out=None):
         """The command line of a job that reports `steps` steps of `data` seconds waiting and `compute`
-        seconds computing over gs1 (and params "KEY=VALUE"; mark: an epoch mark halfway), for
+        seconds computing over gs1 (and params "KEY=VALUE"; mark: an epoch mark halfway; out: a file
+        where the job writes its own count of steps and samples and its wall time, as JSON), for
         `gs("run", "--", *sb.step_job(...))`. The job's script is written into the sandbox."""
         path = os.path.join(self.dir, "step_job.py")
         if not os.path.exists(path):
             with open(path, "w") as f:
                 f.write(_STEP_JOB)
-        return [PYTHON, path, *(["--mark"] if mark else []), str(data), str(compute), str(steps), *params]
+        return [PYTHON, path, *(["--mark"] if mark else []), *(["--out", out] if out else []), str(data),
+                str(compute), str(steps), *params]
 
     def close(self):
         if not os.environ.get("GS_KEEP"):
