@@ -59,7 +59,8 @@ def test_show_json_and_label_glob():
     sb = sandbox()
     data = sb.json("show", "last", "--metric", "*{cpu=total}", "--json")
     check(data["series"] and all(s["labels"] == "cpu=total" for s in data["series"]), str(data)[:300])
-    check(all(len(p) == 2 for s in data["series"] for p in s["points"]))
+    check(all(s["points"] for s in data["series"]) and all(len(p) == 2 for s in data["series"] for p in s["points"]),
+          str(data)[:300])
 
 
 def test_show_rejects_conflicting_formats():

@@ -199,7 +199,7 @@ def test_compare_has_speedups_differing_params_and_findings():
     check(c["runs"][1]["speedup"] > 1.5, f"the fast loader is faster: {c['runs'][1]['speedup']}")
     check([p["key"] for p in c["params_differ"]] == ["num_workers"], f"differing params {c['params_differ']}")
     check(c["params_differ"][0]["values"] == ["0", "4"], "their values")
-    check(all(len(f["in"]) == 2 for f in c["findings"]), "findings say in which runs")
+    check(c["findings"] and all(len(f["in"]) == 2 for f in c["findings"]), f"findings say in which runs: {c['findings']}")
 
 
 def test_findings_stored_and_live():
