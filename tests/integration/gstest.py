@@ -113,6 +113,35 @@ def check(cond, msg="check failed"):
         raise AssertionError(msg)
 
 
+def wait_until(cond, what, timeout=60, proc=None, every=0.02):
+    """Polls cond() every `every` seconds until it returns something true, and returns that: how a test waits
+    for a state (a file the job wrote, a line, a row in the store) instead of sleeping. The timeout
+    only bounds a hang (generous: a loaded machine is slow, never wrong); a proc (Popen) that exits
+    first ends the wait too. Raises AssertionError naming `what`."""
+    import time
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"{what}: the process exited ({proc.returncode}) first")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not after {timeout} s")
+        time.sleep(every)
+
+
+def wait_file(path, what=None, timeout=60, proc=None):
+    """wait_until the file exists and is not empty; returns its text."""
+    def ready():
+        try:
+            with open(path) as f:
+                return f.read() or None
+        except OSError:
+            return None
+    return wait_until(ready, what or f"{path} was not written", timeout, proc)
+
+
 SKIP = 77  # ctest's SKIP_RETURN_CODE for the integration tests (tests/integration/CMakeLists.txt)
 # Under `make check` (which sets GS_CHECK_STRICT=1) every Debian package a test needs has just been
 # installed, so a skip would hide a test that should have run: skip() and skip_script() fail instead.

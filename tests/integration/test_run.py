@@ -9,7 +9,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gstest import BIN, Sandbox, check, run_tests
+from gstest import BIN, Sandbox, check, run_tests, wait_file
 
 
 def test_run_exits_with_child_status():
@@ -173,12 +173,11 @@ def test_two_runs_at_once_on_one_store_are_both_kept():
 
 def test_signal_to_gpuscope_is_forwarded():
     sb = Sandbox()
-    p = subprocess.Popen([BIN, "run", "--", "sh", "-c", 'trap "exit 42" TERM; while :; do sleep 0.1; done'],
-                         env=sb.env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 20
-    while time.time() < deadline and not os.path.exists(sb.db):
-        time.sleep(0.1)
-    time.sleep(1.0)
+    ready = os.path.join(sb.dir, "ready")
+    # the shell says when its trap is set: the signal is sent once there is a trap to run
+    p = subprocess.Popen([BIN, "run", "--", "sh", "-c", f'trap "exit 42" TERM; echo ok > {ready}; '
+                          'while :; do sleep 0.1; done'], env=sb.env, stderr=subprocess.PIPE, text=True)
+    wait_file(ready, "the job did not set its trap", proc=p)
     p.send_signal(signal.SIGTERM)
     rc = p.wait(timeout=30)
     check(rc == 42, f"rc {rc}: {p.stderr.read()}")
