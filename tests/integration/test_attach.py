@@ -42,13 +42,28 @@ def top_rule(box, ref):
     return rep["findings"][0]["rule"], rep
 
 
-def wait_for(pred, what, timeout=30):
+def wait_for(pred, what, timeout=60):
+    """Waits for a state; the timeout only bounds a hang."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():
             return
-        time.sleep(0.1)
+        time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def has_imported_torch(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "libtorch" in f.read()
+    except OSError:
+        return False
+
+
+def committed(box, ref):
+    """Samples of host.mem.used_bytes the store holds for run ref now (0 before it has any)."""
+    rc, out, _ = box.gs("show", ref, "--metric", "host.mem.used_bytes", "--csv")
+    return max(0, len(out.strip().splitlines()) - 1) if rc == 0 else 0
 
 
 def test_attach_records_a_training_job_and_diagnoses_it_like_run():
@@ -56,7 +71,8 @@ def test_attach_records_a_training_job_and_diagnoses_it_like_run():
     try:
         args = [PYTHON, INPUT_BOUND, "--seconds", "10", "--workers", "0"]
         job = subprocess.Popen(args, env=job_env(box), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(1.0)  # the job is running (importing torch) before anyone attaches
+        # the job is running (it has imported torch) before anyone attaches
+        wait_for(lambda: has_imported_torch(job.pid) or job.poll() is not None, "the job to import torch")
         rc, out, err = box.gs("attach", "--name", "att", str(job.pid), env=attach_env(box), timeout=120)
         job_out = job.communicate(timeout=60)[0]
         check(rc == 0, f"attach exited {rc}: {err}")
@@ -114,7 +130,8 @@ def test_attach_stops_on_sigterm_and_leaves_the_process_alone():
         check(stat.S_ISSOCK(os.stat(sock).st_mode), "a socket")
         check(stat.S_IMODE(os.stat(sock).st_mode) == 0o600, "socket mode 0600")
         check(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700, "directory mode 0700")
-        time.sleep(1.5)
+        # the agent is in its loop: it has committed samples of the attached run
+        wait_for(lambda: committed(box, "stop") > 0 or agent.poll() is not None, "the attached run's first samples")
         agent.send_signal(signal.SIGTERM)
         err = agent.communicate(timeout=60)[1]
         check(agent.returncode == 0, f"attach exits 0 when told to stop: {agent.returncode} {err}")
@@ -142,10 +159,14 @@ def test_attach_refuses_what_it_cannot_watch():
             check(rc == 2, f"'{bad}': {rc} {err}")
         rc, _, err = box.gs("attach", env=NO_GPU)
         check(rc == 2 and "PID" in err, f"no pid: {rc} {err}")
-        first = subprocess.Popen([BIN, "attach", "--quiet", str(sleeper.pid)], env={**box.env, **NO_GPU})
+        xdg = os.path.join(box.dir, "run")
+        os.mkdir(xdg, 0o700)
+        first = subprocess.Popen([BIN, "attach", "--quiet", str(sleeper.pid)],
+                                 env={**box.env, **NO_GPU, "XDG_RUNTIME_DIR": xdg})
         try:
-            time.sleep(1.0)
-            rc, _, err = box.gs("attach", str(sleeper.pid), env=NO_GPU)
+            sock = os.path.join(xdg, "gpuscope", f"{sleeper.pid}.sock")
+            wait_for(lambda: os.path.exists(sock) or first.poll() is not None, "the first agent's socket")
+            rc, _, err = box.gs("attach", str(sleeper.pid), env={**NO_GPU, "XDG_RUNTIME_DIR": xdg})
             check(rc == 2 and "watched already" in err, f"a second agent on one process: {rc} {err}")
         finally:
             first.send_signal(signal.SIGINT)
