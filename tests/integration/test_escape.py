@@ -7,7 +7,6 @@ they reach Prometheus labels (the node agent's process trees, its hostname label
 scrape is one valid UTF-8 line per sample that promtool accepts."""
 import csv
 import io
-import json
 import os
 import re
 import subprocess
