@@ -21,8 +21,8 @@ PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
 #   job.py [--mark] [--out FILE] DATA COMPUTE N [KEY=VALUE...]
 # sends each KEY=VALUE as a param, then N steps that each wait DATA seconds (sleeping) and compute
 # COMPUTE seconds (spinning), reporting both; with --mark, an "epoch 1" mark at step N // 2. With
-# --out, it writes what it measured itself as JSON: steps, samples, and the wall time from its first
-# step's start to its last step's end (seconds).
+# --out, it writes what it measured itself as JSON: steps, samples, the wall time from its first
+# step's start to its last step's end, and its total data wait and compute (seconds).
 _STEP_JOB = r'''
 import json, os, socket, sys, time
 args = sys.argv[1:]
@@ -41,7 +41,7 @@ def send(line):
 for kv in args[3:]:
     k, v = kv.split("=", 1)
     send(f"gs1 param {k} {v}")
-first = None
+first, data_s, compute_s = None, 0.0, 0.0
 for i in range(n):
     t0 = time.monotonic(); time.sleep(data); t1 = time.monotonic()
     if first is None:
@@ -49,12 +49,14 @@ for i in range(n):
     while time.monotonic() - t1 < comp:
         pass
     t2 = time.monotonic()
+    data_s, compute_s = data_s + t1 - t0, compute_s + t2 - t1
     send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
     if mark and i == n // 2:
         send(f"gs1 mark epoch 1 t={t2:.6f}")
 if out:
     with open(out, "w") as f:
-        json.dump({"steps": n, "samples": 32 * n, "wall_s": t2 - first if n else None}, f)
+        json.dump({"steps": n, "samples": 32 * n, "wall_s": t2 - first if n else None, "data_s": data_s,
+                   "compute_s": compute_s}, f)
 '''
 
 

@@ -69,7 +69,8 @@ def committed(box, ref):
 def test_attach_records_a_training_job_and_diagnoses_it_like_run():
     box = Sandbox()
     try:
-        args = [PYTHON, INPUT_BOUND, "--seconds", "10", "--workers", "0"]
+        # 80 steps (a count: on a loaded machine the same run, only slower; 600 s bounds a hang)
+        args = [PYTHON, INPUT_BOUND, "--steps", "80", "--seconds", "600", "--workers", "0"]
         job = subprocess.Popen(args, env=job_env(box), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         # the job is running (it has imported torch) before anyone attaches
         wait_for(lambda: has_imported_torch(job.pid) or job.poll() is not None, "the job to import torch")
@@ -204,7 +205,7 @@ def test_gpuscope_start_in_a_plain_python_process():
         with open(script, "w") as f:
             f.write(f"""
 import sys, time
-sys.argv = [{INPUT_BOUND!r}, "--seconds", "8", "--workers", "0"]
+sys.argv = [{INPUT_BOUND!r}, "--steps", "60", "--seconds", "600", "--workers", "0"]
 import gpuscope
 gpuscope.start(name="started")
 sys.path.insert(0, {os.path.join(SRC, "examples")!r})

@@ -278,11 +278,13 @@ def test_interval_sets_sample_spacing():
     ts = [float(r["t_s"]) for r in rows]
     gaps = [round(b - a, 6) for a, b in zip(ts, ts[1:])]
     # Samples carry their scheduled tick: every gap is a whole number of 50 ms ticks (a loaded machine
-    # may skip a tick, never shift one) but the last, to the final sample taken when the job exited;
-    # the ticks cover the 1 s job, and most come on time.
+    # may skip a tick, never shift one) but the last, to the final sample taken when the job exited
+    # (any time after the last tick, skipped ticks before it included); the ticks cover the 1 s job.
+    # How many ticks come on time is the machine's speed, not this test's business.
     on_grid = lambda g: g > 0 and abs(g / 0.05 - round(g / 0.05)) < 1e-4  # noqa: E731
-    whole = all(on_grid(g) for g in gaps[:-1]) and (on_grid(gaps[-1]) or 0 < gaps[-1] <= 0.05)
-    check(whole and ts[-1] - ts[0] >= 0.9 and gaps.count(0.05) * 2 >= len(gaps), f"{len(ts)} samples, gaps {gaps}")
+    whole = all(on_grid(g) for g in gaps[:-1]) and gaps[-1] > 0
+    odd = any(round(g / 0.05) % 2 == 1 for g in gaps[:-1])  # the grid is 50 ms, not 100 ms
+    check(whole and ts[-1] - ts[0] >= 0.9 and odd, f"{len(ts)} samples, gaps {gaps}")
     sb.close()
 
 
