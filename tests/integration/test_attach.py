@@ -74,8 +74,8 @@ def test_attach_records_a_training_job_and_diagnoses_it_like_run():
         job = subprocess.Popen(args, env=job_env(box), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         # the job is running (it has imported torch) before anyone attaches
         wait_for(lambda: has_imported_torch(job.pid) or job.poll() is not None, "the job to import torch")
-        rc, out, err = box.gs("attach", "--name", "att", str(job.pid), env=attach_env(box), timeout=120)
-        job_out = job.communicate(timeout=60)[0]
+        rc, out, err = box.gs("attach", "--name", "att", str(job.pid), env=attach_env(box), timeout=600)
+        job_out = job.communicate(timeout=600)[0]
         check(rc == 0, f"attach exited {rc}: {err}")
         check(job.returncode == 0, f"the job ran on: {job_out}")
         p = box.json("show", "att", "--params", "--json")
@@ -89,7 +89,7 @@ def test_attach_records_a_training_job_and_diagnoses_it_like_run():
         check(p.get("num_workers") == "0", "the loader's params came through the socket too")
         rule_att, rep = top_rule(box, "att")
 
-        box.ok("run", "--quiet", "--name", "ran", "--", *args, env=job_env(box))
+        box.ok("run", "--quiet", "--name", "ran", "--", *args, env=job_env(box), timeout=600)
         rule_run, _ = top_rule(box, "ran")
         check(rule_att == rule_run == "input_bound", f"attach found {rule_att}, run found {rule_run}")
         runs = box.json("runs", "--json")
@@ -215,7 +215,7 @@ gpuscope.stop()
 print("stopped", flush=True)
 """)
         e = job_env(box, GPUSCOPE_BIN=BIN)
-        p = subprocess.run([PYTHON, script], env=e, capture_output=True, text=True, timeout=180)
+        p = subprocess.run([PYTHON, script], env=e, capture_output=True, text=True, timeout=600)
         check(p.returncode == 0 and "stopped" in p.stdout, f"the script ran through: {p.stdout}\n{p.stderr}")
         pr = box.json("show", "started", "--params", "--json")
         check(pr.get("attached") == "1", f"an attached run: {pr}")

@@ -22,7 +22,7 @@ def test_input_bound_job_shows_data_wait_over_half():
     sb = Sandbox()
     try:
         sb.ok("run", "--name", "ib", "--", PYTHON, os.path.join(SRC, "examples", "input_bound.py"), "--steps", "20",
-              "--seconds", "600", env=CLIENT_ENV)  # 20 steps however slow the machine (600 s: a hang's bound)
+              "--seconds", "600", env=CLIENT_ENV, timeout=600)  # 20 steps however slow the machine
         share, steps, rows = data_wait_share(sb, "ib")
         print(f"     input-bound: {steps} steps, data-wait share {share:.1%}")
         check(steps == 20, f"{steps} steps stored of the job's 20")
