@@ -6,6 +6,7 @@ import os
 import re
 import sqlite3
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gstest import BUILD, SRC, Sandbox, check, run_tests, shared_sandbox
@@ -107,9 +108,29 @@ def test_gpu_report_charts_gpus_and_throttling():
     # The simulated library is built with the project (tests/gpusim): missing, the build is broken.
     check(os.path.exists(lib), f"{lib} is missing: tests/gpusim was not built")
     sb = sandbox()
-    env = {"GPUSCOPE_NVML_LIB": lib, "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios",
-                                                                      "throttled.scn")}
-    sb.ok("run", "--quiet", "--name", "hot", "--", *sb.step_job(0.001, 0.02, 300, mark=True), env=env)
+    # The scenario's clock (GPUSIM_CLOCK) runs at a twentieth of real time from 2.05 s, inside its
+    # thermal slowdown (2-4 s): throttled for the whole run however long a loaded machine makes it
+    # (on the wall clock, its 2 s of throttling were a share of a run of any length, and fell under the
+    # rule's threshold when the job ran slower). The clock still moves, as GPM readings need.
+    import threading
+    clock, done = os.path.join(sb.dir, "clock"), threading.Event()
+
+    def tick():
+        t0 = time.monotonic()
+        while not done.is_set():
+            with open(clock + ".tmp", "w") as f:
+                f.write(f"{min(3.95, 2.05 + (time.monotonic() - t0) / 20):.4f}\n")
+            os.replace(clock + ".tmp", clock)
+            done.wait(0.05)
+    tick_thread = threading.Thread(target=tick, daemon=True)
+    tick_thread.start()
+    env = {"GPUSCOPE_NVML_LIB": lib, "GPUSIM_CLOCK": clock,
+           "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios", "throttled.scn")}
+    try:
+        sb.ok("run", "--quiet", "--name", "hot", "--", *sb.step_job(0.001, 0.02, 300, mark=True), env=env, timeout=600)
+    finally:
+        done.set()
+        tick_thread.join()
     path = os.path.join(sb.dir, "hot.html")
     sb.ok("report", "hot", "--html", path)
     html = open(path, encoding="utf-8").read()
