@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """What the Python client costs a training loop, in microseconds per step: a loop over in-memory
 batches with and without gpuscope.watch() (plus one phase() and one log() per step), reporting to a
-real socket that a thread drains, best of several repeats. The promise is < 20 us per step.
+real socket that a thread drains, best of several repeats. The target is < 20 us per step (the last
+line says whether it is met). A benchmark, not a test (docs/benchmarks.md): bench/run_all.sh runs it.
 
     PYTHONPATH=clients/python /usr/bin/python3 bench/client_overhead.py [--steps 20000] [--max-us 20]
 
-Exits 1 when --max-us is given and watch()'s overhead is above it."""
+Exits 1 when watch()'s overhead is above --max-us (default 20)."""
 import argparse
 import os
 import socket
@@ -19,7 +20,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--max-us", type=float, default=None)
+    ap.add_argument("--max-us", type=float, default=20.0)
     a = ap.parse_args()
 
     d = tempfile.mkdtemp(prefix="gs-bench-")
@@ -91,10 +92,9 @@ def main():
     print(f"watch() + phase() + log() per step: {f:.1f} us/step")
     print(f"{state['datagrams']} datagrams, {gpuscope.dropped()} messages dropped (at this rate the reader thread,"
           " which shares the GIL with the loop, cannot keep up; a real agent is another process)")
-    if a.max_us is not None and w > a.max_us:
-        print(f"over the {a.max_us:g} us budget")
-        return 1
-    return 0
+    met = w <= a.max_us
+    print(f"target watch() < {a.max_us:g} us/step: {w:.1f} us -> {'met' if met else 'NOT met'}")
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -66,5 +66,9 @@ bench() {
     $PY bench/resolution.py --build "$BUILD_DIR" $RES
   bench "2f. serve: 200 viewers of one live run (bench/live_viewers.py $LIVE)" \
     $PY bench/live_viewers.py --build "$BUILD_DIR" $LIVE
+  bench "2g. Python client: cost per step (bench/client_overhead.py)" \
+    env PYTHONPATH=clients/python $PY bench/client_overhead.py
+  bench "2h. Python client: sends to a full socket (bench/client_full_socket.py)" \
+    $PY bench/client_full_socket.py
 } 2>&1 | tee "$OUT"
 echo "(kept in $OUT)"

@@ -18,6 +18,7 @@ from watched_loop import device, done, gpuscope, train_pass
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--steps", type=int, default=None, help="stop after this many steps too (tests: a count, not a time)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--width", type=int, default=1024, help="hidden layer width")
     a = ap.parse_args()
@@ -31,9 +32,9 @@ def main():
     gpuscope.param(model=f"mlp{w}x3", device=dev, precision="fp32", workload="compute_bound")
     t_end = time.monotonic() + a.seconds
     steps = epoch = 0
-    while time.monotonic() < t_end:
+    while time.monotonic() < t_end and (a.steps is None or steps < a.steps):
         gpuscope.mark("epoch", epoch)
-        steps = train_pass(loader, model, opt, dev, t_end, steps)
+        steps = train_pass(loader, model, opt, dev, t_end, steps, a.steps)
         epoch += 1
     done("compute_bound", steps, dev)
 

@@ -34,6 +34,7 @@ class CostlyTransform(Dataset):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seconds", type=float, default=5)
+    ap.add_argument("--steps", type=int, default=None, help="stop after this many steps too (tests: a count, not a time)")
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--work", type=int, default=20, help="transform passes per sample")
@@ -46,7 +47,7 @@ def main():
                         pin_memory=dev == "cuda")
     gpuscope.param(model="tinycnn", device=dev, precision="fp32", workload="input_bound")
     t_end = time.monotonic() + a.seconds
-    steps = train_pass(loader, model, opt, dev, t_end)
+    steps = train_pass(loader, model, opt, dev, t_end, max_steps=a.steps)
     done("input_bound", steps, dev)
 
 

@@ -22,9 +22,10 @@ def device():
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def train_pass(loader, model, opt, dev, t_end, steps=0):
+def train_pass(loader, model, opt, dev, t_end, steps=0, max_steps=None):
     """One pass over loader (classification batches x, y), stopping early once time.monotonic()
-    passes t_end. steps: those done before; returns the count after this pass."""
+    passes t_end or `max_steps` steps are done (a count, so a test means the same on a loaded
+    machine). steps: those done before; returns the count after this pass."""
     for x, y in gpuscope.watch(loader):
         with gpuscope.phase("h2d"):
             x, y = x.to(dev, non_blocking=True), y.to(dev, non_blocking=True)
@@ -35,7 +36,7 @@ def train_pass(loader, model, opt, dev, t_end, steps=0):
         steps += 1
         if steps % 10 == 0:
             gpuscope.log("loss", loss.item(), steps)
-        if time.monotonic() > t_end:
+        if time.monotonic() > t_end or (max_steps is not None and steps >= max_steps):
             break
     return steps
 

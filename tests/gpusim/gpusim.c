@@ -7,6 +7,7 @@
  * a benchmark can subtract the simulator from the agent's cost: gpusim_cpu_ns(), and the file named
  * by $GPUSIM_CPU_FILE, written at the last nvmlShutdown and at exit. */
 #include <dirent.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,6 +32,7 @@ static struct {
   atomic_llong cpu_ns;
   atomic_llong calls;
   atomic_int in_slow;
+  _Atomic double clock_s; /* the last time read from $GPUSIM_CLOCK's file (clock_file_s) */
   /* $JOBPID cache */
   pthread_mutex_t pid_mu;
   unsigned jobpid;
@@ -51,7 +53,29 @@ static int64_t clock_ns(clockid_t id) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The scenario time of a test-driven clock: the number (seconds) that $GPUSIM_CLOCK's file holds
+ * now, re-read at every call, so a test moves the scenario forward when it has seen what it waited
+ * for instead of racing the wall clock; the last good value while the file is missing, empty or
+ * half-written (0 before the first). Only the timeline lookups read it: driver sample timestamps
+ * still count from the real time 0. */
+static double clock_file_s(const char *path) {
+  char buf[64];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return atomic_load(&G.clock_s);
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  char *end;
+  double t = n > 0 ? (buf[n] = 0, strtod(buf, &end)) : 0;
+  if (n > 0 && end != buf && isfinite(t) && t >= 0)
+    atomic_store(&G.clock_s, t);
+  return atomic_load(&G.clock_s);
+}
+
 static double now_s(void) {
+  const char *clock = getenv("GPUSIM_CLOCK");
+  if (clock && *clock)
+    return clock_file_s(clock);
   return (double)(clock_ns(CLOCK_MONOTONIC) - G.t0_mono_ns) / 1e9;
 }
 

@@ -12,7 +12,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gstest import *  # noqa: E402,F403
 
-SKIP = 77
 CLIENT = os.path.join(SRC, "clients", "python")
 INPUT_BOUND = os.path.join(SRC, "examples", "input_bound.py")
 NO_GPU = {"GPUSCOPE_NVML_LIB": "/nonexistent/libnvidia-ml.so.1"}
@@ -43,23 +42,40 @@ def top_rule(box, ref):
     return rep["findings"][0]["rule"], rep
 
 
-def wait_for(pred, what, timeout=30):
+def wait_for(pred, what, timeout=60):
+    """Waits for a state; the timeout only bounds a hang."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if pred():
             return
-        time.sleep(0.1)
+        time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def has_imported_torch(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "libtorch" in f.read()
+    except OSError:
+        return False
+
+
+def committed(box, ref):
+    """Samples of host.mem.used_bytes the store holds for run ref now (0 before it has any)."""
+    rc, out, _ = box.gs("show", ref, "--metric", "host.mem.used_bytes", "--csv")
+    return max(0, len(out.strip().splitlines()) - 1) if rc == 0 else 0
 
 
 def test_attach_records_a_training_job_and_diagnoses_it_like_run():
     box = Sandbox()
     try:
-        args = [PYTHON, INPUT_BOUND, "--seconds", "10", "--workers", "0"]
+        # 80 steps (a count: on a loaded machine the same run, only slower; 600 s bounds a hang)
+        args = [PYTHON, INPUT_BOUND, "--steps", "80", "--seconds", "600", "--workers", "0"]
         job = subprocess.Popen(args, env=job_env(box), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        time.sleep(1.0)  # the job is running (importing torch) before anyone attaches
-        rc, out, err = box.gs("attach", "--name", "att", str(job.pid), env=attach_env(box), timeout=120)
-        job_out = job.communicate(timeout=60)[0]
+        # the job is running (it has imported torch) before anyone attaches
+        wait_for(lambda: has_imported_torch(job.pid) or job.poll() is not None, "the job to import torch")
+        rc, out, err = box.gs("attach", "--name", "att", str(job.pid), env=attach_env(box), timeout=600)
+        job_out = job.communicate(timeout=600)[0]
         check(rc == 0, f"attach exited {rc}: {err}")
         check(job.returncode == 0, f"the job ran on: {job_out}")
         p = box.json("show", "att", "--params", "--json")
@@ -73,7 +89,7 @@ def test_attach_records_a_training_job_and_diagnoses_it_like_run():
         check(p.get("num_workers") == "0", "the loader's params came through the socket too")
         rule_att, rep = top_rule(box, "att")
 
-        box.ok("run", "--quiet", "--name", "ran", "--", *args, env=job_env(box))
+        box.ok("run", "--quiet", "--name", "ran", "--", *args, env=job_env(box), timeout=600)
         rule_run, _ = top_rule(box, "ran")
         check(rule_att == rule_run == "input_bound", f"attach found {rule_att}, run found {rule_run}")
         runs = box.json("runs", "--json")
@@ -115,7 +131,8 @@ def test_attach_stops_on_sigterm_and_leaves_the_process_alone():
         check(stat.S_ISSOCK(os.stat(sock).st_mode), "a socket")
         check(stat.S_IMODE(os.stat(sock).st_mode) == 0o600, "socket mode 0600")
         check(stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700, "directory mode 0700")
-        time.sleep(1.5)
+        # the agent is in its loop: it has committed samples of the attached run
+        wait_for(lambda: committed(box, "stop") > 0 or agent.poll() is not None, "the attached run's first samples")
         agent.send_signal(signal.SIGTERM)
         err = agent.communicate(timeout=60)[1]
         check(agent.returncode == 0, f"attach exits 0 when told to stop: {agent.returncode} {err}")
@@ -143,10 +160,14 @@ def test_attach_refuses_what_it_cannot_watch():
             check(rc == 2, f"'{bad}': {rc} {err}")
         rc, _, err = box.gs("attach", env=NO_GPU)
         check(rc == 2 and "PID" in err, f"no pid: {rc} {err}")
-        first = subprocess.Popen([BIN, "attach", "--quiet", str(sleeper.pid)], env={**box.env, **NO_GPU})
+        xdg = os.path.join(box.dir, "run")
+        os.mkdir(xdg, 0o700)
+        first = subprocess.Popen([BIN, "attach", "--quiet", str(sleeper.pid)],
+                                 env={**box.env, **NO_GPU, "XDG_RUNTIME_DIR": xdg})
         try:
-            time.sleep(1.0)
-            rc, _, err = box.gs("attach", str(sleeper.pid), env=NO_GPU)
+            sock = os.path.join(xdg, "gpuscope", f"{sleeper.pid}.sock")
+            wait_for(lambda: os.path.exists(sock) or first.poll() is not None, "the first agent's socket")
+            rc, _, err = box.gs("attach", str(sleeper.pid), env={**NO_GPU, "XDG_RUNTIME_DIR": xdg})
             check(rc == 2 and "watched already" in err, f"a second agent on one process: {rc} {err}")
         finally:
             first.send_signal(signal.SIGINT)
@@ -184,7 +205,7 @@ def test_gpuscope_start_in_a_plain_python_process():
         with open(script, "w") as f:
             f.write(f"""
 import sys, time
-sys.argv = [{INPUT_BOUND!r}, "--seconds", "8", "--workers", "0"]
+sys.argv = [{INPUT_BOUND!r}, "--steps", "60", "--seconds", "600", "--workers", "0"]
 import gpuscope
 gpuscope.start(name="started")
 sys.path.insert(0, {os.path.join(SRC, "examples")!r})
@@ -194,7 +215,7 @@ gpuscope.stop()
 print("stopped", flush=True)
 """)
         e = job_env(box, GPUSCOPE_BIN=BIN)
-        p = subprocess.run([PYTHON, script], env=e, capture_output=True, text=True, timeout=180)
+        p = subprocess.run([PYTHON, script], env=e, capture_output=True, text=True, timeout=600)
         check(p.returncode == 0 and "stopped" in p.stdout, f"the script ran through: {p.stdout}\n{p.stderr}")
         pr = box.json("show", "started", "--params", "--json")
         check(pr.get("attached") == "1", f"an attached run: {pr}")
@@ -218,6 +239,5 @@ print("stopped", flush=True)
 
 if __name__ == "__main__":
     if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
-        print(f"SKIP: {PYTHON} cannot import torch (Debian python3-torch)")
-        sys.exit(SKIP)
+        skip_script(f"{PYTHON} cannot import torch (Debian python3-torch)")
     run_tests(globals())

@@ -37,7 +37,7 @@ transformers.Trainer(model=M(), args=args, train_dataset=DS(), callbacks=[Gpusco
 def test_hf_callback_with_real_transformers():
     p = subprocess.run([PYTHON, "-c", "import transformers, torch"], capture_output=True, text=True)
     if p.returncode != 0:
-        skip(f"transformers (with torch) is not importable by {PYTHON} ({p.stderr.strip().splitlines()[-1:]})")
+        skip_needs_pypi(f"transformers (with torch) is not importable by {PYTHON} ({p.stderr.strip().splitlines()[-1:]})")
     sb = Sandbox()
     try:
         job = os.path.join(sb.dir, "job.py")

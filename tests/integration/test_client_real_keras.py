@@ -25,7 +25,7 @@ m.fit(x, y, batch_size=32, epochs=2, callbacks=[GpuscopeCallback(batch_size=32)]
 def test_keras_callback_with_real_keras():
     p = subprocess.run([PYTHON, "-c", "import keras"], capture_output=True, text=True)
     if p.returncode != 0:
-        skip(f"keras is not importable by {PYTHON} ({p.stderr.strip().splitlines()[-1:]})")
+        skip_needs_pypi(f"keras is not importable by {PYTHON} ({p.stderr.strip().splitlines()[-1:]})")
     sb = Sandbox()
     try:
         job = os.path.join(sb.dir, "job.py")

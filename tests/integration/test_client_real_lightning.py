@@ -31,7 +31,7 @@ pl.Trainer(max_epochs=1, callbacks=[GpuscopeCallback()], logger=False, enable_ch
 def test_lightning_callback_with_real_lightning():
     p = subprocess.run([PYTHON, "-c", "import lightning.pytorch"], capture_output=True, text=True)
     if p.returncode != 0:
-        skip(f"lightning is not importable by {PYTHON} ({p.stderr.strip().splitlines()[-1:]})")
+        skip_needs_pypi(f"lightning is not importable by {PYTHON} ({p.stderr.strip().splitlines()[-1:]})")
     sb = Sandbox()
     try:
         job = os.path.join(sb.dir, "job.py")

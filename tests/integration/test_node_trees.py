@@ -125,7 +125,8 @@ def test_tree_of_the_gpu_process_is_exported_with_its_labels():
         check(f"# HELP {name} " in _state["live"] and f"# TYPE {name} gauge" in _state["live"], f"{name}: HELP/TYPE")
     check(t["gpuscope_tree_procs"][0][1] == 3, f"processes: {t['gpuscope_tree_procs']} (the job and 2 workers)")
     check(t["gpuscope_tree_threads"][0][1] >= 3, f"threads: {t['gpuscope_tree_threads']}")
-    check(0.2 < t["gpuscope_tree_cpu_ratio"][0][1] <= 2.5, f"CPU: {t['gpuscope_tree_cpu_ratio']} (2 spinning workers)")
+    # two spinning workers: some CPU (how much is the machine's load), never more than the 2 cores
+    check(0 < t["gpuscope_tree_cpu_ratio"][0][1] <= 2.5, f"CPU: {t['gpuscope_tree_cpu_ratio']} (2 spinning workers)")
     check(t["gpuscope_tree_rss_bytes"][0][1] > 1e6, f"RSS: {t['gpuscope_tree_rss_bytes']}")
     states = sum(t[n][0][1] for n in ("gpuscope_tree_running", "gpuscope_tree_sleeping", "gpuscope_tree_dstate"))
     check(t["gpuscope_tree_sleeping"][0][1] >= 1 and states <= 3, f"R/S/D: {[t[n] for n in TREE[4:]]}")

@@ -1,8 +1,12 @@
 """Integration: `gpuscope run` with the simulated libnvidia-ml.so.1 (tests/gpusim) playing each
 scenario, read back through `show --csv`, `show --events --csv`, `show --notes` and
 `show --params --json`. Scenario time starts at the collector's nvmlInit, a few milliseconds after
-the run's t_s = 0, so every time window below keeps well clear of the scenario's edges."""
+the run's t_s = 0, so every time window below keeps well clear of the scenario's edges. Where a test
+is about what happens when the scenario changes (throttling starts, a GPU is lost), it drives the
+simulator's clock itself (GPUSIM_CLOCK, a Clocked run): it moves the scenario on only once the store
+shows what the previous step produced, so a loaded machine makes it slower, never wrong."""
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -24,6 +28,57 @@ def run(box, scenario, name, seconds, *extra):
            env=env)
     with open(pidfile) as f:
         return int(f.read())
+
+
+class Clocked:
+    """A run of a job that waits for a stop file, under gpuscope with the simulator playing scenario
+    at the time this test sets (GPUSIM_CLOCK): set(t) moves the scenario, wait(...) waits for a state
+    of the store, finish() stops the job and returns the run's exit code."""
+
+    def __init__(self, box, scenario, name):
+        check(os.path.exists(SIM), f"{SIM} is not built")
+        self.box, self.name = box, name
+        self.clock, self.stop = os.path.join(box.dir, name + ".clock"), os.path.join(box.dir, name + ".stop")
+        self.set(0)
+        env = dict(box.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=os.path.join(SCN, scenario), GPUSIM_CLOCK=self.clock)
+        env.pop("GPUSIM_JOBPID", None)
+        self.err = open(os.path.join(box.dir, name + ".err"), "w+")
+        self.p = subprocess.Popen([BIN, "run", "--quiet", "--name", name, "--", "sh", "-c",
+                                   f"while [ ! -e '{self.stop}' ]; do sleep 0.05; done"],
+                                  env=env, stdout=self.err, stderr=self.err)
+
+    def set(self, t):
+        with open(self.clock + ".tmp", "w") as f:
+            f.write(f"{t}\n")
+        os.replace(self.clock + ".tmp", self.clock)  # the simulator never reads half a number
+
+    def events(self, kind=None):
+        rc, out, _ = self.box.gs("show", self.name, "--events", "--csv")
+        import csv
+        import io
+        rows = list(csv.DictReader(io.StringIO(out))) if rc == 0 else []
+        return [r for r in rows if kind is None or r["kind"] == kind]
+
+    def rows(self, metric):
+        rc, out, _ = self.box.gs("show", self.name, "--csv", "--metric", metric)
+        import csv
+        import io
+        return list(csv.DictReader(io.StringIO(out))) if rc == 0 else []
+
+    def wait(self, cond, what):
+        return wait_until(cond, what, timeout=120, proc=self.p, every=0.1)
+
+    def finish(self):
+        open(self.stop, "w").close()
+        rc = self.p.wait(timeout=120)
+        self.err.seek(0)
+        check(rc == 0, f"the run exited {rc}: {self.err.read()}")
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+        self.err.close()
 
 
 def series(rows, name, labels):
@@ -110,43 +165,79 @@ def test_busy8_process_memory_joins_the_job_process_tree():
 
 
 def test_throttle_events_start_and_stop_with_the_scenario():
+    # The scenario: thermal slowdown (Sw + Hw) from 2 s, SwPowerCap too from 3 s, none from 4 s,
+    # GpuIdle from 5 s. Each step of the clock waits for the store to show the one before.
     box = Sandbox()
+    run = Clocked(box, "throttled.scn", "hot")
     try:
-        run(box, "throttled.scn", "hot", 5.6)
-        ev = box.csv("show", "hot", "--events", "--csv")
+        def mask():
+            return [v for _, v in series(run.rows("gpu.throttle_reasons"), "gpu.throttle_reasons", "gpu=0")]
 
-        def times(kind, name):
-            return [float(r["t_s"]) for r in ev if r["kind"] == kind and r["name"] == name and r["labels"] == "gpu=0"]
+        def started(kind, *names):
+            ev = [r["name"] for r in run.events(kind) if r["labels"] == "gpu=0"]
+            return ev if all(n in ev for n in names) else None
 
-        for name in ("SwThermalSlowdown", "HwThermalSlowdown"):
-            s, e = times("throttle_start", name), times("throttle_stop", name)
-            check(len(s) == 1 and 1.95 < s[0] < 2.6, f"{name} start {s}")
-            check(len(e) == 1 and 3.95 < e[0] < 4.6, f"{name} stop {e}")
-        s = times("throttle_start", "SwPowerCap")
-        check(len(s) == 1 and 2.95 < s[0] < 3.6, f"SwPowerCap start {s}")
-        check(not times("throttle_start", "GpuIdle"), "GpuIdle makes no event")
-        rows = box.csv("show", "hot", "--csv", "--metric", "gpu.throttle_reasons")
-        mask = series(rows, "gpu.throttle_reasons", "gpu=0")
-        check(any(v == 0x60 for t, v in mask if 2.2 < t < 2.9), "thermal bits in the mask")
-        check(any(v == 1 for t, v in mask if t > 5.2), "GpuIdle stays in the mask")
+        run.set(1)
+        run.wait(lambda: 0 in mask(), "a throttle mask of 0 before 2 s")
+        check(not started("throttle_start"), f"a throttle event before any throttling: {run.events('throttle_start')}")
+        run.set(2.5)
+        run.wait(lambda: started("throttle_start", "SwThermalSlowdown", "HwThermalSlowdown"), "the thermal events")
+        check(0x60 in mask(), f"thermal bits in the mask: {sorted(set(mask()))}")
+        check("SwPowerCap" not in started("throttle_start"), "SwPowerCap before 3 s")
+        run.set(3.5)
+        run.wait(lambda: started("throttle_start", "SwPowerCap"), "the SwPowerCap event")
+        run.set(4.5)
+        run.wait(lambda: started("throttle_stop", "SwThermalSlowdown", "HwThermalSlowdown", "SwPowerCap"),
+                 "the throttle_stop events")
+        run.set(5.5)
+        run.wait(lambda: 1 in mask(), "GpuIdle in the mask")
+        run.finish()
+        ev = [(r["kind"], r["name"], float(r["t_s"])) for r in run.events() if r["labels"] == "gpu=0"
+              and r["kind"] in ("throttle_start", "throttle_stop")]
+        names = sorted((k, n) for k, n, _ in ev)
+        check(names == [("throttle_start", "HwThermalSlowdown"), ("throttle_start", "SwPowerCap"),
+                        ("throttle_start", "SwThermalSlowdown"), ("throttle_stop", "HwThermalSlowdown"),
+                        ("throttle_stop", "SwPowerCap"), ("throttle_stop", "SwThermalSlowdown")],
+              f"one start and one stop of each, no GpuIdle event: {ev}")
+        t = {(k, n): s for k, n, s in ev}
+        check(t[("throttle_start", "SwThermalSlowdown")] < t[("throttle_start", "SwPowerCap")] <
+              t[("throttle_stop", "SwThermalSlowdown")], f"in the scenario's order: {ev}")
+        check(mask()[-1] == 1, f"GpuIdle stays in the mask to the end: {mask()[-5:]}")
     finally:
+        run.close()
         box.close()
 
 
 def test_lost_gpu_ends_with_an_event_and_the_others_continue():
+    # The scenario: GPU 1 lost from 2 s, GPU 2 from 3 s, GPU 0 carries on.
     box = Sandbox()
+    run = Clocked(box, "lost.scn", "lost")
     try:
-        run(box, "lost.scn", "lost", 4)
-        ev = box.csv("show", "lost", "--events", "--csv")
-        lost = {r["labels"]: float(r["t_s"]) for r in ev if r["kind"] == "gpu_lost"}
-        check(set(lost) == {"gpu=1", "gpu=2"}, f"lost GPUs {lost}")
-        check(1.95 < lost["gpu=1"] < 2.6 and 2.95 < lost["gpu=2"] < 3.6, f"lost at {lost}")
-        rows = box.csv("show", "lost", "--csv", "--metric", "gpu.temp_c")
-        t1 = [t for t, _ in series(rows, "gpu.temp_c", "gpu=1")]
-        check(t1 and max(t1) < lost["gpu=1"], "no sample of gpu 1 after it was lost")
-        t0 = [t for t, _ in series(rows, "gpu.temp_c", "gpu=0")]
-        check(t0 and max(t0) > 3.6, "gpu 0 carries on")
+        def temps(g):
+            return [t for t, _ in series(run.rows("gpu.temp_c"), "gpu.temp_c", f"gpu={g}")]
+
+        def lost():
+            return {r["labels"]: float(r["t_s"]) for r in run.events("gpu_lost")}
+
+        run.set(1)
+        run.wait(lambda: all(temps(g) for g in range(3)), "samples of all three GPUs")
+        check(not lost(), f"a GPU lost before 2 s: {lost()}")
+        run.set(2.5)
+        run.wait(lambda: "gpu=1" in lost(), "GPU 1's gpu_lost event")
+        check(set(lost()) == {"gpu=1"}, f"only GPU 1 is lost at 2.5 s: {lost()}")
+        run.set(3.5)
+        run.wait(lambda: "gpu=2" in lost(), "GPU 2's gpu_lost event")
+        at = lost()["gpu=2"]
+        run.wait(lambda: max(temps(0)) > at, "a sample of GPU 0 after GPU 2 was lost")
+        run.finish()
+        gone = lost()
+        check(set(gone) == {"gpu=1", "gpu=2"} and gone["gpu=1"] < gone["gpu=2"], f"lost GPUs {gone}")
+        for g in (1, 2):
+            t = temps(g)
+            check(t and max(t) < gone[f"gpu={g}"], f"no sample of gpu {g} after it was lost: {t[-3:]} vs {gone}")
+        check(max(temps(0)) > gone["gpu=2"], "gpu 0 carries on")
     finally:
+        run.close()
         box.close()
 
 

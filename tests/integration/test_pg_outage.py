@@ -38,6 +38,27 @@ for i in range(n):
             s.sendto(f"gs1 param q{i} {i}".encode(), path)
 '''
 
+# A job that sends `gs1 metric tick I` for I = 0, 1, ... one every PERIOD seconds until the file
+# STOP exists, then writes how many it sent to STOP.count (the ground truth). Exits 3 after 300 s
+# without STOP (a hang's bound, never reached by a passing test).
+UNTIL_JOB = r'''
+import os, socket, sys, time
+period, stop = float(sys.argv[1]), sys.argv[2]
+path = os.environ["GPUSCOPE_SOCKET"]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+t0 = time.monotonic()
+i = 0
+while not os.path.exists(stop):
+    if time.monotonic() - t0 > 300:
+        sys.exit(3)
+    while time.monotonic() < t0 + i * period:
+        time.sleep(0.002)
+    s.sendto(f"gs1 metric tick {i}".encode(), path)
+    i += 1
+with open(stop + ".count", "w") as f:
+    f.write(str(i))
+'''
+
 _pg = []
 
 
@@ -74,30 +95,45 @@ def check_no_gap(sb, run, metric, interval_s):
     check(not gaps, f"{metric}: gaps or repeats in the stored ticks: {gaps[:5]}")
 
 
+def spool_open(sb):
+    """The agent's spool files now (a run's spool exists from the outage that opened it until the
+    replay that emptied it)."""
+    d = os.path.join(sb.dir, "spool")
+    return [f for f in os.listdir(d) if f.startswith("spool-")] if os.path.isdir(d) else []
+
+
 def test_two_outages_lose_no_sample_and_store_none_twice():
+    # Driven by states, not a schedule: each outage starts once the server holds the job's ticks, is
+    # seen when the agent opens its spool, and ends once the agent has replayed it (spool gone).
     sb = sandbox("outage")
+    server = pg()
+    stop = os.path.join(sb.dir, "stop")
+    job = os.path.join(sb.dir, "until_job.py")
+    with open(job, "w") as f:
+        f.write(UNTIL_JOB)
+    outf, errf = open(os.path.join(sb.dir, "out"), "w+"), open(os.path.join(sb.dir, "err"), "w+")  # files, not pipes
+    agent = subprocess.Popen([BIN, "run", "--name", "outage", "--interval", "100ms", "--", PYTHON, job, "0.02", stop],
+                             env=sb.env, stdout=outf, stderr=errf, text=True)
     try:
-        server = pg()
-        n, period = 700, 0.02  # 14 s of ticks
-        log = []
+        def stored():  # the ticks the server holds now (0 before the run is there)
+            rc, out, _ = sb.gs("show", "outage", "--metric", "tick", "--csv")
+            return max(0, len(out.strip().splitlines()) - 1) if rc == 0 else 0
 
-        def outages():
-            time.sleep(2.5)
-            for _ in range(2):
-                server.stop()
-                log.append(("stopped", time.monotonic()))
-                time.sleep(2.5)
-                server.start()
-                log.append(("started", time.monotonic()))
-                time.sleep(2.5)
-
-        th = threading.Thread(target=outages)
-        th.start()
-        rc, out, err = sb.gs("run", "--name", "outage", "--interval", "100ms", "--", *tick_job(sb, n, period),
-                             timeout=120)
-        th.join()
+        for k in range(2):
+            before = stored()
+            wait_until(lambda: stored() > before, f"outage {k + 1}: new ticks in the server", proc=agent, every=0.2)
+            server.stop()
+            wait_until(lambda: spool_open(sb), f"outage {k + 1}: the agent did not open its spool", proc=agent)
+            server.start()
+            wait_until(lambda: not spool_open(sb), f"outage {k + 1}: the spool was not replayed", proc=agent)
+        before = stored()
+        wait_until(lambda: stored() > before, "new ticks in the server after the outages", proc=agent, every=0.2)
+        open(stop, "w").close()
+        rc = agent.wait(timeout=120)
+        outf.seek(0), errf.seek(0)
+        out, err = outf.read(), errf.read()
         check(rc == 0, f"run exited {rc}\n{err}")
-        check(len(log) == 4, f"the server was not stopped and started twice: {log}")
+        n = int(wait_file(stop + ".count", "the job did not count its ticks"))
         values = tick_values(sb, "outage")
         check(len(values) == n, f"{len(values)} tick samples stored, the job sent {n}")
         check(values == [float(i) for i in range(n)], "tick samples lost, repeated or out of order")
@@ -109,6 +145,13 @@ def test_two_outages_lose_no_sample_and_store_none_twice():
         check(not left, f"the spool was not emptied after the replay: {left}")
         check(PASSWORD not in out + err + notes, "a password was printed")
     finally:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+        try:
+            server.start()  # a failed wait may have left it stopped
+        except RuntimeError:
+            pass  # it is running: pg_ctl refuses a second start
         sb.close()
 
 

@@ -6,13 +6,15 @@ import os
 import re
 import sqlite3
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from gstest import BUILD, SRC, Sandbox, check, run_tests, shared_sandbox
 
 def waiting_run(sb):
     sb.ok("run", "--quiet", "--name", "waits", "--",
-          *sb.step_job(0.03, 0.01, 60, "num_workers=0", "batch_size=32", mark=True))
+          *sb.step_job(0.03, 0.01, 60, "num_workers=0", "batch_size=32", mark=True,
+                       out=os.path.join(sb.dir, "waits.json")))
 
 
 sandbox = shared_sandbox(waiting_run)
@@ -47,14 +49,19 @@ def test_json_report_has_run_figures_and_findings():
     check(rep["run"]["name"] == "waits" and rep["run"]["status"] == "finished", str(rep["run"]))
     check(rep["params"]["num_workers"] == "0", str(rep["params"]))
     fig = rep["figures"]
-    check(fig["steps"] >= 50 and fig["samples_per_s"] > 0 and 0.5 < fig["data_share"] < 0.95, str(fig))
+    with open(os.path.join(sandbox().dir, "waits.json")) as f:
+        own = json.load(f)  # what the job measured itself (a loaded machine preempts its compute spin)
+    share = own["data_s"] / (own["data_s"] + own["compute_s"])
+    check(fig["steps"] >= 50 and abs(fig["samples_per_s"] - own["samples"] / own["wall_s"]) < 0.02 * fig["samples_per_s"]
+          and abs(fig["data_share"] - share) < 0.02, f"{fig}; the job measured {own}")
     check(fig["gpus"] == 0 and fig["gpu_util_pct"] is None, "no GPU: absent, not zero")
     check(rep["findings"], "at least one finding (or healthy)")
     for f in rep["findings"]:
         check(set(f) >= {"rule", "severity", "share", "lost_s", "speedup", "title", "evidence", "fix"}, str(f))
         check(isinstance(f["evidence"], dict) and f["fix"], str(f))
     top = rep["findings"][0]
-    check(top["rule"] == "input_latency" and top["share"] > 0.5, f"a sleeping loader: {top['rule']}")
+    check(top["rule"] == "input_latency" and abs(top["share"] - share) < 0.05,
+          f"a sleeping loader: {top['rule']} {top['share']:.3f}, the job measured a data share of {share:.3f}")
 
 
 def embedded(html):
@@ -101,9 +108,29 @@ def test_gpu_report_charts_gpus_and_throttling():
     # The simulated library is built with the project (tests/gpusim): missing, the build is broken.
     check(os.path.exists(lib), f"{lib} is missing: tests/gpusim was not built")
     sb = sandbox()
-    env = {"GPUSCOPE_NVML_LIB": lib, "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios",
-                                                                      "throttled.scn")}
-    sb.ok("run", "--quiet", "--name", "hot", "--", *sb.step_job(0.001, 0.02, 300, mark=True), env=env)
+    # The scenario's clock (GPUSIM_CLOCK) runs at a twentieth of real time from 2.05 s, inside its
+    # thermal slowdown (2-4 s): throttled for the whole run however long a loaded machine makes it
+    # (on the wall clock, its 2 s of throttling were a share of a run of any length, and fell under the
+    # rule's threshold when the job ran slower). The clock still moves, as GPM readings need.
+    import threading
+    clock, done = os.path.join(sb.dir, "clock"), threading.Event()
+
+    def tick():
+        t0 = time.monotonic()
+        while not done.is_set():
+            with open(clock + ".tmp", "w") as f:
+                f.write(f"{min(3.95, 2.05 + (time.monotonic() - t0) / 20):.4f}\n")
+            os.replace(clock + ".tmp", clock)
+            done.wait(0.05)
+    tick_thread = threading.Thread(target=tick, daemon=True)
+    tick_thread.start()
+    env = {"GPUSCOPE_NVML_LIB": lib, "GPUSIM_CLOCK": clock,
+           "GPUSIM_SCENARIO": os.path.join(SRC, "tests", "gpusim", "scenarios", "throttled.scn")}
+    try:
+        sb.ok("run", "--quiet", "--name", "hot", "--", *sb.step_job(0.001, 0.02, 300, mark=True), env=env, timeout=600)
+    finally:
+        done.set()
+        tick_thread.join()
     path = os.path.join(sb.dir, "hot.html")
     sb.ok("report", "hot", "--html", path)
     html = open(path, encoding="utf-8").read()

@@ -9,7 +9,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from gstest import BIN, Sandbox, check, run_tests
+from gstest import BIN, Sandbox, check, run_tests, wait_file, wait_until
 
 
 def test_run_exits_with_child_status():
@@ -127,10 +127,23 @@ def alive(pid):
 
 def test_run_orphans_stay_in_tree_and_are_counted():
     sb = Sandbox()
-    pidfile = os.path.join(sb.dir, "pid")
-    rc, _, err = sb.gs("run", "--", "sh", "-c", f"sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}; sleep 1.2; exit 0")
-    check(rc == 0, err)
-    pid = int(open(pidfile).read())
+    pidfile, go = os.path.join(sb.dir, "pid"), os.path.join(sb.dir, "go")
+    # the shell leaves once the store shows the agent saw the orphan start (not after a fixed 1.2 s)
+    p = subprocess.Popen([BIN, "run", "--", "sh", "-c", f"sleep 60 >/dev/null 2>&1 & echo $! > {pidfile}; "
+                          f"while [ ! -e {go} ]; do sleep 0.05; done; exit 0"], env=sb.env,
+                         stderr=subprocess.PIPE, text=True)
+    pid = int(wait_file(pidfile, "the job did not start", proc=p))
+
+    def seen():
+        rc, out, _ = sb.gs("show", "last", "--events", "--json")
+        return rc == 0 and any(e["kind"] in ("proc_start", "proc_exec") and int(e["value"]) == pid
+                               for e in json.loads(out))
+    try:
+        wait_until(seen, "the agent never recorded the orphan", proc=p, every=0.1)
+    finally:
+        open(go, "w").close()
+    err = p.communicate(timeout=60)[1]
+    check(p.returncode == 0, err)
     check(alive(pid), "the orphan should still run: gpuscope does not wait without --wait-tree")
     check("1 process of the job still running" in err, err)
     # the orphan was watched while the run lasted
@@ -156,8 +169,15 @@ def test_run_wait_tree_waits_for_orphans():
 
 def test_two_runs_at_once_on_one_store_are_both_kept():
     sb = Sandbox()
-    procs = [subprocess.Popen([BIN, "run", "--quiet", "--name", f"r{i}", "--", "sleep", "2.5"], env=sb.env)
-             for i in range(2)]
+    stop = os.path.join(sb.dir, "stop")
+    # both write at once until each has committed 20 samples (a count, not 2.5 s of wall time)
+    procs = [subprocess.Popen([BIN, "run", "--quiet", "--name", f"r{i}", "--", "sh", "-c",
+                               f"while [ ! -e {stop} ]; do sleep 0.05; done"], env=sb.env) for i in range(2)]
+    try:
+        for i, p in enumerate(procs):
+            wait_until(lambda: committed(sb, f"r{i}") >= 20, f"r{i}: 20 samples committed", proc=p, every=0.1)
+    finally:
+        open(stop, "w").close()
     for p in procs:
         check(p.wait(timeout=60) == 0)
     runs = sb.json("runs", "--json")
@@ -167,18 +187,17 @@ def test_two_runs_at_once_on_one_store_are_both_kept():
         rows = sb.csv("show", r["id"], "--metric", "host.mem.used_bytes", "--csv")
         check(len(rows) >= 20, f"{r['name']}: only {len(rows)} samples")
         ts = [float(x["t_s"]) for x in rows]
-        check(ts == sorted(ts) and ts[-1] >= 2.0, "samples missing or out of order")
+        check(ts == sorted(ts) and len(set(ts)) == len(ts), "samples repeated or out of order")
     sb.close()
 
 
 def test_signal_to_gpuscope_is_forwarded():
     sb = Sandbox()
-    p = subprocess.Popen([BIN, "run", "--", "sh", "-c", 'trap "exit 42" TERM; while :; do sleep 0.1; done'],
-                         env=sb.env, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 20
-    while time.time() < deadline and not os.path.exists(sb.db):
-        time.sleep(0.1)
-    time.sleep(1.0)
+    ready = os.path.join(sb.dir, "ready")
+    # the shell says when its trap is set: the signal is sent once there is a trap to run
+    p = subprocess.Popen([BIN, "run", "--", "sh", "-c", f'trap "exit 42" TERM; echo ok > {ready}; '
+                          'while :; do sleep 0.1; done'], env=sb.env, stderr=subprocess.PIPE, text=True)
+    wait_file(ready, "the job did not set its trap", proc=p)
     p.send_signal(signal.SIGTERM)
     rc = p.wait(timeout=30)
     check(rc == 42, f"rc {rc}: {p.stderr.read()}")
@@ -259,11 +278,13 @@ def test_interval_sets_sample_spacing():
     ts = [float(r["t_s"]) for r in rows]
     gaps = [round(b - a, 6) for a, b in zip(ts, ts[1:])]
     # Samples carry their scheduled tick: every gap is a whole number of 50 ms ticks (a loaded machine
-    # may skip a tick, never shift one) but the last, to the final sample taken when the job exited;
-    # the ticks cover the 1 s job, and most come on time.
+    # may skip a tick, never shift one) but the last, to the final sample taken when the job exited
+    # (any time after the last tick, skipped ticks before it included); the ticks cover the 1 s job.
+    # How many ticks come on time is the machine's speed, not this test's business.
     on_grid = lambda g: g > 0 and abs(g / 0.05 - round(g / 0.05)) < 1e-4  # noqa: E731
-    whole = all(on_grid(g) for g in gaps[:-1]) and (on_grid(gaps[-1]) or 0 < gaps[-1] <= 0.05)
-    check(whole and ts[-1] - ts[0] >= 0.9 and gaps.count(0.05) * 2 >= len(gaps), f"{len(ts)} samples, gaps {gaps}")
+    whole = all(on_grid(g) for g in gaps[:-1]) and gaps[-1] > 0
+    odd = any(round(g / 0.05) % 2 == 1 for g in gaps[:-1])  # the grid is 50 ms, not 100 ms
+    check(whole and ts[-1] - ts[0] >= 0.9 and odd, f"{len(ts)} samples, gaps {gaps}")
     sb.close()
 
 

@@ -34,8 +34,11 @@ def setup(sb):
     p = subprocess.run([GEN, "--url", sb.store, "--hours", "1", "--gpus", "8", "--metrics", "6", "--name", "hour"],
                        capture_output=True, text=True, timeout=300)
     check(p.returncode == 0, f"serve_gen failed: {p.stderr}")
-    sb.ok("run", "--quiet", "--name", "slow", "--", *sb.step_job(0.03, 0.01, 30, "num_workers=0", "batch_size=32"))
-    sb.ok("run", "--quiet", "--name", "fast", "--", *sb.step_job(0.005, 0.01, 30, "num_workers=4", "batch_size=32"))
+    # each job writes what it measured itself (steps, samples, wall time): the speed-up is checked against it
+    sb.ok("run", "--quiet", "--name", "slow", "--", *sb.step_job(0.03, 0.01, 30, "num_workers=0", "batch_size=32",
+                                                                  out=os.path.join(sb.dir, "slow.json")))
+    sb.ok("run", "--quiet", "--name", "fast", "--", *sb.step_job(0.005, 0.01, 30, "num_workers=4", "batch_size=32",
+                                                                  out=os.path.join(sb.dir, "fast.json")))
 
 
 box = shared_sandbox(setup)
@@ -131,7 +134,11 @@ def test_run_answers_record_series_events_findings_steps_and_gpus():
     check(r["findings"] and all({"rule", "severity", "title", "evidence", "fix", "speedup"} <= set(f)
                                 for f in r["findings"]), "findings with their fields")
     check(isinstance(r["findings"][0]["evidence"], dict), "evidence is a JSON object, not text")
-    check(r["steps"]["n"] >= 20 and 0.5 < r["steps"]["data_share"] < 0.95, f"steps {r['steps']}")
+    with open(os.path.join(box().dir, "slow.json")) as f:
+        own = json.load(f)  # what the job measured: on a loaded machine its compute spin is preempted
+    share = own["data_s"] / (own["data_s"] + own["compute_s"])
+    check(r["steps"]["n"] >= 20 and abs(r["steps"]["data_share"] - share) < 0.02,
+          f"steps {r['steps']}; the job measured a data share of {share:.3f}")
     check(r["gpus"] == [], "no GPU in this run: an empty table")
     w = server().json("/api/runs/week")
     check(len(w["gpus"]) == 1 and w["gpus"][0]["util_min"] == 0, f"the GPU table keeps the dip: {w['gpus']}")
@@ -199,10 +206,17 @@ def test_compare_has_speedups_differing_params_and_findings():
     c = server().json("/api/compare?runs=slow,fast")
     check([r["name"] for r in c["runs"]] == ["slow", "fast"], "runs in the order asked")
     check(c["runs"][0]["speedup"] == 1, "the baseline's speed-up is 1")
-    check(c["runs"][1]["speedup"] > 1.5, f"the fast loader is faster: {c['runs'][1]['speedup']}")
+    own = {}
+    for name in ("slow", "fast"):
+        with open(os.path.join(box().dir, f"{name}.json")) as f:
+            m = json.load(f)
+        own[name] = m["samples"] / m["wall_s"]
+    want = own["fast"] / own["slow"]  # the jobs' own ratio (about 1.7 on an idle machine)
+    check(abs(c["runs"][1]["speedup"] - want) / want < 0.03,
+          f"the fast loader's speed-up {c['runs'][1]['speedup']:.3f}, the jobs measured {want:.3f}")
     check([p["key"] for p in c["params_differ"]] == ["num_workers"], f"differing params {c['params_differ']}")
     check(c["params_differ"][0]["values"] == ["0", "4"], "their values")
-    check(all(len(f["in"]) == 2 for f in c["findings"]), "findings say in which runs")
+    check(c["findings"] and all(len(f["in"]) == 2 for f in c["findings"]), f"findings say in which runs: {c['findings']}")
 
 
 def test_findings_stored_and_live():

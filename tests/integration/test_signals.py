@@ -79,7 +79,7 @@ def test_term_reaches_the_work_behind_sh_c():
                          env=sb.env, stderr=subprocess.DEVNULL)
     check(wait_for(pidfile), "the job did not start")
     pid = int(open(pidfile).read())
-    time.sleep(0.3)
+    # no pause: the pid file is written after the fork, and gpuscope lists the tree when it forwards
     p.send_signal(signal.SIGTERM)
     rc = p.wait(timeout=60)
     check(rc == 128 + signal.SIGTERM, f"rc {rc}")
@@ -104,8 +104,7 @@ def forwarded(sig):
                          env=sb.env, stderr=errf, text=True)
     check(wait_for(got + ".r"), "the job did not start")
     job = int(open(got + ".r").read())
-    time.sleep(0.3)
-    p.send_signal(sig)
+    p.send_signal(sig)  # the trap is set before the shell writes its pid: no pause needed
     try:
         rc = p.wait(timeout=30)
     except subprocess.TimeoutExpired:
@@ -163,11 +162,16 @@ def test_term_during_wait_tree_reaches_the_orphans():
     sb = Sandbox()
     pidfile = os.path.join(sb.dir, "pid")
     p = subprocess.Popen([BIN, "run", "--quiet", "--wait-tree", "--", "sh", "-c",
-                          f"sleep 300 >/dev/null 2>&1 & echo $! > {pidfile}; exit 0"],
+                          f"sleep 300 >/dev/null 2>&1 & echo $! $$ > {pidfile}; exit 0"],
                          env=sb.env, stderr=subprocess.DEVNULL)
     check(wait_for(pidfile), "the job did not start")
-    pid = int(open(pidfile).read())
-    time.sleep(0.5)  # the shell has exited; gpuscope waits for the orphan
+    pid, shell = map(int, open(pidfile).read().split())
+    # the state under test: the shell has exited and gpuscope has reaped it (its /proc entry is gone),
+    # so gpuscope is waiting for the orphan alone
+    deadline = time.time() + 60
+    while os.path.exists(f"/proc/{shell}") and time.time() < deadline and p.poll() is None:
+        time.sleep(0.02)
+    check(not os.path.exists(f"/proc/{shell}"), "gpuscope did not reap the job's shell")
     p.send_signal(signal.SIGTERM)
     try:
         rc = p.wait(timeout=20)

@@ -196,7 +196,9 @@ def test_full_disk_during_a_run_loses_nothing_and_names_the_cause():
     print(f"     full disk for 2 s of a 4 s run: {note[0].split(':')[0]}; host.mem.used_bytes {mem['count']} "
           f"samples, largest gap {gap:.2f} s")
     sb.ok("run", "--quiet", "--name", "after", "--", "sleep", "0.3")  # a later run inherits nothing
-    for m in sb.json("metrics", "after", "--json"):
+    after = sb.json("metrics", "after", "--json")
+    check(any(m["name"] == "host.mem.used_bytes" for m in after), f"the next run has its own samples: {after}")
+    for m in after:
         check(m["count"] < 100, f"the next run inherited samples: {m}")
     largest_gap_s(sb, "after", "host.mem.used_bytes")
     sb.close()

@@ -12,7 +12,6 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gstest import *  # noqa: E402,F403
 
-SKIP = 77
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 SCN = os.path.join(SRC, "tests/gpusim/scenarios/busy8_h200.scn")
 CAPTURES = os.path.join(BUILD, "top-captures")
@@ -301,9 +300,9 @@ def test_top_needs_a_terminal_and_a_run():
 
 if __name__ == "__main__":
     if not TMUX:
-        print("SKIP: tmux is not installed (Debian package tmux)")
-        sys.exit(SKIP)
-    if not os.path.exists(SIM):
-        print(f"SKIP: the simulated NVML library is not built ({SIM})")
-        sys.exit(SKIP)
+        skip_script("tmux is not installed (Debian package tmux)")
+    if not os.path.exists(SIM):  # built by the same tree as gpuscope: never a skip
+        print(f"FAIL: the simulated NVML library is not built ({SIM}): build the tests' tree "
+              "(cmake --build with BUILD_TESTING on builds tests/gpusim)")
+        sys.exit(1)
     run_tests(globals())

@@ -64,6 +64,7 @@ def test_gpu_columns_come_from_the_runs_nvml_series():
     try:
         scn = os.path.join(SRC, "tests/gpusim/scenarios/busy8_h200.scn")
         r = tune(sb, scn, "--steps", "8", "--warmup", "2", "--param", "data=0.01,0.03", "0", "{data}", "0.02", "200")
+        check(len(r["trials"]) == 2, f"one trial per value of data: {r['trials']}")
         for t in r["trials"]:
             check(t["status"] == "ok", str(t))
             check(abs(t["gpu_util_pct"] - 97) < 1, f"GPU util {t['gpu_util_pct']}")

@@ -95,8 +95,11 @@ def test_ctrl_c_stops_the_trial_and_prints_the_table_so_far():
 def test_budget_stops_the_running_trial_and_starts_no_other():
     sb = Sandbox()
     try:
+        # The stdlib step job (20 ms steps, no torch to import): the 4 s budget runs out during the
+        # first trial however loaded the machine (with the torch example, its import alone took the
+        # 4 s under load, and the trial measured nothing).
         out, err = tune(sb, "--name", "bud", "--budget", "4s", "--steps", "100000", "--warmup", "1", "--json",
-                        "--param", "workers=0,2", "--", PYTHON, EXAMPLE, "--workers", "{workers}")
+                        "--param", "workers=0,2", "--", *sb.step_job(0.01, 0.01, 100000, "workers={workers}"))
         r = json.loads(out)
         first, second = r["trials"]
         check(r["budget_out"] is True, str(r))

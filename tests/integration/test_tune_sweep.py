@@ -77,6 +77,7 @@ def test_learning_rate_note_and_findings_for_the_recommended_configuration():
 
 def test_each_trial_measured_after_warmup_and_stopped_by_steps():
     sandbox()
+    check(len(results["grid"]["trials"]) == 12, f"12 trials: {results['grid']['trials']}")
     for t in results["grid"]["trials"]:
         check(t["steps_measured"] == 16 and t["steps_run"] >= 18, f"{t}")
         check(t["ci95"] is not None and t["ci95"] >= 0 and t["rate"] > 0, str(t))

@@ -6,15 +6,19 @@ names the rule ids the doctor must report, and nothing else; three or more must 
 
 At the end it prints, per rule, precision (of the cases where the doctor reported the rule, how
 many expected it) and recall (of the cases that expected it, how many got it). A case that misses
-is run once more (the machine is shared; a neighbour's burst can skew a 10 s run); both attempts are
-printed, and the table counts the last. Exit 0 when every case matches, 77 (skip) without torch."""
+is run once more (the machine is shared; a neighbour's burst can skew a 10 s run), and that retry is
+never silent: both attempts are printed, the table counts the FIRST attempt (so a flaky rule shows
+in its precision and recall), and the end lists every retry with what its first attempt got, also
+in scenario_results.txt. A case that needs a retry more than rarely is a flake to make robust (a
+longer window, pinned cores, its own margin), not to retry: docs/testing.md. Exit 0 when every
+case matches (on its first or second attempt), 77 (skip; 1 under make check) without torch."""
 import json
 import os
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scenlib import SKIP, Sandbox, have_torch, log, WORKLOADS  # noqa: E402
+from scenlib import Sandbox, have_torch, log, skipped, WORKLOADS  # noqa: E402
 
 SECONDS = os.environ.get("GS_SCENARIO_SECONDS", "10")
 T = ["--seconds", SECONDS]
@@ -110,14 +114,14 @@ def run_case(sb, case, attempt):
 
 def main():
     if not have_torch():
-        log("scenarios: skipped (the Debian python3-torch is not installed)")
-        return SKIP
+        return skipped("scenarios", "the Debian python3-torch is not installed")
     only = {s for s in os.environ.get("GS_SCENARIOS", "").split(",") if s}
     cases = [c for c in CASES if not only or c["name"] in only]
     sb = Sandbox()
-    results, lines = [], []
+    results, lines, retries = [], [], []
     try:
         for case in cases:
+            first = None
             for attempt in (1, 2):
                 got, rep, secs = run_case(sb, case, attempt)
                 ok = got == case["expect"]
@@ -129,13 +133,19 @@ def main():
                 if not ok:
                     for f in rep["findings"]:
                         log(f"       {f['rule']}: {json.dumps(f['evidence'])[:600]}")
+                if first is None:
+                    first = got
                 if ok or attempt == 2:
                     break
-            results.append((case, got, ok, attempt))
+                log(f"RETRY {case['name']}: attempt 1 got {sorted(got)}, expected {sorted(case['expect'])}")
+            if attempt > 1:
+                retries.append(f"{case['name']} (attempt 1 got {sorted(first)}; attempt 2 {'matched' if ok else 'missed'})")
+            # the table counts the first attempt; pass or fail is decided by the last
+            results.append((case, first, ok, attempt))
     finally:
         sb.close()
 
-    table = ["per rule (cases run: %d)" % len(results),
+    table = ["per rule, first attempts (cases run: %d, retried: %d)" % (len(results), len(retries)),
              f"{'rule':<18} {'cases':>5} {'TP':>3} {'FP':>3} {'FN':>3} {'precision':>10} {'recall':>8}"]
     for rule in RULES:
         tp = sum(1 for c, g, _, _ in results if rule in c["expect"] and rule in g)
@@ -148,16 +158,15 @@ def main():
     log("\n" + "\n".join(table))
     # ctest shows a passing test's output only with -V: the table is also kept in the build tree.
     out = os.path.join(os.environ.get("GS_BUILD_DIR", "."), "scenario_results.txt")
+    retry_lines = [f"retried ({len(retries)} of {len(results)} cases): " + ("; ".join(retries) if retries else "none")]
     try:
         with open(out, "w") as f:
-            f.write("\n".join(lines + [""] + table) + "\n")
+            f.write("\n".join(lines + [""] + table + [""] + retry_lines) + "\n")
         log(f"(also in {out})")
     except OSError:
         pass
     failed = [c["name"] for c, _, ok, _ in results if not ok]
-    retried = [c["name"] for c, _, ok, a in results if ok and a > 1]
-    if retried:
-        log(f"\npassed on the second attempt: {', '.join(retried)}")
+    log("\n" + retry_lines[0])
     if failed:
         log(f"\nFAILED: {', '.join(failed)}")
         return 1

@@ -21,6 +21,7 @@ GPUSIM_LIB = os.path.join(BUILD, "tests", "gpusim", "libnvidia-ml.so.1")
 GPUSIM_SCENARIOS = os.path.join(HERE, "..", "gpusim", "scenarios")  # the simulator's one scenario folder
 CLIENT = os.path.join(SRC, "clients", "python")
 SKIP = 77  # ctest's SKIP_RETURN_CODE for these tests
+STRICT = os.environ.get("GS_CHECK_STRICT") == "1"  # make check: a skip is a failure (docs/testing.md)
 
 
 def have_torch():
@@ -96,3 +97,13 @@ def throughput(stdout):
 def log(*a):
     print(*a, flush=True)
     sys.stdout.flush()
+
+
+def skipped(what, reason):
+    """Says that test `what` cannot run here and returns its exit code: 77 (a ctest skip), or 1 under
+    make check (GS_CHECK_STRICT=1), which has installed everything these tests need."""
+    if STRICT:
+        log(f"{what}: FAIL: skipped under make check (GS_CHECK_STRICT=1), where it must run: {reason}")
+        return 1
+    log(f"{what}: skipped ({reason})")
+    return SKIP

@@ -8,7 +8,9 @@ speed-up, and the doctor's estimate for 2 workers (from the first run's evidence
 The step's compute is part PyTorch on the CPU (~9 ms) and part a 40 ms wait standing in for an
 accelerator (the loop sleeps, as it would block on a GPU), so the pair measures the loader fix and
 not only how two processes share two cores. The run pair is tried twice at most (the machine is
-shared; a neighbour's burst can skew a 10 s run); every figure is printed. Exit 77 without torch.
+shared; a neighbour's burst can skew a 10 s run); every figure is printed, and a second try is never
+silent: it is said as "RETRY" and listed at the end (docs/testing.md). Exit 77 without torch (1 under
+make check).
 
 A second pair checks the straggler-by-rank estimate the same way: two ranks of CPU DDP (gloo) where
 rank 1's loader does 8 more augmentation passes per sample, then the same job with even loaders;
@@ -17,7 +19,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scenlib import SKIP, Sandbox, have_torch, log, throughput  # noqa: E402
+from scenlib import Sandbox, have_torch, log, skipped, throughput  # noqa: E402
 
 ARGS = ["--seconds", os.environ.get("GS_SCENARIO_SECONDS", "10"), "--width", "8", "--batch", "32", "--work", "30",
         "--sync-ms", "40"]
@@ -94,17 +96,22 @@ def rank_round(sb, k):
 
 def main():
     if not have_torch():
-        log("pair: skipped (the Debian python3-torch is not installed)")
-        return SKIP
+        return skipped("pair", "the Debian python3-torch is not installed")
     sb = Sandbox(prefix="gspair-")
     try:
-        failed = 0
+        failed, retried = 0, []
         for name, round_fn in (("loader_workers", one_round), ("straggler by rank", rank_round)):
-            if any(round_fn(sb, k) for k in (1, 2)):
+            ok = round_fn(sb, 1)
+            if not ok:
+                say(f"RETRY {name}: the first pair missed; running it once more")
+                retried.append(name)
+                ok = round_fn(sb, 2)
+            if ok:
                 say(f"ok: the doctor's {name} estimate is within ±{TOLERANCE * 100:.0f}% of the measured speed-up")
             else:
                 say(f"FAIL: the {name} estimate missed the measured speed-up by more than ±{TOLERANCE * 100:.0f}% twice")
                 failed = 1
+        say(f"retried ({len(retried)} of 2 pairs): {', '.join(retried) if retried else 'none'}")
         return failed
     finally:
         sb.close()

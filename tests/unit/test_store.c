@@ -1,6 +1,7 @@
 /* The store suite every back end passes, through the store interface only: appended samples read
- * back exactly, runs resolve by id/prefix/name/last, a dead agent's run reads as crashed, and a
- * store opened to read refuses every write.
+ * back exactly, runs resolve by id/prefix/name/last, a dead agent's run reads as crashed, a store
+ * opened to read refuses every write, and events that share a time, kind and name but not a value
+ * are all kept.
  *
  * The back end is chosen by URL: $GS_TEST_STORE_URL is a prefix to which each test appends its own
  * store name ("sqlite:///tmp/x/" gives sqlite:///tmp/x/a.db, ".db" added for SQLite; a PostgreSQL back
@@ -394,6 +395,38 @@ static void test_store_two_runs_on_one_handle_keep_their_own_samples(void **stat
   st->close(st);
 }
 
+/* Two marks of one name at the same instant with different values (a client's burst read in one
+ * poll is stamped with one arrival time) are two events: every back end keeps both. */
+static void test_store_events_at_one_time_with_different_values_are_all_kept(void **state) {
+  (void)state;
+  struct store *st = open_db("events");
+  struct store_run r;
+  begin(st, &r, "marks");
+  struct gs_sink *s = gs_sink_new();
+  for (int i = 0; i < 3; i++)
+    gs_sink_event(s, 1000 + 500000000LL, "mark", "tick", (double)i, "", "");
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.exit_code = 0;
+  r.end_wall_ns = r.start_wall_ns + 1000000000LL;
+  assert_int_equal(st->run_end(st, &r), 0);
+  struct store_event *ev = NULL;
+  size_t n = 0;
+  assert_int_equal(st->events_read(st, r.id, &ev, &n), 0);
+  int seen[3] = {0};
+  size_t marks = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(ev[i].kind, "mark") && !strcmp(ev[i].name, "tick") && ev[i].value >= 0 && ev[i].value < 3)
+      marks++, seen[(int)ev[i].value]++;
+  free(ev);
+  st->close(st); /* before the checks: a failed one leaves the test, and would leak the store */
+  assert_int_equal(marks, 3);
+  assert_true(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_samples_roundtrip_across_flushes),
@@ -404,6 +437,7 @@ int main(void) {
       cmocka_unit_test(test_store_read_mode_reads_and_refuses_writes),
       cmocka_unit_test(test_store_finding_unknown_figures_stay_unknown),
       cmocka_unit_test(test_store_samples_readable_before_the_run_ends),
+      cmocka_unit_test(test_store_events_at_one_time_with_different_values_are_all_kept),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
