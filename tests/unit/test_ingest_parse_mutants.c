@@ -1,0 +1,49 @@
+/* Unit tests of the gs1 parser (src/ingest/ingest_parse.c) that the mutation pass (tests/mutation,
+ * docs/mutation.md) found missing: each kills mutants that test_ingest_parse.c, the socket's and the
+ * C client's tests let live, and says which. The edges of the rules: a reserved prefix alone, the
+ * first and last code points of a range. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "ingest/ingest.h"
+
+static int parse(const char *s, struct ingest_msg *m) {
+  return ingest_parse_line(s, strlen(s), m);
+}
+
+/* The reserved prefixes are reserved as whole names too ("step." and "ingest." alone). Kills
+ * str_starts' `t.n >= n` -> `t.n > n`. */
+static void test_reserved_prefix_alone_is_rejected(void **state) {
+  (void)state;
+  struct ingest_msg m;
+  assert_int_equal(parse("gs1 metric step. 1", &m), GS_EINVAL);
+  assert_non_null(strstr(m.error, "reserved"));
+  assert_int_equal(parse("gs1 param ingest. v", &m), GS_EINVAL);
+  assert_non_null(strstr(m.error, "reserved"));
+  assert_int_equal(parse("gs1 metric step 1", &m), 0);
+}
+
+/* The surrogates U+D800..U+DFFF are refused up to the last one; the code points just outside them
+ * are text. Kills `cp <= 0xdfff` -> `cp < 0xdfff` and -> `cp <= 0xe000`. */
+static void test_surrogate_range_ends_are_exact(void **state) {
+  (void)state;
+  struct ingest_msg m;
+  assert_int_equal(parse("gs1 param k \xed\xbf\xbf", &m), GS_EINVAL); /* U+DFFF */
+  assert_int_equal(parse("gs1 param k \xed\xa0\x80", &m), GS_EINVAL); /* U+D800 */
+  assert_int_equal(parse("gs1 param k \xee\x80\x80", &m), 0);         /* U+E000 */
+  assert_int_equal(m.text.n, 3);
+  assert_int_equal(parse("gs1 param k \xed\x9f\xbf", &m), 0); /* U+D7FF */
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_reserved_prefix_alone_is_rejected),
+      cmocka_unit_test(test_surrogate_range_ends_are_exact),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,284 @@
+/* Unit tests of the store that the mutation pass (tests/mutation, docs/mutation.md) found missing:
+ * each test here kills mutants of src/store/ that every other test let live, and says which. Some
+ * call the inner parts directly (the pending batch of failed appends) through the back ends' private
+ * header; the others go through the store interface, on the back end $GS_TEST_STORE_URL names (as
+ * test_store.c: a prefix to which each test appends its store's name; pg_unit_test_store_mutants runs
+ * them on PostgreSQL), else on an SQLite file in a fresh temp folder. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "store/store_backend.h"
+
+/* A batch of n_series series, n_points points, n_events events, two params and n_notes notes; each
+ * string says what it is and its index (free with gs_batch_free). */
+static struct gs_batch *batch_new(int n_series, int n_points, int n_events, int n_notes, const char *param_a) {
+  struct gs_batch *b = calloc(1, sizeof *b);
+  char s[64];
+  b->series = calloc((size_t)n_series + 1, sizeof *b->series);
+  for (int i = 0; i < n_series; i++) {
+    snprintf(s, sizeof s, "name%d", i);
+    b->series[i] = (struct gs_series_def){.id = i,
+                                          .kind = GS_GAUGE,
+                                          .source = strdup("host"),
+                                          .name = strdup(s),
+                                          .labels = strdup("gpu=0"),
+                                          .unit = strdup("%")};
+  }
+  b->n_series = b->cap_series = (size_t)n_series;
+  b->points = calloc((size_t)n_points + 1, sizeof *b->points);
+  for (int i = 0; i < n_points; i++)
+    b->points[i] = (struct gs_point){.series = 0, .t_ns = 1000 + i, .v = i};
+  b->n_points = b->cap_points = (size_t)n_points;
+  b->events = calloc((size_t)n_events + 1, sizeof *b->events);
+  for (int i = 0; i < n_events; i++) {
+    snprintf(s, sizeof s, "event%d", i);
+    b->events[i] = (struct gs_event){
+        .t_ns = i, .kind = strdup("mark"), .name = strdup(s), .value = i, .labels = strdup(""), .text = strdup(s)};
+  }
+  b->n_events = b->cap_events = (size_t)n_events;
+  b->params = calloc(2, sizeof *b->params);
+  b->params[0] = (struct gs_kv){strdup("a"), strdup(param_a)};
+  b->params[1] = (struct gs_kv){strdup("b"), strdup("2")};
+  b->n_params = b->cap_params = 2;
+  b->notes = calloc((size_t)n_notes + 1, sizeof *b->notes);
+  for (int i = 0; i < n_notes; i++) {
+    snprintf(s, sizeof s, "note%d", i);
+    b->notes[i] = strdup(s);
+  }
+  b->n_notes = b->cap_notes = (size_t)n_notes;
+  return b;
+}
+
+/* Events, params and notes of failed appends are kept, in order, past the arrays' first growth; a
+ * param sent again replaces its value. Kills pending.c's `reserve(..., 1, ...)` -> 0 for events
+ * (the 65th event written past the array) and `if (!v)` -> `if (1)` (a replaced param counted
+ * as dropped). */
+static void test_pending_keeps_events_params_and_notes_of_failed_appends(void **state) {
+  (void)state;
+  struct store_pending p;
+  memset(&p, 0, sizeof p);
+  struct store_write_stats stats;
+  memset(&stats, 0, sizeof stats);
+  struct gs_batch *b1 = batch_new(2, 3, 70, 2, "1"), *b2 = batch_new(0, 2, 1, 1, "one");
+  assert_int_equal(store_pending_add(&p, b1, &stats), GS_OK);
+  assert_int_equal(store_pending_add(&p, b2, &stats), GS_OK);
+  assert_int_equal(stats.events_dropped, 0);
+  assert_int_equal(stats.points_dropped, 0);
+  assert_int_equal(stats.points_pending, 5);
+  assert_int_equal(p.b.n_series, 2);
+  assert_string_equal(p.b.series[1].name, "name1");
+  assert_string_equal(p.b.series[1].labels, "gpu=0");
+  assert_int_equal(p.b.n_points, 5);
+  assert_int_equal(p.b.points[3].t_ns, 1000);
+  assert_int_equal(p.b.n_events, 71);
+  assert_string_equal(p.b.events[69].name, "event69");
+  assert_string_equal(p.b.events[69].text, "event69");
+  assert_true(p.b.events[69].value == 69);
+  assert_string_equal(p.b.events[70].name, "event0");
+  assert_int_equal(p.b.n_params, 2);
+  assert_string_equal(p.b.params[0].key, "a");
+  assert_string_equal(p.b.params[0].value, "one");
+  assert_string_equal(p.b.params[1].value, "2");
+  assert_int_equal(p.b.n_notes, 3);
+  assert_string_equal(p.b.notes[2], "note0");
+  assert_true(store_pending_any(&p));
+  store_pending_clear(&p);
+  assert_false(store_pending_any(&p));
+  store_pending_done(&p);
+  gs_batch_free(b1);
+  gs_batch_free(b2);
+}
+
+/* Past STORE_PENDING_MAX_EVENTS events (and as many notes) the newest are dropped and counted. */
+static void test_pending_events_and_notes_are_bounded_and_counted(void **state) {
+  (void)state;
+  struct store_pending p;
+  memset(&p, 0, sizeof p);
+  struct store_write_stats stats;
+  memset(&stats, 0, sizeof stats);
+  struct gs_batch *b = batch_new(0, 0, STORE_PENDING_MAX_EVENTS + 3, 2, "1");
+  assert_int_equal(store_pending_add(&p, b, &stats), GS_OK);
+  assert_int_equal(p.b.n_events, STORE_PENDING_MAX_EVENTS);
+  assert_int_equal(stats.events_dropped, 3);
+  assert_int_equal(p.b.n_notes, 2);
+  store_pending_done(&p);
+  gs_batch_free(b);
+}
+
+static char dir[256];
+static char prefix[512];
+
+static int setup(void **state) {
+  (void)state;
+  const char *url = getenv("GS_TEST_STORE_URL");
+  if (url && *url) {
+    snprintf(prefix, sizeof prefix, "%s", url);
+    return 0;
+  }
+  snprintf(dir, sizeof dir, "/tmp/gs-test-store-mutants-XXXXXX");
+  if (!mkdtemp(dir))
+    return -1;
+  snprintf(prefix, sizeof prefix, "sqlite://%s/", dir);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  if (!dir[0])
+    return 0;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct store *open_db(const char *name) {
+  char url[700];
+  snprintf(url, sizeof url, "%s%s%s", prefix, name, strncmp(prefix, "sqlite://", 9) ? "" : ".db");
+  struct store *st = store_open(url);
+  if (!st)
+    fail_msg("cannot open %s: %s", url, gs_last_error());
+  return st;
+}
+
+static void check_run_equal(const struct store_run *got, const struct store_run *want) {
+  assert_string_equal(got->id, want->id);
+  assert_string_equal(got->name, want->name);
+  assert_string_equal(got->group, want->group);
+  assert_string_equal(got->status, want->status);
+  assert_string_equal(got->command, want->command);
+  assert_string_equal(got->cwd, want->cwd);
+  assert_string_equal(got->host, want->host);
+  assert_string_equal(got->user, want->user);
+  assert_string_equal(got->tags, want->tags);
+  assert_int_equal(got->start_wall_ns, want->start_wall_ns);
+  assert_int_equal(got->end_wall_ns, want->end_wall_ns);
+  assert_int_equal(got->interval_ns, want->interval_ns);
+  assert_int_equal(got->exit_code, want->exit_code);
+  assert_int_equal(got->agent_pid, want->agent_pid);
+}
+
+/* Every field of a run's record reads back as written, by run_get and by runs_list, while it runs
+ * (exit code unknown: -1) and once ended. Kills pg_read.c's read_run reading another column (5 for
+ * the folder, 12 for the exit code). */
+static void test_store_run_record_reads_back_field_by_field(void **state) {
+  (void)state;
+  struct store *st = open_db("record");
+  struct store_run r, got;
+  memset(&r, 0, sizeof r);
+  snprintf(r.name, sizeof r.name, "resnet");
+  snprintf(r.group, sizeof r.group, "job42");
+  snprintf(r.command, sizeof r.command, "python train.py --lr 0.1");
+  snprintf(r.cwd, sizeof r.cwd, "/home/ada/exp");
+  gethostname(r.host, sizeof r.host - 1);
+  snprintf(r.user, sizeof r.user, "ada");
+  snprintf(r.tags, sizeof r.tags, "team=vision,try=3");
+  r.agent_pid = getpid();
+  r.exit_code = -1;
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  r.interval_ns = 250000000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  snprintf(r.status, sizeof r.status, "running");
+  assert_int_equal(st->run_get(st, r.id, &got), 0);
+  check_run_equal(&got, &r);
+
+  r.exit_code = 3;
+  r.end_wall_ns = r.start_wall_ns + 7000000000LL;
+  snprintf(r.status, sizeof r.status, "failed");
+  assert_int_equal(st->run_end(st, &r), 0);
+  assert_int_equal(st->run_get(st, r.id, &got), 0);
+  check_run_equal(&got, &r);
+  struct store_run *runs = NULL;
+  size_t n = 0;
+  assert_int_equal(st->runs_list(st, &runs, &n), 0);
+  assert_int_equal(n, 1);
+  check_run_equal(&runs[0], &r);
+  free(runs);
+  st->close(st);
+}
+
+/* A run's events (every field, a missing value as NaN), params (a later value replaces) and notes
+ * read back as written, events in time order. Kills pg_read.c's events read taking the time from
+ * another column (`pg_i64(res, i, 0)` -> 1). */
+static void test_store_events_params_and_notes_read_back_field_by_field(void **state) {
+  (void)state;
+  struct store *st = open_db("events");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  snprintf(r.name, sizeof r.name, "ev");
+  r.agent_pid = getpid();
+  r.exit_code = -1;
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  struct gs_sink *s = gs_sink_new();
+  gs_sink_event(s, 1000 + 2500000000LL, "throttle_start", "hw_slowdown", 87.5, "gpu=1", "power cap");
+  gs_sink_event(s, 1000 + 4000000000LL, "mark", "epoch", NAN, "", "");
+  gs_sink_param(s, "lr", "0.1");
+  gs_sink_param(s, "batch", "64");
+  gs_sink_note(s, "gpu%d: fan speed not supported", 0);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  gs_sink_param(s, "lr", "0.05");
+  b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.exit_code = 0;
+  r.end_wall_ns = r.start_wall_ns + 5000000000LL;
+  assert_int_equal(st->run_end(st, &r), 0);
+
+  struct store_event *ev;
+  size_t n;
+  assert_int_equal(st->events_read(st, r.id, &ev, &n), 0);
+  assert_int_equal(n, 2);
+  assert_int_equal(ev[0].t, 2500000000LL);
+  assert_string_equal(ev[0].kind, "throttle_start");
+  assert_string_equal(ev[0].name, "hw_slowdown");
+  assert_true(ev[0].value == 87.5);
+  assert_string_equal(ev[0].labels, "gpu=1");
+  assert_string_equal(ev[0].text, "power cap");
+  assert_int_equal(ev[1].t, 4000000000LL);
+  assert_string_equal(ev[1].kind, "mark");
+  assert_true(isnan(ev[1].value));
+  free(ev);
+  struct gs_kv *kv;
+  assert_int_equal(st->params_read(st, r.id, &kv, &n), 0);
+  assert_int_equal(n, 2);
+  int seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(kv[i].key, "lr"))
+      assert_string_equal(kv[i].value, "0.05"), seen |= 1;
+    else if (!strcmp(kv[i].key, "batch"))
+      assert_string_equal(kv[i].value, "64"), seen |= 2;
+  }
+  assert_int_equal(seen, 3);
+  store_kv_free(kv, n);
+  char **notes;
+  assert_int_equal(st->notes_read(st, r.id, &notes, &n), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(notes[0], "gpu0: fan speed not supported");
+  store_notes_free(notes, n);
+  gs_sink_free(s);
+  st->close(st);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pending_keeps_events_params_and_notes_of_failed_appends),
+      cmocka_unit_test(test_pending_events_and_notes_are_bounded_and_counted),
+      cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
+      cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
