@@ -48,9 +48,9 @@ TESTS = {
     "src/store/pg_read.c": STORE_PG,
     "src/store/pg_write.c": STORE_PG,
     "src/store/pg_util.c": STORE_PG,
-    "src/store/pg_spool.c": STORE_PG + ["it_test_pg_outage"],
+    "src/store/pg_spool.c": STORE_PG,
     "src/store/store_group.c": ["unit_test_store_mutants", "unit_test_doctor_rules", "unit_test_store"],
-    "src/doctor": ["unit_test_doctor_rules", "unit_test_report_charts", "it_test_doctor", "it_test_compare"],
+    "src/doctor": ["unit_test_doctor_mutants", "unit_test_doctor_rules", "unit_test_report_charts", "it_test_doctor", "it_test_compare"],
     "src/ingest/ingest_parse.c": ["unit_test_ingest_parse", "unit_test_ingest_parse_mutants", "unit_test_ingest_poll",
                                   "unit_test_client_c", "it_test_ingest_malformed"],
 }
@@ -135,9 +135,12 @@ def write_source(path, text):
     os.utime(path, ns=(t, t))
 
 
-def configure(copy, build):
+def configure(copy, build, changed):
     if os.path.exists(os.path.join(build, "CMakeCache.txt")):
-        return True
+        if not changed:
+            return True
+        # files came or went: the globs must be read again before targets are named
+        return subprocess.run(["cmake", build], capture_output=True).returncode == 0
     # -O1 without -g: the object of a mutant compiles fast and the tests still run at speed; no
     # -Werror, as a mutant may draw a warning and still be a program the tests must judge.
     cmd = ["cmake", "-S", copy, "-B", build, "-G", "Unix Makefiles",  # Ninja: tests/fuzz names a target and its output alike
@@ -268,6 +271,8 @@ def main():
     ap.add_argument("--extra-test", action="append", default=[], metavar="CTEST_NAME",
                     help="a test run too for every file, after the mapped ones (repeatable): "
                     "with --survivors, whether a slow test the pass leaves out kills them")
+    ap.add_argument("--resume", action="store_true", help="keep the last pass's results (its JSON) and run "
+                    "only the sampled mutants it has none for (a pass cut short)")
     ap.add_argument("--report", action="store_true", help="print the last pass's table again (its JSON), "
                     "with equivalent.txt as it is now; run nothing")
     ap.add_argument("--list", action="store_true", help="list the sampled mutants, run nothing")
@@ -289,7 +294,7 @@ def main():
 
     last = None
     equivalent = load_equivalent()
-    if args.survivors or args.report:
+    if args.survivors or args.report or args.resume:
         try:
             with open(out_json) as f:
                 last = json.load(f)
@@ -304,13 +309,18 @@ def main():
             r["equivalent"] = equivalent.get((r["file"], r.get("code", ""), r["mutation"])) \
                 if r["verdict"] == "survived" else None
         wanted = {r["id"] for r in last["results"] if r["verdict"] == "survived" and not r["equivalent"]}
+        if args.resume:  # everything sampled that the last pass did not judge
+            done = {r["id"] for r in last["results"]}
+            wanted = None
 
     plan = []
     for path in files:
         with open(os.path.join(REPO, path)) as f:
             src = f.read()
         chosen, excluded, nlive = sample(path, src, args.per_file, args.seed, args.all)
-        if last is not None:
+        if last is not None and args.resume:
+            chosen = [m for m in chosen if mutant_id(path, m) not in done]
+        elif last is not None:
             chosen = [m for m in chosen if mutant_id(path, m) in wanted]
         plan.append((path, src, chosen, excluded, nlive))
     if args.report:
@@ -331,7 +341,7 @@ def main():
     t0 = time.time()
     n = sync_copy(copy)
     log(f"copy: {n} files updated in {copy}")
-    if not configure(copy, build):
+    if not configure(copy, build, n):
         log("run.py: the mutation build folder does not configure")
         return 3
     names = sorted({name for path, _, chosen, _, _ in plan for name in tests_for(path) + args.extra_test})
@@ -362,7 +372,7 @@ def main():
             return 3
 
     # --survivors: the last pass's other results stand; the survivors rerun replace their own
-    results = [r for r in last["results"] if r["id"] not in wanted] if last else []
+    results = [r for r in last["results"] if wanted is None or r["id"] not in wanted] if last else []
 
     def save():
         os.makedirs(os.path.dirname(out_json), exist_ok=True)

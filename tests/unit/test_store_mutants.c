@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <libpq-fe.h>
+#include <sqlite3.h>
 
 #include "store/store_backend.h"
 
@@ -140,9 +142,17 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
+static int on_sqlite(void) {
+  return !strncmp(prefix, "sqlite://", 9);
+}
+
+static void url_of(char *url, size_t n, const char *name) {
+  snprintf(url, n, "%s%s%s", prefix, name, on_sqlite() ? ".db" : "");
+}
+
 static struct store *open_db(const char *name) {
   char url[700];
-  snprintf(url, sizeof url, "%s%s%s", prefix, name, strncmp(prefix, "sqlite://", 9) ? "" : ".db");
+  url_of(url, sizeof url, name);
   struct store *st = store_open(url);
   if (!st)
     fail_msg("cannot open %s: %s", url, gs_last_error());
@@ -273,12 +283,77 @@ static void test_store_events_params_and_notes_read_back_field_by_field(void **s
   st->close(st);
 }
 
+/* Runs sql on the store called name behind the store's back (its own SQLite file or PostgreSQL
+ * database). */
+static void exec_behind(const char *name, const char *sql) {
+  char url[700];
+  url_of(url, sizeof url, name);
+  if (on_sqlite()) {
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open(url + strlen("sqlite://"), &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    return;
+  }
+  PGconn *c = PQconnectdb(url);
+  assert_int_equal(PQstatus(c), CONNECTION_OK);
+  PGresult *res = PQexec(c, sql);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK)
+    fail_msg("%s: %s", sql, PQerrorMessage(c));
+  PQclear(res);
+  PQfinish(c);
+}
+
+/* A chunk whose bytes are not a chunk is an error on every back end (GS_ECORRUPT), never samples
+ * made up or a short read taken for the whole series. Kills pg_read.c's `if (d < 0)` -> `if (0)`
+ * (the decode error dropped). */
+static void test_store_corrupt_chunk_is_an_error_on_every_back_end(void **state) {
+  (void)state;
+  struct store *st = open_db("corrupt");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "host", "v", "", "", GS_GAUGE);
+  for (int i = 0; i < 50; i++)
+    gs_sink_put(s, id, 1000 + i * 1000000000LL, i * 0.1);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.exit_code = 0;
+  r.end_wall_ns = r.start_wall_ns + 50000000000LL;
+  assert_int_equal(st->run_end(st, &r), 0);
+  st->close(st);
+  if (on_sqlite())
+    exec_behind("corrupt", "UPDATE chunks SET data = x'00', n = 50");
+  else
+    exec_behind("corrupt", "UPDATE chunks SET data = '\\x00'::bytea, n = 50; "
+                           "UPDATE open_chunks SET data = '\\x00'::bytea, n = 50");
+  st = open_db("corrupt");
+  struct store_series *ser;
+  size_t n;
+  assert_int_equal(st->series_list(st, r.id, &ser, &n), 0);
+  assert_int_equal(n, 1);
+  int64_t *t;
+  double *v;
+  size_t np;
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), GS_ECORRUPT);
+  free(ser);
+  st->close(st);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pending_keeps_events_params_and_notes_of_failed_appends),
       cmocka_unit_test(test_pending_events_and_notes_are_bounded_and_counted),
       cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
+      cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
