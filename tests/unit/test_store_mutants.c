@@ -18,6 +18,7 @@
 #include <libpq-fe.h>
 #include <sqlite3.h>
 
+#include "store/pg_int.h"
 #include "store/store_backend.h"
 
 /* A batch of n_series series, n_points points, n_events events, two params and n_notes notes; each
@@ -114,6 +115,24 @@ static void test_pending_events_and_notes_are_bounded_and_counted(void **state) 
   assert_int_equal(p.b.n_notes, 2);
   store_pending_done(&p);
   gs_batch_free(b);
+}
+
+/* A URL's password never shows: the user's secret before '@' goes, a password= parameter reads
+ * ***, wherever it is in the query, and the rest is kept byte for byte. Kills pg_scrub_url's
+ * `strlen(at) + 1` -> `- 1` and `strlen(end) + 1` -> `- 1` (the text after it cut short). */
+static void test_pg_url_is_shown_without_its_password(void **state) {
+  (void)state;
+  char out[256];
+  pg_scrub_url("postgresql://ada:s3cret@db.example:5432/gpuscope?sslmode=require", out, sizeof out);
+  assert_string_equal(out, "postgresql://ada@db.example:5432/gpuscope?sslmode=require");
+  pg_scrub_url("postgresql://db/gpuscope?password=s3cret&sslmode=require", out, sizeof out);
+  assert_string_equal(out, "postgresql://db/gpuscope?password=***&sslmode=require");
+  pg_scrub_url("postgres://db/g?sslmode=require&password=s3cret", out, sizeof out);
+  assert_string_equal(out, "postgres://db/g?sslmode=require&password=***");
+  pg_scrub_url("postgresql://ada@db/g?application_name=password", out, sizeof out);
+  assert_string_equal(out, "postgresql://ada@db/g?application_name=password");
+  pg_scrub_url("postgresql://ada:pw@db/g?password=pw", out, sizeof out);
+  assert_string_equal(out, "postgresql://ada@db/g?password=***");
 }
 
 static char dir[256];
@@ -351,6 +370,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pending_keeps_events_params_and_notes_of_failed_appends),
       cmocka_unit_test(test_pending_events_and_notes_are_bounded_and_counted),
+      cmocka_unit_test(test_pg_url_is_shown_without_its_password),
       cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
