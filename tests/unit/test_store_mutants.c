@@ -366,6 +366,59 @@ static void test_store_corrupt_chunk_is_an_error_on_every_back_end(void **state)
   st->close(st);
 }
 
+/* Runs sql, which fails, and returns its error result. */
+static PGresult *failing(PGconn *c, const char *sql) {
+  PGresult *res = PQexec(c, sql);
+  assert_int_equal(PQresultStatus(res), PGRES_FATAL_ERROR);
+  return res;
+}
+
+/* PostgreSQL only: the server's errors are named by their first line; a lock or serialization
+ * failure (SQLSTATE 40001, 40P01, 55P03) is GS_EBUSY, another error GS_EIO; a result without a
+ * message takes the connection's; a lost connection marks the store down and says "unreachable".
+ * Kills pg_fail's `||` -> `&&` in the busy states and in the empty-message test. */
+static void test_pg_errors_name_the_cause_and_tell_busy_from_failed(void **state) {
+  (void)state;
+  struct store *st = open_db("errors"); /* makes the database */
+  st->close(st);
+  char url[700];
+  url_of(url, sizeof url, "errors");
+  PGconn *c = PQconnectdb(url);
+  assert_int_equal(PQstatus(c), CONNECTION_OK);
+  struct pg_store *s = calloc(1, sizeof *s);
+  s->conn = c;
+  snprintf(s->name, sizeof s->name, "pgtest");
+  static const char *const busy[] = {"40001", "40P01", "55P03"};
+  for (size_t i = 0; i < sizeof busy / sizeof *busy; i++) {
+    char sql[200];
+    snprintf(sql, sizeof sql, "DO $$ BEGIN RAISE EXCEPTION 'held up' USING ERRCODE = '%s'; END $$", busy[i]);
+    PGresult *res = failing(c, sql);
+    assert_int_equal(pg_fail(s, res, "writing"), GS_EBUSY);
+    PQclear(res);
+    assert_non_null(strstr(gs_last_error(), "store pgtest: writing: "));
+    assert_non_null(strstr(gs_last_error(), "held up"));
+  }
+  PGresult *res = failing(c, "DO $$ BEGIN RAISE EXCEPTION 'taken' USING ERRCODE = '23505'; END $$");
+  assert_int_equal(pg_fail(s, res, "writing"), GS_EIO);
+  PQclear(res);
+  assert_int_equal(pg_exec(s, "SELECT 1", "reading"), GS_OK);
+  assert_int_equal(pg_exec(s, "SELECT 1/0", "dividing"), GS_EIO);
+  assert_non_null(strstr(gs_last_error(), "division by zero"));
+  assert_null(strchr(gs_last_error(), '\n'));
+  res = PQmakeEmptyPGresult(NULL, PGRES_FATAL_ERROR); /* no message of its own: the connection's */
+  assert_int_equal(pg_fail(s, res, "again"), GS_EIO);
+  PQclear(res);
+  assert_non_null(strstr(gs_last_error(), "store pgtest: again: "));
+  assert_non_null(strstr(gs_last_error(), "division by zero"));
+  assert_int_equal(s->down, 0);
+  PQfinish(c);
+  s->conn = NULL;
+  assert_int_equal(pg_exec(s, "SELECT 1", "reading"), GS_EIO);
+  assert_non_null(strstr(gs_last_error(), "unreachable"));
+  assert_int_equal(s->down, 1);
+  free(s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pending_keeps_events_params_and_notes_of_failed_appends),
@@ -375,5 +428,12 @@ int main(void) {
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
   };
+  /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
+  const struct CMUnitTest pg_tests[] = {
+      cmocka_unit_test(test_pg_errors_name_the_cause_and_tell_busy_from_failed),
+  };
+  const char *url = getenv("GS_TEST_STORE_URL");
+  if (url && !strncmp(url, "postgres", 8))
+    return cmocka_run_group_tests(tests, setup, teardown) + cmocka_run_group_tests(pg_tests, setup, teardown);
   return cmocka_run_group_tests(tests, setup, teardown);
 }
