@@ -1155,6 +1155,47 @@ static void test_rule_ids_are_listed(void **state) {
   assert_string_equal(doctor_rule_ids[n - 1], "healthy");
 }
 
+/* ---- mutation pass survivors (docs/mutation.md): rules' gates, not their estimates ---- */
+
+/* A busy GPU with idle tensor pipes is advised mixed precision only when the job does not say it
+ * runs in reduced precision already. Kills rules_gpu.c's `if (d->precision[0] && !fp32)` -> `if (0)`. */
+static void test_mutants_reduced_precision_job_gets_no_mixed_precision_advice(void **state) {
+  (void)state;
+  static const char *const precision[] = {"bf16-mixed", NULL};
+  for (int k = 0; k < 2; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 0.5);
+    steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, 97, 80, 1, 68e9);
+    if (precision[k])
+      gs_sink_param(f.sink, "precision", precision[k]);
+    gs_sink_param(f.sink, "pin_memory", "True");
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    if (precision[k])
+      assert_false(dr_has(&(struct dr_findings){.v = fs, .n = n}, "mixed_precision"));
+    else
+      expect_rules(fs, n, "mixed_precision");
+    fake_free(&f, fs);
+  }
+}
+
+/* Two ranks are enough for a straggler. Kills rank_straggler's `d->nranks < 2` -> `<= 2`. */
+static void test_mutants_two_ranks_have_a_straggler(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 60, 2.0);
+  rank_steps(&f, "", 0.001, 0.029, 0, 0);
+  rank_steps(&f, "rank=1", 0.015, 0.015, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "straggler");
+  assert_non_null(strstr(find(fs, n, "straggler")->evidence, "\"rank\":1"));
+  fake_free(&f, fs);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
@@ -1186,6 +1227,8 @@ int main(void) {
       cmocka_unit_test(test_unknown_run_is_enoent),
       cmocka_unit_test(test_evidence_builder_stays_valid_when_full),
       cmocka_unit_test(test_rule_ids_are_listed),
+      cmocka_unit_test(test_mutants_reduced_precision_job_gets_no_mixed_precision_advice),
+      cmocka_unit_test(test_mutants_two_ranks_have_a_straggler),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
