@@ -1192,7 +1192,67 @@ static void test_mutants_two_ranks_have_a_straggler(void **state) {
   size_t n;
   struct store_finding *fs = fake_end(&f, &n);
   expect_rules(fs, n, "straggler");
-  assert_non_null(strstr(find(fs, n, "straggler")->evidence, "\"rank\":1"));
+  const struct store_finding *st = find(fs, n, "straggler");
+  assert_non_null(strstr(st->evidence, "\"rank\":1"));
+  assert_non_null(strstr(st->fix, "spends 14 ms more per step")); /* 15 ms of data wait against 1 ms */
+  fake_free(&f, fs);
+}
+
+/* Evenly busy GPUs have no straggler. Kills the GPU straggler's `if (who < 0) return` removed. */
+static void test_mutants_even_gpus_have_no_straggler(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu(&f, 0, 97, 82, 55, 68e9);
+  gpu(&f, 1, 97, 82, 55, 68e9);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  fake_free(&f, fs);
+}
+
+/* Idle GPUs are "unused" only when the job trains (it sent steps) and no GPU did any work; an idle
+ * GPU beside one neither idle nor busy is no finding. Kills dr_rule_underused's none_used test with
+ * either `&&` -> `||`. */
+static void test_mutants_idle_gpus_are_unused_only_when_the_job_trains_elsewhere(void **state) {
+  (void)state;
+  static const struct {
+    double util0, util1;
+    int steps;
+    int unused;
+  } cases[] = {{2, 2, 1, 1}, {2, 2, 0, 0}, {20, 2, 1, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 1.0);
+    if (cases[k].steps)
+      steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, cases[k].util0, cases[k].util0, 0, 1e9);
+    gpu(&f, 1, cases[k].util1, cases[k].util1, 0, 1e9);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    int has = dr_has(&(struct dr_findings){.v = fs, .n = n}, "underused_gpus");
+    if (has != cases[k].unused)
+      fail_msg("case %zu: underused_gpus %s", k, has ? "found" : "missing");
+    fake_free(&f, fs);
+  }
+}
+
+/* The loader's workers are the job's own figure (its num_workers param) when it sent one, not what
+ * the process tree shows. Kills current_workers' `if (isfinite(d->num_workers) ...)` -> `if (0)`. */
+static void test_mutants_worker_count_is_the_jobs_param(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "1");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *lw = find(fs, n, "loader_workers");
+  assert_non_null(strstr(lw->evidence, "\"num_workers\":1,"));
   fake_free(&f, fs);
 }
 
@@ -1229,6 +1289,9 @@ int main(void) {
       cmocka_unit_test(test_rule_ids_are_listed),
       cmocka_unit_test(test_mutants_reduced_precision_job_gets_no_mixed_precision_advice),
       cmocka_unit_test(test_mutants_two_ranks_have_a_straggler),
+      cmocka_unit_test(test_mutants_even_gpus_have_no_straggler),
+      cmocka_unit_test(test_mutants_idle_gpus_are_unused_only_when_the_job_trains_elsewhere),
+      cmocka_unit_test(test_mutants_worker_count_is_the_jobs_param),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
