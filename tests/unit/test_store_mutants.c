@@ -135,6 +135,33 @@ static void test_pg_url_is_shown_without_its_password(void **state) {
   assert_string_equal(out, "postgresql://ada@db/g?password=***");
 }
 
+/* Buckets are floored to a multiple of the resolution on both sides of the run's start: a point
+ * 0.5 s before it is in the bucket starting 1 s before, one at -1 s exactly in that bucket too, and
+ * each bucket has the min, max and mean of its own points. Kills rollup_point's negative-time
+ * floor (`-t + a->res - 1` -> `-t - a->res - 1`, `- 1` -> `- 0`). */
+static void test_rollup_buckets_floor_times_before_the_start(void **state) {
+  (void)state;
+  const int64_t sec = 1000000000LL;
+  struct rollup_acc a;
+  memset(&a, 0, sizeof a);
+  a.res = sec;
+  static const struct {
+    int64_t t;
+    double v;
+  } pts[] = {{-2 * sec - 1, 9}, {-1 * sec, 1}, {-sec / 2, 3}, {0, 5}, {sec - 1, 7}, {sec, 2}};
+  for (size_t i = 0; i < sizeof pts / sizeof *pts; i++)
+    assert_int_equal(rollup_point(&a, pts[i].t, pts[i].v), 0);
+  rollup_emit(&a);
+  assert_int_equal(a.len, 4);
+  static const int64_t want_t[] = {-3 * sec, -1 * sec, 0, sec};
+  static const double want_min[] = {9, 1, 5, 2}, want_max[] = {9, 3, 7, 2}, want_mean[] = {9, 2, 6, 2};
+  for (size_t i = 0; i < 4; i++) {
+    assert_int_equal(a.t[i], want_t[i]);
+    assert_true(a.mn[i] == want_min[i] && a.mx[i] == want_max[i] && a.mean[i] == want_mean[i]);
+  }
+  rollup_done(&a);
+}
+
 static char dir[256];
 static char prefix[512];
 
@@ -471,6 +498,7 @@ int main(void) {
       cmocka_unit_test(test_pending_keeps_events_params_and_notes_of_failed_appends),
       cmocka_unit_test(test_pending_events_and_notes_are_bounded_and_counted),
       cmocka_unit_test(test_pg_url_is_shown_without_its_password),
+      cmocka_unit_test(test_rollup_buckets_floor_times_before_the_start),
       cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
