@@ -1256,6 +1256,28 @@ static void test_mutants_worker_count_is_the_jobs_param(void **state) {
   fake_free(&f, fs);
 }
 
+/* Loaders in D state a sixth of the time are storage-bound only when the host's I/O pressure is
+ * high too (the threshold halves with PSI io >= 20 %). Kills dr_rule_input's `io` test with any of
+ * the three `&&` of its PSI half -> `||`. */
+static void test_mutants_some_d_state_is_storage_only_under_io_pressure(void **state) {
+  (void)state;
+  static const struct {
+    double psi;
+    const char *want;
+  } cases[] = {{5, "input_latency"}, {30, "io_bound"}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_job(&f, 2, 15, 0.2, 0.17);
+    constant(&f, "host", "host.psi.io_some_pct", "", cases[k].psi);
+    steps(&f, 0.040, 0.010, 0, 0);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    expect_rules(fs, n, cases[k].want);
+    fake_free(&f, fs);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
@@ -1292,6 +1314,7 @@ int main(void) {
       cmocka_unit_test(test_mutants_even_gpus_have_no_straggler),
       cmocka_unit_test(test_mutants_idle_gpus_are_unused_only_when_the_job_trains_elsewhere),
       cmocka_unit_test(test_mutants_worker_count_is_the_jobs_param),
+      cmocka_unit_test(test_mutants_some_d_state_is_storage_only_under_io_pressure),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
