@@ -1278,6 +1278,58 @@ static void test_mutants_some_d_state_is_storage_only_under_io_pressure(void **s
   }
 }
 
+/* A healthy CPU-only run says so with its figures: the job's cores to two decimals, and the fix the
+ * thresholds a finding needs. Kills doctor.c's add_healthy `dr_fmt(..., 2, "cores busy")` -> 3 and
+ * `DR_MIN_SHARE * 100` -> 101. */
+static void test_mutants_healthy_title_and_fix_give_their_figures(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 55, 1.0);
+  steps(&f, 0.0002, 0.050, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  if (!strstr(fs[0].title, ", 1.00 cores busy)"))
+    fail_msg("title: %s", fs[0].title);
+  char want[160];
+  snprintf(want, sizeof want, "each needs at least %.0f%% of the run or a %.0f%% speed-up", DR_MIN_SHARE * 100,
+           (DR_MIN_SPEEDUP - 1) * 100);
+  if (!strstr(fs[0].fix, want))
+    fail_msg("fix: %s", fs[0].fix);
+  fake_free(&f, fs);
+}
+
+/* In a group, a host-side finding names the node it was read on, the first host-side rule
+ * (input_bound) too. Kills doctor.c's host_side loop starting at 1. */
+static void test_mutants_group_input_bound_names_its_host(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 10); /* a run outside the group */
+  for (int r = 0; r < 2; r++) {
+    fake_next_in_group(&f, "g", "h");
+    host_and_job(&f, 2, 50, 1.0);
+    steps(&f, 0.040, 0.010, 0, 0);
+    gs_sink_param(f.sink, "num_workers", "0");
+  }
+  fake_close_run(&f);
+  struct store *g = store_group_open(f.st, "g");
+  assert_non_null(g);
+  struct runview v;
+  assert_int_equal(runview_load(g, "g", &v), 0);
+  struct store_finding *fs;
+  size_t n;
+  assert_int_equal(doctor_diagnose_view(&v, INT64_MIN, INT64_MAX, &fs, &n), 0);
+  const struct store_finding *ib = find(fs, n, "input_bound");
+  if (!strstr(ib->title, "(host h)"))
+    fail_msg("title: %s", ib->title);
+  assert_non_null(strstr(ib->evidence, "\"host\":\"h\""));
+  free(fs);
+  runview_done(&v);
+  g->close(g);
+  fake_free(&f, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
@@ -1315,6 +1367,8 @@ int main(void) {
       cmocka_unit_test(test_mutants_idle_gpus_are_unused_only_when_the_job_trains_elsewhere),
       cmocka_unit_test(test_mutants_worker_count_is_the_jobs_param),
       cmocka_unit_test(test_mutants_some_d_state_is_storage_only_under_io_pressure),
+      cmocka_unit_test(test_mutants_healthy_title_and_fix_give_their_figures),
+      cmocka_unit_test(test_mutants_group_input_bound_names_its_host),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
