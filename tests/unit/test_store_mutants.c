@@ -162,6 +162,26 @@ static void test_rollup_buckets_floor_times_before_the_start(void **state) {
   rollup_done(&a);
 }
 
+/* A rollup block whose first column claims more bytes than the block holds is corrupt, whatever
+ * lies in memory after it; a block that is not even its two length words is too. Kills
+ * rollup_block_decode's `l0 > len - 8` -> `l0 > len + 8`. */
+static void test_rollup_block_with_overlong_column_is_corrupt(void **state) {
+  (void)state;
+  uint8_t mem[64] = {0}; /* zeros after the block's 12 bytes, as a reader past its end would find */
+  mem[3] = 6;            /* l0 = 6 (big-endian): after it, the block has 4 bytes, not 6 + 4 */
+  for (uint32_t n = 0; n < 3; n++) {
+    struct rollup_acc a;
+    memset(&a, 0, sizeof a);
+    a.res = 1000000000LL;
+    assert_int_equal(rollup_block_decode(mem, 12, n, &a), GS_ECORRUPT);
+    rollup_done(&a);
+  }
+  struct rollup_acc a;
+  memset(&a, 0, sizeof a);
+  assert_int_equal(rollup_block_decode(mem, 7, 1, &a), GS_ECORRUPT);
+  rollup_done(&a);
+}
+
 static char dir[256];
 static char prefix[512];
 
@@ -499,6 +519,7 @@ int main(void) {
       cmocka_unit_test(test_pending_events_and_notes_are_bounded_and_counted),
       cmocka_unit_test(test_pg_url_is_shown_without_its_password),
       cmocka_unit_test(test_rollup_buckets_floor_times_before_the_start),
+      cmocka_unit_test(test_rollup_block_with_overlong_column_is_corrupt),
       cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
