@@ -422,8 +422,9 @@ static PGresult *failing(PGconn *c, const char *sql) {
 
 /* PostgreSQL only: the server's errors are named by their first line; a lock or serialization
  * failure (SQLSTATE 40001, 40P01, 55P03) is GS_EBUSY, another error GS_EIO; a result without a
- * message takes the connection's; a lost connection marks the store down and says "unreachable".
- * Kills pg_fail's `||` -> `&&` in the busy states and in the empty-message test. */
+ * message takes the connection's (and without one either, it is an "unknown error"); a lost
+ * connection marks the store down and says "unreachable". Kills pg_fail's `||` -> `&&` in the busy
+ * states and in the empty-message test, `msg && *msg` -> `||`, and `s->down = 1` -> 0. */
 static void test_pg_errors_name_the_cause_and_tell_busy_from_failed(void **state) {
   (void)state;
   struct store *st = open_db("errors"); /* makes the database */
@@ -458,6 +459,13 @@ static void test_pg_errors_name_the_cause_and_tell_busy_from_failed(void **state
   assert_non_null(strstr(gs_last_error(), "store pgtest: again: "));
   assert_non_null(strstr(gs_last_error(), "division by zero"));
   assert_int_equal(s->down, 0);
+  PQfinish(c);
+  s->conn = c = PQconnectdb(url); /* a fresh connection, no error of its own: "unknown error" */
+  assert_int_equal(PQstatus(c), CONNECTION_OK);
+  res = PQmakeEmptyPGresult(NULL, PGRES_FATAL_ERROR);
+  assert_int_equal(pg_fail(s, res, "again"), GS_EIO);
+  PQclear(res);
+  assert_non_null(strstr(gs_last_error(), "store pgtest: again: unknown error"));
   PQfinish(c);
   s->conn = NULL;
   assert_int_equal(pg_exec(s, "SELECT 1", "reading"), GS_EIO);
