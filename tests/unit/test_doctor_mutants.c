@@ -153,6 +153,36 @@ static void test_name_node_puts_the_host_and_rank_first(void **state) {
   free(d);
 }
 
+/* In a group, a series is the focus node's when its labels end in ",host=H" (or ",host=H,run=ID")
+ * as a whole member: another host's, a longer host name, or a member that only ends the same way
+ * are not; the base labels are what comes before. Kills cut_suffix's `if (!sl || len < sl ||
+ * strcmp(...))` -> `if (0)` and its `||` -> `&&`. */
+static void test_own_labels_match_whole_members_only(void **state) {
+  (void)state;
+  struct dr_run *d = calloc(1, sizeof *d);
+  char base[64];
+  assert_int_equal(dr_own_labels(d, "gpu=0", base, sizeof base), 1); /* a single run: all its own */
+  assert_string_equal(base, "gpu=0");
+  snprintf(d->host, sizeof d->host, "h");
+  snprintf(d->node, sizeof d->node, "host=h,run=R1");
+  assert_int_equal(dr_own_labels(d, "gpu=0,host=h", base, sizeof base), 1);
+  assert_string_equal(base, "gpu=0");
+  assert_int_equal(dr_own_labels(d, "host=h", base, sizeof base), 1);
+  assert_string_equal(base, "");
+  assert_int_equal(dr_own_labels(d, "cpu=3,host=h,run=R1", base, sizeof base), 1);
+  assert_string_equal(base, "cpu=3");
+  assert_int_equal(dr_own_labels(d, "gpu=0,host=q", base, sizeof base), 0); /* another host */
+  assert_int_equal(dr_own_labels(d, "gpu=0,host=hh", base, sizeof base), 0);
+  assert_int_equal(dr_own_labels(d, "gpu=0,xhost=h", base, sizeof base), 0);
+  assert_int_equal(dr_own_labels(d, "h", base, sizeof base), 0);
+  assert_int_equal(dr_own_labels(d, "", base, sizeof base), 0);
+  d->node[0] = 0; /* no run member: only host=H */
+  assert_int_equal(dr_own_labels(d, "gpu=1,run=R1", base, sizeof base), 0);
+  assert_int_equal(dr_own_labels(d, "gpu=1,host=h", base, sizeof base), 1);
+  assert_string_equal(base, "gpu=1");
+  free(d);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_ties_are_equal_and_median_is_the_middle),
@@ -161,6 +191,7 @@ int main(void) {
       cmocka_unit_test(test_json_numbers_and_strings_are_written_exactly),
       cmocka_unit_test(test_finding_severity_and_figures_follow_the_share),
       cmocka_unit_test(test_name_node_puts_the_host_and_rank_first),
+      cmocka_unit_test(test_own_labels_match_whole_members_only),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
