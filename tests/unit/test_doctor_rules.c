@@ -1330,6 +1330,27 @@ static void test_mutants_group_input_bound_names_its_host(void **state) {
   fake_free(&f, NULL);
 }
 
+/* A window of a run without steps is the stretch asked for: 5 s to 15 s of a 20 s run is 10 s (its
+ * length, not its end plus its start). Kills pick_window's `d->to - d->from` -> `+`. */
+static void test_mutants_window_length_is_end_minus_start(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 55, 1.0);
+  fake_close_run(&f);
+  struct runview v;
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  struct store_finding *fs;
+  size_t n;
+  assert_int_equal(doctor_diagnose_view(&v, 5 * S, 15 * S, &fs, &n), 0);
+  expect_rules(fs, n, "healthy");
+  if (!strstr(fs[0].evidence, "\"window_s\":10"))
+    fail_msg("evidence: %s", fs[0].evidence);
+  free(fs);
+  runview_done(&v);
+  fake_free(&f, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
@@ -1369,6 +1390,7 @@ int main(void) {
       cmocka_unit_test(test_mutants_some_d_state_is_storage_only_under_io_pressure),
       cmocka_unit_test(test_mutants_healthy_title_and_fix_give_their_figures),
       cmocka_unit_test(test_mutants_group_input_bound_names_its_host),
+      cmocka_unit_test(test_mutants_window_length_is_end_minus_start),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
