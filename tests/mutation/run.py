@@ -425,12 +425,22 @@ def commit():
     return r.stdout.strip() + ("+changes" if dirty else "")
 
 
+# equivalent.txt's classes that leave the score's denominator: no test could tell the mutant (same,
+# boundary) or none of this suite can (oom: malloc does not fail here). memory and leak survivors are
+# named but stay survivors: a sanitizer build would catch them.
+EQUIVALENT_CLASSES = ("same:", "boundary:", "oom:")
+
+
+def is_equivalent(r):
+    return r["verdict"] == "survived" and (r.get("equivalent") or "").startswith(EQUIVALENT_CLASSES)
+
+
 def score(rs):
     """(killed, judged, equivalent, stillborn): judged counts the mutants that built, equivalent the
-    survivors equivalent.txt names."""
+    survivors equivalent.txt names in an equivalent class."""
     judged = [r for r in rs if r["verdict"] in ("killed", "survived")]
     killed = sum(r["verdict"] == "killed" for r in judged)
-    equiv = sum(r["verdict"] == "survived" and bool(r.get("equivalent")) for r in judged)
+    equiv = sum(is_equivalent(r) for r in judged)
     return killed, len(judged), equiv, sum(r["verdict"] == "stillborn" for r in rs)
 
 
@@ -459,11 +469,15 @@ def report(results, plan, args, secs):
         k, j, e, sb = score(rs)
         log(f"{folder:40} {k:6} {j:6} {e:6} {pct(k, j - e):>7} {pct(k, j):>7} {sb:8}")
     surv = [r for r in results if r["verdict"] == "survived" and not r.get("equivalent")]
-    log(f"\nsurvivors not named equivalent ({len(surv)}):")
+    log(f"\nsurvivors not named in equivalent.txt ({len(surv)}):")
     for r in surv:
         log(f"  {r['file']}:{r['line']}: {r['mutation']}    | {r.get('code', '')}")
-    eq = [r for r in results if r["verdict"] == "survived" and r.get("equivalent")]
-    log(f"\nsurvivors named equivalent ({len(eq)}):")
+    named = [r for r in results if r["verdict"] == "survived" and r.get("equivalent") and not is_equivalent(r)]
+    log(f"\nsurvivors named, not equivalent (a sanitizer would see them; counted as survivors) ({len(named)}):")
+    for r in named:
+        log(f"  {r['file']}:{r['line']}: {r['mutation']}: {r['equivalent']}")
+    eq = [r for r in results if is_equivalent(r)]
+    log(f"\nsurvivors named equivalent (left out of the score) ({len(eq)}):")
     for r in eq:
         log(f"  {r['file']}:{r['line']}: {r['mutation']}: {r['equivalent']}")
 
