@@ -370,6 +370,54 @@ static void exec_behind(const char *name, const char *sql) {
   PQfinish(c);
 }
 
+static long long pg_count(const char *name, const char *sql);
+
+/* The one integer sql answers on the store called name, read behind the store's back. */
+static long long behind_int(const char *name, const char *sql) {
+  if (!on_sqlite())
+    return pg_count(name, sql);
+  char url[700];
+  url_of(url, sizeof url, name);
+  sqlite3 *db;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open(url + strlen("sqlite://"), &db), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  long long v = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return v;
+}
+
+/* Every append records the agent's heartbeat on its run (what tells a live agent on another host
+ * from a dead one). Kills sqlite_write.c's heartbeat bind of the run id at parameter 3 instead of
+ * 2 (the UPDATE matching no run). */
+static void test_store_append_records_the_heartbeat(void **state) {
+  (void)state;
+  struct store *st = open_db("heartbeat");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns() - 60000000000LL; /* began a minute ago */
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  char sql[200];
+  snprintf(sql, sizeof sql, "SELECT coalesce(heartbeat_wall_ns, 0) FROM runs WHERE id = '%s'", r.id);
+  long long before = behind_int("heartbeat", sql);
+  int64_t t0 = gs_wall_ns();
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "host", "v", "", "", GS_GAUGE);
+  gs_sink_put(s, id, 2000, 1);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  long long after = behind_int("heartbeat", sql);
+  if (!(after >= t0 && after > before))
+    fail_msg("heartbeat %lld before the append, %lld after it (appended at %lld)", before, after, (long long)t0);
+  st->close(st);
+}
+
 /* A chunk whose bytes are not a chunk is an error on every back end (GS_ECORRUPT), never samples
  * made up or a short read taken for the whole series. Kills pg_read.c's `if (d < 0)` -> `if (0)`
  * (the decode error dropped). */
@@ -531,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
+      cmocka_unit_test(test_store_append_records_the_heartbeat),
   };
   /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
   const struct CMUnitTest pg_tests[] = {
