@@ -33,13 +33,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Which tests judge a file's mutants: per folder, and per file where the folder's set is not the
 # right one (a back end's own files are tested by its own suite). Each is a ctest name of this tree;
 # they are run fastest first. docs/mutation.md explains the choice.
-STORE_COMMON = ["unit_test_store_mutants", "unit_test_store", "pg_unit_test_store", "unit_test_store_sqlite"]
+STORE_COMMON = ["unit_test_store_mutants", "unit_test_store", "pg_unit_test_store_mutants", "pg_unit_test_store",
+                "unit_test_store_sqlite"]
 STORE_SQLITE = ["unit_test_store_mutants", "unit_test_store", "unit_test_store_sqlite", "it_test_store_safety"]
-STORE_PG = ["unit_test_store_mutants", "pg_unit_test_store"]
+STORE_PG = ["unit_test_store_mutants", "pg_unit_test_store_mutants", "pg_unit_test_store"]
 TESTS = {
     "src/store": STORE_COMMON,
-    "src/store/chunk.c": ["unit_test_chunk", "unit_test_store_mutants", "unit_test_store", "pg_unit_test_store",
-                          "unit_test_store_sqlite"],
+    "src/store/chunk.c": ["unit_test_chunk"] + STORE_COMMON,
     "src/store/store_sqlite.c": STORE_SQLITE,
     "src/store/sqlite_read.c": STORE_SQLITE,
     "src/store/sqlite_write.c": STORE_SQLITE,
