@@ -242,6 +242,44 @@ static void check_run_equal(const struct store_run *got, const struct store_run 
   assert_int_equal(got->agent_pid, want->agent_pid);
 }
 
+/* A bare path is an SQLite store; a URL names its back end by its scheme, and an unknown scheme is
+ * refused with the forms it takes. Kills store_open_mode's `if (!sep)` -> `if (0)` and the registry
+ * loop's `sizeof BACKENDS / sizeof *BACKENDS` -> `*`. */
+static void test_store_opens_a_bare_path_and_refuses_an_unknown_scheme(void **state) {
+  (void)state;
+  char tmp[64] = "/tmp/gs-test-store-bare-XXXXXX", path[128], cmd[160];
+  assert_non_null(mkdtemp(tmp));
+  snprintf(path, sizeof path, "%s/bare.db", tmp);
+  struct store *st = store_open(path);
+  if (!st)
+    fail_msg("%s: %s", path, gs_last_error());
+  st->close(st);
+  assert_null(store_open("mysql://db.example/gpuscope"));
+  assert_non_null(strstr(gs_last_error(), "unsupported store URL 'mysql://db.example/gpuscope'"));
+  assert_null(store_open(""));
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* The default store: $GPUSCOPE_STORE when set and not empty, else under $XDG_DATA_HOME when set and
+ * not empty, else under $HOME. Kills store_default_url's `env && *env` and `xdg && *xdg` mutants. */
+static void test_store_default_url_follows_the_environment(void **state) {
+  (void)state;
+  char buf[256];
+  setenv("HOME", "/home/ada", 1);
+  setenv("GPUSCOPE_STORE", "", 1);
+  setenv("XDG_DATA_HOME", "", 1);
+  assert_string_equal(store_default_url(buf, sizeof buf), "sqlite:///home/ada/.local/share/gpuscope/gpuscope.db");
+  unsetenv("GPUSCOPE_STORE");
+  unsetenv("XDG_DATA_HOME");
+  assert_string_equal(store_default_url(buf, sizeof buf), "sqlite:///home/ada/.local/share/gpuscope/gpuscope.db");
+  setenv("XDG_DATA_HOME", "/data", 1);
+  assert_string_equal(store_default_url(buf, sizeof buf), "sqlite:///data/gpuscope/gpuscope.db");
+  setenv("GPUSCOPE_STORE", "postgresql://db/gs", 1);
+  assert_string_equal(store_default_url(buf, sizeof buf), "postgresql://db/gs");
+  unsetenv("GPUSCOPE_STORE");
+}
+
 /* Every field of a run's record reads back as written, by run_get and by runs_list, while it runs
  * (exit code unknown: -1) and once ended. Kills pg_read.c's read_run reading another column (5 for
  * the folder, 12 for the exit code). */
@@ -576,6 +614,8 @@ int main(void) {
       cmocka_unit_test(test_pg_url_is_shown_without_its_password),
       cmocka_unit_test(test_rollup_buckets_floor_times_before_the_start),
       cmocka_unit_test(test_rollup_block_with_overlong_column_is_corrupt),
+      cmocka_unit_test(test_store_opens_a_bare_path_and_refuses_an_unknown_scheme),
+      cmocka_unit_test(test_store_default_url_follows_the_environment),
       cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
