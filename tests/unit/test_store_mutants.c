@@ -242,6 +242,52 @@ static void check_run_equal(const struct store_run *got, const struct store_run 
   assert_int_equal(got->agent_pid, want->agent_pid);
 }
 
+/* A group of runs on two hosts reads as one run: its host names both, and its group.runs param
+ * lists each run as ID@HOST. Kills store_group.c's host list starting at byte 1 or going back
+ * (`hl += ...` -> `-=`), and the group.runs list's `len + 40 < sizeof list` -> `len - 40`. */
+static void test_group_record_names_its_hosts_and_runs(void **state) {
+  (void)state;
+  struct store_run r[2];
+  static const char *const hosts[] = {"node-a", "node-b"};
+  for (int k = 0; k < 2; k++) {
+    struct store *st = open_db("group");
+    memset(&r[k], 0, sizeof r[k]);
+    snprintf(r[k].name, sizeof r[k].name, "train");
+    snprintf(r[k].group, sizeof r[k].group, "job7");
+    snprintf(r[k].host, sizeof r[k].host, "%s", hosts[k]);
+    r[k].agent_pid = getpid();
+    r[k].start_wall_ns = gs_wall_ns() + k;
+    r[k].mono_start_ns = 1000;
+    assert_int_equal(st->run_begin(st, &r[k]), 0);
+    snprintf(r[k].status, sizeof r[k].status, "finished");
+    r[k].exit_code = 0;
+    r[k].end_wall_ns = r[k].start_wall_ns + 10000000000LL;
+    assert_int_equal(st->run_end(st, &r[k]), 0);
+    st->close(st);
+  }
+  struct store *st = open_db("group");
+  struct store *g = store_group_open(st, "job7");
+  assert_non_null(g);
+  struct store_run got;
+  assert_int_equal(g->run_get(g, "job7", &got), 0);
+  assert_string_equal(got.host, "node-a, node-b");
+  struct gs_kv *kv;
+  size_t n;
+  assert_int_equal(g->params_read(g, got.id, &kv, &n), 0);
+  char want[200];
+  snprintf(want, sizeof want, "%s@node-a,%s@node-b", r[0].id, r[1].id);
+  int seen = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(kv[i].key, "group.runs")) {
+      assert_string_equal(kv[i].value, want);
+      seen = 1;
+    }
+  assert_true(seen);
+  store_kv_free(kv, n);
+  g->close(g);
+  st->close(st);
+}
+
 /* A bare path is an SQLite store; a URL names its back end by its scheme, and an unknown scheme is
  * refused with the forms it takes. Kills store_open_mode's `if (!sep)` -> `if (0)` and the registry
  * loop's `sizeof BACKENDS / sizeof *BACKENDS` -> `*`. */
@@ -614,6 +660,7 @@ int main(void) {
       cmocka_unit_test(test_pg_url_is_shown_without_its_password),
       cmocka_unit_test(test_rollup_buckets_floor_times_before_the_start),
       cmocka_unit_test(test_rollup_block_with_overlong_column_is_corrupt),
+      cmocka_unit_test(test_group_record_names_its_hosts_and_runs),
       cmocka_unit_test(test_store_opens_a_bare_path_and_refuses_an_unknown_scheme),
       cmocka_unit_test(test_store_default_url_follows_the_environment),
       cmocka_unit_test(test_store_run_record_reads_back_field_by_field),
