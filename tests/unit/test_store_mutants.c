@@ -182,6 +182,28 @@ static void test_rollup_block_with_overlong_column_is_corrupt(void **state) {
   rollup_done(&a);
 }
 
+/* The write summary says nothing (0, "") when nothing failed, and otherwise the counts in words,
+ * singular or plural. Kills store_write_summary's `buf[0] = 0` -> 1 and its first test's `!`
+ * removed. */
+static void test_write_summary_is_empty_without_failures_and_counts_them_otherwise(void **state) {
+  (void)state;
+  struct store st;
+  memset(&st, 0, sizeof st);
+  char buf[512];
+  memset(buf, 'x', sizeof buf);
+  assert_int_equal(store_write_summary(&st, buf, sizeof buf), 0);
+  assert_string_equal(buf, "");
+  snprintf(st.stats.first_error, sizeof st.stats.first_error, "disk full");
+  st.stats.failed_appends = 1;
+  assert_int_equal(store_write_summary(&st, buf, sizeof buf), 1);
+  assert_string_equal(buf, "1 write to the store failed and was retried, nothing was lost: disk full");
+  st.stats.failed_appends = 3;
+  st.stats.points_dropped = 5;
+  st.stats.events_dropped = 1;
+  assert_int_equal(store_write_summary(&st, buf, sizeof buf), 1);
+  assert_string_equal(buf, "the store did not keep 5 samples and 1 event, param or note (3 failed writes): disk full");
+}
+
 static char dir[256];
 static char prefix[512];
 
@@ -659,6 +681,7 @@ int main(void) {
       cmocka_unit_test(test_pending_events_and_notes_are_bounded_and_counted),
       cmocka_unit_test(test_pg_url_is_shown_without_its_password),
       cmocka_unit_test(test_rollup_buckets_floor_times_before_the_start),
+      cmocka_unit_test(test_write_summary_is_empty_without_failures_and_counts_them_otherwise),
       cmocka_unit_test(test_rollup_block_with_overlong_column_is_corrupt),
       cmocka_unit_test(test_group_record_names_its_hosts_and_runs),
       cmocka_unit_test(test_store_opens_a_bare_path_and_refuses_an_unknown_scheme),
