@@ -524,6 +524,65 @@ static void test_store_append_records_the_heartbeat(void **state) {
   st->close(st);
 }
 
+/* A run of an agent on another host with a fresh heartbeat is running, not crashed (its pid means
+ * nothing here). Kills store_settle_crashed's `int dead = 0` -> 1. */
+static void test_store_live_run_of_another_host_is_running(void **state) {
+  (void)state;
+  struct store *st = open_db("otherhost");
+  struct store_run r, got;
+  memset(&r, 0, sizeof r);
+  snprintf(r.host, sizeof r.host, "another-node-of-the-job");
+  r.agent_pid = 1; /* alive here, but not that agent */
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  assert_int_equal(st->run_get(st, r.id, &got), 0);
+  assert_string_equal(got.status, "running");
+  st->close(st);
+}
+
+/* A series only moves forward: a point at or before the last one stored (a replay, a batch sent
+ * twice) is skipped, so each time is stored once. Kills the writer's `if (x->enc.n && t <=
+ * x->enc.t_prev)` -> `if (0)`. */
+static void test_store_points_at_or_before_the_last_are_stored_once(void **state) {
+  (void)state;
+  struct store *st = open_db("forward");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "host", "v", "", "", GS_GAUGE);
+  static const int64_t ts[][3] = {{1, 2, 3}, {3, 2, 4}};
+  for (int k = 0; k < 2; k++) {
+    for (int i = 0; i < 3; i++)
+      gs_sink_put(s, id, 1000 + ts[k][i] * 1000000000LL, (double)ts[k][i]);
+    struct gs_batch *b = gs_sink_take(s);
+    assert_int_equal(st->run_append(st, &r, b), 0);
+    gs_batch_free(b);
+  }
+  gs_sink_free(s);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.exit_code = 0;
+  r.end_wall_ns = r.start_wall_ns + 5000000000LL;
+  assert_int_equal(st->run_end(st, &r), 0);
+  struct store_series *ser;
+  size_t n;
+  assert_int_equal(st->series_list(st, r.id, &ser, &n), 0);
+  assert_int_equal(n, 1);
+  int64_t *t;
+  double *v;
+  size_t np;
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), 0);
+  assert_int_equal(np, 4);
+  for (size_t i = 0; i < np; i++)
+    assert_true(t[i] == (int64_t)(i + 1) * 1000000000LL && v[i] == (double)(i + 1));
+  free(t), free(v), free(ser);
+  st->close(st);
+}
+
 /* A chunk whose bytes are not a chunk is an error on every back end (GS_ECORRUPT), never samples
  * made up or a short read taken for the whole series. Kills pg_read.c's `if (d < 0)` -> `if (0)`
  * (the decode error dropped). */
@@ -690,6 +749,8 @@ int main(void) {
       cmocka_unit_test(test_store_events_params_and_notes_read_back_field_by_field),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_on_every_back_end),
       cmocka_unit_test(test_store_append_records_the_heartbeat),
+      cmocka_unit_test(test_store_live_run_of_another_host_is_running),
+      cmocka_unit_test(test_store_points_at_or_before_the_last_are_stored_once),
   };
   /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
   const struct CMUnitTest pg_tests[] = {
