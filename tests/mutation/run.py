@@ -372,7 +372,8 @@ def main():
             return 3
 
     # --survivors: the last pass's other results stand; the survivors rerun replace their own
-    results = [r for r in last["results"] if wanted is None or r["id"] not in wanted] if last else []
+    rerun = {mutant_id(path, m) for path, _, chosen, _, _ in plan for m in chosen}
+    results = [r for r in last["results"] if r["id"] not in rerun] if last else []
 
     def save():
         os.makedirs(os.path.dirname(out_json), exist_ok=True)
