@@ -40,10 +40,24 @@ static void test_surrogate_range_ends_are_exact(void **state) {
   assert_int_equal(parse("gs1 param k \xed\x9f\xbf", &m), 0); /* U+D7FF */
 }
 
+/* Each UTF-8 length is read as its lead byte says: 2, 3 and 4 bytes are text, a 5-byte lead is not.
+ * Kills printable_utf8's `else if ((c & 0xf0) == 0xe0)` -> `else if (1)` (a 4-byte character read as a
+ * 3-byte one, and refused). */
+static void test_every_utf8_length_is_read_by_its_lead_byte(void **state) {
+  (void)state;
+  struct ingest_msg m;
+  assert_int_equal(parse("gs1 param k caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80", &m), 0); /* é € 😀 */
+  assert_int_equal(m.text.n, 14);
+  assert_int_equal(parse("gs1 param k \xf4\x8f\xbf\xbf", &m), 0);         /* U+10FFFF, the last */
+  assert_int_equal(parse("gs1 param k \xf4\x90\x80\x80", &m), GS_EINVAL); /* past U+10FFFF */
+  assert_int_equal(parse("gs1 param k \xf8\x88\x80\x80\x80", &m), GS_EINVAL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reserved_prefix_alone_is_rejected),
       cmocka_unit_test(test_surrogate_range_ends_are_exact),
+      cmocka_unit_test(test_every_utf8_length_is_read_by_its_lead_byte),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
