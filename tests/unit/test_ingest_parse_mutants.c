@@ -53,11 +53,21 @@ static void test_every_utf8_length_is_read_by_its_lead_byte(void **state) {
   assert_int_equal(parse("gs1 param k \xf8\x88\x80\x80\x80", &m), GS_EINVAL);
 }
 
+/* A kind's name for every kind, and "other" for one past the last (never a read past the table).
+ * Kills ingest_kind_name's `k < INGEST_NKINDS` -> `<=`. */
+static void test_kind_name_past_the_last_kind_is_other(void **state) {
+  (void)state;
+  assert_string_equal(ingest_kind_name(INGEST_DROPPED), "dropped");
+  assert_string_equal(ingest_kind_name(INGEST_NKINDS), "other");
+  assert_string_equal(ingest_kind_name((enum ingest_kind)(INGEST_NKINDS + 1)), "other");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reserved_prefix_alone_is_rejected),
       cmocka_unit_test(test_surrogate_range_ends_are_exact),
       cmocka_unit_test(test_every_utf8_length_is_read_by_its_lead_byte),
+      cmocka_unit_test(test_kind_name_past_the_last_kind_is_other),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
