@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <stdio.h>
+
 #include <cmocka.h>
 
 #include "ingest/ingest.h"
@@ -62,12 +64,47 @@ static void test_kind_name_past_the_last_kind_is_other(void **state) {
   assert_string_equal(ingest_kind_name((enum ingest_kind)(INGEST_NKINDS + 1)), "other");
 }
 
+/* Each limit the protocol states holds at its edge: a value of 1024 bytes is taken, 1025 not; a
+ * time just under 1e9 s is taken, 1e9 not; a dropped count starts at 1; a number of 64 bytes is
+ * read, 65 not; an empty name or value is refused. Kills the boundary mutants of those checks
+ * (`>` -> `>=`, `<` -> `<=`, `t.n < 1` -> `< 0`, `return -1` -> `-0`). */
+static void test_limits_hold_at_their_edges(void **state) {
+  (void)state;
+  struct ingest_msg m;
+  char line[1200];
+  char text[INGEST_MAX_TEXT + 2];
+  memset(text, 'v', sizeof text);
+  text[INGEST_MAX_TEXT] = 0;
+  snprintf(line, sizeof line, "gs1 param k %s", text);
+  assert_int_equal(parse(line, &m), 0);
+  assert_int_equal(m.text.n, INGEST_MAX_TEXT);
+  text[INGEST_MAX_TEXT] = 'v', text[INGEST_MAX_TEXT + 1] = 0;
+  snprintf(line, sizeof line, "gs1 param k %s", text);
+  assert_int_equal(parse(line, &m), GS_EINVAL);
+  assert_int_equal(parse("gs1 metric x 1 t=999999999.5", &m), 0);
+  assert_int_equal(parse("gs1 metric x 1 t=1000000000", &m), GS_EINVAL);
+  assert_int_equal(parse("gs1 dropped 1", &m), 0); /* at least one message dropped */
+  assert_int_equal(m.step, 1);
+  assert_int_equal(parse("gs1 dropped 0", &m), GS_EINVAL);
+  char num[70];
+  memset(num, '1', sizeof num);
+  num[64] = 0;
+  snprintf(line, sizeof line, "gs1 metric x %s", num);
+  assert_int_equal(parse(line, &m), 0);
+  num[64] = '1', num[65] = 0;
+  snprintf(line, sizeof line, "gs1 metric x %s", num);
+  assert_int_equal(parse(line, &m), GS_EINVAL);
+  assert_int_equal(parse("gs1 metric  1", &m), GS_EINVAL); /* an empty name */
+  assert_int_equal(parse("gs1 metric x ", &m), GS_EINVAL); /* an empty value */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_reserved_prefix_alone_is_rejected),
       cmocka_unit_test(test_surrogate_range_ends_are_exact),
       cmocka_unit_test(test_every_utf8_length_is_read_by_its_lead_byte),
       cmocka_unit_test(test_kind_name_past_the_last_kind_is_other),
+      cmocka_unit_test(test_limits_hold_at_their_edges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
