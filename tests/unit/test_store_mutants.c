@@ -202,6 +202,15 @@ static void test_write_summary_is_empty_without_failures_and_counts_them_otherwi
   st.stats.events_dropped = 1;
   assert_int_equal(store_write_summary(&st, buf, sizeof buf), 1);
   assert_string_equal(buf, "the store did not keep 5 samples and 1 event, param or note (3 failed writes): disk full");
+  snprintf(st.stats.kept_elsewhere, sizeof st.stats.kept_elsewhere, "the run is kept in the spool /tmp/s.db");
+  assert_int_equal(store_write_summary(&st, buf, sizeof buf), 1); /* kept, but samples lost: the loss */
+  assert_non_null(strstr(buf, "did not keep 5 samples"));
+  st.stats.points_dropped = st.stats.events_dropped = 0;
+  assert_int_equal(store_write_summary(&st, buf, sizeof buf), 1); /* kept, nothing lost: where */
+  assert_string_equal(buf, "the run is kept in the spool /tmp/s.db");
+  memset(&st.stats, 0, sizeof st.stats);
+  snprintf(st.stats.kept_elsewhere, sizeof st.stats.kept_elsewhere, "kept in the spool");
+  assert_int_equal(store_write_summary(&st, buf, sizeof buf), 1);
 }
 
 static char dir[256];
@@ -293,6 +302,7 @@ static void test_group_record_names_its_hosts_and_runs(void **state) {
   struct store_run got;
   assert_int_equal(g->run_get(g, "job7", &got), 0);
   assert_string_equal(got.host, "node-a, node-b");
+  assert_string_equal(got.status, "finished"); /* every run ended, none running */
   struct gs_kv *kv;
   size_t n;
   assert_int_equal(g->params_read(g, got.id, &kv, &n), 0);
@@ -311,8 +321,9 @@ static void test_group_record_names_its_hosts_and_runs(void **state) {
 }
 
 /* A bare path is an SQLite store; a URL names its back end by its scheme, and an unknown scheme is
- * refused with the forms it takes. Kills store_open_mode's `if (!sep)` -> `if (0)` and the registry
- * loop's `sizeof BACKENDS / sizeof *BACKENDS` -> `*`. */
+ * refused with the forms it takes; closing NULL does nothing. Kills store_open_mode's `if (!sep)` ->
+ * `if (0)`, the registry loop's `sizeof BACKENDS / sizeof *BACKENDS` -> `*`, and sq_close's
+ * `if (!s) return` removed. */
 static void test_store_opens_a_bare_path_and_refuses_an_unknown_scheme(void **state) {
   (void)state;
   char tmp[64] = "/tmp/gs-test-store-bare-XXXXXX", path[128], cmd[160];
@@ -325,6 +336,11 @@ static void test_store_opens_a_bare_path_and_refuses_an_unknown_scheme(void **st
   assert_null(store_open("mysql://db.example/gpuscope"));
   assert_non_null(strstr(gs_last_error(), "unsupported store URL 'mysql://db.example/gpuscope'"));
   assert_null(store_open(""));
+  st = store_open(path);
+  assert_non_null(st);
+  void (*close_fn)(struct store *) = st->close;
+  st->close(st);
+  close_fn(NULL); /* closing NULL does nothing */
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
   assert_int_equal(system(cmd), 0);
 }
