@@ -349,7 +349,11 @@ static void test_store_opens_a_bare_path_and_refuses_an_unknown_scheme(void **st
  * not empty, else under $HOME. Kills store_default_url's `env && *env` and `xdg && *xdg` mutants. */
 static void test_store_default_url_follows_the_environment(void **state) {
   (void)state;
-  char buf[256];
+  char buf[256], home[512] = "";
+  const char *h = getenv("HOME");
+  int had_home = h != NULL;
+  if (h)
+    snprintf(home, sizeof home, "%s", h);
   setenv("HOME", "/home/ada", 1);
   setenv("GPUSCOPE_STORE", "", 1);
   setenv("XDG_DATA_HOME", "", 1);
@@ -362,6 +366,11 @@ static void test_store_default_url_follows_the_environment(void **state) {
   setenv("GPUSCOPE_STORE", "postgresql://db/gs", 1);
   assert_string_equal(store_default_url(buf, sizeof buf), "postgresql://db/gs");
   unsetenv("GPUSCOPE_STORE");
+  unsetenv("XDG_DATA_HOME");
+  if (had_home) /* the later tests' libpq reads HOME (its .pgpass) */
+    setenv("HOME", home, 1);
+  else
+    unsetenv("HOME");
 }
 
 /* Every field of a run's record reads back as written, by run_get and by runs_list, while it runs
