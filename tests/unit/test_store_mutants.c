@@ -4,6 +4,7 @@
  * header; the others go through the store interface, on the back end $GS_TEST_STORE_URL names (as
  * test_store.c: a prefix to which each test appends its store's name; pg_unit_test_store_mutants runs
  * them on PostgreSQL), else on an SQLite file in a fresh temp folder. */
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -550,7 +551,8 @@ static void test_store_append_records_the_heartbeat(void **state) {
 }
 
 /* A run of an agent on another host with a fresh heartbeat is running, not crashed (its pid means
- * nothing here). Kills store_settle_crashed's `int dead = 0` -> 1. */
+ * nothing here), and so is a live agent's on this host. Kills store_settle_crashed's `int dead = 0`
+ * -> 1 and `kill(r->agent_pid, 0) != 0` -> `!= 1` (a stale errno then taken for the agent gone). */
 static void test_store_live_run_of_another_host_is_running(void **state) {
   (void)state;
   struct store *st = open_db("otherhost");
@@ -562,6 +564,16 @@ static void test_store_live_run_of_another_host_is_running(void **state) {
   r.mono_start_ns = 1000;
   assert_int_equal(st->run_begin(st, &r), 0);
   assert_int_equal(st->run_get(st, r.id, &got), 0);
+  assert_string_equal(got.status, "running");
+  struct store_run mine;
+  memset(&mine, 0, sizeof mine); /* and one of this host's live agents (this process), whatever errno says */
+  gethostname(mine.host, sizeof mine.host - 1);
+  mine.agent_pid = getpid();
+  mine.start_wall_ns = gs_wall_ns();
+  mine.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &mine), 0);
+  errno = ESRCH; /* left by an earlier call: only kill()'s own failure may say the agent is gone */
+  assert_int_equal(st->run_get(st, mine.id, &got), 0);
   assert_string_equal(got.status, "running");
   st->close(st);
 }
