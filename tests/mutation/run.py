@@ -80,7 +80,8 @@ def files_of(spec):
     if os.path.isfile(full):
         return [spec]
     if not os.path.isdir(full):
-        raise SystemExit(f"run.py: no such file or folder: {spec}")
+        log(f"run.py: no such file or folder: {spec}")
+        sys.exit(2)
     return sorted(os.path.join(spec, f) for f in os.listdir(full) if f.endswith(".c"))
 
 
@@ -245,7 +246,8 @@ def load_equivalent():
                 continue
             parts = [x.strip() for x in line.split(" | ")]
             if len(parts) != 4:
-                raise SystemExit(f"{EQUIVALENT}:{n}: not FILE | CODE | MUTATION | WHY")
+                log(f"{EQUIVALENT}:{n}: not FILE | CODE | MUTATION | WHY")
+                sys.exit(2)
             out[tuple(parts[:3])] = parts[3]
     return out
 
