@@ -1572,6 +1572,207 @@ static void test_rule_ids_are_listed(void **state) {
   assert_string_equal(doctor_rule_ids[n - 1], "insufficient_data");
 }
 
+/* ---- mutation pass survivors (docs/mutation.md): rules' gates, not their estimates ---- */
+
+/* A busy GPU with idle tensor pipes is advised mixed precision only when the job does not say it
+ * runs in reduced precision already. Kills rules_gpu.c's `if (d->precision[0] && !fp32)` -> `if (0)`. */
+static void test_mutants_reduced_precision_job_gets_no_mixed_precision_advice(void **state) {
+  (void)state;
+  static const char *const precision[] = {"bf16-mixed", NULL};
+  for (int k = 0; k < 2; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 0.5);
+    steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, 97, 80, 1, 68e9);
+    if (precision[k])
+      gs_sink_param(f.sink, "precision", precision[k]);
+    gs_sink_param(f.sink, "pin_memory", "True");
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    if (precision[k])
+      assert_false(dr_has(&(struct dr_findings){.v = fs, .n = n}, "mixed_precision"));
+    else
+      expect_rules(fs, n, "mixed_precision");
+    fake_free(&f, fs);
+  }
+}
+
+/* Two ranks are enough for a straggler. Kills rank_straggler's `d->nranks < 2` -> `<= 2`. */
+static void test_mutants_two_ranks_have_a_straggler(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 60, 2.0);
+  rank_steps(&f, "", 0.001, 0.029, 0, 0);
+  rank_steps(&f, "rank=1", 0.015, 0.015, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "straggler");
+  const struct store_finding *st = find(fs, n, "straggler");
+  assert_non_null(strstr(st->evidence, "\"rank\":1"));
+  if (!strstr(st->fix, "spends 14 ms more per step") || !strstr(st->fix, "(15 vs 1 ms of a 30 ms step)"))
+    fail_msg("fix: %.200s", st->fix); /* 15 ms of data wait against 1 ms, in 30 ms steps */
+  fake_free(&f, fs);
+}
+
+/* Evenly busy GPUs have no straggler. Kills the GPU straggler's `if (who < 0) return` removed. */
+static void test_mutants_even_gpus_have_no_straggler(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu(&f, 0, 97, 82, 55, 68e9);
+  gpu(&f, 1, 97, 82, 55, 68e9);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  fake_free(&f, fs);
+}
+
+/* Idle GPUs are "unused" only when the job trains (it sent steps) and no GPU did any work; an idle
+ * GPU beside one neither idle nor busy is no finding. Kills dr_rule_underused's none_used test with
+ * either `&&` -> `||`. */
+static void test_mutants_idle_gpus_are_unused_only_when_the_job_trains_elsewhere(void **state) {
+  (void)state;
+  static const struct {
+    double util0, util1;
+    int steps;
+    int unused;
+  } cases[] = {{2, 2, 1, 1}, {2, 2, 0, 0}, {20, 2, 1, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 1.0);
+    if (cases[k].steps)
+      steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, cases[k].util0, cases[k].util0, 0, 1e9);
+    gpu(&f, 1, cases[k].util1, cases[k].util1, 0, 1e9);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    int has = dr_has(&(struct dr_findings){.v = fs, .n = n}, "underused_gpus");
+    if (has != cases[k].unused)
+      fail_msg("case %zu: underused_gpus %s", k, has ? "found" : "missing");
+    fake_free(&f, fs);
+  }
+}
+
+/* The loader's workers are the job's own figure (its num_workers param) when it sent one, not what
+ * the process tree shows. Kills current_workers' `if (isfinite(d->num_workers) ...)` -> `if (0)`. */
+static void test_mutants_worker_count_is_the_jobs_param(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "1");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *lw = find(fs, n, "loader_workers");
+  assert_non_null(strstr(lw->evidence, "\"num_workers\":1,"));
+  fake_free(&f, fs);
+}
+
+/* Loaders in D state a sixth of the time are storage-bound only when the host's I/O pressure is
+ * high too (the threshold halves with PSI io >= 20 %). Kills dr_rule_input's `io` test with any of
+ * the three `&&` of its PSI half -> `||`. */
+static void test_mutants_some_d_state_is_storage_only_under_io_pressure(void **state) {
+  (void)state;
+  static const struct {
+    double psi;
+    const char *want;
+  } cases[] = {{5, "input_latency"}, {30, "io_bound"}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_job(&f, 2, 15, 0.2, 0.17);
+    constant(&f, "host", "host.psi.io_some_pct", "", cases[k].psi);
+    steps(&f, 0.040, 0.010, 0, 0);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    expect_rules(fs, n, cases[k].want);
+    fake_free(&f, fs);
+  }
+}
+
+/* A healthy CPU-only run says so with its figures: the job's cores to two decimals, and the fix the
+ * thresholds a finding needs. Kills doctor.c's add_healthy `dr_fmt(..., 2, "cores busy")` -> 3 and
+ * `DR_MIN_SHARE * 100` -> 101. */
+static void test_mutants_healthy_title_and_fix_give_their_figures(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 55, 1.0);
+  steps(&f, 0.0002, 0.050, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  if (!strstr(fs[0].title, ", 1.00 cores busy)"))
+    fail_msg("title: %s", fs[0].title);
+  char want[160];
+  snprintf(want, sizeof want, "each needs at least %.0f%% of the run or a %.0f%% speed-up", DR_MIN_SHARE * 100,
+           (DR_MIN_SPEEDUP - 1) * 100);
+  if (!strstr(fs[0].fix, want))
+    fail_msg("fix: %s", fs[0].fix);
+  fake_free(&f, fs);
+}
+
+/* In a group, a host-side finding names the node it was read on, the first host-side rule
+ * (input_bound) and the first finding too. Kills doctor.c's host_side loop and the naming loop
+ * starting at 1. */
+static void test_mutants_group_input_bound_names_its_host(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 10); /* a run outside the group */
+  for (int r = 0; r < 2; r++) {
+    fake_next_in_group(&f, "g", "h");
+    host_and_job(&f, 2, 50, 1.0);
+    steps(&f, 0.040, 0.010, 0, 0);
+    gs_sink_param(f.sink, "num_workers", "0");
+  }
+  fake_close_run(&f);
+  struct store *g = store_group_open(f.st, "g");
+  assert_non_null(g);
+  struct runview v;
+  assert_int_equal(runview_load(g, "g", &v), 0);
+  struct store_finding *fs;
+  size_t n;
+  assert_int_equal(doctor_diagnose_view(&v, INT64_MIN, INT64_MAX, &fs, &n), 0);
+  find(fs, n, "input_bound");
+  for (size_t i = 0; i < n; i++) { /* every one of them is host-side here, the first one too */
+    if (!strstr(fs[i].title, "(host h)"))
+      fail_msg("%s title: %s", fs[i].rule, fs[i].title);
+    assert_non_null(strstr(fs[i].evidence, "\"host\":\"h\""));
+  }
+  expect_rules(fs, n, "input_bound,loader_workers");
+  free(fs);
+  runview_done(&v);
+  g->close(g);
+  fake_free(&f, NULL);
+}
+
+/* A window of a run without steps is the stretch asked for: 5 s to 15 s of a 20 s run is 10 s (its
+ * length, not its end plus its start). Kills pick_window's `d->to - d->from` -> `+`. */
+static void test_mutants_window_length_is_end_minus_start(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 55, 1.0);
+  fake_close_run(&f);
+  struct runview v;
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  struct store_finding *fs;
+  size_t n;
+  assert_int_equal(doctor_diagnose_view(&v, 5 * S, 15 * S, &fs, &n), 0);
+  expect_rules(fs, n, "healthy");
+  if (!strstr(fs[0].evidence, "\"window_s\":10"))
+    fail_msg("evidence: %s", fs[0].evidence);
+  free(fs);
+  runview_done(&v);
+  fake_free(&f, NULL);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
@@ -1615,6 +1816,15 @@ int main(void) {
       cmocka_unit_test(test_batch_reads_memory_controller_util_without_gpm),
       cmocka_unit_test(test_unknown_precision_without_gpm_is_said),
       cmocka_unit_test(test_evidence_strings_are_cut_on_a_character_boundary),
+      cmocka_unit_test(test_mutants_reduced_precision_job_gets_no_mixed_precision_advice),
+      cmocka_unit_test(test_mutants_two_ranks_have_a_straggler),
+      cmocka_unit_test(test_mutants_even_gpus_have_no_straggler),
+      cmocka_unit_test(test_mutants_idle_gpus_are_unused_only_when_the_job_trains_elsewhere),
+      cmocka_unit_test(test_mutants_worker_count_is_the_jobs_param),
+      cmocka_unit_test(test_mutants_some_d_state_is_storage_only_under_io_pressure),
+      cmocka_unit_test(test_mutants_healthy_title_and_fix_give_their_figures),
+      cmocka_unit_test(test_mutants_group_input_bound_names_its_host),
+      cmocka_unit_test(test_mutants_window_length_is_end_minus_start),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
