@@ -772,6 +772,13 @@ static void test_pg_run_end_seals_chunks_and_stores_rollups(void **state) {
 }
 
 int main(void) {
+  /* the PostgreSQL back end's calls go through the table pq_api.h fills on first use: fill it before
+   * the tests call libpq themselves (a machine without libpq fails here, in one line) */
+  char err[320];
+  if (pq_api_load(err, sizeof err)) {
+    fprintf(stderr, "%s\n", err);
+    return 1;
+  }
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_pending_keeps_events_params_and_notes_of_failed_appends),
       cmocka_unit_test(test_pending_events_and_notes_are_bounded_and_counted),
