@@ -21,7 +21,6 @@
  * columns, so any version reads and writes either. */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,48 +70,33 @@ static int mkdir_parents(const char *path) {
   return 0;
 }
 
-/* The descriptor the probe reads a store's first bytes with. Closing any descriptor of a file drops
- * every POSIX lock this process holds on it — those of the SQLite connections too (sqlite.org's "How
- * To Corrupt An SQLite Database File", 2.2): a second open of a store another handle of this process
- * reads (serve's live streams, a run view beside the writer) would take the first one's locks away,
- * and another process could then checkpoint or rewrite pages under it. So a probed file's descriptor
- * stays open for the life of the process, one per file (dev, inode), and later probes reuse it; past
- * PROBE_FDS files the probe opens and closes as before. */
-enum { PROBE_FDS = 64 };
-static struct {
-  dev_t dev;
-  ino_t ino;
-  int fd;
-} probe_fds[PROBE_FDS];
-static int nprobe_fds;
-static pthread_mutex_t probe_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int probe_fd(const char *path, const struct stat *sb) {
-  pthread_mutex_lock(&probe_mu);
-  int fd = -1;
-  for (int i = 0; i < nprobe_fds && fd < 0; i++)
-    if (probe_fds[i].dev == sb->st_dev && probe_fds[i].ino == sb->st_ino)
-      fd = probe_fds[i].fd;
-  if (fd < 0 && (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
-    struct stat now;
-    if (nprobe_fds < PROBE_FDS && !fstat(fd, &now)) {
-      probe_fds[nprobe_fds].dev = now.st_dev, probe_fds[nprobe_fds].ino = now.st_ino;
-      probe_fds[nprobe_fds++].fd = fd;
-    }
+/* Reads up to n of path's first bytes into buf through SQLite's own VFS, and returns how many the
+ * file holds (at most n), or -1 with errno. Why not open() and close(): closing any descriptor of a
+ * file drops every POSIX lock this process holds on it, those of its SQLite connections too
+ * (sqlite.org, "How To Corrupt An SQLite Database File", 2.2) — a second open of a store another
+ * handle of this process reads (serve's live streams, a run view beside the writer) took the first
+ * one's locks away. The unix VFS knows the file's other connections and keeps the descriptor until
+ * their locks are gone. */
+static ssize_t probe_read(const char *path, const struct stat *sb, unsigned char *buf, size_t n) {
+  sqlite3_vfs *vfs = sqlite3_vfs_find(NULL);
+  sqlite3_file *f = vfs ? calloc(1, (size_t)vfs->szOsFile) : NULL;
+  int flags = 0;
+  if (!f || vfs->xOpen(vfs, path, f, SQLITE_OPEN_READONLY | SQLITE_OPEN_MAIN_DB, &flags) != SQLITE_OK) {
+    if (f && f->pMethods)
+      f->pMethods->xClose(f);
+    free(f);
+    errno = errno ? errno : EIO;
+    return -1;
   }
-  pthread_mutex_unlock(&probe_mu);
-  return fd;
-}
-
-/* Closes fd only when it is not one probe_fd keeps. */
-static void probe_fd_done(int fd) {
-  pthread_mutex_lock(&probe_mu);
-  int kept = 0;
-  for (int i = 0; i < nprobe_fds && !kept; i++)
-    kept = probe_fds[i].fd == fd;
-  pthread_mutex_unlock(&probe_mu);
-  if (!kept)
-    close(fd);
+  size_t want = (size_t)sb->st_size < n ? (size_t)sb->st_size : n;
+  int rc = want ? f->pMethods->xRead(f, buf, (int)want, 0) : SQLITE_OK;
+  f->pMethods->xClose(f);
+  free(f);
+  if (rc != SQLITE_OK && rc != SQLITE_IOERR_SHORT_READ) {
+    errno = EIO;
+    return -1;
+  }
+  return (ssize_t)want;
 }
 
 /* What is at path, refused unless it may be a store for this mode: a folder, a device, a missing
@@ -135,12 +119,9 @@ static int probe_file(const char *path, enum store_mode mode, struct file_facts 
   if (!S_ISREG(sb.st_mode))
     return gs_fail(GS_EINVAL, "store %s is not a regular file", path);
   f->exists = 1;
-  int fd = probe_fd(path, &sb);
-  if (fd < 0)
-    return gs_fail(GS_EIO, "cannot read store %s: %s", path, strerror(errno));
   unsigned char head[100] = {0};
-  ssize_t r = pread(fd, head, sizeof head, 0);
-  probe_fd_done(fd);
+  errno = 0;
+  ssize_t r = probe_read(path, &sb, head, sizeof head);
   if (r < 0)
     return gs_fail(GS_EIO, "cannot read store %s: %s", path, strerror(errno));
   if (r == 0) {

@@ -536,7 +536,7 @@ def test_viewers_of_a_live_run_share_one_reader():
         err.seek(0)
         st, _, body = server().get("/api/runs/fanout")
         check(st == 200, f"the run is not in the store: {st} {body[:300]!r} {job.poll()} {err.read()}")
-        # the server's own handle (and the descriptor its store probe keeps: store_sqlite.c) before any viewer
+        # the server's own handle before any viewer
         n0 = files_of(server().p.pid, sb.db)
         check(1 <= n0 <= 2, f"the server holds the store open {n0} times before any viewer")
         for i in range(100):

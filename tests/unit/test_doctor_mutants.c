@@ -120,10 +120,12 @@ static void test_finding_severity_and_figures_follow_the_share(void **state) {
   f = dr_add(&fs, d, "unknown_window", 0.5, 2);
   assert_true(isnan(f->lost_s));
   free(fs.v);
+  free(fs.ch);
   struct dr_findings one = {0}; /* the first finding is looked at too (dr_has from 0, not 1) */
   dr_add(&one, d, "only", 0.5, 2);
   assert_true(dr_has(&one, "only"));
   free(one.v);
+  free(one.ch);
   free(d);
 }
 

@@ -717,7 +717,7 @@ static void test_store_locked_store_is_an_error_not_a_short_list(void **state) {
 
 /* Opening a store that another handle of this process holds must not take that handle's locks away:
  * closing any descriptor of a file drops every POSIX lock the process holds on it, so the probe of
- * the file's first bytes keeps its descriptor (store_sqlite.c, probe_fd). A second process then
+ * the file's first bytes reads through SQLite's VFS (store_sqlite.c, probe_read). A second process then
  * still cannot lock the range the first handle's read transaction holds. */
 static void test_store_open_keeps_the_locks_of_other_handles(void **state) {
   (void)state;
