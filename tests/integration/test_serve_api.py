@@ -512,7 +512,11 @@ def test_clients_that_do_not_read_hold_little_memory_and_are_dropped():
             check(select.select([h], [], [], 60)[0], "no answer begun within 60 s")
         grown = rss_of(sv.p.pid) - base_rss
         print(f"     12 clients not reading 8 MB answers: the server grew {grown / 1e6:.1f} MB")
-        check(grown < 40e6, f"the server grew {grown / 1e6:.0f} MB for 12 clients that do not read")
+        # under ASan freed memory waits in its quarantine before reuse, so the same answers hold more; the
+        # build before the fix grew by about a gigabyte either way
+        asan = b"libasan" in subprocess.run(["ldd", BIN], capture_output=True).stdout
+        limit = 120e6 if asan else 40e6
+        check(grown < limit, f"the server grew {grown / 1e6:.0f} MB for 12 clients that do not read")
         check(sv.get("/api/runs")[0] == 200, "others are answered meanwhile (the store lock is free between series)")
         deadline = time.time() + 90
         while sockets_of(sv.p.pid) > base_socks and time.time() < deadline:
