@@ -141,18 +141,10 @@ struct kept_load {
 
 static int load_point(void *u, int64_t t, double v) {
   struct kept_load *c = u;
-  struct gs_batch *b = c->b;
-  if (b->n_points == b->cap_points) {
-    size_t cap = b->cap_points ? b->cap_points * 2 : 4096;
-    struct gs_point *p = realloc(b->points, cap * sizeof *p);
-    if (!p) {
-      c->oom = 1;
-      return 1;
-    }
-    b->points = p;
-    b->cap_points = cap;
+  if (store_batch_push(c->b, c->series, t, v)) {
+    c->oom = 1;
+    return 1;
   }
-  b->points[b->n_points++] = (struct gs_point){.series = c->series, .t_ns = t, .v = v};
   return 0;
 }
 

@@ -188,6 +188,10 @@ void store_writer_done(struct store_writer *w);
 void store_make_run_id(char *out);
 /* This boot's id (/proc/sys/kernel/random/boot_id), "" when unknown. */
 void store_boot_id(char *buf, size_t n);
+/* Appends the point (series, t_ns, v) to b's points, growing them by doubling (4096 at first).
+ * Returns 0, or GS_ENOMEM with b unchanged. For the readers that rebuild a batch from stored points
+ * (the PostgreSQL spool's replay, SQLite's kept file). */
+int store_batch_push(struct gs_batch *b, int32_t series, int64_t t_ns, double v);
 /* The folders a spool may be in, best first, into dirs (at most max); returns how many:
  * $GPUSCOPE_SPOOL_DIR, else the data folder's gpuscope/spool ($XDG_DATA_HOME, else
  * ~/.local/share); then the state folder's gpuscope/spool ($XDG_STATE_HOME, else ~/.local/state);

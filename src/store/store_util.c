@@ -222,3 +222,16 @@ int store_settle_crashed(struct store_run *r, int64_t heartbeat, const char *run
   r->end_wall_ns = heartbeat;
   return 1;
 }
+
+int store_batch_push(struct gs_batch *b, int32_t series, int64_t t_ns, double v) {
+  if (b->n_points == b->cap_points) {
+    size_t cap = b->cap_points ? b->cap_points * 2 : 4096;
+    struct gs_point *p = realloc(b->points, cap * sizeof *p);
+    if (!p)
+      return GS_ENOMEM;
+    b->points = p;
+    b->cap_points = cap;
+  }
+  b->points[b->n_points++] = (struct gs_point){.series = series, .t_ns = t_ns, .v = v};
+  return 0;
+}
