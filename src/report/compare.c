@@ -204,7 +204,7 @@ static void text_metric(void *user, const char *name) {
   if (!t->any)
     fputs("\njob metrics (last / best)\n", t->out);
   t->any = 1;
-  char k[64];
+  char k[8 + sizeof t->runs->series->name]; /* the whole name: a long one widens its row */
   snprintf(k, sizeof k, "  %s", name);
   text_cell(t->out, k);
   for (size_t j = 0; j < t->n; j++) {
