@@ -55,9 +55,10 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loader = DataLoader(Augmented(1 << 20, a.work), batch_size=a.batch, shuffle=True,
                         num_workers=a.workers, pin_memory=dev == "cuda")
-    batches = gpuscope.watch(loader) if gpuscope else loader
+    # model=: the client finds the run's precision itself (autocast, or the parameters' dtype)
+    batches = gpuscope.watch(loader, model=model) if gpuscope else loader
     if gpuscope:
-        gpuscope.param(model="smallcnn", device=dev, precision="fp32", lr=0.05)
+        gpuscope.param(model="smallcnn", device=dev, lr=0.05)
     t_end = time.monotonic() + a.seconds
     step = 0
     for x, y in batches:
