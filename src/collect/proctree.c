@@ -1,17 +1,18 @@
 /* collect/proctree: the job's own process tree — the launched command and every descendant, found
  * again each tick because children come and go (DataLoader workers). Per process: CPU %, RSS,
- * threads, state and I/O bytes from /proc/PID/{stat,io}; for the tree: totals and how many
- * processes are running, sleeping or in uninterruptible (D) sleep. Descendants are found through
- * /proc/PID/task/TID/children; gpuscope is a child subreaper, so orphaned grandchildren become its
- * own children and stay in the tree. Processes that exit between listing and reading are skipped.
- * Each process's files — stat, io and its main thread's children list — stay open (pread per tick)
- * while it lives, as does the agent's own children list: opening a procfs file costs more than
- * reading it. A process that exits, and the tree once none is left, end their series (gs_sink_end:
- * no latest value, so /metrics has no line for them); once the root has exited its pid is never
- * followed again (it may name another process soon). A figure not read is not put: no tree CPU
- * before a process has two readings, no tree I/O unless every process's io file could be read (an
- * other user's is not readable). The node agent (proctree_gpu.c) runs one tree per GPU process,
- * labelled and without per-process series. */
+ * threads, state and I/O bytes from /proc/PID/{stat,io}, and the time its main thread waited for a
+ * CPU while runnable (/proc/PID/schedstat's run delay: a starved process, not a sleeping one); for
+ * the tree: totals and how many processes are running, sleeping or in uninterruptible (D) sleep.
+ * Descendants are found through /proc/PID/task/TID/children; gpuscope is a child subreaper, so
+ * orphaned grandchildren become its own children and stay in the tree. Processes that exit between
+ * listing and reading are skipped. Each process's files — stat, io, schedstat and its main thread's
+ * children list — stay open (pread per tick) while it lives, as does the agent's own children list:
+ * opening a procfs file costs more than reading it. A process that exits, and the tree once none is
+ * left, end their series (gs_sink_end: no latest value, so /metrics has no line for them); once the
+ * root has exited its pid is never followed again (it may name another process soon). A figure not
+ * read is not put: no tree CPU before a process has two readings, no tree I/O unless every process's
+ * io file could be read (an other user's is not readable). The node agent (proctree_gpu.c) runs one
+ * tree per GPU process, labelled and without per-process series. */
 #include <dirent.h>
 #include <math.h>
 #include <stdio.h>
@@ -25,14 +26,15 @@
 enum { BUF = 8192, MAX_PROCS = 4096, FULL_SCAN_EVERY = 10 };
 
 /* Indexes into proctree_metrics: the per-process series first, then the tree's. */
-enum { P_CPU, P_RSS, P_THREADS, P_READ, P_WRITE, P_N };
+enum { P_CPU, P_RSS, P_THREADS, P_READ, P_WRITE, P_RUNQ, P_N };
 enum { T_CPU, T_RSS, T_PROCS, T_THREADS, T_RUNNING, T_SLEEPING, T_DSTATE, T_READ, T_WRITE, T_N };
 
 struct proc {
   pid_t pid;
-  uint64_t start;                  /* starttime: tells a reused pid from the process we knew */
-  int fd_stat, fd_io, fd_children; /* fd_children: /proc/PID/task/PID/children */
-  uint64_t cpu_prev, rb_prev, wb_prev;
+  uint64_t start;                            /* starttime: tells a reused pid from the process we knew */
+  int fd_stat, fd_io, fd_children, fd_sched; /* fd_children: /proc/PID/task/PID/children */
+  uint64_t cpu_prev, rb_prev, wb_prev, runq_prev;
+  int runq_primed;
   int primed;
   unsigned tick;
   int sid[P_N];
@@ -67,6 +69,9 @@ static const struct gs_metric_desc proctree_metrics[] = {
     {"proc.threads", "count", GS_GAUGE, "threads of one process"},
     {"proc.read_bytes_s", "B/s", GS_GAUGE, "storage reads of one process (/proc/PID/io read_bytes)"},
     {"proc.write_bytes_s", "B/s", GS_GAUGE, "storage writes of one process"},
+    {"proc.runq_wait_pct", "%", GS_GAUGE,
+     "time the process's main thread waited for a CPU while runnable (/proc/PID/schedstat run delay; 100 % = "
+     "the whole interval): high when the host's CPUs are contended"},
     {"tree.cpu_pct", "%", GS_GAUGE, "CPU of the whole job (100 % = one core)"},
     {"tree.rss_bytes", "B", GS_GAUGE, "resident memory of the whole job"},
     {"tree.procs", "count", GS_GAUGE, "processes in the job"},
@@ -190,7 +195,9 @@ static void proc_drop(struct proc *p) {
     close(p->fd_io);
   if (p->fd_children >= 0)
     close(p->fd_children);
-  p->fd_stat = p->fd_io = p->fd_children = -1;
+  if (p->fd_sched >= 0)
+    close(p->fd_sched);
+  p->fd_stat = p->fd_io = p->fd_children = p->fd_sched = -1;
 }
 
 struct stat_fields {
@@ -232,6 +239,20 @@ static int read_io(struct proctree *t, struct proc *p, uint64_t *rb, uint64_t *w
   return 0;
 }
 
+/* The run delay (ns the main thread waited on a run queue), the second field of schedstat. */
+static int read_runq(struct proctree *t, struct proc *p, uint64_t *ns) {
+  if (p->fd_sched < 0 || reread(p->fd_sched, t->buf, BUF) <= 0)
+    return -1;
+  const char *q = t->buf;
+  skip_fields(&q, 1);
+  while (*q == ' ')
+    q++;
+  if (*q < '0' || *q > '9')
+    return -1;
+  *ns = next_u64(&q);
+  return 0;
+}
+
 static struct proc *proc_new(struct proctree *t, struct gs_sink *s, pid_t pid, int64_t now) {
   char rel[64], path[512];
   snprintf(rel, sizeof rel, "/proc/%d/stat", pid);
@@ -261,6 +282,8 @@ static struct proc *proc_new(struct proctree *t, struct gs_sink *s, pid_t pid, i
   p->fd_io = open(collect_path(&t->opts, rel, path, sizeof path), O_RDONLY | O_CLOEXEC);
   snprintf(rel, sizeof rel, "/proc/%d/task/%d/children", pid, pid);
   p->fd_children = open_children(t, rel);
+  snprintf(rel, sizeof rel, "/proc/%d/schedstat", pid); /* absent without CONFIG_SCHED_INFO: not put */
+  p->fd_sched = open(collect_path(&t->opts, rel, path, sizeof path), O_RDONLY | O_CLOEXEC);
   p->start = f.start;
   snprintf(p->comm, sizeof p->comm, "%s", f.comm);
   char lab[32];
@@ -323,6 +346,12 @@ static void sample_proc(struct proctree *t, struct gs_sink *s, struct proc *p, c
       tot->n_rates++;
     }
     p->rb_prev = rb, p->wb_prev = wb;
+  }
+  uint64_t rq;
+  if (read_runq(t, p, &rq) == 0) {
+    if (p->runq_primed && dt > 0 && rq >= p->runq_prev)
+      gs_sink_put(s, p->sid[P_RUNQ], now, 100.0 * (double)(rq - p->runq_prev) / GS_NS_PER_S / dt);
+    p->runq_prev = rq, p->runq_primed = 1;
   }
   p->primed = 1;
   if (isfinite(pcpu))

@@ -64,6 +64,22 @@ static void loader_cpu(const struct dr_run *d, double *lo, double *hi) {
   *lo = fmin(*hi, fmax(0, (m - (1 - ds) * c_max) / ds));
 }
 
+/* The share of the time the loading processes (the workers, or the training process without them)
+ * waited for a CPU while runnable, their mean: NAN when not measured (no schedstat). A loader that
+ * uses little CPU because it waits for one is starved, not waiting on latency. */
+static double loader_runq(const struct dr_run *d) {
+  int workers = dr_current_workers(d) > 0 && d->nworkers > 0;
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < d->nprocs; i++) {
+    const struct dr_proc *p = &d->procs[i];
+    int loads = workers ? p->role == DOCTOR_ROLE_WORKER : (int)i == d->main_idx;
+    if (loads && isfinite(p->runq))
+      sum += p->runq, n++;
+  }
+  return n ? sum / n : NAN;
+}
+
 /* "0.80 cores" or "0.75-1.25 cores" into buf. */
 static const char *cores_text(char *buf, size_t n, double lo, double hi) {
   if (!isfinite(lo) || !isfinite(hi))
@@ -304,6 +320,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
   dr_json_num(&j, "compute_s", compute_h2d_s(d));
   dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
   dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
+  dr_json_num(&j, "loader_runq_wait_share", loader_runq(d));
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
   dr_json_num(&j, "usable_cores", dr_usable_cores(d));
   dr_json_num(&j, "num_workers", isfinite(d->num_workers) ? d->num_workers : d->nprocs ? d->nworkers : NAN);
@@ -378,6 +395,7 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   dr_json_num(&j, "step_s", d->step_mean);
   dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
   dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
+  dr_json_num(&j, "loader_runq_wait_share", loader_runq(d));
   dr_json_num(&j, "dstate_share", dstate_share(d));
   dr_json_num(&j, "iowait_pct", d->iowait.mean);
   dr_json_num(&j, "job_read_bytes_s", d->tree_read.mean);
@@ -472,9 +490,11 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
     add_io_bound(d, fs, d->data_share, dsh);
     return;
   }
-  /* Latency: even the most the loader could have used is little, and the CPU is known not full. (On a
-   * contended host a starved loader looks the same; host-wide figures cannot tell: docs/diagnosis.md.) */
-  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0) {
+  /* Latency: even the most the loader could have used is little, the CPU is known not full, and the
+   * loader did not wait for a CPU (a starved loader uses little CPU too: its run-queue wait tells them
+   * apart where the kernel keeps schedstat; docs/diagnosis.md). */
+  double runq = loader_runq(d);
+  if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0 && !(runq >= DR_LOADER_STARVED)) {
     add_input_latency(d, fs, w0, lo, hi);
     return;
   }

@@ -1,7 +1,7 @@
 /* doctor/signals_procs: the job's processes over the analysis window — each one's CPU, memory,
  * threads and the share of the window it lived; which one trains (the earliest long-lived process
  * that is not a launcher such as sh -c or env), and which ones load data for it (long-lived
- * processes started after it): their count, CPU and memory. */
+ * processes started after it): their count, CPU and memory, and how long each waited for a CPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +60,7 @@ int dr_load_procs(struct dr_run *d) {
       continue;
     p->rss = mean_in_window(d, "proc.rss_bytes", lab, NULL);
     p->threads = mean_in_window(d, "proc.threads", lab, NULL);
+    p->runq = mean_in_window(d, "proc.runq_wait_pct", lab, NULL) / 100;
     /* The share of the window the process was seen in: its first to last sample, plus one interval. */
     double seen = fmin((double)s->t_last + interval, (double)d->to) - fmax((double)s->t_first, (double)d->from);
     p->coverage = d->window_s > 0 ? fmax(0, seen) / (d->window_s * GS_NS_PER_S) : NAN;

@@ -42,6 +42,10 @@ static void write_host(int k) {
   lay(k == 1 ? "host/tick1" : "host/tick2");
 }
 
+/* Not cmocka's assert_float_equal: it passes when a value is NAN (both of its comparisons are then
+ * false), so a figure the collector failed to put would pass. This fails on NAN. */
+#define assert_near(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
+
 static double last_of(struct gs_batch *b, int id) {
   double v = NAN;
   for (size_t i = 0; i < b->n_points; i++)
@@ -63,22 +67,22 @@ static void test_host_rates_and_cgroup_quota(void **state) {
   assert_int_equal(collector_host.sample(ctx, s, 2000000000LL), GS_COLLECT_OK);
   struct gs_batch *b = gs_sink_take(s);
   /* total: 800 user + 400 system + 6400 idle + 400 iowait per step -> busy 1200/8000 = 15 % */
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.cpu.busy_pct", "cpu=total")), 15.0, 1e-9);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.cpu.iowait_pct", "cpu=total")), 5.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cpu.busy_pct", "cpu=total")), 15.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cpu.iowait_pct", "cpu=total")), 5.0, 1e-9);
   assert_true(gs_sink_find(s, "host", "host.cpu.busy_pct", "cpu=7") >= 0);
   /* the container used 1.9 s of CPU in 1 s under a 2-core quota: 95 % of its limit, not 15 % */
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.cgroup.cpu_used_pct_of_limit", "")), 95.0, 1e-9);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.cgroup.cpu_limit_cores", "")), 2.0, 1e-9);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.cgroup.mem_used_pct_of_limit", "")), 25.0, 1e-9);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.mem.used_bytes", "")), 10000000.0 * 1024, 1);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.disk.read_bytes_s", "dev=vda")), 2048.0 * 512, 1e-6);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.disk.util_pct", "dev=vda")), 25.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cgroup.cpu_used_pct_of_limit", "")), 95.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cgroup.cpu_limit_cores", "")), 2.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cgroup.mem_used_pct_of_limit", "")), 25.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.mem.used_bytes", "")), 10000000.0 * 1024, 1);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.disk.read_bytes_s", "dev=vda")), 2048.0 * 512, 1e-6);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.disk.util_pct", "dev=vda")), 25.0, 1e-9);
   assert_int_equal(gs_sink_find(s, "host", "host.disk.read_bytes_s", "dev=loop0"), -1);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.net.rx_bytes_s", "iface=eth0")), 1e6, 1e-6);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.net.rx_bytes_s", "iface=eth0")), 1e6, 1e-6);
   assert_int_equal(gs_sink_find(s, "host", "host.net.rx_bytes_s", "iface=lo"), -1);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.psi.cpu_some_pct", "")), 25.0, 1e-9);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.psi.io_some_pct", "")), 10.0, 1e-9);
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.load1", "")), 1.5, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.psi.cpu_some_pct", "")), 25.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.psi.io_some_pct", "")), 10.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.load1", "")), 1.5, 1e-9);
   gs_batch_free(b);
   collector_host.close(ctx);
   gs_sink_free(s);
@@ -111,7 +115,7 @@ static void test_host_cpuset_counts_the_cpus_the_job_may_use(void **state) {
   collector_host.sample(ctx, s, 1);
   struct gs_batch *b = gs_sink_take(s);
   /* 8 CPUs in /proc/stat, but the cgroup's cpuset lets the job run on 7 of them */
-  assert_float_equal(last_of(b, gs_sink_find(s, "host", "host.cpuset_cores", "")), 7.0, 1e-9);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cpuset_cores", "")), 7.0, 1e-9);
   gs_batch_free(b);
   collector_host.close(ctx);
   /* no cpuset file (and a fixture root, so no affinity of a real process): no value, not zero */
@@ -141,15 +145,19 @@ static void test_proctree_follows_children_that_come_and_go(void **state) {
   lay("proctree/tick2");
   collector_proctree.sample(ctx, s, 2000000000LL);
   struct gs_batch *b = gs_sink_take(s);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=100")), 100.0 * 100 / hz, 1e-6);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=101")), 50.0 * 100 / hz, 1e-6);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.cpu_pct", "")), 150.0 * 100 / hz, 1e-6);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.procs", "")), 3, 0);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.dstate", "")), 1, 0);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.threads", "")), 6, 0);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "proc.read_bytes_s", "pid=101")), 1048576.0, 1e-6);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=100")), 100.0 * 100 / hz, 1e-6);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=101")), 50.0 * 100 / hz, 1e-6);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "tree.cpu_pct", "")), 150.0 * 100 / hz, 1e-6);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "tree.procs", "")), 3, 0);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "tree.dstate", "")), 1, 0);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "tree.threads", "")), 6, 0);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "proc.read_bytes_s", "pid=101")), 1048576.0, 1e-6);
+  /* schedstat's run delay went from 0.1 s to 0.8 s in the tick's second: 70 % of it waiting for a CPU;
+   * pid 100 has no schedstat (a kernel without CONFIG_SCHED_INFO): no figure, not zero */
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "proc.runq_wait_pct", "pid=101")), 70.0, 1e-6);
+  assert_true(isnan(last_of(b, gs_sink_find(s, "proctree", "proc.runq_wait_pct", "pid=100"))));
   double page = (double)sysconf(_SC_PAGESIZE);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.rss_bytes", "")), 1510 * page, 1e-6);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "tree.rss_bytes", "")), 1510 * page, 1e-6);
   int starts = 0;
   for (size_t i = 0; i < b->n_events; i++)
     starts += !strcmp(b->events[i].kind, "proc_start");
@@ -168,7 +176,7 @@ static void test_proctree_follows_children_that_come_and_go(void **state) {
   for (size_t i = 0; i < b->n_events; i++)
     exits += !strcmp(b->events[i].kind, "proc_exit");
   assert_int_equal(exits, 2);
-  assert_float_equal(last_of(b, gs_sink_find(s, "proctree", "tree.procs", "")), 1, 0);
+  assert_near(last_of(b, gs_sink_find(s, "proctree", "tree.procs", "")), 1, 0);
   gs_batch_free(b);
   collector_proctree.close(ctx);
   gs_sink_free(s);
@@ -215,17 +223,17 @@ static void test_gputrees_one_tree_per_gpu_process_at_most_64(void **state) {
   assert_non_null(ctx);
   put_gpu_procs(s, GS_NS_PER_S);
   collector_gputrees.sample(ctx, s, GS_NS_PER_S);
-  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 64, 0);
-  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.unwatched", "")), 6, 0);
+  assert_near(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 64, 0);
+  assert_near(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.unwatched", "")), 6, 0);
   assert_int_equal(gs_sink_find(s, "proctree", "tree.procs", "pid=999,comm=python3"), -1); /* gone: no tree */
-  assert_float_equal(last_tree(s, "tree.procs", 1001, "a_b_c?"), 1, 0); /* the name made a label value */
-  assert_true(isnan(last_tree(s, "tree.cpu_pct", 1000, "python3")));    /* one reading: no CPU yet */
+  assert_near(last_tree(s, "tree.procs", 1001, "a_b_c?"), 1, 0);     /* the name made a label value */
+  assert_true(isnan(last_tree(s, "tree.cpu_pct", 1000, "python3"))); /* one reading: no CPU yet */
   /* a second later: 1000 used 50 ticks; its io file cannot be read, so no I/O total (not a 0) */
   write_stat(1000, "python3", 50);
   put_gpu_procs(s, 2 * GS_NS_PER_S);
   collector_gputrees.sample(ctx, s, 2 * GS_NS_PER_S);
   double hz = (double)sysconf(_SC_CLK_TCK);
-  assert_float_equal(last_tree(s, "tree.cpu_pct", 1000, "python3"), 50.0 * 100 / hz, 1e-6);
+  assert_near(last_tree(s, "tree.cpu_pct", 1000, "python3"), 50.0 * 100 / hz, 1e-6);
   assert_true(isnan(last_tree(s, "tree.read_bytes_s", 1000, "python3")));
   assert_int_equal(gs_sink_find(s, "proctree", "proc.cpu_pct", "pid=1000"), -1); /* trees only */
   /* 1000 exits (its stat reads empty: the kept-open file of a removed fixture would still read, where
@@ -235,11 +243,11 @@ static void test_gputrees_one_tree_per_gpu_process_at_most_64(void **state) {
   put_gpu_procs(s, 3 * GS_NS_PER_S);
   collector_gputrees.sample(ctx, s, 3 * GS_NS_PER_S);
   assert_true(isnan(last_tree(s, "tree.procs", 1000, "python3")));
-  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 63, 0);
+  assert_near(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 63, 0);
   put_gpu_procs(s, 4 * GS_NS_PER_S);
   collector_gputrees.sample(ctx, s, 4 * GS_NS_PER_S);
-  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 64, 0);
-  assert_float_equal(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.unwatched", "")), 5, 0);
+  assert_near(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.watched", "")), 64, 0);
+  assert_near(gs_sink_last(s, gs_sink_find(s, "gputrees", "gpu_trees.unwatched", "")), 5, 0);
   struct gs_batch *b = gs_sink_take(s);
   int noted = 0;
   for (size_t i = 0; i < b->n_notes; i++)

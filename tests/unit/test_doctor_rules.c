@@ -304,6 +304,33 @@ static void test_data_wait_with_idle_loader_is_latency(void **state) {
   fake_free(&f, fs);
 }
 
+/* The same low CPU, but the loading process waited for a CPU 70 % of the time (schedstat's run delay:
+ * the host's CPUs were taken by others): a starved loader, not latency — it is input-bound. A run-queue
+ * wait of 5 % keeps the latency verdict. */
+static void test_a_starved_loader_is_not_latency(void **state) {
+  (void)state;
+  const struct {
+    double runq_pct;
+    const char *rule, *not_rule;
+  } cases[] = {{70, "input_bound", "input_latency"}, {5, "input_latency", "input_bound"}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 2, 15, 0.2);
+    constant(&f, "proctree", "proc.runq_wait_pct", "pid=100", cases[c].runq_pct);
+    steps(&f, 0.040, 0.010, 0, 0);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    const struct store_finding *hit = find(fs, n, cases[c].rule);
+    assert_non_null(hit);
+    assert_null(find_or_null(fs, n, cases[c].not_rule));
+    char want[64];
+    snprintf(want, sizeof want, "\"loader_runq_wait_share\":%g", cases[c].runq_pct / 100);
+    assert_non_null(strstr(hit->evidence, want));
+    fake_free(&f, fs);
+  }
+}
+
 static void test_data_wait_in_d_state_is_storage(void **state) {
   (void)state;
   struct fake f;
@@ -1782,6 +1809,7 @@ int main(void) {
       cmocka_unit_test(test_cpuset_bounds_the_worker_advice),
       cmocka_unit_test(test_loading_in_threads_is_named_and_processes_advised),
       cmocka_unit_test(test_data_wait_with_idle_loader_is_latency),
+      cmocka_unit_test(test_a_starved_loader_is_not_latency),
       cmocka_unit_test(test_data_wait_in_d_state_is_storage),
       cmocka_unit_test(test_compute_bound_cpu_run_is_healthy),
       cmocka_unit_test(test_blocked_cpu_loop_is_host_code),
