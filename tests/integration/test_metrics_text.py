@@ -46,7 +46,10 @@ def scrape(sb, host=None):
                 body = r.read()
             if b"DCGM_FI_DEV_FB_USED{" in body:
                 break
-            check(p.poll() is None, f"the agent exited: {p.stderr.read(2000)!r}")
+            # the agent's stderr is read only once it has exited: an f-string here is evaluated on every
+            # pass, and reading a live agent's stderr pipe blocked the test for ever (1 run in ~50)
+            if p.poll() is not None:
+                check(False, f"the agent exited: {p.stderr.read(2000)!r}")
             time.sleep(0.1)
         check(b"DCGM_FI_DEV_FB_USED{" in body, f"no GPU line in:\n{body[:2000]!r}")
         return body
