@@ -572,6 +572,30 @@ static void test_run_without_signals_is_not_enough_to_judge(void **state) {
   fake_free(&f, fs);
 }
 
+/* Each of the four kinds of evidence alone is enough to judge: steps alone, the job's CPU alone, the
+ * host's CPU alone (a GPU alone: test_mutants_a_busy_gpu_alone_is_judged_healthy). Kills
+ * measured_enough's second and third `||` -> `&&` (doctor.c). */
+static void test_mutants_each_kind_of_evidence_alone_is_enough(void **state) {
+  (void)state;
+  for (int kind = 0; kind < 3; kind++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    if (kind == 0)
+      steps(&f, 0.001, 0.020, 0, 0);
+    else if (kind == 1)
+      constant(&f, "proctree", "tree.cpu_pct", "", 100);
+    else
+      constant(&f, "host", "host.cpu.busy_pct", "cpu=total", 50);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    assert_true(n > 0);
+    for (size_t i = 0; i < n; i++)
+      if (!strcmp(fs[i].rule, "insufficient_data"))
+        fail_msg("evidence kind %d alone was not enough to judge", kind);
+    fake_free(&f, fs);
+  }
+}
+
 /* ---- GPUs ---- */
 
 static void test_busy_gpu_is_healthy(void **state) {
@@ -584,6 +608,26 @@ static void test_busy_gpu_is_healthy(void **state) {
   size_t n;
   struct store_finding *fs = fake_end(&f, &n);
   expect_rules(fs, n, "healthy");
+  fake_free(&f, fs);
+}
+
+/* A busy GPU is evidence enough, with nothing else measured (no steps, no host, no job CPU): the run
+ * is judged healthy, not "not enough to judge", its title names the GPU and the missing step timings,
+ * and a healthy finding costs nothing. Kills (mutation pass, docs/mutation.md) doctor.c's
+ * measured_enough `||` -> `&&`, the title's `else if (d->ngpus)` -> `if (0)` and healthy's share
+ * `0` -> `1`. */
+static void test_mutants_a_busy_gpu_alone_is_judged_healthy(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  gpu(&f, 0, 97, 80, 55, 68e9);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "healthy");
+  const struct store_finding *h = find(fs, n, "healthy");
+  assert_non_null(strstr(h->title, "GPU busy 97%"));
+  assert_non_null(strstr(h->title, "no step timings (the job did not use the gpuscope client)"));
+  assert_true(h->share == 0);
   fake_free(&f, fs);
 }
 
@@ -1819,6 +1863,8 @@ int main(void) {
       cmocka_unit_test(test_proc_roles_name_launcher_trainer_and_workers),
       cmocka_unit_test(test_run_without_signals_is_not_enough_to_judge),
       cmocka_unit_test(test_busy_gpu_is_healthy),
+      cmocka_unit_test(test_mutants_each_kind_of_evidence_alone_is_enough),
+      cmocka_unit_test(test_mutants_a_busy_gpu_alone_is_judged_healthy),
       cmocka_unit_test(test_gpu_rules),
       cmocka_unit_test(test_thermal_reasons_are_throttling),
       cmocka_unit_test(test_multi_gpu_idle_and_straggler),
