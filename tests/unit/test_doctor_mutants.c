@@ -151,8 +151,30 @@ static void test_name_node_puts_the_host_and_rank_first(void **state) {
   dr_name_node(d, f);
   assert_string_equal(f->title, "Input bound (host node-a, rank 3)");
   assert_string_equal(f->evidence, "{\"host\":\"node-a\",\"rank\":3}");
+  /* evidence that is not a JSON object (empty here) is left as it is, the title still names the node.
+   * Kills dr_name_node's `f->evidence[0] != '{' || ...` -> `&&`. */
+  snprintf(f->title, sizeof f->title, "Input bound");
+  f->evidence[0] = 0;
+  dr_name_node(d, f);
+  assert_string_equal(f->evidence, "");
   free(f);
   free(d);
+}
+
+/* A key longer than the member's head buffer is cut to the 155 characters that fit (with its quotes,
+ * colon and the comma of a next member): the object stays valid JSON. Kills member's `sizeof head - 4`
+ * -> `- 5`. */
+static void test_json_a_long_key_is_cut_to_what_fits(void **state) {
+  (void)state;
+  char key[201], buf[512];
+  memset(key, 'k', 200);
+  key[200] = 0;
+  struct dr_json j;
+  dr_json_begin(&j, buf, sizeof buf);
+  dr_json_int(&j, key, 7);
+  char want[200];
+  snprintf(want, sizeof want, "{\"%.155s\":7}", key);
+  assert_string_equal(buf, want);
 }
 
 /* In a group, a series is the focus node's when its labels end in ",host=H" (or ",host=H,run=ID")
@@ -194,6 +216,7 @@ int main(void) {
       cmocka_unit_test(test_finding_severity_and_figures_follow_the_share),
       cmocka_unit_test(test_name_node_puts_the_host_and_rank_first),
       cmocka_unit_test(test_own_labels_match_whole_members_only),
+      cmocka_unit_test(test_json_a_long_key_is_cut_to_what_fits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

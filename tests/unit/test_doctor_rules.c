@@ -232,6 +232,64 @@ static void test_input_bound_with_idle_core_advises_two_workers(void **state) {
   fake_free(&f, fs);
 }
 
+/* Without workers the loader's CPU is a range from the training process's CPU: m = 1 core, 80 % data
+ * wait, 2 usable cores: 0.75-1.25 cores, shown as a range; without the job's CPU (no process tree)
+ * it is unknown, not the usable cores. Kills loader_cpu's `if (!isfinite(m) || !(ds > 0))` -> `if (0)`
+ * and cores_text's `else if (hi - lo < 0.005)` -> `if (1)` (rules_loop.c). */
+static void test_mutants_the_loader_cpu_range_without_workers(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 50, 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *ib = find(fs, n, "input_bound");
+  assert_non_null(strstr(ib->evidence, "\"loader_cpu_cores_min\":0.75,"));
+  assert_non_null(strstr(ib->evidence, "\"loader_cpu_cores_max\":1.25,"));
+  assert_non_null(strstr(find(fs, n, "loader_workers")->fix, "0.75-1.25 cores"));
+  fake_free(&f, fs);
+
+  fake_begin(&f, 20);
+  for (int c = 0; c < 2; c++)
+    constant(&f, "host", "host.cpu.busy_pct", c ? "cpu=1" : "cpu=0", 50);
+  constant(&f, "host", "host.cpu.busy_pct", "cpu=total", 50);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  fs = fake_end(&f, &n);
+  ib = find(fs, n, "input_bound");
+  assert_non_null(strstr(ib->evidence, "\"loader_cpu_cores_max\":null"));
+  fake_free(&f, fs);
+}
+
+/* With one worker process (num_workers=1), the loader's CPU is that worker's own (0.9 cores), not a
+ * split of the training process's. Kills loader_cpu's `dr_current_workers(d) > 0` -> `> 1`. */
+static void test_mutants_one_worker_is_the_loader(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 4, 60, 0.3);
+  int id = gs_sink_series(f.sink, "proctree", "proc.cpu_pct", "pid=101", "%", GS_GAUGE);
+  for (int64_t t = 10; t <= 200; t++)
+    gs_sink_put(f.sink, id, T0 + t * S / 10, 90);
+  gs_sink_event(f.sink, T0 + S, "proc_start", "python3", 101, "", "");
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "1");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *ib = find(fs, n, "input_bound");
+  /* 0.9 cores over the ~95 % of the window the worker lived (the split of the trainer's 0.3 cores
+   * would say 0-0.375) */
+  const char *lo = strstr(ib->evidence, "\"loader_cpu_cores_min\":"),
+             *hi = strstr(ib->evidence, "\"loader_cpu_cores_max\":");
+  assert_non_null(lo);
+  assert_non_null(hi);
+  double l = strtod(lo + 23, NULL), h = strtod(hi + 23, NULL);
+  assert_true(l == h && l > 0.8 && l <= 0.9);
+  fake_free(&f, fs);
+}
+
 static void test_input_bound_on_saturated_cpu_gives_no_worker_advice(void **state) {
   (void)state;
   struct fake f;
@@ -698,6 +756,39 @@ static void test_multi_gpu_idle_and_straggler(void **state) {
   assert_non_null(strstr(find(fs, n, "straggler")->evidence, "\"gpu\":2"));
   assert_non_null(strstr(find(fs, n, "underused_gpus")->evidence, "\"idle_gpus\":\"3\""));
   fake_free(&f, fs);
+}
+
+/* In a group, the straggling GPU's title names where it is, with what the group's params say: the
+ * host alone, the host and the GPU's number on it, or both and the rank using it. Kills
+ * name_host's `else if (local)` -> `if (1)` (rules_gpu.c). */
+static void test_mutants_a_group_straggler_names_its_host_with_what_is_known(void **state) {
+  (void)state;
+  static const struct {
+    const char *local, *rank, *want;
+  } cases[] = {{NULL, NULL, " (host node-b)"},
+               {"1", NULL, " (GPU 1 of host node-b)"},
+               {"1", "5", " (GPU 1 of host node-b, rank 5)"}};
+  for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 1.0);
+    steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, 97, 82, 55, 68e9);
+    gpu(&f, 1, 97, 82, 55, 68e9);
+    gpu(&f, 2, 62, 45, 30, 68e9);
+    gs_sink_param(f.sink, "group.gpu.2.host", "node-b");
+    if (cases[c].local)
+      gs_sink_param(f.sink, "group.gpu.2.local", cases[c].local);
+    if (cases[c].rank)
+      gs_sink_param(f.sink, "group.gpu.2.rank", cases[c].rank);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    const char *title = find(fs, n, "straggler")->title;
+    size_t tl = strlen(title), wl = strlen(cases[c].want);
+    assert_true(tl > wl);
+    assert_string_equal(title + tl - wl, cases[c].want); /* at the end, after the title's own figures */
+    fake_free(&f, fs);
+  }
 }
 
 static void test_slow_rank_is_a_straggler(void **state) {
@@ -1848,6 +1939,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
       cmocka_unit_test(test_input_bound_on_saturated_cpu_gives_no_worker_advice),
+      cmocka_unit_test(test_mutants_the_loader_cpu_range_without_workers),
+      cmocka_unit_test(test_mutants_one_worker_is_the_loader),
       cmocka_unit_test(test_cgroup_quota_bounds_the_worker_advice),
       cmocka_unit_test(test_group_runs_on_one_host_count_gpus_once_and_read_the_busiest_job),
       cmocka_unit_test(test_cpuset_bounds_the_worker_advice),
@@ -1869,6 +1962,7 @@ int main(void) {
       cmocka_unit_test(test_thermal_reasons_are_throttling),
       cmocka_unit_test(test_multi_gpu_idle_and_straggler),
       cmocka_unit_test(test_slow_rank_is_a_straggler),
+      cmocka_unit_test(test_mutants_a_group_straggler_names_its_host_with_what_is_known),
       cmocka_unit_test(test_gpu_idle_gaps_are_periodic_stalls),
       cmocka_unit_test(test_each_rule_with_each_input_removed),
       cmocka_unit_test(test_pageable_without_pcie_rate_names_the_h2d_phase),
