@@ -144,5 +144,5 @@ void dr_run_done(struct dr_run *d) {
   free(d->procs);
   free(d->gpus);
   free(d->ranks);
-  memset(d, 0, sizeof *d);
+  *d = (struct dr_run){0};
 }

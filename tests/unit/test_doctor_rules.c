@@ -689,6 +689,22 @@ static void test_mutants_a_busy_gpu_alone_is_judged_healthy(void **state) {
   fake_free(&f, fs);
 }
 
+/* Mixed precision on a GPU-only run (no steps, no host): the estimate still comes out of the step
+ * model, above 1 (which is why the rule's own first guess, 1 / (1 - share), is equivalent when
+ * mutated: evaluate_changes replaces it; tests/mutation/equivalent.txt). */
+static void test_mutants_mixed_precision_without_steps_has_an_estimate(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  gpu(&f, 0, 97, 80, 1, 68e9);
+  gs_sink_param(f.sink, "precision", "fp32");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *mp = find(fs, n, "mixed_precision");
+  assert_true(mp->speedup > 1.2 && mp->speedup < 2);
+  fake_free(&f, fs);
+}
+
 static void test_gpu_rules(void **state) {
   (void)state;
   static const struct {
@@ -755,6 +771,9 @@ static void test_multi_gpu_idle_and_straggler(void **state) {
   expect_rules(fs, n, "straggler,underused_gpus");
   assert_non_null(strstr(find(fs, n, "straggler")->evidence, "\"gpu\":2"));
   assert_non_null(strstr(find(fs, n, "underused_gpus")->evidence, "\"idle_gpus\":\"3\""));
+  /* the idle GPU is not one of the used ones the straggler is compared with (kills signals_gpu.c's
+   * `if (g->used) d->nused++` -> `if (1)`) */
+  assert_non_null(strstr(find(fs, n, "straggler")->evidence, "\"gpus_used\":3"));
   fake_free(&f, fs);
 }
 
@@ -1958,6 +1977,7 @@ int main(void) {
       cmocka_unit_test(test_busy_gpu_is_healthy),
       cmocka_unit_test(test_mutants_each_kind_of_evidence_alone_is_enough),
       cmocka_unit_test(test_mutants_a_busy_gpu_alone_is_judged_healthy),
+      cmocka_unit_test(test_mutants_mixed_precision_without_steps_has_an_estimate),
       cmocka_unit_test(test_gpu_rules),
       cmocka_unit_test(test_thermal_reasons_are_throttling),
       cmocka_unit_test(test_multi_gpu_idle_and_straggler),
