@@ -1,8 +1,11 @@
 """gpuscope check: the CI gate. A run slower than its baseline and waiting for data breaks those
 budgets (exit 1, one line each with the measured figure, the budget and the finding that explains
 it); a run against itself holds a speed-up budget; a figure the run did not measure breaks its budget
-as unknown; JUnit XML and JSON carry the same verdict, whatever the run is named; bad usage is
-exit 2."""
+as unknown; a GPU's utilisation (the simulated NVML) holds or breaks its budget; JUnit XML and JSON
+carry the same verdict, whatever the run is named, and the JUnit file validates against the schema CI
+systems read (tests/data/junit.xsd, xmllint from libxml2-utils); bad usage, a misspelt rule among
+them, is exit 2."""
+import subprocess
 import xml.etree.ElementTree as ET
 
 from gstest import *
@@ -16,6 +19,9 @@ def _setup(sb):
 
 SB = shared_sandbox(_setup)
 SLOW = "slow<&\"'>\x01"
+XMLLINT = os.environ.get("GS_XMLLINT", "xmllint")
+SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
+SCN = os.path.join(SRC, "tests/gpusim/scenarios")
 
 
 def test_a_slower_input_bound_run_breaks_its_budgets():
@@ -70,6 +76,52 @@ def test_junit_and_json_carry_the_verdict_whatever_the_name():
     failed = [c.get("name") for c in cases if c.find("failure") is not None]
     check(failed == [b["budget"] for b in j["budgets"] if b["status"] != "ok"], f"{failed} vs {j['budgets']}")
     check(int(root.get("failures")) == len(failed) >= 2, ET.tostring(root, encoding="unicode"))
+
+
+def test_the_gpu_util_budget_is_judged_on_the_gpus_utilisation():
+    """A job beside a simulated H100 at 97 % holds --min-gpu-util 80%; beside an idle one (0 %) it
+    breaks it, with the measured figure on the line."""
+    sb = SB()
+    for name, scn in (("busy-gpu", "healthy_h100.scn"), ("idle-gpu", "idle1.scn")):
+        sb.ok("run", "--name", name, "--", *sb.step_job(0.001, 0.01, 20),
+              env={"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": os.path.join(SCN, scn)})
+    rc, out, err = sb.gs("check", "busy-gpu", "--min-gpu-util", "80%")
+    check(rc == 0 and "ok      GPU util 97.0 %, budget >= 80.0 %" in out, f"exit {rc}\n{out}{err}")
+    rc, out, err = sb.gs("check", "idle-gpu", "--min-gpu-util", "80%")
+    check(rc == 1 and "FAIL    GPU util 0.0 %, budget >= 80.0 %" in out, f"exit {rc}\n{out}{err}")
+
+
+def test_junit_validates_and_an_unmeasured_budget_is_an_error():
+    """The JUnit file validates against tests/data/junit.xsd; a budget whose figure was not measured
+    (no GPU: --min-gpu-util) is an <error>, counted in errors, the broken ones <failure>s; the suite
+    says when and where the run ran and carries both runs' ids."""
+    sb = SB()
+    path = os.path.join(sb.dir, "check-errors.xml")
+    rc, out, err = sb.gs("check", SLOW, "--baseline", "base", "--min-speedup", "0.95", "--min-gpu-util", "50%",
+                         "--forbid", "pageable_copies", "--junit", path)
+    check(rc == 1, f"exit {rc}\n{out}{err}")
+    p = subprocess.run([XMLLINT, "--noout", "--schema", os.path.join(SRC, "tests/data/junit.xsd"), path],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"xmllint: {p.stdout}{p.stderr}")
+    suite = ET.parse(path).getroot().find("testsuite")
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    check(sorted(cases) == ["forbid:pageable_copies", "min_gpu_util", "min_speedup"], str(sorted(cases)))
+    check(cases["min_gpu_util"].find("error") is not None and cases["min_gpu_util"].find("failure") is None,
+          ET.tostring(cases["min_gpu_util"], encoding="unicode"))
+    check(cases["min_speedup"].find("failure") is not None, ET.tostring(cases["min_speedup"], encoding="unicode"))
+    check(list(cases["forbid:pageable_copies"]) == [], "a budget that holds is an empty testcase")
+    check((suite.get("failures"), suite.get("errors"), suite.get("tests")) == ("1", "1", "3"), str(suite.attrib))
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    ids = json.loads(sb.gs("check", SLOW, "--baseline", "base", "--forbid", "pageable_copies", "--json")[1])
+    check(props == {"run": ids["run"]["id"], "baseline": ids["baseline"]["id"]}, f"{props} vs {ids}")
+    check(suite.get("hostname") and suite.get("timestamp") and float(suite.get("time")) > 0, str(suite.attrib))
+
+
+def test_a_misspelt_forbidden_rule_is_bad_usage():
+    """--forbid input_bond would never be found, so its budget would always hold: exit 2, naming it."""
+    rc, out, err = SB().gs("check", SLOW, "--forbid", "pageable_copies,input_bond")
+    check(rc == 2 and "'input_bond' is not a rule of the doctor" in err and len(err.splitlines()) == 1,
+          f"exit {rc}\n{out}{err}")
 
 
 def test_bad_usage_is_exit_2():
