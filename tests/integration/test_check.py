@@ -124,6 +124,26 @@ def test_a_misspelt_forbidden_rule_is_bad_usage():
           f"exit {rc}\n{out}{err}")
 
 
+def test_the_ci_docs_check_commands_are_understood():
+    """Every `gpuscope check` command docs/ci.md shows (its shell and YAML blocks, continuation lines
+    joined, the runs' names replaced by the sandbox's) is understood: it judges (exit 0 or 1, with a
+    verdict line per budget), never bad usage (exit 2)."""
+    import re
+    import shlex
+    with open(os.path.join(SRC, "docs", "ci.md")) as f:
+        text = re.sub(r"\\\n\s*", " ", f.read())
+    cmds = re.findall(r"gpuscope check (.+)", text)
+    cmds = [c for c in cmds if c.split()[0].startswith(('"', "$"))]  # the commands, not the prose
+    check(len(cmds) >= 3, f"docs/ci.md shows {len(cmds)} check commands")
+    sb = SB()
+    for c in cmds:
+        args = [{"smoke-main": "base", "gpuscope-check.xml": os.path.join(sb.dir, "docs.xml")}.get(a, a)
+                for a in shlex.split(c)]
+        args[0] = SLOW  # the run the pipeline named
+        rc, out, err = sb.gs("check", *args)
+        check(rc in (0, 1) and "budgets hold" in out, f"docs/ci.md: gpuscope check {c}\nexit {rc}\n{out}{err}")
+
+
 def test_bad_usage_is_exit_2():
     sb = SB()
     for args in (["check", "base"], ["check", "base", "--min-speedup", "0.9"],
