@@ -56,6 +56,34 @@ def test_a_run_against_itself_holds_the_speed_up_budget():
     check(rc == 0 and "1 of 1 budgets hold: passed" in out, f"exit {rc}\n{out}{err}")
 
 
+# A job whose first half of steps wait 50 ms for data and second half 5 ms (a cache that warms up):
+# its throughput's spread, from batch means, is as wide as the throughput itself.
+_BURSTY_JOB = r'''
+import os, socket, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for i in range(36):
+    t0 = time.monotonic(); time.sleep(0.05 if i < 18 else 0.005); t1 = time.monotonic()
+    s.sendto(f"gs1 step {i} data={t1 - t0:.6f} compute=0 samples=32 t={t1:.6f}".encode(), os.environ["GPUSCOPE_SOCKET"])
+'''
+
+
+def test_a_speed_up_within_the_runs_spread_holds_and_beyond_it_breaks():
+    """The tie rule: a run against itself measures 1.0x. Against a budget of 2x, the bursty run holds
+    it — 1.0 is within its own spread of 2 (the line says so) — while the steady run, whose steps
+    all take about as long, breaks it."""
+    sb = SB()
+    job = os.path.join(sb.dir, "bursty_job.py")
+    with open(job, "w") as f:
+        f.write(_BURSTY_JOB)
+    sb.ok("run", "--name", "bursty", "--", PYTHON, job)
+    sb.ok("run", "--name", "steady", "--", *sb.step_job(0.01, 0, 36))
+    rc, out, err = sb.gs("check", "bursty", "--baseline", "bursty", "--min-speedup", "2")
+    check(rc == 0 and "speed-up vs baseline 1.000x" in out and "within the runs' own spread" in out,
+          f"exit {rc}\n{out}{err}")
+    rc, out, err = sb.gs("check", "steady", "--baseline", "steady", "--min-speedup", "2")
+    check(rc == 1 and "FAIL    speed-up vs baseline 1.000x" in out, f"exit {rc}\n{out}{err}")
+
+
 def test_what_was_not_measured_breaks_its_budget():
     rc, out, err = SB().gs("check", "base", "--min-gpu-util", "50%", "--json")
     check(rc == 1, f"exit {rc}\n{out}{err}")
