@@ -1,8 +1,8 @@
 /* cli/cmd_check: `gpuscope check RUN [--baseline RUN] --min-speedup X --max-data-wait P% --min-gpu-util
  * P% --forbid RULE,...` — the gate a CI job puts on a training run (report/check.c judges it). Exit
  * codes: 0 every budget holds; 1 a budget is broken, or its figure was not measured (a gate that
- * cannot see fails), or reading the store fails; 2 bad usage or an unknown run; 3 the store cannot
- * be opened. The JUnit file is written whatever the verdict. */
+ * cannot see fails), or reading the store fails; 2 bad usage (a rule the doctor does not have among
+ * it) or an unknown run; 3 the store cannot be opened. The JUnit file is written whatever the verdict. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -24,7 +24,8 @@ static const char check_usage[] =
     "  --min-speedup X      throughput at least X times the baseline's (0.95: at most 5 % slower)\n"
     "  --max-data-wait P%   the steps wait for data at most P % of the time (or a share: 0.2)\n"
     "  --min-gpu-util P%    mean GPU utilisation at least P %\n"
-    "  --forbid RULE,...    none of these findings (input_bound, pageable_copies, ...)\n"
+    "  --forbid RULE,...    none of these findings: the doctor's rule ids (input_bound, pageable_copies,\n"
+    "                       ...; one it does not have is bad usage)\n"
     "  --junit FILE         also write a JUnit XML report (- for stdout)\n"
     "  --json               the verdict as one JSON object\n";
 
