@@ -5,12 +5,14 @@ contrib/prometheus/gpuscope-alerts.yml and sends to a real Alertmanager (Debian'
 prometheus-alertmanager) routed by contrib/prometheus/alertmanager.yml, which delivers to a
 loopback HTTP receiver in this script: exactly one firing GpuscopeGpuIdle, for GPU 2 only, with the
 rule's own summary and description (and no GpuscopeNodeIdle: one GPU of four is not the node);
-then, once GPU 2 computes again (the simulator's clock moved), exactly one "resolved".
+then, once GPU 2 computes again (the simulator's clock moved), exactly one "resolved"; and once the
+agent is killed (kill -9), one GpuscopeTargetDown page at the on-call receiver, a generic webhook.
 
 Only the waits are shortened, in copies: the rules' `for:` (15 min -> 2 s; every other line of the
 rule file byte-identical, which the test asserts) and Alertmanager's group_wait and group_interval;
 the receivers' URLs point at the loopback receiver. Prometheus evaluates every second. Every daemon
 listens on 127.0.0.1 on a free port, keeps its data in the sandbox and is killed at the end."""
+import atexit
 import http.server
 import json
 import os
@@ -153,6 +155,7 @@ def setup(sb):
     agent = subprocess.Popen([BIN, "agent", "--listen", "127.0.0.1:0", "--interval", "1s"], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     _state.setdefault("procs", []).append((agent, None))
+    _state["agent"] = agent
     line = agent.stdout.readline()
     check(line.startswith("gpuscope agent: metrics at http://127.0.0.1:"), f"no address line: {line!r}")
     _state["target"] = urllib.parse.urlparse(line.strip().rsplit(" ", 1)[1]).netloc
@@ -186,12 +189,15 @@ def close():
 
 
 sandbox = shared_sandbox(setup)
+atexit.register(close)
 
 
 def notifications(status=None):
     """The Slack messages the receiver got, as (channel, status, title, text)."""
     out = []
     for path, body in _state["receiver"].messages():
+        if path == "/on-call" and _state.get("killed"):
+            continue  # test_b's page
         check(path == "/slack", f"a message to {path}: {body}")
         for a in body.get("attachments", []):
             st = "firing" if a.get("fallback", "").startswith("[FIRING") else "resolved"
@@ -200,23 +206,40 @@ def notifications(status=None):
     return out
 
 
-def test_an_idle_gpu_fires_once_then_resolves_once():
+def test_a_an_idle_gpu_fires_once_then_resolves_once():
     sb = sandbox()
-    try:
-        firing = wait_until(lambda: notifications("firing"), "a firing alert at the receiver", timeout=120)
-        target = _state["target"]
-        check(firing == [("#ml-training", "firing", f"GPU 2 of {target} idle with memory allocated",
-                          f"GPU 2 (NVIDIA H100 80GB HBM3) on {target} averaged 2 % utilisation over 10 min while a "
-                          "process holds its memory. `gpuscope report` on the run says why.\n")],
-              f"firing: {firing}")
-        set_clock(sb, 60)  # GPU 2 computes again: its 10-minute average climbs over 10 %
-        resolved = wait_until(lambda: notifications("resolved"), "a resolved alert at the receiver", timeout=180)
-        check([r[:3] for r in resolved] == [("#ml-training", "resolved", f"GPU 2 of {target} idle with memory allocated")],
-              f"resolved: {resolved}")
-        # nothing else was ever sent: no second firing, no alert for the free GPU 3 or the busy ones
-        check(len(notifications()) == 2, f"all messages: {_state['receiver'].messages()}")
-    finally:
-        close()
+    firing = wait_until(lambda: notifications("firing"), "a firing alert at the receiver", timeout=120)
+    target = _state["target"]
+    check(firing == [("#ml-training", "firing", f"GPU 2 of {target} idle with memory allocated",
+                      f"GPU 2 (NVIDIA H100 80GB HBM3) on {target} averaged 2 % utilisation over 10 min while a "
+                      "process holds its memory. `gpuscope report` on the run says why.\n")],
+          f"firing: {firing}")
+    set_clock(sb, 60)  # GPU 2 computes again: its 10-minute average climbs over 10 %
+    resolved = wait_until(lambda: notifications("resolved"), "a resolved alert at the receiver", timeout=180)
+    check([r[:3] for r in resolved] == [("#ml-training", "resolved", f"GPU 2 of {target} idle with memory allocated")],
+          f"resolved: {resolved}")
+    # nothing else was ever sent: no second firing, no alert for the free GPU 3 or the busy ones
+    check(len(notifications()) == 2, f"all messages: {_state['receiver'].messages()}")
+
+
+def test_b_an_agent_killed_pages_the_on_call_webhook():
+    """kill -9 of the agent: Prometheus's scrapes fail (up == 0), GpuscopeTargetDown fires and the
+    routing sends it to the on-call receiver, a generic webhook (Alertmanager's JSON, version 4)."""
+    sandbox()
+    agent = _state["agent"]
+    _state["killed"] = True
+    agent.kill()
+    agent.wait()
+
+    def paged():
+        return [b for p, b in _state["receiver"].messages() if p == "/on-call"]
+    pages = wait_until(paged, "a page at the on-call webhook", timeout=120)
+    target = _state["target"]
+    check(len(pages) == 1 and pages[0]["version"] == "4" and pages[0]["status"] == "firing", f"pages: {pages}")
+    alerts = pages[0]["alerts"]
+    check([(a["labels"]["alertname"], a["labels"]["instance"], a["labels"]["severity"]) for a in alerts] ==
+          [("GpuscopeTargetDown", target, "critical")], f"alerts: {alerts}")
+    check(alerts[0]["annotations"]["summary"] == f"gpuscope agent on {target} is down", f"alerts: {alerts}")
 
 
 if __name__ == "__main__":
