@@ -219,6 +219,8 @@ int report_check_text(FILE *out, const struct report_run *r, const struct report
   if (base) {
     fputs(" against ", out);
     report_term(out, base->run.name[0] ? base->run.name : base->run.id);
+    if (base->run.name[0])
+      fprintf(out, " (run %s)", base->run.id); /* which of that name's runs the baseline is */
   }
   fputc('\n', out);
   for (size_t i = 0; i < c->n; i++) {

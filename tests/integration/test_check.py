@@ -5,6 +5,7 @@ as unknown; a GPU's utilisation (the simulated NVML) holds or breaks its budget;
 carry the same verdict, whatever the run is named, and the JUnit file validates against the schema CI
 systems read (tests/data/junit.xsd, xmllint from libxml2-utils); bad usage, a misspelt rule among
 them, is exit 2."""
+import re
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -143,6 +144,31 @@ def test_junit_validates_and_an_unmeasured_budget_is_an_error():
     ids = json.loads(sb.gs("check", SLOW, "--baseline", "base", "--forbid", "pageable_copies", "--json")[1])
     check(props == {"run": ids["run"]["id"], "baseline": ids["baseline"]["id"]}, f"{props} vs {ids}")
     check(suite.get("hostname") and suite.get("timestamp") and float(suite.get("time")) > 0, str(suite.attrib))
+
+
+def test_a_baseline_by_name_or_tag_is_the_newest_finished_run():
+    """While the main branch's next run of the same name is still going, --baseline NAME (and
+    tag:KEY=VALUE) means the newest *finished* run: a half-done run is no baseline. A tag that only
+    a running run has is exit 2."""
+    sb = SB()
+    rc, out, err = sb.gs("run", "--name", "flow", "--tag", "pipeline=1", "--", *sb.step_job(0.001, 0.005, 10))
+    check(rc == 0, err)
+    done_id = re.search(r"gpuscope: run (\w+) \(", err).group(1)
+    gate = os.path.join(sb.dir, "flow-go")
+    job = [PYTHON, "-c", f"import os, time\nwhile not os.path.exists({gate!r}): time.sleep(0.05)"]
+    p = subprocess.Popen([BIN, "run", "--name", "flow", "--tag", "pipeline=2", "--", *job], env=sb.env,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: [r for r in sb.json("runs", "--json") if r["name"] == "flow" and r["status"] == "running"],
+                   "the second flow run is listed as running", proc=p)
+        for ref in ("flow", "tag:pipeline=1"):
+            rc, out, err = sb.gs("check", SLOW, "--baseline", ref, "--forbid", "pageable_copies", "--json")
+            check(rc == 0 and json.loads(out)["baseline"]["id"] == done_id, f"--baseline {ref}: exit {rc}\n{out}{err}")
+        rc, out, err = sb.gs("check", SLOW, "--baseline", "tag:pipeline=2", "--forbid", "pageable_copies")
+        check(rc == 2 and "no finished run tagged 'pipeline=2'" in err, f"exit {rc}\n{out}{err}")
+    finally:
+        open(gate, "w").close()
+        p.wait(timeout=120)
 
 
 def test_a_misspelt_forbidden_rule_is_bad_usage():
