@@ -27,7 +27,7 @@ static const char check_usage[] =
     "  --min-gpu-util P%    mean GPU utilisation at least P %\n"
     "  --forbid RULE,...    none of these findings: the doctor's rule ids (input_bound, pageable_copies,\n"
     "                       ...; one it does not have is bad usage)\n"
-    "  --junit FILE         also write a JUnit XML report (- for stdout)\n"
+    "  --junit FILE         also write a JUnit XML report (-: on stdout, the text verdict on stderr)\n"
     "  --json               the verdict as one JSON object\n";
 
 struct check_opts {
@@ -170,6 +170,9 @@ int cmd_check(int argc, char **argv) {
     return rc;
   if (argc - optind != 1)
     return cli_error(GS_EXIT_USAGE, "check: one RUN to check (see 'gpuscope check --help')");
+  int junit_out = o.junit && !strcmp(o.junit, "-");
+  if (junit_out && o.json)
+    return cli_error(GS_EXIT_USAGE, "check: --junit - and --json would both write to stdout: give --junit a file");
   const char *ref = argv[optind];
   if (isfinite(o.b.min_speedup) && !o.baseline)
     return cli_error(GS_EXIT_USAGE, "check: --min-speedup needs --baseline RUN");
@@ -191,7 +194,8 @@ int cmd_check(int argc, char **argv) {
     if (report_check_run(&r, b, &o.b, c))
       rc = cli_error(GS_EXIT_USAGE, "check: %s", gs_last_error());
     else {
-      int wrc = o.json ? report_check_json(stdout, &r, b, c) : report_check_text(stdout, &r, b, c);
+      /* --junit -: stdout is the XML alone, the text verdict goes to stderr */
+      int wrc = o.json ? report_check_json(stdout, &r, b, c) : report_check_text(junit_out ? stderr : stdout, &r, b, c);
       rc = wrc ? cli_error(GS_EXIT_FAIL, "check: cannot write the verdict") : c->broken ? GS_EXIT_FAIL : 0;
       if (o.junit) {
         int jrc = write_junit(o.junit, &r, b, c);

@@ -171,6 +171,18 @@ def test_a_baseline_by_name_or_tag_is_the_newest_finished_run():
         p.wait(timeout=120)
 
 
+def test_junit_on_stdout_is_the_xml_alone():
+    """--junit -: stdout parses as the JUnit XML (the text verdict on stderr); with --json as well,
+    both would write to stdout: exit 2."""
+    sb = SB()
+    rc, out, err = sb.gs("check", SLOW, "--baseline", "base", "--min-speedup", "0.95", "--junit", "-")
+    check(rc == 1 and "speed-up vs baseline" in err, f"exit {rc}\n{out}{err}")
+    cases = ET.fromstring(out).findall(".//testcase")
+    check([c.get("name") for c in cases] == ["min_speedup"] and cases[0].find("failure") is not None, out)
+    rc, out, err = sb.gs("check", SLOW, "--baseline", "base", "--min-speedup", "0.95", "--junit", "-", "--json")
+    check(rc == 2 and out == "" and "--junit - and --json" in err and len(err.splitlines()) == 1, f"exit {rc}\n{out}{err}")
+
+
 def test_a_misspelt_forbidden_rule_is_bad_usage():
     """--forbid input_bond would never be found, so its budget would always hold: exit 2, naming it."""
     rc, out, err = SB().gs("check", SLOW, "--forbid", "pageable_copies,input_bond")
