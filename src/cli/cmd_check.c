@@ -147,10 +147,14 @@ static int write_junit(const char *path, const struct report_run *r, const struc
   FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
   if (!f)
     return cli_error(GS_EXIT_FAIL, "check: cannot write %s: %s", path, strerror(errno));
-  int rc = report_check_junit(f, r, base, c);
-  if (f != stdout && fclose(f))
-    rc = GS_EIO;
-  return rc ? cli_error(GS_EXIT_FAIL, "check: cannot write %s", path) : 0;
+  errno = 0;
+  int rc = report_check_junit(f, r, base, c), err = errno;
+  /* what is still buffered is written here: a full disk shows at the close (or stdout's flush) */
+  if (f == stdout ? fflush(f) : fclose(f))
+    rc = GS_EIO, err = errno;
+  if (!rc)
+    return 0;
+  return cli_error(GS_EXIT_FAIL, "check: cannot write %s: %s", path, err ? strerror(err) : "write error");
 }
 
 int cmd_check(int argc, char **argv) {

@@ -183,6 +183,17 @@ def test_junit_on_stdout_is_the_xml_alone():
     check(rc == 2 and out == "" and "--junit - and --json" in err and len(err.splitlines()) == 1, f"exit {rc}\n{out}{err}")
 
 
+def test_a_junit_file_that_cannot_be_written_fails_the_gate():
+    """Every budget holds, but the JUnit file is not there: exit 1, saying why — a full disk
+    (/dev/full: the write fails at the close) or a folder that does not exist."""
+    sb = SB()
+    for path, why in (("/dev/full", "No space left on device"),
+                      (os.path.join(sb.dir, "no-such-dir", "check.xml"), "No such file or directory")):
+        rc, out, err = sb.gs("check", "base", "--forbid", "pageable_copies", "--junit", path)
+        check(rc == 1 and "1 of 1 budgets hold: passed" in out and err == f"gpuscope: check: cannot write {path}: {why}\n",
+              f"exit {rc}\n{out}{err}")
+
+
 def test_a_misspelt_forbidden_rule_is_bad_usage():
     """--forbid input_bond would never be found, so its budget would always hold: exit 2, naming it."""
     rc, out, err = SB().gs("check", SLOW, "--forbid", "pageable_copies,input_bond")
