@@ -28,7 +28,7 @@ def setup(sb):
 
     def runs(*jobs):
         procs = [(commit, subprocess.Popen([BIN, "run", "--name", name, "--tag", f"commit={commit}", "--",
-                                            *sb.step_job(data, 0.02, 40)], env=env, stdout=subprocess.PIPE,
+                                            *sb.step_job(data, 0.03, 30)], env=env, stdout=subprocess.PIPE,
                                            stderr=subprocess.PIPE, text=True)) for name, commit, data in jobs]
         for commit, p in procs:
             out, err = p.communicate(timeout=300)
@@ -36,8 +36,9 @@ def setup(sb):
             ids[commit] = re.search(r"gpuscope: run (\w+) \(", err).group(1)
     # an older push to main, slower (it must not be the baseline); then, at the same time, so that the
     # machine's load weighs on them alike, the newest push to main and two pull requests
-    runs(("smoke-main", "aaa", 0.03))
-    runs(("smoke-main", "bbb", 0.001), ("smoke-pr-7", "ccc", 0.03), ("smoke-pr-8", "ddd", 0.001))
+    # (each step computes 30 ms; the slow ones wait 80 ms for data, the others 1 ms)
+    runs(("smoke-main", "aaa", 0.08))
+    runs(("smoke-main", "bbb", 0.001), ("smoke-pr-7", "ccc", 0.08), ("smoke-pr-8", "ddd", 0.001))
 
 
 SB = shared_sandbox(setup)
@@ -49,6 +50,7 @@ def test_a_slower_pull_request_fails_against_the_newest_main_run():
     rc, out, err = sb.gs("check", "smoke-pr-7", "--baseline", "smoke-main", *BUDGETS, "--json")
     check(rc == 1 and PASSWORD not in out + err, f"exit {rc}\n{out}{err}")
     j = json.loads(out)
+    print(f"     {[(b['budget'], b['status'], b['measured'], b['ci']) for b in j['budgets'][:2]]}")
     check(j["baseline"]["id"] == _made["ids"]["bbb"] and j["run"]["id"] == _made["ids"]["ccc"], out)
     broken = {b["budget"] for b in j["budgets"] if b["status"] != "ok"}
     check({"min_speedup", "max_data_wait"} <= broken, out)
