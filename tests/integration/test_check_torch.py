@@ -21,7 +21,7 @@ BUDGETS = ["--min-speedup", "0.95", "--max-data-wait", "20%", "--forbid", "input
 
 
 def _setup(sb):
-    runs = {"main": [], "same": [], "slowed": ["--slow-transform", "0.005"]}  # 32 x 5 ms asleep per batch
+    runs = {"main": [], "same": [], "slowed": ["--slow-transform", "0.008"]}  # 32 x 8 ms asleep per batch
     env = dict(sb.env, **ENV)
     procs = {name: subprocess.Popen([BIN, "run", "--name", name, "--", PYTHON, TRAIN, "--steps", str(STEPS), *extra],
                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
