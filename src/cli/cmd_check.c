@@ -1,8 +1,8 @@
 /* cli/cmd_check: `gpuscope check RUN [--baseline RUN] --min-speedup X --max-data-wait P% --min-gpu-util
  * P% --forbid RULE,...` — the gate a CI job puts on a training run (report/check.c judges it). Exit
  * codes: 0 every budget holds; 1 a budget is broken, or its figure was not measured (a gate that
- * cannot see fails), or reading the store fails; 2 bad usage or an unknown run; 3 the store cannot
- * be opened. The JUnit file is written whatever the verdict. */
+ * cannot see fails), or reading the store fails; 2 bad usage (a rule the doctor does not have among
+ * it) or an unknown run; 3 the store cannot be opened. The JUnit file is written whatever the verdict. */
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -20,12 +20,14 @@ static const char check_usage[] =
     "budget, the finding that explains it). A budget whose figure the run did not measure is broken\n"
     "too (\"unknown\"). The speed-up is noise-aware: a run whose throughput is within its own and the\n"
     "baseline's step-to-step spread of the budget holds it (the tie rule gpuscope tune ranks by).\n\n"
-    "  --baseline RUN       the run to compare throughput with (needed by --min-speedup)\n"
+    "  --baseline RUN       the run to compare throughput with (needed by --min-speedup): an id, or a\n"
+    "                       name or tag:KEY=VALUE for the newest finished run of that name or tag\n"
     "  --min-speedup X      throughput at least X times the baseline's (0.95: at most 5 % slower)\n"
     "  --max-data-wait P%   the steps wait for data at most P % of the time (or a share: 0.2)\n"
     "  --min-gpu-util P%    mean GPU utilisation at least P %\n"
-    "  --forbid RULE,...    none of these findings (input_bound, pageable_copies, ...)\n"
-    "  --junit FILE         also write a JUnit XML report (- for stdout)\n"
+    "  --forbid RULE,...    none of these findings: the doctor's rule ids (input_bound, pageable_copies,\n"
+    "                       ...; one it does not have is bad usage)\n"
+    "  --junit FILE         also write a JUnit XML report (-: on stdout, the text verdict on stderr)\n"
     "  --json               the verdict as one JSON object\n";
 
 struct check_opts {
@@ -97,16 +99,62 @@ static int load(struct store *st, const char *ref, struct report_run *r) {
   return 0;
 }
 
+/* Has r the tag kv ("K=V") among its comma-separated tags? */
+static int has_tag(const struct store_run *r, const char *kv) {
+  size_t n = strlen(kv);
+  for (const char *p = r->tags; (p = strstr(p, kv)); p += n)
+    if ((p == r->tags || p[-1] == ',') && (p[n] == ',' || !p[n]))
+      return 1;
+  return 0;
+}
+
+/* The id of the run ref names as a baseline, into id[n]. A name or "tag:K=V" means the newest
+ * finished run of that name or with that tag: a run still going (the main branch's pipeline running
+ * right now), failed, killed or crashed is no baseline. An id, an id's prefix or "last" is taken as
+ * it is. Returns 0 or an exit code (printed): 2 when no run fits. */
+static int find_baseline(struct store *st, const char *ref, char *id, size_t n) {
+  const char *tag = strncmp(ref, "tag:", 4) ? NULL : ref + 4;
+  if (tag && (!strchr(tag, '=') || tag[0] == '='))
+    return cli_error(GS_EXIT_USAGE, "check: --baseline tag:KEY=VALUE, got '%s'", ref);
+  if (!tag) {
+    struct store_run run;
+    int rc = st->run_get(st, ref, &run);
+    if (rc)
+      return cli_error(rc == GS_ENOENT || rc == GS_EAMBIG ? GS_EXIT_USAGE : GS_EXIT_FAIL, "check: %s", gs_last_error());
+    if (strcmp(run.name, ref) || !strcmp(run.status, "finished")) {
+      snprintf(id, n, "%s", run.id);
+      return 0;
+    }
+  }
+  struct store_run *runs = NULL;
+  size_t nr = 0;
+  if (st->runs_list(st, &runs, &nr))
+    return cli_error(GS_EXIT_FAIL, "check: %s", gs_last_error());
+  id[0] = 0;
+  for (size_t i = 0; i < nr && !id[0]; i++) /* newest first */
+    if (!strcmp(runs[i].status, "finished") && (tag ? has_tag(&runs[i], tag) : !strcmp(runs[i].name, ref)))
+      snprintf(id, n, "%s", runs[i].id);
+  free(runs);
+  if (!id[0])
+    return cli_error(GS_EXIT_USAGE, "check: no finished run %s '%s' to be the baseline%s", tag ? "tagged" : "named",
+                     tag ? tag : ref, tag ? "" : " (its newest is still running, or did not finish)");
+  return 0;
+}
+
 /* Writes the JUnit report to path ("-": stdout). Returns 0 or an exit code (printed). */
 static int write_junit(const char *path, const struct report_run *r, const struct report_run *base,
                        const struct report_check *c) {
   FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
   if (!f)
     return cli_error(GS_EXIT_FAIL, "check: cannot write %s: %s", path, strerror(errno));
-  int rc = report_check_junit(f, r, base, c);
-  if (f != stdout && fclose(f))
-    rc = GS_EIO;
-  return rc ? cli_error(GS_EXIT_FAIL, "check: cannot write %s", path) : 0;
+  errno = 0;
+  int rc = report_check_junit(f, r, base, c), err = errno;
+  /* what is still buffered is written here: a full disk shows at the close (or stdout's flush) */
+  if (f == stdout ? fflush(f) : fclose(f))
+    rc = GS_EIO, err = errno;
+  if (!rc)
+    return 0;
+  return cli_error(GS_EXIT_FAIL, "check: cannot write %s: %s", path, err ? strerror(err) : "write error");
 }
 
 int cmd_check(int argc, char **argv) {
@@ -126,6 +174,9 @@ int cmd_check(int argc, char **argv) {
     return rc;
   if (argc - optind != 1)
     return cli_error(GS_EXIT_USAGE, "check: one RUN to check (see 'gpuscope check --help')");
+  int junit_out = o.junit && !strcmp(o.junit, "-");
+  if (junit_out && o.json)
+    return cli_error(GS_EXIT_USAGE, "check: --junit - and --json would both write to stdout: give --junit a file");
   const char *ref = argv[optind];
   if (isfinite(o.b.min_speedup) && !o.baseline)
     return cli_error(GS_EXIT_USAGE, "check: --min-speedup needs --baseline RUN");
@@ -137,15 +188,18 @@ int cmd_check(int argc, char **argv) {
   struct report_run r, base;
   memset(&r, 0, sizeof r);
   memset(&base, 0, sizeof base);
+  char bid[sizeof r.run.id];
   struct report_check *c = calloc(1, sizeof *c);
   if (!c)
     rc = cli_error(GS_EXIT_FAIL, "out of memory");
-  else if (!(rc = load(st, ref, &r)) && (!o.baseline || !(rc = load(st, o.baseline, &base)))) {
+  else if (!(rc = load(st, ref, &r)) &&
+           (!o.baseline || (!(rc = find_baseline(st, o.baseline, bid, sizeof bid)) && !(rc = load(st, bid, &base))))) {
     const struct report_run *b = o.baseline ? &base : NULL;
     if (report_check_run(&r, b, &o.b, c))
       rc = cli_error(GS_EXIT_USAGE, "check: %s", gs_last_error());
     else {
-      int wrc = o.json ? report_check_json(stdout, &r, b, c) : report_check_text(stdout, &r, b, c);
+      /* --junit -: stdout is the XML alone, the text verdict goes to stderr */
+      int wrc = o.json ? report_check_json(stdout, &r, b, c) : report_check_text(junit_out ? stderr : stdout, &r, b, c);
       rc = wrc ? cli_error(GS_EXIT_FAIL, "check: cannot write the verdict") : c->broken ? GS_EXIT_FAIL : 0;
       if (o.junit) {
         int jrc = write_junit(o.junit, &r, b, c);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "doctor/doctor.h"
 #include "report/report_int.h"
@@ -130,9 +131,30 @@ static void check_share(struct report_check *c, const char *name, double measure
     explain(it, explaining(r, rules));
 }
 
+/* GS_OK when every id of the comma-separated list names a rule of the doctor, else GS_EINVAL naming
+ * the first that does not: a misspelt rule would never be found, and its budget would always hold. */
+static int known_rules(const char *list) {
+  for (const char *p = list; *p;) {
+    size_t n = strcspn(p, ",");
+    int known = 0;
+    for (size_t i = 0; doctor_rule_ids[i] && !known; i++)
+      known = strlen(doctor_rule_ids[i]) == n && !strncmp(doctor_rule_ids[i], p, n);
+    if (!known && n) {
+      char all[512] = "";
+      for (size_t i = 0, k = 0; doctor_rule_ids[i] && k < sizeof all; i++)
+        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", doctor_rule_ids[i]);
+      return gs_fail(GS_EINVAL, "--forbid: '%.*s' is not a rule of the doctor (%s)", (int)(n > 64 ? 64 : n), p, all);
+    }
+    p += n + (p[n] == ',');
+  }
+  return GS_OK;
+}
+
 int report_check_run(const struct report_run *r, const struct report_run *base, const struct report_budgets *b,
                      struct report_check *out) {
   memset(out, 0, sizeof *out);
+  if (b->forbid[0] && known_rules(b->forbid))
+    return GS_EINVAL;
   if (isfinite(b->min_speedup)) {
     if (!base)
       return gs_fail(GS_EINVAL, "--min-speedup needs --baseline RUN");
@@ -197,6 +219,8 @@ int report_check_text(FILE *out, const struct report_run *r, const struct report
   if (base) {
     fputs(" against ", out);
     report_term(out, base->run.name[0] ? base->run.name : base->run.id);
+    if (base->run.name[0])
+      fprintf(out, " (run %s)", base->run.id); /* which of that name's runs the baseline is */
   }
   fputc('\n', out);
   for (size_t i = 0; i < c->n; i++) {
@@ -296,46 +320,77 @@ static void xml_text(FILE *out, const char *s) {
   }
 }
 
+/* One budget as a JUnit testcase: a broken one holds a <failure> (its figure missed the budget) or an
+ * <error> (its figure was not measured: the gate could not judge), whose message is the figures'
+ * line and whose text adds how it was measured, the finding that explains it and the baseline. */
+static void junit_case(FILE *out, const struct report_run *base, const struct report_check_item *it) {
+  char fig[256];
+  item_figures(it, fig, sizeof fig);
+  fputs("    <testcase classname=\"gpuscope.check\" name=\"", out);
+  xml_text(out, it->name);
+  if (it->status == REPORT_CHECK_OK) {
+    fputs("\"/>\n", out);
+    return;
+  }
+  const char *el = it->status == REPORT_CHECK_FAIL ? "failure" : "error";
+  fprintf(out, "\">\n      <%s type=\"%s\" message=\"", el, it->status == REPORT_CHECK_FAIL ? "budget" : "unknown");
+  xml_text(out, fig);
+  fputs("\">", out);
+  xml_text(out, fig);
+  if (it->why[0]) {
+    fputs("\n", out);
+    xml_text(out, it->why);
+  }
+  if (it->rule[0]) {
+    fputs("\nexplained by ", out);
+    xml_text(out, it->rule);
+    fputs(": ", out);
+    xml_text(out, it->title);
+  }
+  if (base) {
+    fputs("\nbaseline: ", out);
+    xml_text(out, base->run.name[0] ? base->run.name : base->run.id);
+  }
+  fprintf(out, "</%s>\n    </testcase>\n", el);
+}
+
+static void junit_property(FILE *out, const char *name, const char *value) {
+  fprintf(out, "      <property name=\"%s\" value=\"", name);
+  xml_text(out, value);
+  fputs("\"/>\n", out);
+}
+
 int report_check_junit(FILE *out, const struct report_run *r, const struct report_run *base,
                        const struct report_check *c) {
-  const char *name = r->run.name[0] ? r->run.name : r->run.id;
-  fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%zu\" failures=\"%zu\">\n", c->n,
-          c->broken);
+  size_t failures = 0, errors = 0;
+  for (size_t i = 0; i < c->n; i++)
+    failures += c->items[i].status == REPORT_CHECK_FAIL, errors += c->items[i].status == REPORT_CHECK_UNKNOWN;
+  fprintf(out,
+          "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n",
+          c->n, failures, errors);
   fputs("  <testsuite name=\"gpuscope check ", out);
-  xml_text(out, name);
-  fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"0\">\n", c->n, c->broken);
-  for (size_t i = 0; i < c->n; i++) {
-    const struct report_check_item *it = &c->items[i];
-    char fig[256];
-    item_figures(it, fig, sizeof fig);
-    fputs("    <testcase classname=\"gpuscope.check\" name=\"", out);
-    xml_text(out, it->name);
-    fputs("\">\n", out);
-    if (it->status != REPORT_CHECK_OK) {
-      fputs("      <failure type=\"", out);
-      fputs(it->status == REPORT_CHECK_FAIL ? "budget" : "unknown", out);
-      fputs("\" message=\"", out);
-      xml_text(out, fig);
-      fputs("\">", out);
-      xml_text(out, fig);
-      if (it->why[0]) {
-        fputs("\n", out);
-        xml_text(out, it->why);
-      }
-      if (it->rule[0]) {
-        fputs("\nexplained by ", out);
-        xml_text(out, it->rule);
-        fputs(": ", out);
-        xml_text(out, it->title);
-      }
-      if (base) {
-        fputs("\nbaseline: ", out);
-        xml_text(out, base->run.name[0] ? base->run.name : base->run.id);
-      }
-      fputs("</failure>\n", out);
-    }
-    fputs("    </testcase>\n", out);
+  xml_text(out, r->run.name[0] ? r->run.name : r->run.id);
+  fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\"", c->n, failures, errors);
+  /* when the run started (UTC, as JUnit's timestamp: no zone), where, and how long it ran */
+  time_t t = (time_t)(r->run.start_wall_ns / 1000000000);
+  struct tm tm;
+  char when[32];
+  if (r->run.start_wall_ns > 0 && gmtime_r(&t, &tm) && strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm))
+    fprintf(out, " timestamp=\"%s\"", when);
+  if (r->run.host[0]) {
+    fputs(" hostname=\"", out);
+    xml_text(out, r->run.host);
+    fputc('"', out);
   }
+  if (isfinite(r->duration_s) && r->duration_s >= 0)
+    fprintf(out, " time=\"%.3f\"", r->duration_s);
+  fputs(">\n    <properties>\n", out);
+  junit_property(out, "run", r->run.id);
+  if (base)
+    junit_property(out, "baseline", base->run.id);
+  fputs("    </properties>\n", out);
+  for (size_t i = 0; i < c->n; i++)
+    junit_case(out, base, &c->items[i]);
   fputs("  </testsuite>\n</testsuites>\n", out);
   return ferror(out) ? GS_EIO : GS_OK;
 }

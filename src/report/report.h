@@ -147,12 +147,14 @@ struct report_check {
   size_t n, broken; /* broken: FAIL or UNKNOWN */
 };
 /* Judges r against the budgets (base: the baseline run, needed by min_speedup, else may be NULL).
- * Returns 0 with out filled, or GS_EINVAL (message) when no budget is given or min_speedup lacks a
- * baseline. */
+ * Returns 0 with out filled, or GS_EINVAL (message) when no budget is given, min_speedup lacks a
+ * baseline or forbid names a rule the doctor does not have (doctor_rule_ids). */
 int report_check_run(const struct report_run *r, const struct report_run *base, const struct report_budgets *b,
                      struct report_check *out);
 /* The verdict as text (a line per budget, each broken one with its measured figure, its budget and
- * the finding that explains it), as one JSON object, or as JUnit XML. Each returns 0 or GS_EIO. */
+ * the finding that explains it), as one JSON object, or as JUnit XML (one testcase per budget: a
+ * <failure> when its figure missed it, an <error> when the figure was not measured; the suite's
+ * timestamp, hostname and time are the run's start, host and duration). Each returns 0 or GS_EIO. */
 int report_check_text(FILE *out, const struct report_run *r, const struct report_run *base,
                       const struct report_check *c);
 int report_check_json(FILE *out, const struct report_run *r, const struct report_run *base,

@@ -19,7 +19,7 @@ def _run(*cmd):
 
 def test_the_rules_are_valid():
     rc, out = _run(PROMTOOL, "check", "rules", "gpuscope-alerts.yml")
-    check(rc == 0 and "4 rules found" in out, out)
+    check(rc == 0 and "5 rules found" in out, out)
 
 
 def test_the_rules_do_what_their_tests_say():
@@ -54,6 +54,7 @@ def test_each_alert_goes_where_the_docs_say():
     cases = [
         (["alertname=GpuscopeTargetDown", "instance=n1:9733"], "on-call"),
         (["alertname=GpuscopeGpuIdle", "instance=n1:9733", "gpu=0"], "ml-team"),
+        (["alertname=GpuscopeNodeIdle", "instance=n1:9733"], "ml-team"),
         (["alertname=GpuscopeInputBound", "instance=n1:9733"], "ml-team"),
         (["alertname=GpuscopeFinding", "severity=critical", "rule=straggler"], "ml-team"),
         (["alertname=GpuscopeFinding", "severity=info", "rule=loader_workers"], "ml-team-digest"),

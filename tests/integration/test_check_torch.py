@@ -1,0 +1,74 @@
+"""gpuscope check on real PyTorch CPU runs (examples/ci_train.py under /usr/bin/python3: an MLP fed by
+a DataLoader): a run whose transform sleeps in __getitem__ (a read waiting on slow storage) breaks
+the CI gate's budgets against the baseline (exit 1: the speed-up, the data wait and the forbidden
+input finding named, each explained by the doctor's input finding — input_latency, as the loader's
+CPU is idle while it waits, or input_bound where the doctor reads it so); a second run of
+the same code holds them (exit 0: any difference is within the runs' own spread); both JUnit files
+validate against tests/data/junit.xsd (xmllint). The three runs train at the same time, so the
+machine's load, whatever it is, weighs on each alike: the same code is compared with itself under
+the same conditions, as a CI runner does when it keeps its baseline fresh."""
+import subprocess
+import xml.etree.ElementTree as ET
+
+from gstest import *
+
+XMLLINT = os.environ.get("GS_XMLLINT", "xmllint")
+TRAIN = os.path.join(SRC, "examples", "ci_train.py")
+ENV = {"PYTHONPATH": os.path.join(SRC, "clients", "python")}
+STEPS = 30
+INPUT = ("input_bound", "input_latency", "loader_workers")
+BUDGETS = ["--min-speedup", "0.95", "--max-data-wait", "20%", "--forbid", "input_bound,input_latency,pageable_copies"]
+
+
+def _setup(sb):
+    runs = {"main": [], "same": [], "slowed": ["--slow-transform", "0.008"]}  # 32 x 8 ms asleep per batch
+    env = dict(sb.env, **ENV)
+    procs = {name: subprocess.Popen([BIN, "run", "--name", name, "--", PYTHON, TRAIN, "--steps", str(STEPS), *extra],
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for name, extra in runs.items()}
+    for name, p in procs.items():
+        out, err = p.communicate(timeout=600)
+        check(p.returncode == 0 and f"ci_train: {STEPS} steps on cpu" in out, f"{name}: exit {p.returncode}\n{out}{err}")
+
+
+SB = shared_sandbox(_setup)
+
+
+def _check(run, junit):
+    sb = SB()
+    path = os.path.join(sb.dir, junit)
+    rc, out, err = sb.gs("check", run, "--baseline", "main", *BUDGETS, "--junit", path)
+    print(out, end="")
+    p = subprocess.run([XMLLINT, "--noout", "--schema", os.path.join(SRC, "tests/data/junit.xsd"), path],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"the JUnit file of {run} does not validate: {p.stdout}{p.stderr}")
+    return rc, out, err, ET.parse(path).getroot()
+
+
+def test_a_slowed_transform_breaks_the_gate():
+    rc, out, err, junit = _check("slowed", "slowed.xml")
+    check(rc == 1, f"exit {rc}\n{out}{err}")
+    lines = out.splitlines()
+    speed = [l for l in lines if "speed-up vs baseline" in l]
+    wait = [l for l in lines if "data wait" in l]
+    forbid = [l for l in lines if "FAIL    finding input_" in l]
+    check(len(speed) == len(wait) == 1 and forbid, out)
+    for line in speed + wait + forbid:
+        check(line.lstrip().startswith("FAIL") and any(f"— {r}: " in line for r in INPUT),
+              f"not broken, or not explained by an input finding: {line}")
+    check("budget >= 0.95x" in speed[0] and "budget <= 20.0 %" in wait[0], out)
+    failed = sorted(c.get("name") for c in junit.iter("testcase") if c.find("failure") is not None)
+    check(failed[-2:] == ["max_data_wait", "min_speedup"] and failed[:-2] and
+          all(f in ("forbid:input_bound", "forbid:input_latency") for f in failed[:-2]), f"JUnit failures: {failed}")
+    check(junit.find("testsuite").get("failures") == str(len(failed)), ET.tostring(junit, encoding="unicode"))
+
+
+def test_the_same_code_passes_the_gate():
+    rc, out, err, junit = _check("same", "same.xml")
+    check(rc == 0 and "5 of 5 budgets hold: passed" in out, f"exit {rc}\n{out}{err}")
+    cases = list(junit.iter("testcase"))
+    check(len(cases) == 5 and all(len(c) == 0 for c in cases), ET.tostring(junit, encoding="unicode"))
+    check(junit.find("testsuite").get("failures") == "0", ET.tostring(junit, encoding="unicode"))
+
+
+run_tests(globals())
