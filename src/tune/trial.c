@@ -7,7 +7,7 @@
  * agent that does not end either is killed with its session here). The trial's child starts its own
  * session and tune is the subreaper of everything below it, so whatever the trial leaves running —
  * a daemon that double-forked and called setsid included — ends up tune's child when the agent
- * exits, and is killed and named then. Then the run's step series are read back from the store:
+ * exits, and is killed and named then. Then the run is read back through the run view (one load):
  * throughput after warm-up with its standard error, the data-wait share, GPU use, peak memory
  * against the limit, and the trial's status (ok, oom, failed, interrupted). */
 #include <ctype.h>
@@ -24,6 +24,7 @@
 #include "agent/agent.h"
 #include "collect/collect.h"
 #include "core/core.h"
+#include "runview/runview.h"
 #include "store/store.h"
 #include "tune/tune_int.h"
 
@@ -207,92 +208,42 @@ static void sleep_ms(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* ---- measuring from the store ---- */
+/* ---- measuring from the store, through the run view ---- */
 
-struct arr {
-  int64_t *t;
-  double *v;
-  size_t n;
-};
-
-static void arr_load(struct store *st, const struct store_series *s, size_t ns, const char *src, const char *name,
-                     const char *labels, struct arr *a) {
-  memset(a, 0, sizeof *a);
-  long i = store_series_find(s, ns, src, name, labels);
-  if (i >= 0 && store_samples_load(st, s[i].id, &a->t, &a->v, &a->n)) {
-    free(a->t), free(a->v);
-    memset(a, 0, sizeof *a);
-  }
-}
-
-static void arr_free(struct arr *a) {
-  free(a->t);
-  free(a->v);
-}
-
-/* The value of a at time t (the step series share their timestamps), NAN when absent. */
-static double at(const struct arr *a, size_t *pos, int64_t t) {
-  while (*pos < a->n && a->t[*pos] < t)
-    (*pos)++;
-  return *pos < a->n && a->t[*pos] == t ? a->v[*pos] : NAN;
-}
-
-static void measure_gpus(struct store *st, const struct store_series *s, size_t ns, int64_t from, int64_t to,
+/* The GPU columns over [from, to] (ns since run start): mean utilisation of the trial's GPUs, their
+ * energy per sample (each counter's slope over the window, widened by a tick on each side so a
+ * window shorter than a tick still has two samples), and the peak memory of the fullest GPU against
+ * its total. want: the labels of the GPUs to read (NULL: every GPU the agent saw). */
+static void measure_gpus(const struct runview *v, int64_t from, int64_t to, int64_t tick, const char *want,
                          struct tune_trial *t, double samples_per_s) {
   double util = 0, watts = 0, worst = -1;
   int nutil = 0, nenergy = 0;
-  for (size_t i = 0; i < ns; i++) {
-    if (strcmp(s[i].source, "nvml"))
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *s = &v->series[i];
+    if (strcmp(s->source, "nvml") || (want && strcmp(s->labels, want)))
       continue;
-    struct arr a = {0};
-    if (!strcmp(s[i].name, "gpu.util_pct") || !strcmp(s[i].name, "gpu.energy_j") ||
-        !strcmp(s[i].name, "gpu.mem_used_bytes")) {
-      if (store_samples_load(st, s[i].id, &a.t, &a.v, &a.n))
+    struct runview_stats w;
+    if (!strcmp(s->name, "gpu.util_pct")) {
+      if (!runview_stats(v, "nvml", s->name, s->labels, from, to, &w) && w.n)
+        util += w.mean, nutil++;
+    } else if (!strcmp(s->name, "gpu.energy_j")) {
+      if (!runview_stats(v, "nvml", s->name, s->labels, from - tick, to + tick, &w) && w.n >= 2 &&
+          w.t_last > w.t_first && w.last >= w.first)
+        watts += (w.last - w.first) / ((double)(w.t_last - w.t_first) / GS_NS_PER_S), nenergy++;
+    } else if (!strcmp(s->name, "gpu.mem_used_bytes")) {
+      struct runview_stats tot;
+      if (runview_stats(v, "nvml", s->name, s->labels, INT64_MIN, INT64_MAX, &w) || !w.n)
         continue;
-    } else {
-      continue;
-    }
-    double sum = 0, peak = NAN;
-    size_t k = 0;
-    for (size_t j = 0; j < a.n; j++) {
-      if (!isfinite(a.v[j]))
-        continue;
-      if (!(a.v[j] <= peak))
-        peak = a.v[j];
-      if (a.t[j] < from || a.t[j] > to)
-        continue;
-      sum += a.v[j], k++;
-    }
-    if (!strcmp(s[i].name, "gpu.util_pct") && k)
-      util += sum / (double)k, nutil++;
-    else if (!strcmp(s[i].name, "gpu.energy_j") && a.n >= 2) {
-      /* The counter's slope over the samples that bracket the window (it may be shorter than a tick). */
-      size_t i0 = 0, i1 = a.n - 1;
-      for (size_t j = 0; j < a.n; j++) {
-        if (a.t[j] <= from)
-          i0 = j;
-        if (a.t[j] >= to) {
-          i1 = j;
-          break;
-        }
-      }
-      if (i1 > i0 && isfinite(a.v[i0]) && isfinite(a.v[i1]) && a.v[i1] >= a.v[i0])
-        watts += (a.v[i1] - a.v[i0]) / ((double)(a.t[i1] - a.t[i0]) / GS_NS_PER_S), nenergy++;
-    } else if (!strcmp(s[i].name, "gpu.mem_used_bytes") && isfinite(peak)) {
-      long ti = store_series_find(s, ns, "nvml", "gpu.mem_total_bytes", s[i].labels);
-      struct arr tot = {0};
-      double total = NAN;
-      if (ti >= 0 && !store_samples_load(st, s[ti].id, &tot.t, &tot.v, &tot.n) && tot.n)
-        total = tot.v[tot.n - 1];
-      arr_free(&tot);
-      double share = isfinite(total) && total > 0 ? peak / total : NAN;
+      double total = !runview_stats(v, "nvml", "gpu.mem_total_bytes", s->labels, INT64_MIN, INT64_MAX, &tot) && tot.n
+                         ? tot.last
+                         : NAN;
+      double share = isfinite(total) && total > 0 ? w.max / total : NAN;
       if (isnan(t->peak_mem) || (isfinite(share) && share > worst)) {
-        t->peak_mem = peak, t->mem_limit = total;
+        t->peak_mem = w.max, t->mem_limit = total;
         if (isfinite(share))
           worst = share;
       }
     }
-    arr_free(&a);
   }
   if (nutil)
     t->gpu_util = util / nutil;
@@ -300,86 +251,105 @@ static void measure_gpus(struct store *st, const struct store_series *s, size_t 
     t->energy_per_sample = watts / samples_per_s;
 }
 
-static double series_last(struct store *st, const struct store_series *s, size_t ns, const char *src,
-                          const char *name) {
-  struct arr a;
-  arr_load(st, s, ns, src, name, "", &a);
-  double v = a.n ? a.v[a.n - 1] : NAN;
-  arr_free(&a);
-  return v;
+static double view_last(const struct runview *v, const char *src, const char *name) {
+  struct runview_stats s;
+  return !runview_stats(v, src, name, "", INT64_MIN, INT64_MAX, &s) && s.n ? s.last : NAN;
 }
 
-static int measure(const struct tune_opts *o, struct store *st, struct tune_trial *t) {
-  struct store_run run;
-  if (st->run_get(st, t->run_id[0] ? t->run_id : t->run_name, &run))
-    return gs_fail(GS_ENOENT, "the trial's run %s is not in the store", t->run_name);
-  snprintf(t->run_id, sizeof t->run_id, "%s", run.id);
-  struct store_series *s = NULL;
-  size_t ns = 0;
-  if (st->series_list(st, run.id, &s, &ns))
-    return GS_EIO;
-  struct arr n, tot, smp, data;
-  arr_load(st, s, ns, "client", "step.n", "", &n);
-  arr_load(st, s, ns, "client", "step.total_s", "", &tot);
-  arr_load(st, s, ns, "client", "step.samples", "", &smp);
-  arr_load(st, s, ns, "client", "step.data_s", "", &data);
-  t->steps_run = (long)n.n;
-  size_t first = (size_t)o->warmup, last = tot.n;
-  if (t->target_steps > 0 && first + (size_t)t->target_steps < last)
-    last = first + (size_t)t->target_steps;
-  size_t m = last > first ? last - first : 0;
+/* No GPU memory: host memory. --mem-limit is RLIMIT_AS, a limit per process, so its peak is the
+ * largest process's resident memory; otherwise the whole job's against the cgroup or the host. */
+static void measure_host_memory(const struct tune_opts *o, const struct runview *v, struct tune_trial *t) {
+  struct runview_stats s;
+  if (!runview_stats(v, "proctree", o->mem_limit > 0 ? "proc.rss_bytes" : "tree.rss_bytes", NULL, INT64_MIN, INT64_MAX,
+                     &s) &&
+      s.n)
+    t->peak_mem = s.max;
+  t->mem_limit = o->mem_limit > 0 ? (double)o->mem_limit : view_last(v, "host", "host.cgroup.mem_limit_bytes");
+  if (!isfinite(t->mem_limit))
+    t->mem_limit = view_last(v, "host", "host.mem.total_bytes");
+}
+
+/* The measured window: the view's steps [first, last) — after the first o->warmup steps of the run
+ * (the view may have left its own warm-up step out: `before` counts the run's steps ahead of the
+ * view's first), at most target_steps of them. */
+struct window {
+  size_t first, last;
+};
+
+static void window_find(const struct tune_opts *o, const struct runview *v, const struct tune_trial *t,
+                        struct window *w) {
+  memset(w, 0, sizeof *w);
+  if (!v->nsteps)
+    return;
+  struct runview_stats tot;
+  runview_stats(v, "client", "step.total_s", "", INT64_MIN, v->steps[0].t - 1, &tot);
+  size_t before = tot.n;
+  w->first = (size_t)o->warmup > before ? (size_t)o->warmup - before : 0;
+  w->last = v->nsteps;
+  if (t->target_steps > 0 && w->first + (size_t)t->target_steps < w->last)
+    w->last = w->first + (size_t)t->target_steps;
+  if (w->first > w->last)
+    w->first = w->last;
+}
+
+/* The throughput over the window with its confidence, the step time and data share. */
+static void measure_rate(const struct tune_opts *o, const struct runview *v, const struct window *w,
+                         struct tune_trial *t, double *samples_per_s) {
+  size_t m = w->last - w->first;
   double *x = calloc(m + 1, sizeof *x), *sec = calloc(m + 1, sizeof *sec);
   double sx = 0, st_sum = 0, sd = 0, sd_t = 0;
-  size_t ps = 0, pd = 0;
   int have_samples = 1;
   for (size_t i = 0; x && sec && i < m; i++) {
-    int64_t ti = tot.t[first + i];
-    sec[i] = tot.v[first + i];
-    x[i] = at(&smp, &ps, ti);
-    double d = at(&data, &pd, ti);
+    const struct runview_step *s = &v->steps[w->first + i];
+    sec[i] = s->total, x[i] = s->samples;
     if (!isfinite(x[i]))
       have_samples = 0;
     else
       sx += x[i];
     st_sum += sec[i];
-    if (isfinite(d))
-      sd += d, sd_t += sec[i];
+    if (isfinite(s->data))
+      sd += s->data, sd_t += sec[i];
   }
-  t->steps_measured = (long)m;
+  *samples_per_s = NAN;
   if (x && sec && m >= 2) {
     if (o->metric == TUNE_STEPS_PER_S || have_samples)
       gs_rate_ci(o->metric == TUNE_STEPS_PER_S ? NULL : x, sec, m, &t->rate, &t->ci, &t->dof);
     t->step_s = st_sum / (double)m;
     if (sd_t > 0)
       t->data_share = sd / sd_t;
-    int64_t from = tot.t[first] - (int64_t)(sec[0] * GS_NS_PER_S), to = tot.t[last - 1];
-    measure_gpus(st, s, ns, from, to, t, have_samples && st_sum > 0 ? sx / st_sum : NAN);
+    if (have_samples && st_sum > 0)
+      *samples_per_s = sx / st_sum;
   }
-  if (isnan(t->peak_mem)) {
-    /* No GPU memory: host memory. --mem-limit is RLIMIT_AS, a limit per process, so its peak is the
-     * largest process's resident memory; otherwise the whole job's against the cgroup or the host. */
-    for (size_t i = 0; i < ns; i++) {
-      int per_proc = o->mem_limit > 0;
-      if (strcmp(s[i].source, "proctree") || strcmp(s[i].name, per_proc ? "proc.rss_bytes" : "tree.rss_bytes"))
-        continue;
-      struct arr rss = {0};
-      if (store_samples_load(st, s[i].id, &rss.t, &rss.v, &rss.n) == 0)
-        for (size_t j = 0; j < rss.n; j++)
-          if (isfinite(rss.v[j]) && !(rss.v[j] <= t->peak_mem))
-            t->peak_mem = rss.v[j];
-      arr_free(&rss);
-    }
-    t->mem_limit =
-        o->mem_limit > 0 ? (double)o->mem_limit : series_last(st, s, ns, "host", "host.cgroup.mem_limit_bytes");
-    if (!isfinite(t->mem_limit))
-      t->mem_limit = series_last(st, s, ns, "host", "host.mem.total_bytes");
+  free(x), free(sec);
+}
+
+static int measure(const struct tune_opts *o, struct store *st, struct tune_trial *t) {
+  struct runview v;
+  struct window w;
+  int rc = runview_load(st, t->run_id[0] ? t->run_id : t->run_name, &v);
+  if (rc) {
+    rc = gs_fail(rc == GS_ENOENT ? GS_ENOENT : GS_EIO, "the trial's run %s: %s", t->run_name, gs_last_error());
+    runview_done(&v);
+    return rc;
   }
+  snprintf(t->run_id, sizeof t->run_id, "%s", v.run.id);
+  struct runview_stats n;
+  runview_stats(&v, "client", "step.n", "", INT64_MIN, INT64_MAX, &n);
+  t->steps_run = (long)n.n;
+  window_find(o, &v, t, &w);
+  t->steps_measured = (long)(w.last - w.first);
+  double sps;
+  measure_rate(o, &v, &w, t, &sps);
+  if (t->steps_measured >= 2) {
+    const struct runview_step *a = &v.steps[w.first];
+    measure_gpus(&v, a->t - (int64_t)(a->total * GS_NS_PER_S), v.steps[w.last - 1].t, o->interval_ns, NULL, t, sps);
+  }
+  if (isnan(t->peak_mem))
+    measure_host_memory(o, &v, t);
   t->margin_ok = isfinite(t->peak_mem) && isfinite(t->mem_limit) && t->mem_limit > 0
                      ? t->peak_mem <= TUNE_MARGIN * t->mem_limit
                      : -1;
-  free(x), free(sec);
-  arr_free(&n), arr_free(&tot), arr_free(&smp), arr_free(&data);
-  free(s);
+  runview_done(&v);
   return 0;
 }
 
