@@ -373,10 +373,10 @@ static int resume_spec(struct tune_cli *c, const char *url, const char *name) {
     return cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
   struct store_run *runs = NULL;
   size_t n = 0;
-  int rc = cli_error(GS_EXIT_FAIL, "tune: --resume %s: no sweep of that name in the store", name);
+  int rc = -2; /* not found yet */
   if (st->runs_list(st, &runs, &n))
     rc = cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
-  for (size_t i = 0; i < n && rc != -1 && rc != GS_EXIT_STORE; i++) {
+  for (size_t i = 0; i < n && rc == -2; i++) {
     struct gs_kv *kv = NULL;
     size_t nkv = 0;
     if (strcmp(runs[i].group, name) || st->params_read(st, runs[i].id, &kv, &nkv))
@@ -395,12 +395,14 @@ static int resume_spec(struct tune_cli *c, const char *url, const char *name) {
       }
       c->nspec = na + 1;
       rc = -1;
-      for (int k = 0; k <= na; k++)
+      for (int k = 0; k <= na && rc == -1; k++)
         if (!c->spec[k])
           rc = cli_error(GS_EXIT_FAIL, "tune: --resume %s: the stored arguments are incomplete", name);
     }
     store_kv_free(kv, nkv);
   }
+  if (rc == -2)
+    rc = cli_error(GS_EXIT_FAIL, "tune: --resume %s: no sweep of that name in the store", name);
   free(runs);
   st->close(st);
   return rc;

@@ -116,7 +116,7 @@ static void print_extra_head(FILE *out, const struct tune_opts *o) {
     col(out, q, 26);
   }
   if (o->ngpus)
-    col(out, "GPU", 8), col(out, "cores", 7);
+    col(out, "device", 8), col(out, "cores", 7);
 }
 
 static void print_extra(FILE *out, const struct tune_opts *o, const struct tune_trial *t) {
