@@ -596,6 +596,8 @@ static enum tune_verdict verdict_of(const struct tune_opts *o, const struct tune
                : o->quality_tol_rel      ? o->quality_tol * fabs(base->quality)
                                          : o->quality_tol;
   double margin = noise > tol ? noise : tol;
+  if (margin < 1e-9 * fabs(base->quality)) /* rounding, not a difference */
+    margin = 1e-9 * fabs(base->quality);
   return worse > margin ? TUNE_Q_WORSE : -worse > margin ? TUNE_Q_BETTER : TUNE_Q_SAME;
 }
 
