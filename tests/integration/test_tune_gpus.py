@@ -84,6 +84,42 @@ def test_four_trials_run_at_once_each_on_its_own_gpu():
         sb.close()
 
 
+MIG_SCENARIO = """driver 550.54.15
+device 0
+  name NVIDIA H100 80GB HBM3
+  memory 81920MiB
+  mig on
+  mig_instance 1 0 3g.40gb 40448MiB
+  mig_instance 2 0 3g.40gb 40448MiB
+  at 0 mem_used=1GiB power=300 temp=60
+"""
+
+
+def test_gpus_all_on_a_mig_gpu_gives_each_trial_an_instance_by_uuid():
+    check(os.path.exists(SIM), f"{SIM} is not built")
+    sb = Sandbox()
+    try:
+        job, scn, envdir = (os.path.join(sb.dir, x) for x in ("job.py", "mig.scn", "env"))
+        os.mkdir(envdir)
+        with open(job, "w") as f:
+            f.write(JOB)
+        with open(scn, "w") as f:
+            f.write(MIG_SCENARIO)
+        env = {"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": scn}
+        rc, out, err = sb.gs("tune", "--json", "--name", "mig", "--gpus", "all", "--steps", "4", "--warmup", "1",
+                             "--param", "k=a,b", "--", PYTHON, job, envdir, "2", "{k}", env=env, timeout=200)
+        check(rc == 0, f"tune exited {rc}\n{out}\n{err}")
+        r = json.loads(out)
+        check(len(r["gpus"]) == 2 and all(g.startswith("MIG-") for g in r["gpus"]), f"two MIG instances: {r['gpus']}")
+        for t in r["trials"]:
+            with open(os.path.join(envdir, t["config"]["k"] + ".env")) as f:
+                visible = f.read().split("\n")[0]
+            check(t["status"] == "ok" and visible == t["gpu"] and t["gpu"] in r["gpus"], f"{t} saw {visible!r}")
+        check(r["trials"][0]["gpu"] != r["trials"][1]["gpu"], "one instance each")
+    finally:
+        sb.close()
+
+
 def parse_cpus(s):
     out = []
     for part in s.split(","):

@@ -310,6 +310,22 @@ static void test_quality_is_read_at_the_common_point(void **state) {
   assert_int_equal(r.best, 0);
 }
 
+/* --quality-at time reads every trial at the same seconds of training instead of the same samples: a
+ * trial with twice the batch has seen twice the data by then. */
+static void test_quality_at_time_reads_at_equal_seconds(void **state) {
+  (void)state;
+  struct tune_trial tr[2] = {q_trial(100, 40, 32, 0.8, 0, 0.001, 0), q_trial(200, 40, 64, 2.0, -0.035, 0.001, 1)};
+  struct tune_result r = {.trials = tr, .n = 2};
+  struct tune_opts o = q_opts("val_loss", 0);
+  tune_rank(&o, &r); /* at 1280 samples, trial 1 is at its 17th-20th points: about 1.39 */
+  assert_int_equal(tr[1].verdict, TUNE_Q_WORSE);
+  o.quality_at = TUNE_AT_TIME;
+  tune_rank(&o, &r); /* at 0.4 s, its 33rd-40th points: about 0.76, within its falling tail's noise */
+  assert_true(fabs(r.quality_point - 0.4) < 1e-9);
+  assert_int_equal(tr[1].verdict, TUNE_Q_SAME);
+  assert_int_equal(r.best, 1);
+}
+
 /* --quality-tol: a difference inside it is the same (relative to the baseline's value with X%); a
  * higher-is-better metric (:max) is worse when lower. */
 static void test_quality_tolerance_and_direction(void **state) {
@@ -397,6 +413,7 @@ int main(void) {
       cmocka_unit_test(test_quality_worse_than_the_baseline_cannot_win),
       cmocka_unit_test(test_quality_unknown_is_not_judged_better),
       cmocka_unit_test(test_quality_is_read_at_the_common_point),
+      cmocka_unit_test(test_quality_at_time_reads_at_equal_seconds),
       cmocka_unit_test(test_quality_tolerance_and_direction),
       cmocka_unit_test(test_lr_follows_the_batch),
       cmocka_unit_test(test_lr_placeholders_are_checked_and_filled),
