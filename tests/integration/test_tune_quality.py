@@ -10,7 +10,7 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import PYTHON, SRC, check, run_tests, shared_sandbox  # noqa: E402
+from gstest import PYTHON, SRC, Sandbox, check, run_tests, shared_sandbox  # noqa: E402
 
 ENV = {"PYTHONPATH": os.path.join(SRC, "clients", "python")}
 EXAMPLE = os.path.join(SRC, "examples", "tune_lr.py")
@@ -65,6 +65,31 @@ def test_with_the_linear_rule_the_big_batch_trains_as_well_and_wins():
     check(re.search(r"^winner: 02 batch_size=512 .*; [0-9.]+x the baseline \(01\)$", out, re.M), out)
     speedup = float(re.search(r"; ([0-9.]+)x the baseline", out).group(1))
     check(speedup > 1, f"speed-up {speedup}")
+
+
+def test_bad_combinations_are_usage_errors_before_anything_runs():
+    sb = Sandbox()
+    try:
+        job = ["--", PYTHON, EXAMPLE, "--batch-size", "{batch_size}"]
+        bad = [
+            (["--param", "batch_size=32,64", *job, "--lr", "{lr}"], "--lr-base"),
+            (["--param", "batch_size=32,64", "--lr-base", "0.1@32", *job], "no {lr}"),
+            (["--param", "batch_size=32,64", "--lr-rule", "sqrt", *job], "--lr-base"),
+            (["--param", "batch_size=32,64", "--lr-base", "0.1", *job, "--lr", "{lr}"], "RATE@BATCH"),
+            (["--param", "batch_size=32,64", "--samples", "64", "--steps", "4", *job], "--samples"),
+            (["--param", "batch_size=32,64", "--quality-tol", "2%", *job], "--quality"),
+            (["--param", "batch_size=32,64", "--quality", "loss:best", *job], "METRIC:min"),
+            (["--param", "batch_size=32,64", "--gpus", "0,0", *job], "twice"),
+            (["--resume", "x", "--param", "batch_size=32", *job], "--resume"),
+        ]
+        for args, why in bad:
+            rc, out, err = sb.gs("tune", *args)
+            check(rc == 2 and why in err and len(err.strip().splitlines()) == 1, f"{args}: exit {rc}, {err!r}")
+        rc, out, err = sb.gs("tune", "--resume", "nosuch")
+        check(rc == 1 and "no sweep of that name" in err, f"exit {rc}, {err!r}")
+        check(not os.path.exists(sb.db) or not sb.json("runs", "--json"), "nothing ran")
+    finally:
+        sb.close()
 
 
 if __name__ == "__main__":
