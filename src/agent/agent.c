@@ -462,6 +462,8 @@ static int agent_setup(struct agent *a) {
   if (a->st->stats.notice[0]) /* the store unreachable from the start: said now, not at the end */
     fprintf(stderr, "gpuscope: %s\n", a->st->stats.notice);
   tags_to_params(a->sink, o->tags);
+  for (size_t i = 0; i < o->nparams; i++)
+    gs_sink_param(a->sink, o->params[i].key, o->params[i].value);
   agent_provenance(a->sink, a->run.cwd);
   if (a->attach) {
     attach_params(a->sink, o->attach_pid, a->in, err);
@@ -552,12 +554,17 @@ static void agent_signals(struct agent *a) {
 }
 
 /* tune's trials: SIGTERM the job once the client numbered o->stop_after_steps steps (the client
- * numbers them from 0, so step N-1 is the N-th). */
+ * numbers them from 0, so step N-1 is the N-th), or once those steps times the last step's samples=
+ * (the batch) reach o->stop_after_samples. */
 static void stop_after_steps(struct agent *a) {
-  if (a->o->stop_after_steps <= 0 || a->attach || a->job_done || a->stop_sent)
+  const struct agent_opts *o = a->o;
+  if ((o->stop_after_steps <= 0 && !(o->stop_after_samples > 0)) || a->attach || a->job_done || a->stop_sent)
     return;
-  if (gs_sink_last(a->sink, gs_sink_find(a->sink, "client", "step.n", "")) + 1 >= (double)a->o->stop_after_steps &&
-      (a->stop_sent = !kill(a->job, SIGTERM)) && !a->stop_at)
+  double steps = gs_sink_last(a->sink, gs_sink_find(a->sink, "client", "step.n", "")) + 1;
+  double batch =
+      o->stop_after_samples > 0 ? gs_sink_last(a->sink, gs_sink_find(a->sink, "client", "step.samples", "")) : NAN;
+  int reached = o->stop_after_steps > 0 ? steps >= (double)o->stop_after_steps : steps * batch >= o->stop_after_samples;
+  if (reached && (a->stop_sent = !kill(a->job, SIGTERM)) && !a->stop_at)
     a->stop_at = gs_mono_ns();
 }
 

@@ -11,18 +11,21 @@
 #include <sys/types.h>
 
 struct agent_opts {
-  char *const *argv;      /* the job: argv[0] is looked up on PATH (unused when attach_pid > 0) */
-  pid_t attach_pid;       /* > 0: watch this running process and its descendants, launch nothing */
-  const char *name;       /* run name ("" = none) */
-  const char *tags;       /* "k=v,k2=v2" */
-  int64_t interval_ns;    /* sampling interval */
-  int64_t flush_ns;       /* how often the writer commits; 0 = agent_flush_default(interval_ns) */
-  const char *store_url;  /* where the run is kept */
-  const char *root;       /* procfs root ("/") */
-  int quiet;              /* no live line, no summary */
-  int wait_tree;          /* after the job exits, wait for its descendants too */
-  const char *group;      /* run group (NULL = none): the runs of one `gpuscope tune` */
-  long stop_after_steps;  /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
+  char *const *argv;          /* the job: argv[0] is looked up on PATH (unused when attach_pid > 0) */
+  pid_t attach_pid;           /* > 0: watch this running process and its descendants, launch nothing */
+  const char *name;           /* run name ("" = none) */
+  const char *tags;           /* "k=v,k2=v2" */
+  int64_t interval_ns;        /* sampling interval */
+  int64_t flush_ns;           /* how often the writer commits; 0 = agent_flush_default(interval_ns) */
+  const char *store_url;      /* where the run is kept */
+  const char *root;           /* procfs root ("/") */
+  int quiet;                  /* no live line, no summary */
+  int wait_tree;              /* after the job exits, wait for its descendants too */
+  const char *group;          /* run group (NULL = none): the runs of one `gpuscope tune` */
+  long stop_after_steps;      /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
+  double stop_after_samples;  /* > 0: SIGTERM the job once its steps x samples per step reach this (tune) */
+  const struct gs_kv *params; /* nparams extra run params, recorded as given (tune's trial, GPU, cores) */
+  size_t nparams;
   int64_t stop_grace_ns;  /* > 0: a job still running this long after it was asked to stop (stop_after_steps,
                            * or SIGINT, SIGTERM or SIGHUP passed on) gets SIGKILL, its whole tree with it (tune) */
   const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */

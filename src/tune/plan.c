@@ -71,9 +71,27 @@ fail:
   return GS_EINVAL;
 }
 
-/* Walks one argument's placeholders: calls fn for each {name} (literal text otherwise); returns
- * GS_EINVAL on an unclosed brace, a bad name or an unknown parameter. */
+/* The placeholders tune computes, with --lr-base: {lr} and {warmup} (walk passes them as these). */
+#define PH_LR (-2)
+#define PH_WARMUP (-3)
+
+/* Walks one argument's placeholders: calls fn for each {name} (param >= 0, or PH_LR / PH_WARMUP; -1
+ * for literal text); returns GS_EINVAL on an unclosed brace, a bad name or an unknown parameter. */
 typedef void (*piece_fn)(void *user, const char *s, size_t n, int param);
+
+#define PH_NONE (-4)  /* no such placeholder */
+#define PH_NEEDS (-5) /* {lr} or {warmup} without --lr-base (message set) */
+
+/* PH_LR or PH_WARMUP for {lr} / {warmup} with --lr-base; without it PH_NEEDS with a message; PH_NONE
+ * for any other name. */
+static int builtin(const struct tune_opts *o, const char *s, size_t n) {
+  int lr = n == 2 && !memcmp(s, "lr", 2), warm = n == 6 && !memcmp(s, "warmup", 6);
+  if (!lr && !warm)
+    return PH_NONE;
+  if (!(o->lr_base > 0))
+    return gs_fail(GS_EINVAL, "{%.*s} is computed from --lr-base RATE@BATCH: give it", (int)n, s), PH_NEEDS;
+  return lr ? PH_LR : PH_WARMUP;
+}
 
 static int walk(const struct tune_opts *o, const char *arg, piece_fn fn, void *user) {
   const char *p = arg;
@@ -87,6 +105,10 @@ static int walk(const struct tune_opts *o, const char *arg, piece_fn fn, void *u
         return gs_fail(GS_EINVAL, "unclosed '{' in argument '%s' (write {{ for a literal brace)", arg);
       int i = find_param(o, p + 1, (size_t)(e - p - 1));
       if (i < 0)
+        i = builtin(o, p + 1, (size_t)(e - p - 1));
+      if (i == PH_NEEDS)
+        return GS_EINVAL;
+      if (i == PH_NONE)
         return gs_fail(GS_EINVAL, "unknown placeholder {%.*s} in '%s' (no --param %.*s)", (int)(e - p - 1), p + 1, arg,
                        (int)(e - p - 1), p + 1);
       fn(user, NULL, 0, i);
@@ -102,21 +124,40 @@ static int walk(const struct tune_opts *o, const char *arg, piece_fn fn, void *u
   return 0;
 }
 
+/* user: TUNE_MAX_PARAMS flags, then {lr}'s and {warmup}'s. */
+/* --lr-base's needs: a command that uses {lr}, no --param of that name, a batch to scale by. */
+static int lr_check(const struct tune_opts *o, int lr_used) {
+  if (!(o->lr_base > 0))
+    return 0;
+  if (find_param(o, "lr", 2) >= 0 || find_param(o, "warmup", 6) >= 0)
+    return gs_fail(GS_EINVAL, "--lr-base computes {lr} and {warmup}: no --param may be named lr or warmup");
+  if (!lr_used)
+    return gs_fail(GS_EINVAL, "--lr-base is given but the command has no {lr}");
+  if (o->lr_rule != TUNE_LR_NONE && tune_batch_param(o) < 0)
+    return gs_fail(GS_EINVAL, "--lr-rule scales by the batch: no --param is a batch size (batch, bs, ...batch_size)");
+  return 0;
+}
+
 static void mark_used(void *user, const char *s, size_t n, int param) {
   (void)s, (void)n;
   if (param >= 0)
     ((int *)user)[param] = 1;
+  else if (param == PH_LR || param == PH_WARMUP)
+    ((int *)user)[TUNE_MAX_PARAMS + (param == PH_WARMUP)] = 1;
 }
 
 int tune_validate(const struct tune_opts *o) {
   if (!o->nparams)
     return gs_fail(GS_EINVAL, "no --param given: nothing to tune");
-  int used[TUNE_MAX_PARAMS] = {0};
+  int used[TUNE_MAX_PARAMS + 2] = {0};
   for (int a = 0; o->argv[a]; a++) {
     int rc = walk(o, o->argv[a], mark_used, used);
     if (rc)
       return rc;
   }
+  int rc = lr_check(o, used[TUNE_MAX_PARAMS]);
+  if (rc)
+    return rc;
   double total = 1;
   for (int i = 0; i < o->nparams; i++) {
     if (!used[i])
@@ -140,9 +181,19 @@ struct fill {
 
 static void put(void *user, const char *s, size_t n, int param) {
   struct fill *f = user;
+  char num[48];
   if (param >= 0) {
     s = f->o->params[param].values[f->config[param]];
     n = strlen(s);
+  } else if (param == PH_LR || param == PH_WARMUP) {
+    double lr;
+    long warm;
+    tune_lr_for(f->o, f->config, &lr, &warm);
+    if (param == PH_LR)
+      snprintf(num, sizeof num, "%.6g", lr);
+    else
+      snprintf(num, sizeof num, "%ld", warm);
+    s = num, n = strlen(num);
   }
   if (f->len + n + 1 > f->cap) {
     size_t cap = (f->len + n + 1) * 2;
@@ -196,11 +247,34 @@ int tune_batch_param(const struct tune_opts *o) {
   return -1;
 }
 
+void tune_lr_for(const struct tune_opts *o, const int *config, double *lr, long *warmup) {
+  *lr = NAN, *warmup = -1;
+  if (!(o->lr_base > 0))
+    return;
+  *lr = o->lr_base, *warmup = 0;
+  int b = tune_batch_param(o);
+  if (b < 0 || o->lr_rule == TUNE_LR_NONE || !(o->lr_batch > 0))
+    return;
+  char *end;
+  double batch = strtod(o->params[b].values[config[b]], &end);
+  if (*end || !(batch > 0))
+    return; /* a batch that is not a number: the base rate, as said in docs/tune.md */
+  double k = batch / o->lr_batch;
+  *lr = o->lr_base * (o->lr_rule == TUNE_LR_SQRT ? sqrt(k) : k);
+  if (k > 1 && o->lr_warmup > 0)
+    *warmup = (long)ceil(o->lr_warmup / batch);
+}
+
 void tune_opts_done(struct tune_opts *o) {
   for (int i = 0; i < o->nparams; i++)
     for (int v = 0; v < o->params[i].nvalues; v++)
       free(o->params[i].values[v]);
   o->nparams = 0;
+}
+
+const char *tune_verdict_name(enum tune_verdict v) {
+  static const char *names[] = {"", "baseline", "same", "better", "worse", "unknown"};
+  return (unsigned)v < sizeof names / sizeof *names ? names[v] : "?";
 }
 
 const char *tune_status_name(enum tune_status s) {

@@ -91,10 +91,52 @@ static void lr_note(const struct tune_opts *o, const struct tune_result *r, char
   if (r->recommended < 0 || !r->n || !batch_value(o, &r->trials[0], &b0) ||
       !batch_value(o, &r->trials[r->recommended], &b1) || b0 == b1 || !(b0 > 0))
     return;
+  const struct tune_trial *w = &r->trials[r->recommended];
+  if (o->lr_base > 0 && o->lr_rule != TUNE_LR_NONE) {
+    snprintf(buf, n,
+             "the trials' {lr} followed the batch (%s rule from %g at batch %g): %g at batch %g, %ld warm-up steps",
+             o->lr_rule == TUNE_LR_SQRT ? "square-root" : "linear", o->lr_base, o->lr_batch, w->lr, b1, w->lr_warmup);
+    return;
+  }
   snprintf(buf, n,
            "the batch changed from %g to %g: scale the learning rate by %.3gx (linear scaling rule) with a "
            "warm-up of a few epochs; past a few thousand samples per batch consider LARS/LAMB",
            b0, b1, b1 / b0);
+}
+
+/* The columns of the options that add them: the rate ({lr}), the quality and its verdict, the GPU
+ * and cores a trial had side by side. */
+static void print_extra_head(FILE *out, const struct tune_opts *o) {
+  char q[160];
+  if (o->lr_base > 0)
+    col(out, "lr", 10);
+  if (o->quality[0]) {
+    snprintf(q, sizeof q, "%.100s%s", o->quality, o->quality_max ? " (max)" : "");
+    clean(q);
+    col(out, q, 26);
+  }
+  if (o->ngpus)
+    col(out, "device", 8), col(out, "cores", 7);
+}
+
+static void print_extra(FILE *out, const struct tune_opts *o, const struct tune_trial *t) {
+  char a[48], q[96], g[sizeof t->gpu];
+  if (o->lr_base > 0)
+    col(out, fnum(t->lr, "%.4g", a, sizeof a), 10);
+  if (o->quality[0]) {
+    if (isfinite(t->quality) && isfinite(t->quality_ci))
+      snprintf(q, sizeof q, "%.4g ± %.2g %s", t->quality, t->quality_ci, tune_verdict_name(t->verdict));
+    else if (isfinite(t->quality))
+      snprintf(q, sizeof q, "%.4g %s", t->quality, tune_verdict_name(t->verdict));
+    else
+      snprintf(q, sizeof q, "— %s", tune_verdict_name(t->verdict));
+    col(out, q, 26);
+  }
+  if (o->ngpus) {
+    snprintf(g, sizeof g, "%s", t->gpu[0] ? t->gpu : "—");
+    clean(g);
+    col(out, g, 8), col(out, t->cpus[0] ? t->cpus : "—", 7);
+  }
 }
 
 /* The table's header and one row per trial, in table order idx. */
@@ -106,6 +148,7 @@ static void print_rows(FILE *out, const struct tune_opts *o, const struct tune_r
   const int widths[] = {3, 34, 22, 9, 5, 5, 10, 9, 6};
   for (size_t i = 0; i < sizeof head / sizeof *head; i++)
     col(out, head[i], widths[i]);
+  print_extra_head(out, o);
   fputs("status\n", out);
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[idx[i]];
@@ -131,6 +174,7 @@ static void print_rows(FILE *out, const struct tune_opts *o, const struct tune_r
     col(out, fbytes(t->peak_mem, d, sizeof d), 10);
     col(out, fnum(t->energy_per_sample, "%.3g", e, sizeof e), 9);
     col(out, steps, 6);
+    print_extra(out, o, t);
     fprintf(out, "%s%s%s%s\n", tune_status_name(t->status),
             o->strategy == TUNE_HALVING ? (snprintf(f, sizeof f, " r%d", t->rung), f) : "",
             idx[i] == r->winner ? "  winner"
@@ -190,6 +234,36 @@ static void print_doctor_steps(FILE *out, const struct tune_opts *o, const struc
     fprintf(out, "doctor stopped: %s\n", r->stop_reason);
 }
 
+/* How quality was judged: at which point, and which configurations it ruled out. */
+static void print_quality(FILE *out, const struct tune_opts *o, const struct tune_result *r) {
+  if (!o->quality[0])
+    return;
+  char metric[sizeof o->quality], note[sizeof r->quality_note];
+  snprintf(metric, sizeof metric, "%s", o->quality);
+  snprintf(note, sizeof note, "%s", r->quality_note);
+  clean(metric), clean(note);
+  if (note[0]) {
+    fprintf(out, "quality (%s): %s\n", metric, note);
+    return;
+  }
+  fprintf(out, "quality (%s, %s is better): read at %.6g %s, the mean of the last %.0f%% before it", metric,
+          o->quality_max ? "higher" : "lower", r->quality_point, o->quality_at == TUNE_AT_TIME ? "s" : "samples",
+          100 * TUNE_QUALITY_TAIL);
+  if (isfinite(o->quality_tol))
+    fprintf(out, "; tolerance %.4g%s", o->quality_tol_rel ? 100 * o->quality_tol : o->quality_tol,
+            o->quality_tol_rel ? "% of the baseline's" : "");
+  fputc('\n', out);
+  for (size_t i = 0; i < r->n; i++) {
+    const struct tune_trial *t = &r->trials[i];
+    if (t->verdict == TUNE_Q_WORSE)
+      fprintf(out, "  %02zu is worse than the baseline: %.4g against %.4g (cannot win)\n", i + 1, t->quality,
+              r->trials[0].quality);
+    else if (t->verdict == TUNE_Q_UNKNOWN)
+      fprintf(out, "  %02zu: quality unknown (no %s at %.6g %s; cannot be judged as good)\n", i + 1, metric,
+              r->quality_point, o->quality_at == TUNE_AT_TIME ? "s" : "samples");
+  }
+}
+
 /* The winner (or the tie), its speed-up, memory margin, learning-rate note and the doctor's findings. */
 static void print_winner(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st) {
   if (r->best < 0) {
@@ -224,6 +298,7 @@ static void print_winner(FILE *out, const struct tune_opts *o, const struct tune
     lr_note(o, r, note, sizeof note);
     if (note[0])
       fprintf(out, "learning rate: %s\n", note);
+    print_quality(out, o, r);
     struct store_finding *f = NULL;
     size_t nf = 0;
     if (st && w->run_id[0] && !st->findings_read(st, w->run_id, &f, &nf)) {
@@ -278,6 +353,57 @@ static void json_params(FILE *out, const struct tune_opts *o) {
   }
 }
 
+static void jstr_or_null(FILE *out, const char *k, const char *v) {
+  jkey(out, k), v &&v[0] ? gs_json_str(out, v) : (void)fputs("null", out);
+  fputc(',', out);
+}
+
+/* The trial's members of the options added for quality, learning rate, equal data and GPUs. */
+static void json_trial_new(FILE *out, const struct tune_trial *t) {
+  const char *keys[] = {"lr", "samples_seen", "window_s", "quality", "quality_ci95"};
+  double vals[] = {t->lr, t->samples_seen, t->window_s, t->quality, t->quality_ci};
+  for (size_t k = 0; k < sizeof keys / sizeof *keys; k++)
+    jkey(out, keys[k]), gs_json_num(out, vals[k]), fputc(',', out);
+  jkey(out, "lr_warmup_steps");
+  t->lr_warmup >= 0 ? (void)fprintf(out, "%ld,", t->lr_warmup) : (void)fputs("null,", out);
+  fprintf(out, "\"quality_points\":%d,", t->quality_points);
+  jstr_or_null(out, "verdict", t->verdict ? tune_verdict_name(t->verdict) : NULL);
+  jstr_or_null(out, "gpu", t->gpu);
+  jstr_or_null(out, "cpus", t->cpus);
+  fprintf(out, "\"resumed\":%s,", t->resumed ? "true" : "false");
+}
+
+/* The sweep's members of those options: quality (null without --quality), lr, samples, gpus. */
+static void json_sweep_new(FILE *out, const struct tune_opts *o, const struct tune_result *r) {
+  jkey(out, "quality");
+  if (o->quality[0]) {
+    fputc('{', out), jkey(out, "metric"), gs_json_str(out, o->quality);
+    fprintf(out, ",\"better\":\"%s\",\"at\":\"%s\",", o->quality_max ? "max" : "min",
+            o->quality_at == TUNE_AT_TIME ? "time" : "samples");
+    jkey(out, "point"), gs_json_num(out, r->quality_point);
+    fputc(',', out), jkey(out, "tol"), gs_json_num(out, o->quality_tol);
+    fprintf(out, ",\"tol_relative\":%s,", o->quality_tol_rel ? "true" : "false");
+    jkey(out, "note"), r->quality_note[0] ? gs_json_str(out, r->quality_note) : (void)fputs("null", out);
+    fputs("},", out);
+  } else {
+    fputs("null,", out);
+  }
+  jkey(out, "lr");
+  if (o->lr_base > 0) {
+    static const char *rules[] = {"none", "linear", "sqrt"};
+    fputs("{\"base\":", out), gs_json_num(out, o->lr_base), fputs(",\"batch\":", out), gs_json_num(out, o->lr_batch);
+    fprintf(out, ",\"rule\":\"%s\",\"warmup_samples\":", rules[o->lr_rule]);
+    gs_json_num(out, o->lr_warmup), fputs("},", out);
+  } else {
+    fputs("null,", out);
+  }
+  jkey(out, "samples"), gs_json_num(out, o->samples > 0 ? o->samples : NAN);
+  fputs(",\"gpus\":[", out);
+  for (int i = 0; i < o->ngpus; i++)
+    fputs(i ? "," : "", out), gs_json_str(out, o->gpus[i]);
+  fprintf(out, "],\"resumed\":%s,", o->resume ? "true" : "false");
+}
+
 /* Trial i's object, numbered i + 1, after a comma unless it is the first (unknown figures are null). */
 static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_trial *t, size_t i) {
   fprintf(out, "%s{\"trial\":%zu,\"config\":{", i ? "," : "", i + 1);
@@ -323,6 +449,7 @@ static void json_trial(FILE *out, const struct tune_opts *o, const struct tune_t
   else
     fputs("null", out);
   fprintf(out, ",\"tied\":%s,", t->tied ? "true" : "false");
+  json_trial_new(out, t);
   jkey(out, "stderr_tail");
   fputc('[', out);
   if (t->tail[0]) {
@@ -369,7 +496,9 @@ void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_res
                                                                              : r->signo == SIGTERM ? "SIGTERM"
                                                                                                    : "SIGHUP")
                                                           : (void)fputs("null", out);
-  fputs(",\"params\":{", out);
+  fputc(',', out);
+  json_sweep_new(out, o, r);
+  fputs("\"params\":{", out);
   json_params(out, o);
   fputs("},\"trials\":[", out);
   for (size_t i = 0; i < r->n; i++)

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <time.h>
 
 #include "core/core.h"
 #include "doctor/doctor.h"
@@ -34,6 +35,8 @@ static struct tune_trial *trial_new(struct tune_result *r, const int *config, in
   t->exit_status = -1;
   t->rate = t->ci = t->step_s = t->data_share = t->gpu_util = t->peak_mem = t->mem_limit = NAN;
   t->energy_per_sample = t->estimate = t->est_target = NAN;
+  t->samples_seen = t->window_s = t->quality = t->quality_ci = t->lr = NAN;
+  t->lr_warmup = -1;
   t->margin_ok = -1;
   t->prev = -1;
   return t;
@@ -76,6 +79,7 @@ struct ctx {
   const struct tune_opts *o;
   struct tune_result *r;
   int64_t deadline;
+  struct store *st; /* --resume: the store the finished trials are read from (NULL otherwise) */
 };
 
 static int stopped(struct ctx *c) {
@@ -95,6 +99,15 @@ static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
   snprintf(cleanup, sizeof cleanup, "%s", t->cleanup);
   tune_clean(label), tune_clean(reason), tune_clean(cleanup);
   fprintf(c->o->progress, "[tune] %02zu %s: %s", k + 1, label, tune_status_name(t->status));
+  if (t->gpu[0] || t->cpus[0]) {
+    char gpu[sizeof t->gpu];
+    snprintf(gpu, sizeof gpu, "%s", t->gpu);
+    tune_clean(gpu);
+    fprintf(c->o->progress, " [%s%s%s%s%s]", gpu[0] ? "GPU " : "", gpu, gpu[0] && t->cpus[0] ? ", " : "",
+            t->cpus[0] ? "cores " : "", t->cpus);
+  }
+  if (t->resumed)
+    fprintf(c->o->progress, " (from the store: run %s)", t->run_id);
   if (t->status == TUNE_OK)
     fprintf(c->o->progress, " %.1f ± %.1f %s over %ld steps", t->rate, t->ci,
             c->o->metric == TUNE_STEPS_PER_S ? "steps/s" : "samples/s", t->steps_measured);
@@ -106,13 +119,14 @@ static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
   fflush(c->o->progress);
 }
 
-/* Runs (or skips, or marks not run) one configuration; returns the trial's index, or -1 on a
- * store error (message set) or allocation failure. */
-static int run_one(struct ctx *c, const int *config, int rung, long steps) {
+/* A new trial of config: skipped (a smaller batch ran out of memory), not run (stopped, or the
+ * budget out), or read from the store (--resume), each said on the progress line; or pending, to run.
+ * Returns its index (in *k) and 1 when it is to run, 0 when it is decided, -1 when out of memory. */
+static int trial_prepare(struct ctx *c, const int *config, int rung, long steps, int *k) {
   struct tune_trial *t = trial_new(c->r, config, rung, steps);
   if (!t)
     return gs_fail(GS_ENOMEM, "out of memory"), -1;
-  int k = (int)(c->r->n - 1);
+  *k = (int)(c->r->n - 1);
   int sib = oom_sibling(c->o, c->r, config);
   if (sib >= 0) {
     int b = tune_batch_param(c->o);
@@ -126,20 +140,95 @@ static int run_one(struct ctx *c, const int *config, int rung, long steps) {
       snprintf(t->reason, sizeof t->reason, "the sweep was stopped by %s", tune_signal_name(c->r->signo));
     else
       snprintf(t->reason, sizeof t->reason, "the budget ran out");
-  } else {
-    int rc = tune_trial_run(c->o, t, k, c->deadline);
+  } else if (c->st && tune_trial_resume(c->o, c->st, t, *k)) {
     long used = t->steps_run, asked = c->o->warmup + t->target_steps;
-    c->r->trial_steps += c->o->seconds > 0 || used < asked ? used : asked;
+    c->r->trial_steps += c->o->seconds > 0 || c->o->samples > 0 || used < asked ? used : asked;
     c->r->steps_run += t->steps_run;
-    if (t->status == TUNE_INTERRUPTED)
-      c->r->interrupted = 1;
-    if (rc == GS_EIO) {
-      progress(c, t, (size_t)k);
-      return gs_fail(GS_EIO, "%s", t->reason), -1;
-    }
+  } else {
+    return 1;
   }
+  progress(c, t, (size_t)*k);
+  return 0;
+}
+
+/* Counts trial k's steps once it ran and says it on the progress line; -1 when the store failed. */
+static int trial_account(struct ctx *c, int k, int rc) {
+  struct tune_trial *t = &c->r->trials[k];
+  long used = t->steps_run, asked = c->o->warmup + t->target_steps;
+  c->r->trial_steps += c->o->seconds > 0 || c->o->samples > 0 || used < asked ? used : asked;
+  c->r->steps_run += t->steps_run;
+  if (t->status == TUNE_INTERRUPTED)
+    c->r->interrupted = 1;
   progress(c, t, (size_t)k);
-  return k;
+  if (rc == GS_EIO)
+    return gs_fail(rc, "%s", t->reason), -1;
+  return 0;
+}
+
+/* Runs (or skips, or marks not run, or reads back) one configuration, alone; returns the trial's
+ * index, or -1 on a store error (message set) or allocation failure. */
+static int run_one(struct ctx *c, const int *config, int rung, long steps) {
+  int k, todo = trial_prepare(c, config, rung, steps, &k);
+  if (todo <= 0)
+    return todo < 0 ? -1 : k;
+  int rc = tune_trial_run(c->o, &c->r->trials[k], k, c->deadline);
+  return trial_account(c, k, rc) < 0 ? -1 : k;
+}
+
+static void sleep_ms(int ms) {
+  struct timespec ts = {0, ms * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* Ends the trials of the pool whose agents exited; returns -1 when the store failed. */
+static int pool_reap(struct ctx *c, struct tune_proc *procs, int *busy, int nslots, int *running) {
+  int rc = 0;
+  for (int s = 0; s < nslots; s++) {
+    if (!busy[s] || !tune_trial_poll(c->o, &procs[s], c->deadline))
+      continue;
+    busy[s] = 0, (*running)--;
+    int k = procs[s].k;
+    int frc = tune_trial_finish(c->o, &c->r->trials[k], &procs[s], *running > 0);
+    if (trial_account(c, k, frc) < 0)
+      rc = -1;
+  }
+  return rc;
+}
+
+/* Runs the n configurations of cfgs (TUNE_MAX_PARAMS ints each) side by side, one per GPU of --gpus
+ * (alone without it), each trial's index into idx. Returns 0 or GS_EIO (a store error, message set). */
+static int run_pool(struct ctx *c, const int *cfgs, size_t n, int rung, long steps, int *idx) {
+  int nslots = c->o->ngpus > 1 ? c->o->ngpus : 1;
+  if (nslots == 1) {
+    for (size_t i = 0; i < n; i++)
+      if ((idx[i] = run_one(c, cfgs + i * TUNE_MAX_PARAMS, rung, steps)) < 0)
+        return GS_EIO;
+    return 0;
+  }
+  struct tune_proc procs[TUNE_MAX_GPUS];
+  int busy[TUNE_MAX_GPUS] = {0}, running = 0, failed = 0;
+  size_t next = 0;
+  while ((next < n && !failed) || running) {
+    for (int s = 0; s < nslots && next < n && !failed; s++) {
+      if (busy[s])
+        continue;
+      int k, todo = trial_prepare(c, cfgs + next * TUNE_MAX_PARAMS, rung, steps, &k);
+      if (todo < 0) {
+        failed = 1;
+        break;
+      }
+      idx[next++] = k;
+      if (todo && tune_trial_start(c->o, &c->r->trials[k], k, s, nslots, &procs[s]) == 0)
+        busy[s] = 1, running++;
+      else if (todo && trial_account(c, k, 0) < 0)
+        failed = 1;
+    }
+    if (pool_reap(c, procs, busy, nslots, &running) < 0)
+      failed = 1;
+    if (running)
+      sleep_ms(20);
+  }
+  return failed ? GS_EIO : 0;
 }
 
 /* ---- grid: every configuration, the batch varying fastest so bigger batches can be skipped ---- */
@@ -181,10 +270,9 @@ static int grid(struct ctx *c) {
   int *cfg = all_configs(c->o, &n);
   if (!cfg)
     return gs_fail(GS_ENOMEM, "out of memory");
-  int rc = 0;
-  for (size_t k = 0; k < n && !rc; k++)
-    if (run_one(c, cfg + k * TUNE_MAX_PARAMS, 0, c->o->steps) < 0)
-      rc = GS_EIO;
+  int *idx = malloc((n + 1) * sizeof *idx);
+  int rc = idx ? run_pool(c, cfg, n, 0, c->o->steps, idx) : gs_fail(GS_ENOMEM, "out of memory");
+  free(idx);
   free(cfg);
   return rc;
 }
@@ -214,9 +302,10 @@ static int halving(struct ctx *c) {
   int rungs = 1;
   for (size_t m = n; m > 2; m = (m + 1) / 2)
     rungs++;
-  int *live = malloc(n * sizeof *live), *idx = malloc(n * sizeof *idx);
+  int *live = malloc(n * sizeof *live), *idx = malloc(n * sizeof *idx), *ran = malloc(n * sizeof *ran);
+  int *rung_cfg = malloc(n * sizeof(int) * TUNE_MAX_PARAMS);
   int rc = 0;
-  if (!live || !idx) {
+  if (!live || !idx || !ran || !rung_cfg) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
     goto out;
   }
@@ -228,16 +317,14 @@ static int halving(struct ctx *c) {
     if (steps < 4) /* two blocks of two steps: the least that has a spread of blocks */
       steps = c->o->steps < 4 ? c->o->steps : 4;
     size_t nok = 0;
-    for (size_t i = 0; i < nlive; i++) {
-      int k = run_one(c, cfg + (size_t)live[i] * TUNE_MAX_PARAMS, rung, steps);
-      if (k < 0) {
-        rc = GS_EIO;
-        break;
-      }
-      if (c->r->trials[k].status == TUNE_OK)
-        idx[nok++] = k;
-    }
-    if (rc || stopped(c))
+    for (size_t i = 0; i < nlive; i++) /* this rung's configurations, in a row for the pool */
+      memcpy(rung_cfg + i * TUNE_MAX_PARAMS, cfg + (size_t)live[i] * TUNE_MAX_PARAMS, sizeof(int) * TUNE_MAX_PARAMS);
+    if ((rc = run_pool(c, rung_cfg, nlive, rung, steps, ran)))
+      break;
+    for (size_t i = 0; i < nlive; i++)
+      if (c->r->trials[ran[i]].status == TUNE_OK)
+        idx[nok++] = ran[i];
+    if (stopped(c))
       break;
     sort_idx(idx, nok, c->r);
     size_t keep = (nlive + 1) / 2;
@@ -250,7 +337,7 @@ static int halving(struct ctx *c) {
     nlive = keep;
   }
 out:
-  free(live), free(idx), free(cfg);
+  free(live), free(idx), free(ran), free(rung_cfg), free(cfg);
   return rc;
 }
 
@@ -456,7 +543,11 @@ int tune_run(const struct tune_opts *o, struct tune_result *r) {
   prctl(PR_GET_CHILD_SUBREAPER, &subreaper);
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   struct ctx c = {.o = o, .r = r, .deadline = o->budget_ns > 0 ? gs_mono_ns() + o->budget_ns : 0};
+  if (o->resume && !(c.st = store_open(o->store_url)))
+    return GS_ESTORE;
   int rc = o->strategy == TUNE_HALVING ? halving(&c) : o->strategy == TUNE_DOCTOR ? doctor(&c) : grid(&c);
+  if (c.st)
+    c.st->close(c.st);
   prctl(PR_SET_CHILD_SUBREAPER, subreaper);
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &old[i], NULL);
@@ -466,19 +557,109 @@ int tune_run(const struct tune_opts *o, struct tune_result *r) {
   return rc;
 }
 
-void tune_rank(const struct tune_opts *o, struct tune_result *r) {
-  (void)o;
-  int last_rung = 0;
-  r->best = r->winner = r->recommended = -1;
-  for (size_t i = 0; i < r->n; i++) {
-    r->trials[i].tied = 0;
-    if (r->trials[i].status == TUNE_OK && r->trials[i].rung > last_rung)
-      last_rung = r->trials[i].rung;
+/* The point trial t is read at: the samples (or seconds) it had seen by its window's end. */
+static double trial_point(const struct tune_opts *o, const struct tune_trial *t) {
+  return o->quality_at == TUNE_AT_TIME ? t->window_s : t->samples_seen;
+}
+
+/* Trial t's quality: the mean of its points in the tail (lo, hi] of the common point, with the 95 %
+ * half-width of that mean over blocks of consecutive points (gs_rate_ci with unit weights). */
+static void tail_quality(const struct tune_opts *o, struct tune_trial *t, double lo, double hi) {
+  double *v = malloc((t->qn + 1) * sizeof *v), *one = malloc((t->qn + 1) * sizeof *one);
+  size_t n = 0;
+  for (size_t i = 0; v && one && i < t->qn; i++) {
+    double x = o->quality_at == TUNE_AT_TIME ? t->q_time[i] : t->q_samples[i];
+    if (x > lo && x <= hi && isfinite(t->q_value[i]))
+      v[n] = t->q_value[i], one[n++] = 1;
   }
+  t->quality_points = (int)n;
+  if (n == 1)
+    t->quality = v[0];
+  else if (n >= 2 && gs_rate_ci(v, one, n, &t->quality, &t->quality_ci, &t->quality_dof))
+    t->quality = t->quality_ci = NAN;
+  free(v), free(one);
+}
+
+/* Whether trial i is read for quality: measured, in the last rung (halving), or the baseline. */
+static int judged(const struct tune_result *r, size_t i, int last_rung) {
+  const struct tune_trial *t = &r->trials[i];
+  return t->status == TUNE_OK && (t->rung == last_rung || i == 0);
+}
+
+static enum tune_verdict verdict_of(const struct tune_opts *o, const struct tune_trial *t,
+                                    const struct tune_trial *base) {
+  if (!isfinite(t->quality))
+    return TUNE_Q_UNKNOWN;
+  double worse = o->quality_max ? base->quality - t->quality : t->quality - base->quality;
+  double noise = isfinite(t->quality_ci) && isfinite(base->quality_ci) ? hypot(t->quality_ci, base->quality_ci) : 0;
+  double tol = !isfinite(o->quality_tol) ? 0
+               : o->quality_tol_rel      ? o->quality_tol * fabs(base->quality)
+                                         : o->quality_tol;
+  double margin = noise > tol ? noise : tol;
+  if (margin < 1e-9 * fabs(base->quality)) /* rounding, not a difference */
+    margin = 1e-9 * fabs(base->quality);
+  return worse > margin ? TUNE_Q_WORSE : -worse > margin ? TUNE_Q_BETTER : TUNE_Q_SAME;
+}
+
+static int last_rung_of(const struct tune_result *r) {
+  int last = 0;
+  for (size_t i = 0; i < r->n; i++)
+    if (r->trials[i].status == TUNE_OK && r->trials[i].rung > last)
+      last = r->trials[i].rung;
+  return last;
+}
+
+void tune_judge_quality(const struct tune_opts *o, struct tune_result *r) {
+  r->quality_point = NAN;
+  r->quality_note[0] = 0;
+  if (!o->quality[0])
+    return;
+  int last = last_rung_of(r);
+  for (size_t i = 0; i < r->n; i++) {
+    struct tune_trial *t = &r->trials[i];
+    t->quality = t->quality_ci = NAN, t->quality_points = 0, t->quality_dof = 0;
+    t->verdict = judged(r, i, last) ? TUNE_Q_UNKNOWN : TUNE_Q_NONE;
+    double x = trial_point(o, t);
+    if (judged(r, i, last) && isfinite(x) && !(x >= r->quality_point))
+      r->quality_point = x;
+  }
+  if (!isfinite(r->quality_point)) {
+    snprintf(r->quality_note, sizeof r->quality_note, "no measured trial counted its %s: quality not judged",
+             o->quality_at == TUNE_AT_TIME ? "time" : "samples (samples= on its steps)");
+    return;
+  }
+  for (size_t i = 0; i < r->n; i++)
+    if (judged(r, i, last))
+      tail_quality(o, &r->trials[i], r->quality_point * (1 - TUNE_QUALITY_TAIL), r->quality_point);
+  struct tune_trial *base = &r->trials[0];
+  if (!r->n || base->status != TUNE_OK || !isfinite(base->quality)) {
+    snprintf(r->quality_note, sizeof r->quality_note,
+             "the baseline (01) has no %.100s at the common point: quality not judged", o->quality);
+    return;
+  }
+  base->verdict = TUNE_Q_BASELINE;
+  for (size_t i = 1; i < r->n; i++)
+    if (judged(r, i, last))
+      r->trials[i].verdict = verdict_of(o, &r->trials[i], base);
+}
+
+/* Whether a measured trial may be the best or tie with it: within the memory margin, and with
+ * --quality (when it was judged) not worse than the baseline nor of unknown quality. */
+static int may_win(const struct tune_result *r, const struct tune_trial *t, int last_rung) {
+  if (t->status != TUNE_OK || t->rung != last_rung || t->margin_ok == 0)
+    return 0;
+  return r->quality_note[0] || (t->verdict != TUNE_Q_WORSE && t->verdict != TUNE_Q_UNKNOWN);
+}
+
+void tune_rank(const struct tune_opts *o, struct tune_result *r) {
+  tune_judge_quality(o, r);
+  int last_rung = last_rung_of(r);
+  r->best = r->winner = r->recommended = -1;
+  for (size_t i = 0; i < r->n; i++)
+    r->trials[i].tied = 0;
   for (size_t i = 0; i < r->n; i++) {
     const struct tune_trial *t = &r->trials[i];
-    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && isfinite(t->rate) &&
-        (r->best < 0 || t->rate > r->trials[r->best].rate))
+    if (may_win(r, t, last_rung) && isfinite(t->rate) && (r->best < 0 || t->rate > r->trials[r->best].rate))
       r->best = (int)i;
   }
   if (r->best < 0)
@@ -487,7 +668,7 @@ void tune_rank(const struct tune_opts *o, struct tune_result *r) {
   int ties = 0;
   for (size_t i = 0; i < r->n; i++) {
     struct tune_trial *t = &r->trials[i];
-    if (t->status == TUNE_OK && t->rung == last_rung && t->margin_ok != 0 && gs_tie(t->rate, t->ci, b->rate, b->ci)) {
+    if (may_win(r, t, last_rung) && gs_tie(t->rate, t->ci, b->rate, b->ci)) {
       t->tied = 1;
       if ((int)i != r->best)
         ties++;
@@ -502,6 +683,8 @@ void tune_rank(const struct tune_opts *o, struct tune_result *r) {
 }
 
 void tune_result_done(struct tune_result *r) {
+  for (size_t i = 0; i < r->n; i++)
+    free(r->trials[i].q_samples), free(r->trials[i].q_time), free(r->trials[i].q_value);
   free(r->trials);
   memset(r, 0, sizeof *r);
 }

@@ -33,6 +33,15 @@ struct tune_param {
 
 enum tune_strategy { TUNE_GRID, TUNE_HALVING, TUNE_DOCTOR };
 enum tune_metric { TUNE_SAMPLES_PER_S, TUNE_STEPS_PER_S };
+/* Where each trial's quality is read: at the samples every trial saw, or at the time every trial ran. */
+enum tune_quality_at { TUNE_AT_SAMPLES, TUNE_AT_TIME };
+/* How {lr} follows the batch: b / b0 times the base rate, sqrt(b / b0) times, or the base rate. */
+enum tune_lr_rule { TUNE_LR_NONE, TUNE_LR_LINEAR, TUNE_LR_SQRT };
+/* A trial's quality against the baseline's (tune_rank): none without --quality. */
+enum tune_verdict { TUNE_Q_NONE = 0, TUNE_Q_BASELINE, TUNE_Q_SAME, TUNE_Q_BETTER, TUNE_Q_WORSE, TUNE_Q_UNKNOWN };
+#define TUNE_MAX_GPUS 64
+#define TUNE_SPEC_MAX 512     /* the tune's own arguments kept in each trial's run (--resume) */
+#define TUNE_QUALITY_TAIL 0.2 /* quality is the mean of the points of the last 20 % before the common point */
 
 enum tune_status {
   TUNE_PENDING = 0,
@@ -59,6 +68,21 @@ struct tune_opts {
   int64_t interval_ns;   /* the trials' sampling interval */
   int64_t grace_ns;      /* how long a job asked to stop has before SIGKILL (0: TUNE_GRACE_NS) */
   FILE *progress;        /* one line per trial as it ends (NULL: silent) */
+  /* --quality METRIC[:min|:max]: the metric the job logs ("" none), higher is better when quality_max */
+  char quality[129];
+  int quality_max;
+  enum tune_quality_at quality_at;
+  double quality_tol; /* the least difference that is worse, NAN none; a share of the baseline's when _rel */
+  int quality_tol_rel;
+  /* --lr-base RATE@BATCH, --lr-rule, --lr-warmup SAMPLES: {lr} and {warmup} (lr_base 0: none) */
+  double lr_base, lr_batch, lr_warmup;
+  enum tune_lr_rule lr_rule;
+  double samples;               /* > 0: each trial runs until its steps x samples per step reach this (--samples) */
+  int ngpus;                    /* --gpus: trials side by side, one per GPU (0: one at a time, no GPU chosen) */
+  char gpus[TUNE_MAX_GPUS][96]; /* CUDA_VISIBLE_DEVICES of each: an index or a MIG instance's UUID */
+  int resume;                   /* --resume: trials whose runs in the group are complete are not rerun */
+  char *const *spec;            /* the tune's own arguments, kept in each trial's run for --resume */
+  int nspec;
 };
 
 struct tune_trial {
@@ -75,12 +99,27 @@ struct tune_trial {
   double rate, ci; /* the metric over the measured steps and its 95 % half-width (NAN unknown) */
   int dof;         /* the half-width's degrees of freedom (blocks of steps - 1) */
   double step_s, data_share, gpu_util, peak_mem, mem_limit, energy_per_sample; /* NAN unknown */
-  int margin_ok;     /* peak <= 90 % of limit: 1, 0, or -1 unknown */
-  double estimate;   /* doctor: the finding's own estimate of the change applied (NAN none) */
-  double est_target; /* doctor: the worker count or batch the finding asked for (NAN none) */
-  char est_rule[32]; /* doctor: the finding that led here ("" none) */
-  int prev;          /* doctor: the trial it was compared with (-1 none) */
-  int tied;          /* set by tune_rank: within noise of the best */
+  int margin_ok;       /* peak <= 90 % of limit: 1, 0, or -1 unknown */
+  double estimate;     /* doctor: the finding's own estimate of the change applied (NAN none) */
+  double est_target;   /* doctor: the worker count or batch the finding asked for (NAN none) */
+  char est_rule[32];   /* doctor: the finding that led here ("" none) */
+  int prev;            /* doctor: the trial it was compared with (-1 none) */
+  int tied;            /* set by tune_rank: within noise of the best */
+  double lr;           /* the {lr} it used (NAN without --lr-base) */
+  long lr_warmup;      /* the {warmup} it used, in steps (-1 without --lr-base) */
+  char gpu[96];        /* its CUDA_VISIBLE_DEVICES ("" none) */
+  char cpus[64];       /* the cores it was pinned to, "0-3" ("" not pinned) */
+  int resumed;         /* read from the store by --resume, not run again */
+  double samples_seen; /* the client's samples up to the measured window's end (NAN unknown) */
+  double window_s;     /* seconds from the first step's start to the window's end (NAN unknown) */
+  /* The quality metric's points up to the window's end: samples seen and seconds at each, and the
+   * value (malloc'd; tune_result_done frees them). */
+  double *q_samples, *q_time, *q_value;
+  size_t qn;
+  double quality, quality_ci; /* set by tune_rank: the tail's mean and its 95 % half-width (NAN unknown) */
+  int quality_points;         /* points in the tail */
+  int quality_dof;
+  enum tune_verdict verdict;
 };
 
 struct tune_result {
@@ -93,6 +132,8 @@ struct tune_result {
   long steps_run;                /* steps the jobs ran in all (a stopped job may run a step or two past its stop) */
   int best, winner, recommended; /* trial indices or -1; winner -1 when the best ties another */
   char stop_reason[160];         /* doctor: why it stopped */
+  double quality_point;          /* tune_rank: the samples (or seconds) every trial's quality is read at (NAN) */
+  char quality_note[200];        /* tune_rank: why quality was not judged ("" when it was, or not asked) */
 };
 
 /* Parses "name=v1,v2,..." into o->params. Returns 0 or GS_EINVAL with a message (gs_last_error). */
@@ -116,8 +157,24 @@ void tune_argv_free(char **argv);
  * ranked with tune_rank; free it with tune_result_done) or a GS_E code when the store cannot be used. */
 int tune_run(const struct tune_opts *o, struct tune_result *r);
 
-/* Sets r->best, r->winner, r->recommended and each trial's tied flag (halving: among the last rung). */
+/* Sets r->best, r->winner, r->recommended and each trial's tied flag (halving: among the last rung).
+ * With o->quality, first judges each trial's quality against the baseline's (tune_judge_quality):
+ * a trial whose quality is worse, or unknown while the baseline's is known, is never best nor tied. */
 void tune_rank(const struct tune_opts *o, struct tune_result *r);
+
+/* Reads every measured trial's quality at the common point — the fewest samples (or seconds) any
+ * measured trial saw by its window's end — as the mean of its points in the last TUNE_QUALITY_TAIL of
+ * that point, with a 95 % half-width over blocks of points (gs_rate_ci), and sets each trial's verdict
+ * against trial 0's: worse when the difference the wrong way is beyond both the noise
+ * (sqrt(ci^2 + ci0^2)) and o->quality_tol. Sets r->quality_point and r->quality_note. No-op without
+ * o->quality. This function can't fail. */
+void tune_judge_quality(const struct tune_opts *o, struct tune_result *r);
+
+/* The {lr} and {warmup} of a configuration: the base rate scaled by the rule for its batch (the base
+ * rate itself without a batch parameter or with rule none), and the warm-up in steps: the
+ * o->lr_warmup samples at its batch, when the rate was raised above the base, else 0. *lr is NAN and
+ * *warmup -1 without --lr-base. */
+void tune_lr_for(const struct tune_opts *o, const int *config, double *lr, long *warmup);
 
 /* The parameter (index, or -1) that holds the batch size: named batch_size, batch, bs, or ending
  * in "batch_size". */
@@ -129,6 +186,7 @@ void tune_print_table(FILE *out, const struct tune_opts *o, const struct tune_re
 void tune_print_json(FILE *out, const struct tune_opts *o, const struct tune_result *r, struct store *st);
 
 const char *tune_status_name(enum tune_status s);
+const char *tune_verdict_name(enum tune_verdict v);
 void tune_opts_done(struct tune_opts *o);
 void tune_result_done(struct tune_result *r);
 

@@ -1,5 +1,6 @@
 /* Unit tests of tune's planner and noise model: --param parsing, placeholder checks and filling, the
- * ratio estimator's standard error, ties, and the ranking (memory margin, ties, halving's last rung). */
+ * ratio estimator's standard error, ties, and the ranking (memory margin, ties, halving's last rung,
+ * quality against the baseline), and {lr} / {warmup} following the batch. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -233,6 +234,167 @@ static void test_doctor_move_shows_the_findings_estimate_for_the_value_applied(v
   tune_opts_done(&o);
 }
 
+/* A measured trial whose quality metric has n points, samples i * step apart, values v0 + i * dv
+ * alternating by +-jitter; it saw n * step samples (the arrays are static: at most 64 points). */
+static struct tune_trial q_trial(double rate, size_t n, double step, double v0, double dv, double jitter, int slot) {
+  static double xs[8][64], ts[8][64], vs[8][64];
+  struct tune_trial t = ok_trial(rate, 1, 1, 0);
+  for (size_t i = 0; i < n && i < 64; i++) {
+    xs[slot][i] = (double)(i + 1) * step;
+    ts[slot][i] = (double)(i + 1) * 0.01;
+    vs[slot][i] = v0 + (double)i * dv + (i % 2 ? jitter : -jitter);
+  }
+  t.q_samples = xs[slot], t.q_time = ts[slot], t.q_value = vs[slot], t.qn = n;
+  t.samples_seen = (double)n * step, t.window_s = (double)n * 0.01;
+  return t;
+}
+
+static struct tune_opts q_opts(const char *metric, int max) {
+  struct tune_opts o = {0};
+  snprintf(o.quality, sizeof o.quality, "%s", metric);
+  o.quality_max = max;
+  o.quality_tol = NAN;
+  return o;
+}
+
+/* The fastest configuration learns worse than the baseline beyond both trials' noise: worse, and the
+ * one as good as the baseline wins. */
+static void test_quality_worse_than_the_baseline_cannot_win(void **state) {
+  (void)state;
+  struct tune_trial tr[3] = {q_trial(100, 40, 32, 0.80, 0, 0.01, 0), q_trial(300, 40, 32, 2.2, 0, 0.01, 1),
+                             q_trial(200, 40, 32, 0.80, 0, 0.02, 2)};
+  struct tune_result r = {.trials = tr, .n = 3};
+  struct tune_opts o = q_opts("val_loss", 0);
+  tune_rank(&o, &r);
+  assert_int_equal(tr[0].verdict, TUNE_Q_BASELINE);
+  assert_int_equal(tr[1].verdict, TUNE_Q_WORSE);
+  assert_int_equal(tr[2].verdict, TUNE_Q_SAME);
+  assert_int_equal(r.best, 2);
+  assert_int_equal(r.winner, 2);
+  assert_false(tr[1].tied);
+  assert_true(fabs(r.quality_point - 40 * 32) < 1e-9 && r.quality_note[0] == 0);
+}
+
+/* A trial that logged no such metric has an unknown quality: it cannot be judged as good, so it
+ * cannot win however fast; a baseline without one leaves quality unjudged, and said. */
+static void test_quality_unknown_is_not_judged_better(void **state) {
+  (void)state;
+  struct tune_trial tr[2] = {q_trial(100, 40, 32, 0.8, 0, 0.01, 0), q_trial(300, 0, 32, 0, 0, 0, 1)};
+  tr[1].samples_seen = 40 * 32;
+  struct tune_result r = {.trials = tr, .n = 2};
+  struct tune_opts o = q_opts("val_loss", 0);
+  tune_rank(&o, &r);
+  assert_int_equal(tr[1].verdict, TUNE_Q_UNKNOWN);
+  assert_true(isnan(tr[1].quality));
+  assert_int_equal(r.best, 0);
+  struct tune_trial swapped[2] = {tr[1], tr[0]};
+  r.trials = swapped;
+  tune_rank(&o, &r);
+  assert_true(strstr(r.quality_note, "baseline") != NULL);
+  assert_int_equal(r.best, 0); /* not judged: speed alone */
+}
+
+/* The common point is the fewest samples any measured trial saw; the tail is its last 20 %: a
+ * trial's later points (after the others stopped) do not count. */
+static void test_quality_is_read_at_the_common_point(void **state) {
+  (void)state;
+  /* Trial 1 saw twice the samples and its loss keeps falling: at 1280 samples it is 1.0 + 0.5 = 1.5
+   * (worse); at its own end it would be as low as the baseline. */
+  struct tune_trial tr[2] = {q_trial(100, 40, 32, 0.8, 0, 0.001, 0), q_trial(200, 80, 32, 2.0, -0.015, 0.001, 1)};
+  struct tune_result r = {.trials = tr, .n = 2};
+  struct tune_opts o = q_opts("val_loss", 0);
+  tune_rank(&o, &r);
+  assert_true(fabs(r.quality_point - 1280) < 1e-9);
+  assert_int_equal(tr[1].quality_points, 8); /* (1024, 1280]: points 33..40 */
+  assert_int_equal(tr[1].verdict, TUNE_Q_WORSE);
+  assert_int_equal(r.best, 0);
+}
+
+/* --quality-at time reads every trial at the same seconds of training instead of the same samples: a
+ * trial with twice the batch has seen twice the data by then. */
+static void test_quality_at_time_reads_at_equal_seconds(void **state) {
+  (void)state;
+  struct tune_trial tr[2] = {q_trial(100, 40, 32, 0.8, 0, 0.001, 0), q_trial(200, 40, 64, 2.0, -0.035, 0.001, 1)};
+  struct tune_result r = {.trials = tr, .n = 2};
+  struct tune_opts o = q_opts("val_loss", 0);
+  tune_rank(&o, &r); /* at 1280 samples, trial 1 is at its 17th-20th points: about 1.39 */
+  assert_int_equal(tr[1].verdict, TUNE_Q_WORSE);
+  o.quality_at = TUNE_AT_TIME;
+  tune_rank(&o, &r); /* at 0.4 s, its 33rd-40th points: about 0.76, within its falling tail's noise */
+  assert_true(fabs(r.quality_point - 0.4) < 1e-9);
+  assert_int_equal(tr[1].verdict, TUNE_Q_SAME);
+  assert_int_equal(r.best, 1);
+}
+
+/* --quality-tol: a difference inside it is the same (relative to the baseline's value with X%); a
+ * higher-is-better metric (:max) is worse when lower. */
+static void test_quality_tolerance_and_direction(void **state) {
+  (void)state;
+  struct tune_trial tr[2] = {q_trial(100, 40, 32, 0.80, 0, 0.0001, 0), q_trial(200, 40, 32, 0.84, 0, 0.0001, 1)};
+  struct tune_result r = {.trials = tr, .n = 2};
+  struct tune_opts o = q_opts("val_loss", 0);
+  tune_rank(&o, &r);
+  assert_int_equal(tr[1].verdict, TUNE_Q_WORSE);
+  o.quality_tol = 0.10, o.quality_tol_rel = 1;
+  tune_rank(&o, &r);
+  assert_int_equal(tr[1].verdict, TUNE_Q_SAME);
+  assert_int_equal(r.best, 1);
+  struct tune_opts acc = q_opts("accuracy", 1);
+  tune_rank(&acc, &r);
+  assert_int_equal(tr[1].verdict, TUNE_Q_BETTER);
+}
+
+/* {lr} follows the batch by the rule; {warmup} is the warm-up samples in steps at the trial's batch
+ * when the rate was raised, else 0; without --lr-base there is none. */
+static void test_lr_follows_the_batch(void **state) {
+  (void)state;
+  struct tune_opts o = {0};
+  assert_int_equal(tune_param_add(&o, "batch_size=16,32,512"), 0);
+  double lr;
+  long warm;
+  int c[TUNE_MAX_PARAMS] = {2};
+  tune_lr_for(&o, c, &lr, &warm);
+  assert_true(isnan(lr) && warm == -1);
+  o.lr_base = 0.1, o.lr_batch = 32, o.lr_rule = TUNE_LR_LINEAR, o.lr_warmup = 5120;
+  tune_lr_for(&o, c, &lr, &warm);
+  assert_true(fabs(lr - 1.6) < 1e-12 && warm == 10);
+  c[0] = 0;
+  tune_lr_for(&o, c, &lr, &warm);
+  assert_true(fabs(lr - 0.05) < 1e-12 && warm == 0);
+  o.lr_rule = TUNE_LR_SQRT, c[0] = 2;
+  tune_lr_for(&o, c, &lr, &warm);
+  assert_true(fabs(lr - 0.4) < 1e-12 && warm == 10);
+  o.lr_rule = TUNE_LR_NONE;
+  tune_lr_for(&o, c, &lr, &warm);
+  assert_true(fabs(lr - 0.1) < 1e-12 && warm == 0);
+  tune_opts_done(&o);
+}
+
+/* {lr} and {warmup} need --lr-base; with it the command must use {lr}, no --param may take the
+ * name, and the scaled rate is filled in. */
+static void test_lr_placeholders_are_checked_and_filled(void **state) {
+  (void)state;
+  struct tune_opts o = {0};
+  assert_int_equal(tune_param_add(&o, "bs=32,256"), 0);
+  char *with_lr[] = {"train", "--bs", "{bs}", "--lr={lr}", "--warmup", "{warmup}", NULL};
+  char *without[] = {"train", "--bs", "{bs}", NULL};
+  o.argv = with_lr;
+  assert_int_equal(tune_validate(&o), GS_EINVAL);
+  assert_non_null(strstr(gs_last_error(), "--lr-base"));
+  o.lr_base = 0.1, o.lr_batch = 32, o.lr_rule = TUNE_LR_LINEAR, o.lr_warmup = 2560;
+  assert_int_equal(tune_validate(&o), 0);
+  int c[TUNE_MAX_PARAMS] = {1};
+  char **out = tune_substitute(&o, c);
+  assert_non_null(out);
+  assert_string_equal(out[3], "--lr=0.8");
+  assert_string_equal(out[5], "10");
+  tune_argv_free(out);
+  o.argv = without;
+  assert_int_equal(tune_validate(&o), GS_EINVAL);
+  assert_non_null(strstr(gs_last_error(), "no {lr}"));
+  tune_opts_done(&o);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_param_add_parses_name_and_values),
@@ -248,6 +410,13 @@ int main(void) {
       cmocka_unit_test(test_rank_takes_halvings_last_rung),
       cmocka_unit_test(test_doctor_move_takes_the_recommended_worker_count),
       cmocka_unit_test(test_doctor_move_shows_the_findings_estimate_for_the_value_applied),
+      cmocka_unit_test(test_quality_worse_than_the_baseline_cannot_win),
+      cmocka_unit_test(test_quality_unknown_is_not_judged_better),
+      cmocka_unit_test(test_quality_is_read_at_the_common_point),
+      cmocka_unit_test(test_quality_at_time_reads_at_equal_seconds),
+      cmocka_unit_test(test_quality_tolerance_and_direction),
+      cmocka_unit_test(test_lr_follows_the_batch),
+      cmocka_unit_test(test_lr_placeholders_are_checked_and_filled),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

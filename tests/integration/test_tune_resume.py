@@ -1,0 +1,80 @@
+"""`gpuscope tune --resume NAME`: a sweep of four trials is killed (SIGKILL to tune: no chance to
+clean up) while its third trial runs — that trial's job waits for a file the test writes only
+afterwards, so it cannot have finished; it gets SIGTERM from the kernel (the agent's parent-death
+signal, passed on to the job) and its run closes short of its steps. `gpuscope tune --resume NAME`,
+with no other argument, reads the sweep's own arguments back from the trials' runs, takes trials 01
+and 02 from the store (the same runs, not rerun) and runs only the rest, 03 and 04."""
+import json
+import os
+import signal
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gstest import BIN, PYTHON, Sandbox, check, run_tests, wait_until  # noqa: E402
+
+
+# JOB DIR K: reports 16 steps of 20 ms; trial c first writes DIR/c.started and waits for DIR/go.
+JOB = r'''
+import os, socket, sys, time
+d, k = sys.argv[1], sys.argv[2]
+if k == "c":
+    open(os.path.join(d, "c.started"), "w").close()
+    until = time.monotonic() + 60
+    while not os.path.exists(os.path.join(d, "go")) and time.monotonic() < until:
+        time.sleep(0.01)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for i in range(16):
+    time.sleep(0.02)
+    s.sendto(f"gs1 step {i} data=0.01 compute=0.01 samples=32 t={time.monotonic():.6f}".encode(),
+             os.environ["GPUSCOPE_SOCKET"])
+'''
+
+
+def runs(sb, group):
+    return sb.json("runs", "--group", group, "--json")
+
+
+def test_a_killed_sweep_resumes_and_runs_only_the_trials_not_finished():
+    sb = Sandbox()
+    try:
+        job = os.path.join(sb.dir, "job.py")
+        with open(job, "w") as f:
+            f.write(JOB)
+        cmd = [BIN, "tune", "--name", "sw", "--steps", "12", "--warmup", "2", "--param", "k=a,b,c,d", "--", PYTHON,
+               job, sb.dir, "{k}"]
+        p = subprocess.Popen(cmd, env=sb.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        started = os.path.join(sb.dir, "c.started")
+        wait_until(lambda: os.path.exists(started), "trial 03's job to start", timeout=120, proc=p)
+        p.send_signal(signal.SIGKILL)
+        seen = p.stderr.read().splitlines()
+        p.wait(timeout=60)
+        check(any(x.startswith("[tune] 02 ") for x in seen), f"tune printed: {seen}")
+        wait_until(lambda: all(r["status"] != "running" for r in runs(sb, "sw")), "the orphaned trial's run to close",
+                   timeout=120)
+        before = {r["name"]: r for r in runs(sb, "sw")}
+        open(os.path.join(sb.dir, "go"), "w").close()
+        check("sw/01" in before and "sw/02" in before and "sw/03" in before and "sw/04" not in before,
+              str(sorted(before)))
+        rc, out, err = sb.gs("tune", "--resume", "sw", "--json", timeout=200)
+        check(rc == 0, f"tune --resume exited {rc}\n{out}\n{err}")
+        r = json.loads(out)
+        t = r["trials"]
+        check(len(t) == 4 and all(x["status"] == "ok" for x in t), str(t))
+        check(r["resumed"] and r["name"] == "sw" and r["params"] == {"k": ["a", "b", "c", "d"]}, str(r))
+        for k in (0, 1):
+            check(t[k]["resumed"] and t[k]["run_id"] == before[f"sw/0{k + 1}"]["id"], f"trial {k + 1} from the store")
+        for k in (2, 3):
+            check(not t[k]["resumed"], f"trial {k + 1} ran again: {t[k]}")
+        check(t[2]["run_id"] != before["sw/03"]["id"], "03, stopped short by tune's death, is a new run")
+        after = runs(sb, "sw")
+        check(sum(x["name"] == "sw/01" for x in after) == 1 and sum(x["name"] == "sw/02" for x in after) == 1,
+              "01 and 02 were not run again")
+        check(sum(x["name"] == "sw/04" for x in after) == 1, "04 ran once")
+        check("from the store" in err, err)
+    finally:
+        sb.close()
+
+
+if __name__ == "__main__":
+    run_tests(globals())
