@@ -70,5 +70,7 @@ bench() {
     env PYTHONPATH=clients/python $PY bench/client_overhead.py
   bench "2h. Python client: sends to a full socket (bench/client_full_socket.py)" \
     $PY bench/client_full_socket.py
+  bench "2i. tune --gpus: trials side by side vs one at a time (bench/tune_gpus.py)" \
+    $PY bench/tune_gpus.py --build "$BUILD_DIR"
 } 2>&1 | tee "$OUT"
 echo "(kept in $OUT)"
