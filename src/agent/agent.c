@@ -462,7 +462,7 @@ static int agent_setup(struct agent *a) {
   if (a->st->stats.notice[0]) /* the store unreachable from the start: said now, not at the end */
     fprintf(stderr, "gpuscope: %s\n", a->st->stats.notice);
   tags_to_params(a->sink, o->tags);
-  agent_provenance(a->sink, a->run.cwd);
+  agent_provenance(a->sink, a->run.cwd, o->save_diff);
   if (a->attach) {
     attach_params(a->sink, o->attach_pid, a->in, err);
   } else if ((a->in = ingest_open(err, sizeof err))) {
