@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,18 @@ static int git(const char *cwd, const char *const *args, struct capture *c) {
   return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 }
 
+/* Whether s (n bytes) is text a store keeps as it is: no NUL byte, and well-formed UTF-8 (a diff of
+ * a Latin-1 file is not: PostgreSQL would refuse it, SQLite's readers would repair it). */
+static int is_text(const char *s, size_t n) {
+  if (strlen(s) != n)
+    return 0;
+  uint32_t cp;
+  for (size_t k; (k = gs_utf8_next(s, &cp)); s += k)
+    if (cp == 0xfffd && k == 1) /* a real U+FFFD takes three bytes */
+      return 0;
+  return 1;
+}
+
 static void git_params(struct gs_sink *s, const char *cwd, int save_diff) {
   struct capture c = {0};
   static const char *const head[] = {"rev-parse", "HEAD", NULL};
@@ -142,11 +155,12 @@ static void git_params(struct gs_sink *s, const char *cwd, int save_diff) {
     gs_sink_param(s, "git.diff_sha256", hex);
     snprintf(n, sizeof n, "%zu", c.bytes);
     gs_sink_param(s, "git.diff_bytes", n);
-    if (c.all && strlen(c.all) == c.bytes) /* a diff with a NUL byte in it is not text to keep */
+    if (c.all && is_text(c.all, c.bytes)) /* every store keeps params as UTF-8 text */
       gs_sink_param(s, "git.diff", c.all);
     else if (save_diff)
-      gs_sink_note(s, "provenance: the diff is %zu bytes, over --save-diff's %d (or not text): only its hash is kept",
-                   c.bytes, AGENT_SAVE_DIFF_MAX);
+      gs_sink_note(s, "provenance: the diff is %zu bytes, %s %d: only its hash is kept", c.bytes,
+                   c.all ? "not UTF-8 text; --save-diff keeps text of at most" : "over --save-diff's",
+                   AGENT_SAVE_DIFF_MAX);
   }
   free(c.all);
 }

@@ -14,7 +14,7 @@
 
 enum {
   MV_FORMAT_VERSION = 1,           /* the "version" this gpuscope writes and reads */
-  MV_MAX_LINE = 4 * 1024 * 1024,   /* bytes of one line, newline included */
+  MV_MAX_LINE = 8 * 1024 * 1024,   /* bytes of one line, newline included (a kept 1 MiB diff, escaped) */
   MV_MAX_FIELDS = 24,              /* fields of one object */
   MV_MAX_POINTS = 4096,            /* numbers in one array (a points line) */
   MV_MAX_SERIES = 1000000,         /* series of one run */

@@ -69,7 +69,7 @@ def test_save_diff_keeps_the_diff_itself_and_a_clean_tree_keeps_none():
         sb.close()
 
 
-def test_save_diff_over_its_bound_keeps_only_the_hash_and_says_so():
+def test_save_diff_over_its_bound_or_not_text_keeps_only_the_hash_and_says_so():
     sb = Sandbox()
     try:
         repo = _repo(sb, "r")
@@ -80,6 +80,14 @@ def test_save_diff_over_its_bound_keeps_only_the_hash_and_says_so():
         check("git.diff" not in p and p.get("git.diff_bytes") == str(len(_diff(repo))), str(p.get("git.diff_bytes")))
         notes = sb.json("show", "last", "--notes", "--json")
         check(any("over --save-diff's 1048576" in n for n in notes), str(notes))
+        latin = _repo(sb, "latin1")
+        with open(os.path.join(latin, "train.py"), "ab") as f:
+            f.write(b"# caf\xe9\n")  # Latin-1: not UTF-8, which no store keeps as text
+        _run_in(sb, latin, "--save-diff")
+        p = _params(sb)
+        check("git.diff" not in p and p.get("git.diff_sha256") == hashlib.sha256(_diff(latin)).hexdigest(), str(p))
+        notes = sb.json("show", "last", "--notes", "--json")
+        check(any("not UTF-8 text" in n for n in notes), str(notes))
     finally:
         sb.close()
 
