@@ -142,7 +142,7 @@ static void text_origin(void *user, const char *key) {
     fputs("\nwhere they came from (what differs)\n", t->out);
   t->any = 1;
   char k[64];
-  snprintf(k, sizeof k, "  %s", rp_origin_label(key));
+  snprintf(k, sizeof k, "  %s", report_origin_label(key));
   text_cell(t->out, k);
   for (size_t j = 0; j < t->n; j++) {
     const char *v = rp_param(&t->runs[j], key);

@@ -4,6 +4,7 @@
  * versions, the Python client's Python, torch, CUDA and cuDNN versions (docs/protocol.md). What a run
  * does not have is left out, never shown as a value. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "report/report_int.h"
@@ -36,7 +37,7 @@ int rp_param_is_origin(const char *key) {
   return 0;
 }
 
-const char *rp_origin_label(const char *key) {
+const char *report_origin_label(const char *key) {
   for (size_t i = 0; i < sizeof origin / sizeof *origin; i++)
     if (!strcmp(origin[i].key, key))
       return origin[i].label;
@@ -107,15 +108,26 @@ void rp_origin_text(FILE *out, const struct report_run *r) {
   pieces(out, r, "  driver:   ", drv, drv_l, 2);
 }
 
-void rp_origin_differ(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *key), void *user) {
+void report_origin_differ(const struct runview *const *views, size_t n, void (*fn)(void *user, const char *key),
+                          void *user) {
   for (size_t i = 0; i < sizeof origin / sizeof *origin; i++) {
-    const char *v0 = n ? rp_param(&runs[0], origin[i].key) : NULL;
+    const char *v0 = n ? runview_param(views[0], origin[i].key) : NULL;
     int differs = 0;
     for (size_t j = 1; j < n && !differs; j++) {
-      const char *v = rp_param(&runs[j], origin[i].key);
+      const char *v = runview_param(views[j], origin[i].key);
       differs = (!v0) != (!v) || (v0 && v && strcmp(v0, v));
     }
     if (differs)
       fn(user, origin[i].key);
   }
+}
+
+void rp_origin_differ(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *key), void *user) {
+  const struct runview **views = n ? malloc(n * sizeof *views) : NULL;
+  if (!views)
+    return; /* out of memory: nothing listed */
+  for (size_t i = 0; i < n; i++)
+    views[i] = &runs[i].view;
+  report_origin_differ(views, n, fn, user);
+  free(views);
 }

@@ -98,8 +98,6 @@ void rp_job_metrics(const struct report_run *runs, size_t n, void (*fn)(void *us
 /* 1 for a param that says where a run came from (git, Python, torch, the driver, the container;
  * git.diff and git.diff_bytes too): the report shows them on lines of their own. */
 int rp_param_is_origin(const char *key);
-/* The name people know an origin param by ("torch" for torch.version); the key for any other. */
-const char *rp_origin_label(const char *key);
 /* The report's lines on where r came from (git:, python:, driver:), each only when r has it. */
 void rp_origin_text(FILE *out, const struct report_run *r);
 /* Calls fn once per origin param whose value differs between the runs (absent counts as a value),

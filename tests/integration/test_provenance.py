@@ -11,6 +11,7 @@ import json
 import subprocess
 
 from gstest import *
+from test_serve_api import Server
 
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 CLIENT = os.path.join(SRC, "clients", "python")
@@ -145,6 +146,14 @@ def test_compare_names_the_driver_version_that_differs():
         check(j["origin_differing"] == {"nvml.driver_version": ["550.54.15", "560.35.03"],
                                         "nvml.cuda_driver_version": ["12.4", "12.6"]}, str(j["origin_differing"]))
         check("driver:   NVIDIA 560.35.03, CUDA 12.6" in sb.ok("report", "new"), "report shows the driver")
+        server = Server(sb)
+        try:
+            api = server.json("/api/compare?runs=old,new")["origin_differ"]
+        finally:
+            server.stop()
+        check(api == [{"key": "nvml.driver_version", "label": "NVIDIA driver", "values": ["550.54.15", "560.35.03"]},
+                      {"key": "nvml.cuda_driver_version", "label": "driver CUDA", "values": ["12.4", "12.6"]}],
+              f"the compare page's answer: {api}")
     finally:
         sb.close()
 
