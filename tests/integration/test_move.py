@@ -4,10 +4,10 @@ copy RUN... --to URL` (docs/export.md).
 Three runs are made in a SQLite store (a job speaking gs1 with params, steps and a mark; a job that
 fails; a generated run of 4 GPUs at 10 Hz, more points than one import append takes) and reported
 (so their findings are kept). They are exported, imported into a second SQLite store, and copied
-from there into a real PostgreSQL server (tests/pg/pgserver.py): every run reads back identical
+from there into a real PostgreSQL server (tests/pg/pgserver.py) and back out of it: every run reads back identical
 through `report --json`, `show --json` (every sample), `show --events/--params/--notes --json` in
-each store, the second store's export is the first byte for byte, and a second import or copy adds
-nothing. A truncated file, a damaged line, a newer format and a run that is there in another state
+each store, the second store's export (and that of the copy back from the server) is the first byte
+for byte, and a second import or copy adds nothing. A truncated file, a damaged line, a newer format and a run that is there in another state
 are refused with one line and exit 2, writing nothing."""
 import os
 import subprocess
@@ -101,6 +101,12 @@ def test_copy_to_postgresql_and_again_adds_nothing():
             check(rc == 0 and "0 runs added, 3 in the store already" in err, f"exit {rc}: {err}")
             check(pg.psql("SELECT count(*) FROM runs", db="moved") == "3", "three runs on the server")
             check(pg.psql("SELECT count(*) FROM chunks", db="moved") == chunks, "the second copy wrote chunks")
+            back = "sqlite://" + os.path.join(sb.dir, "back.db")  # and out of the server again
+            sb.ok("copy", *sb.ids, "--store", url, "--to", back)
+            again = os.path.join(sb.dir, "back.jsonl")
+            sb.ok("export", *sb.ids, "-o", again, "--store", back)
+            with open(sb.file, "rb") as f1, open(again, "rb") as f2:
+                check(f1.read() == f2.read(), "SQLite -> PostgreSQL -> SQLite changed the export")
         finally:
             sb.env = saved
 
