@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pg"))
 from gstest import *  # noqa: E402,F401,F403
-from pgserver import PgServer  # noqa: E402
+from pgserver import PgServer, free_port  # noqa: E402
 
 GEN = os.path.join(BUILD, "bench/serve_gen")
 
@@ -109,6 +109,15 @@ def test_copy_to_postgresql_and_again_adds_nothing():
                 check(f1.read() == f2.read(), "SQLite -> PostgreSQL -> SQLite changed the export")
         finally:
             sb.env = saved
+
+
+def test_copy_to_a_server_that_is_not_there_says_so_and_spools_nothing():
+    sb = shared()
+    spool = os.path.join(sb.dir, "spool-away")
+    url = f"postgresql://gs@127.0.0.1:{free_port()}/gone?connect_timeout=5"  # a port nobody listens on
+    rc, out, err = sb.gs("copy", *sb.ids, "--to", url, env={"GPUSCOPE_SPOOL_DIR": spool})
+    check(rc == 3 and "unreachable" in err and len(err.strip().splitlines()) == 1, f"exit {rc}: {err!r}")
+    check(out == "" and not os.path.exists(spool), "a copy to a server away wrote something")
 
 
 def refused(sb, text, why, name="bad.jsonl"):
