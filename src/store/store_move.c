@@ -261,15 +261,19 @@ struct xin {
   struct gs_sink *sink; /* the run's series, points, events, params and notes until the next append */
   struct store_finding *find;
   size_t n_find;
+  size_t n_other; /* events, params and notes in the sink */
 };
 
-enum { XIN_APPEND_POINTS = 65536 };
+/* An append at most this many points, or events, params and notes: an import's memory is bounded
+ * whatever the run's size. */
+enum { XIN_APPEND_POINTS = 65536, XIN_APPEND_OTHER = 16384 };
 
 /* Writes what the sink holds (everything read since the last append) in one append. */
 static int xin_append(struct xin *x) {
   struct gs_batch *b = gs_sink_take(x->sink);
   if (!b)
     return gs_fail(GS_ENOMEM, "out of memory");
+  x->n_other = 0;
   int rc = x->dst->run_append(x->dst, &x->run, b);
   gs_batch_free(b);
   return rc;
@@ -321,9 +325,14 @@ static int read_run(struct xin *x, const struct mv_line *l) {
   return x->dst->run_import(x->dst, r);
 }
 
+/* After an event, param or note went into the sink: an append when enough wait. */
+static int xin_other(struct xin *x) {
+  return ++x->n_other >= XIN_APPEND_OTHER ? xin_append(x) : GS_OK;
+}
+
 static int read_param(struct xin *x, const struct mv_line *l) {
   gs_sink_param(x->sink, mv_str(l, "key"), mv_str(l, "value"));
-  return GS_OK;
+  return xin_other(x);
 }
 
 static int read_series(struct xin *x, const struct mv_line *l) {
@@ -350,12 +359,12 @@ static int read_points(struct xin *x, const struct mv_line *l) {
 static int read_event(struct xin *x, const struct mv_line *l) {
   gs_sink_event(x->sink, mv_int(l, "t", 0), mv_str(l, "kind"), mv_str(l, "name"), mv_num(l, "value"),
                 mv_str(l, "labels"), mv_str(l, "text"));
-  return GS_OK;
+  return xin_other(x);
 }
 
 static int read_note(struct xin *x, const struct mv_line *l) {
   gs_sink_note(x->sink, "%s", mv_str(l, "text"));
-  return GS_OK;
+  return xin_other(x);
 }
 
 static int read_finding(struct xin *x, const struct mv_line *l) {
@@ -398,6 +407,7 @@ static const struct reader {
 static void xin_run_done(struct xin *x) {
   gs_sink_free(x->sink);
   x->sink = NULL;
+  x->n_other = 0;
   free(x->find);
   x->find = NULL;
   x->n_find = 0;

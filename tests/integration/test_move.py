@@ -9,6 +9,7 @@ through `report --json`, `show --json` (every sample), `show --events/--params/-
 each store, the second store's export (and that of the copy back from the server) is the first byte
 for byte, and a second import or copy adds nothing. A truncated file, a damaged line, a newer format and a run that is there in another state
 are refused with one line and exit 2, writing nothing."""
+import json
 import os
 import subprocess
 import sys
@@ -109,6 +110,29 @@ def test_copy_to_postgresql_and_again_adds_nothing():
                 check(f1.read() == f2.read(), "SQLite -> PostgreSQL -> SQLite changed the export")
         finally:
             sb.env = saved
+
+
+def test_a_run_of_many_events_imports_whole():
+    sb = shared()
+    lines = whole(sb).splitlines(keepends=True)
+    first = json.loads(lines[1])
+    check(first["type"] == "run", "the first run's line")
+    rid = first["id"]
+    end = next(i for i, ln in enumerate(lines) if '"type":"run_end"' in ln)
+    count = json.loads(lines[end])["lines"]
+    extra = [json.dumps({"type": "event", "run": rid, "t": 10 ** 12 + k, "kind": "mark", "name": "many", "labels": "",
+                         "text": "", "value": k}, separators=(",", ":")) + "\n" for k in range(40000)]
+    lines[end] = lines[end].replace(f'"lines":{count}', f'"lines":{count + len(extra)}')
+    lines[end:end] = extra  # more events than one append takes (16,384)
+    path = os.path.join(sb.dir, "many.jsonl")
+    with open(path, "w") as f:
+        f.write("".join(lines))
+    store = "sqlite://" + os.path.join(sb.dir, "many.db")
+    sb.ok("import", path, "--store", store)
+    before = sb.json("show", rid, "--events", "--json")
+    after = sb.json("show", rid, "--events", "--json", "--store", store)
+    check(len(after) == len(before) + 40000, f"{len(after)} events, want {len(before)} + 40000")
+    check([e["value"] for e in after if e["name"] == "many"] == list(range(40000)), "the events in their order")
 
 
 def test_copy_to_a_server_that_is_not_there_says_so_and_spools_nothing():
