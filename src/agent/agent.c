@@ -464,7 +464,7 @@ static int agent_setup(struct agent *a) {
   tags_to_params(a->sink, o->tags);
   for (size_t i = 0; i < o->nparams; i++)
     gs_sink_param(a->sink, o->params[i].key, o->params[i].value);
-  agent_provenance(a->sink, a->run.cwd);
+  agent_provenance(a->sink, a->run.cwd, o->save_diff);
   if (a->attach) {
     attach_params(a->sink, o->attach_pid, a->in, err);
   } else if ((a->in = ingest_open(err, sizeof err))) {

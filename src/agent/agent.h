@@ -31,6 +31,7 @@ struct agent_opts {
   const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
   const char *token;      /* for listen: required off loopback */
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
+  int save_diff;          /* keep the git diff itself (param git.diff, at most 1 MiB), not only its hash */
 };
 
 /* The default commit period: 10 ticks, at least 1 s and at most 10 s. A SIGKILLed agent loses at most

@@ -46,9 +46,12 @@ void agent_run_fill_here(struct store_run *r, int64_t interval_ns);
 /* Where the run came from, as params (provenance.c): git commit, branch, dirty, the diff's SHA-256
  * for the repository cwd is in (nothing when git or a repository is absent), the scheduler's ids
  * (sched.*) and the container (container.*). Runs git at most four times, each bounded to 2 s; can't
- * fail (what cannot be read is not recorded; a git that hangs is said in a note). */
+ * fail (what cannot be read is not recorded; a git that hangs is said in a note). save_diff: keep the
+ * diff itself as the param git.diff when it is text of at most AGENT_SAVE_DIFF_MAX bytes (a longer
+ * one: only its hash, and a note). */
 struct gs_sink;
-void agent_provenance(struct gs_sink *s, const char *cwd);
+enum { AGENT_SAVE_DIFF_MAX = 1024 * 1024 };
+void agent_provenance(struct gs_sink *s, const char *cwd, int save_diff);
 
 /* `run --listen` (node.c): starts the /metrics endpoint over sink on listen and prints its address
  * on stderr (unless quiet). Returns 0 with *out (free with metrics_free), or GS_EINVAL with a

@@ -3,12 +3,14 @@
  * what `git diff --no-ext-diff HEAD | sha256sum` prints), the scheduler's ids from the environment
  * (Slurm, Kubernetes' downward API variables, PBS, LSF) and the container (the cgroup path, the
  * runtime where it says so). What cannot be read is absent, never made up: no git, not a
- * repository, no scheduler. Git runs once at the start, bounded in time, never on the sampling path;
- * one that hangs (a stale NFS mount) is killed after PROV_GIT_TIMEOUT_MS and recorded as a note. */
+ * repository, no scheduler. With --save-diff the diff itself is kept too (git.diff, at most
+ * AGENT_SAVE_DIFF_MAX bytes, else only its hash and a note). Git runs once at the start, bounded in time, never on the
+ * sampling path; one that hangs (a stale NFS mount) is killed after PROV_GIT_TIMEOUT_MS and recorded as a note. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,12 +29,37 @@ struct capture {
   size_t n;
   struct gs_sha256 hash; /* all of stdout */
   size_t bytes;
+  char *all; /* when keep > 0: all of stdout, malloc'd, while it is at most keep bytes (else NULL) */
+  size_t keep;
 };
 
-/* Runs git with args in cwd, stdout into c, stderr discarded, with a deadline. Returns git's exit
- * code, -1 when it could not run, -2 when it was killed at the deadline. */
+/* What git printed, kept whole while it stays within c->keep bytes (a longer one is dropped whole:
+ * half a diff cannot be applied). */
+static void keep_bytes(struct capture *c, const char *buf, size_t r) {
+  if (!c->keep || (c->bytes && !c->all))
+    return;
+  if (c->bytes + r > c->keep) {
+    free(c->all);
+    c->all = NULL;
+    return;
+  }
+  char *all = realloc(c->all, c->bytes + r + 1);
+  if (!all) {
+    free(c->all);
+    c->all = NULL;
+    return;
+  }
+  memcpy(all + c->bytes, buf, r);
+  all[c->bytes + r] = 0;
+  c->all = all;
+}
+
+/* Runs git with args in cwd, stdout into c (c->keep set by the caller, the rest cleared), stderr discarded, with a
+ * deadline. Returns git's exit code, -1 when it could not run, -2 when it was killed at the deadline. */
 static int git(const char *cwd, const char *const *args, struct capture *c) {
+  size_t keep = c->keep;
   memset(c, 0, sizeof *c);
+  c->keep = keep;
   gs_sha256_init(&c->hash);
   int p[2];
   if (pipe2(p, O_CLOEXEC))
@@ -73,6 +100,7 @@ static int git(const char *cwd, const char *const *args, struct capture *c) {
     if (r <= 0)
       break;
     gs_sha256_update(&c->hash, buf, (size_t)r);
+    keep_bytes(c, buf, (size_t)r);
     c->bytes += (size_t)r;
     size_t take = sizeof c->text - 1 - c->n < (size_t)r ? sizeof c->text - 1 - c->n : (size_t)r;
     memcpy(c->text + c->n, buf, take);
@@ -89,8 +117,20 @@ static int git(const char *cwd, const char *const *args, struct capture *c) {
   return WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
 }
 
-static void git_params(struct gs_sink *s, const char *cwd) {
-  struct capture c;
+/* Whether s (n bytes) is text a store keeps as it is: no NUL byte, and well-formed UTF-8 (a diff of
+ * a Latin-1 file is not: PostgreSQL would refuse it, SQLite's readers would repair it). */
+static int is_text(const char *s, size_t n) {
+  if (strlen(s) != n)
+    return 0;
+  uint32_t cp;
+  for (size_t k; (k = gs_utf8_next(s, &cp)); s += k)
+    if (cp == 0xfffd && k == 1) /* a real U+FFFD takes three bytes */
+      return 0;
+  return 1;
+}
+
+static void git_params(struct gs_sink *s, const char *cwd, int save_diff) {
+  struct capture c = {0};
   static const char *const head[] = {"rev-parse", "HEAD", NULL};
   int rc = git(cwd, head, &c);
   if (rc == -2) {
@@ -108,13 +148,21 @@ static void git_params(struct gs_sink *s, const char *cwd) {
   if (git(cwd, status, &c) == 0)
     gs_sink_param(s, "git.dirty", c.bytes ? "true" : "false");
   static const char *const diff[] = {"diff", "--no-ext-diff", "--no-color", "HEAD", NULL};
+  c.keep = save_diff ? AGENT_SAVE_DIFF_MAX : 0;
   if (git(cwd, diff, &c) == 0 && c.bytes) {
     char hex[65], n[32];
     gs_sha256_hex(&c.hash, hex);
     gs_sink_param(s, "git.diff_sha256", hex);
     snprintf(n, sizeof n, "%zu", c.bytes);
     gs_sink_param(s, "git.diff_bytes", n);
+    if (c.all && is_text(c.all, c.bytes)) /* every store keeps params as UTF-8 text */
+      gs_sink_param(s, "git.diff", c.all);
+    else if (save_diff)
+      gs_sink_note(s, "provenance: the diff is %zu bytes, %s %d: only its hash is kept", c.bytes,
+                   c.all ? "not UTF-8 text; --save-diff keeps text of at most" : "over --save-diff's",
+                   AGENT_SAVE_DIFF_MAX);
   }
+  free(c.all);
 }
 
 /* The scheduler's ids and the container, from the environment and /proc. */
@@ -159,8 +207,8 @@ static void env_params(struct gs_sink *s) {
     fclose(f);
 }
 
-void agent_provenance(struct gs_sink *s, const char *cwd) {
+void agent_provenance(struct gs_sink *s, const char *cwd, int save_diff) {
   if (cwd && *cwd)
-    git_params(s, cwd);
+    git_params(s, cwd, save_diff);
   env_params(s);
 }

@@ -37,6 +37,7 @@ static const char RUN_USAGE[] =
     "  --store URL        sqlite:///path/to/file.db or postgresql://host/db (default\n"
     "                     $GPUSCOPE_STORE or the XDG path)\n"
     "  --wait-tree        after CMD exits, wait for the processes it left running\n"
+    "  --save-diff        keep the uncommitted git diff itself (at most 1 MiB), not only its hash\n"
     "  --quiet            no live line, no summary\n"
     "  --listen HOST:PORT serve the run's Prometheus metrics (/metrics, as `gpuscope agent`)\n"
     "  --token T          for --listen: require 'Authorization: Bearer T' (default\n"
@@ -100,6 +101,9 @@ static int run_opt(int opt, const char *arg, void *user) {
   case 'w':
     o->wait_tree = 1;
     break;
+  case 'D':
+    o->save_diff = 1;
+    break;
   case 'r':
     o->root = arg;
     break;
@@ -132,6 +136,7 @@ int cmd_run(int argc, char **argv) {
                                            {"listen", required_argument, 0, 'L'},
                                            {"token", required_argument, 0, 'T'},
                                            {"host-label", required_argument, 0, 'H'},
+                                           {"save-diff", no_argument, 0, 'D'},
                                            {0, 0, 0, 0}};
   struct run_args a = {.o = {.interval_ns = 100000000LL, .name = "", .root = "/"}};
   struct agent_opts *o = &a.o;

@@ -33,6 +33,9 @@ static const struct command commands[] = {
     {"devices", cmd_devices, "list NVIDIA GPUs and the metric families each offers"},
     {"migrate", cmd_migrate, "bring a store made by an older gpuscope to this schema version"},
     {"serve", cmd_serve, "the run pages in a browser, live, and a JSON API (--listen, --token)"},
+    {"export", cmd_export, "write runs into one file (-o FILE) that import reads into another store"},
+    {"import", cmd_import, "add the runs of an export file to the store (a run there already: nothing)"},
+    {"copy", cmd_copy, "copy runs to another store (--to URL), e.g. SQLite to PostgreSQL; idempotent"},
 };
 
 static void usage(FILE *out) {

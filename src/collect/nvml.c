@@ -1454,6 +1454,20 @@ static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
   return gpu_start_migs(c, g, &f);
 }
 
+/* The driver's version and the newest CUDA it runs (nvidia-smi's "CUDA Version": 12040 is 12.4) as
+ * run params; either left out when the driver does not say. */
+static void driver_params(struct nvml_ctx *c, struct gs_sink *sink) {
+  if (c->driver[0])
+    gs_sink_param(sink, "nvml.driver_version", c->driver);
+  int cuda = 0;
+  if (c->api.nvmlSystemGetCudaDriverVersion && c->api.nvmlSystemGetCudaDriverVersion(&cuda) == NVML_SUCCESS &&
+      cuda > 0) {
+    char v[32];
+    snprintf(v, sizeof v, "%d.%d", cuda / 1000, cuda % 1000 / 10);
+    gs_sink_param(sink, "nvml.cuda_driver_version", v);
+  }
+}
+
 static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, char *err, size_t errlen) {
   struct nvml_ctx *c = calloc(1, sizeof *c);
   if (!c) {
@@ -1505,8 +1519,7 @@ static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, 
   char v[512];
   snprintf(v, sizeof v, "%u", n);
   gs_sink_param(sink, "gpu.count", v);
-  if (c->driver[0])
-    gs_sink_param(sink, "nvml.driver_version", c->driver);
+  driver_params(c, sink);
   if (*nvml_api_missing(&c->api, v, sizeof v))
     gs_sink_note(sink, "nvml: this driver's library lacks %s; those metrics are off", v);
   for (unsigned i = 0; i < n; i++) {

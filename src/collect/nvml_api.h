@@ -230,6 +230,7 @@ struct nvml_api {
   nvmlReturn_t (*nvmlShutdown)(void);
   const char *(*nvmlErrorString)(nvmlReturn_t r);
   nvmlReturn_t (*nvmlSystemGetDriverVersion)(char *buf, unsigned len);
+  nvmlReturn_t (*nvmlSystemGetCudaDriverVersion)(int *version); /* 1000 x major + 10 x minor */
   nvmlReturn_t (*nvmlDeviceGetCount)(unsigned *n);
   nvmlReturn_t (*nvmlDeviceGetHandleByIndex)(unsigned i, nvmlDevice_t *d);
   nvmlReturn_t (*nvmlDeviceGetName)(nvmlDevice_t d, char *buf, unsigned len);

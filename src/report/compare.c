@@ -40,7 +40,7 @@ void report_params_differ(const struct runview *const *views, size_t n, void (*f
       /* a scheduler's job id and the cgroup path differ between any two runs: listed in each report,
        * never as "what changed" */
       if (seen_before || report_param_is_internal(key) || !strncmp(key, "sched.", 6) ||
-          !strcmp(key, "container.cgroup"))
+          !strcmp(key, "container.cgroup") || !strcmp(key, "git.diff")) /* the diff's hash says it */
         continue;
       int differs = 0;
       const char *v0 = runview_param(views[0], key);
@@ -135,8 +135,27 @@ struct text_diff {
   int any;
 };
 
+/* One origin param that differs: "  torch   2.3.0 → 2.4.0", the runs' values in their order. */
+static void text_origin(void *user, const char *key) {
+  struct text_diff *t = user;
+  if (!t->any)
+    fputs("\nwhere they came from (what differs)\n", t->out);
+  t->any = 1;
+  char k[64];
+  snprintf(k, sizeof k, "  %s", report_origin_label(key));
+  text_cell(t->out, k);
+  for (size_t j = 0; j < t->n; j++) {
+    const char *v = rp_param(&t->runs[j], key);
+    fputs(j ? " → " : "", t->out);
+    rp_text(t->out, v ? v : "—", 0);
+  }
+  fputc('\n', t->out);
+}
+
 static void text_param(void *user, const char *key) {
   struct text_diff *t = user;
+  if (rp_param_is_origin(key))
+    return; /* in "where they came from" */
   if (!t->any)
     fputs("\nparams that differ\n", t->out);
   t->any = 1;
@@ -235,6 +254,8 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
     }
     fputc('\n', out);
   }
+  struct text_diff to = {out, runs, n, 0};
+  rp_origin_differ(runs, n, text_origin, &to);
   struct text_diff td = {out, runs, n, 0};
   rp_differing_params(runs, n, text_param, &td);
   struct text_diff tm = {out, runs, n, 0};

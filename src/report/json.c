@@ -294,6 +294,9 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
   fputs("\n],\n\"params_differing\": {", out);
   struct param_diff pd = {out, runs, n, 1};
   rp_differing_params(runs, n, param_diff, &pd);
+  fputs("},\n\"origin_differing\": {", out);
+  struct param_diff od = {out, runs, n, 1};
+  rp_origin_differ(runs, n, param_diff, &od);
   fputs("},\n\"job_metrics\": {", out);
   struct param_diff md = {out, runs, n, 1};
   rp_job_metrics(runs, n, metric_json, &md);

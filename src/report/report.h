@@ -112,6 +112,13 @@ int report_param_is_internal(const char *key);
  * views (absent counts as a value), in first-seen order. */
 void report_params_differ(const struct runview *const *views, size_t n, void (*fn)(void *user, const char *key),
                           void *user);
+/* Calls fn once for each param of where a run came from (git, Python, torch, CUDA, cuDNN, the
+ * NVIDIA driver and its CUDA, the container: origin.c) whose value differs between the n views
+ * (absent counts as a value), in that order. report_origin_label names such a key as people know it
+ * ("torch" for torch.version; any other key as it is). */
+void report_origin_differ(const struct runview *const *views, size_t n, void (*fn)(void *user, const char *key),
+                          void *user);
+const char *report_origin_label(const char *key);
 void report_run_done(struct report_run *r);
 
 /* The reports of one run. color: use ANSI colours (the CLI decides: a TTY and no NO_COLOR). Each

@@ -93,4 +93,15 @@ int rp_job_metric(const struct report_run *r, const char *name, struct rp_metric
 #define RP_MAX_METRICS 32
 void rp_job_metrics(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *name), void *user);
 
+/* ---- where a run came from (origin.c) ---- */
+
+/* 1 for a param that says where a run came from (git, Python, torch, the driver, the container;
+ * git.diff and git.diff_bytes too): the report shows them on lines of their own. */
+int rp_param_is_origin(const char *key);
+/* The report's lines on where r came from (git:, python:, driver:), each only when r has it. */
+void rp_origin_text(FILE *out, const struct report_run *r);
+/* Calls fn once per origin param whose value differs between the runs (absent counts as a value),
+ * in the table's order: git, Python, torch, CUDA, cuDNN, the driver, the container. */
+void rp_origin_differ(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *key), void *user);
+
 #endif

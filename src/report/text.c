@@ -135,10 +135,11 @@ static void print_header(FILE *out, const struct style *s, const struct report_r
   fprintf(out, ", started %s; GPUs: ", rp_when(r->run.start_wall_ns, when, sizeof when));
   rp_text(out, rp_gpus(r, gpus, sizeof gpus), 0);
   fputc('\n', out);
+  rp_origin_text(out, r);
   int shown = 0;
   for (size_t i = 0; i < r->nparams; i++) {
     const char *k = r->params[i].key ? r->params[i].key : "";
-    if (report_param_is_internal(k))
+    if (report_param_is_internal(k) || rp_param_is_origin(k))
       continue;
     fputs(shown++ ? " " : "  params:   ", out);
     rp_text(out, k, 0);

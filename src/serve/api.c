@@ -858,12 +858,13 @@ struct cmp_run {
   int diagnosed;
 };
 
-/* A params_differ entry: the key and each run's value (null when absent). */
+/* A params_differ (origin_differ) entry: the key (and its label) and each run's value (null when absent). */
 struct differ_ctx {
   FILE *out;
   const struct runview *const *views;
   size_t n;
   int k;
+  int label; /* origin_differ: each entry names the key as people know it too */
 };
 
 static void differ_one(void *user, const char *key) {
@@ -871,6 +872,11 @@ static void differ_one(void *user, const char *key) {
   fputs(c->k++ ? ",{" : "{", c->out);
   serve_json_key(c->out, "key");
   rp_json_str(c->out, key);
+  if (c->label) {
+    fputc(',', c->out);
+    serve_json_key(c->out, "label");
+    rp_json_str(c->out, report_origin_label(key));
+  }
   fputs(",\"values\":[", c->out);
   for (size_t j = 0; j < c->n; j++) {
     const char *v = runview_param(c->views[j], key);
@@ -1004,6 +1010,10 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     views[i] = &runs[i].v;
   struct differ_ctx dc = {.out = out, .views = views, .n = n};
   report_params_differ(views, n, differ_one, &dc);
+  /* Where the runs came from, where it differs: git, Python, torch, the driver (report/origin.c). */
+  fputs("],\"origin_differ\":[", out);
+  struct differ_ctx oc = {.out = out, .views = views, .n = n, .label = 1};
+  report_origin_differ(views, n, differ_one, &oc);
   /* Every rule any run has: in which runs, and its time lost in each. */
   fputs("],\"findings\":[", out);
   compare_findings(out, runs, n);

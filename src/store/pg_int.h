@@ -148,6 +148,7 @@ const char *pg_spool_run_id(const struct pg_store *s, const char *run_id);
 /* ---- pg_write.c ---- */
 
 int pg_run_begin(struct store *base, struct store_run *r);
+int pg_run_import(struct store *base, const struct store_run *r);
 int pg_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b);
 int pg_run_end(struct store *base, const struct store_run *r);
 int pg_findings_write(struct store *base, const char *run_id, const struct store_finding *f, size_t n);

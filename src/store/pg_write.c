@@ -80,6 +80,18 @@ int pg_run_begin(struct store *base, struct store_run *r) {
   return GS_OK;
 }
 
+int pg_run_import(struct store *base, const struct store_run *r) {
+  struct pg_store *s = (struct pg_store *)base;
+  int rc = pg_check_writable(s);
+  if (rc)
+    return rc;
+  if (s->down) /* an import is not spooled: the user is there to run it again */
+    return gs_fail(GS_ESTORE, "store %s is unreachable (%s): run %s not imported", s->name, s->lost_why, r->id);
+  store_writer_new_run(&s->w);
+  s->base.stats.notice[0] = 0;
+  return pg_insert_run(s, r);
+}
+
 /* ---- chunks ---- */
 
 /* Queues the write of the series' chunk on the pipeline of the append in progress (libpq copies the

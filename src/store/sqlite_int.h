@@ -104,6 +104,7 @@ int sq_findings_read(struct store *base, const char *run_id, struct store_findin
 /* ---- sqlite_write.c ---- */
 
 int sq_run_begin(struct store *base, struct store_run *r);
+int sq_run_import(struct store *base, const struct store_run *r);
 int sq_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b);
 int sq_run_end(struct store *base, const struct store_run *r);
 int sq_findings_write(struct store *base, const char *run_id, const struct store_finding *f, size_t n);

@@ -14,6 +14,31 @@
 
 #include "store/sqlite_int.h"
 
+/* The run's row, in status "running". */
+static int insert_run(struct sqlite_store *s, const struct store_run *r) {
+  char boot[64];
+  store_boot_id(boot, sizeof boot);
+  sqlite3_stmt *st;
+  int rc;
+  if ((rc = sq_prepare(s,
+                       "INSERT INTO runs(id, name, grp, command, cwd, host, user, tags, start_wall_ns,"
+                       " heartbeat_wall_ns, status, exit_code, agent_pid, boot_id, interval_ns)"
+                       " VALUES(?,?,?,?,?,?,?,?,?,?,'running',NULL,?,?,?)",
+                       &st, "cannot add run")))
+    return rc;
+  const char *txt[] = {r->id, r->name, r->group, r->command, r->cwd, r->host, r->user, r->tags};
+  for (int i = 0; i < 8; i++)
+    sqlite3_bind_text(st, i + 1, txt[i], -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 9, r->start_wall_ns);
+  sqlite3_bind_int64(st, 10, r->start_wall_ns);
+  sqlite3_bind_int(st, 11, r->agent_pid);
+  sqlite3_bind_text(st, 12, boot, -1, SQLITE_STATIC);
+  sqlite3_bind_int64(st, 13, r->interval_ns);
+  rc = sqlite3_step(st) == SQLITE_DONE ? GS_OK : sq_fail(s, "cannot add run");
+  sqlite3_finalize(st);
+  return rc;
+}
+
 int sq_run_begin(struct store *base, struct store_run *r) {
   struct sqlite_store *s = (struct sqlite_store *)base;
   int rc = sq_check_writable(s);
@@ -27,29 +52,19 @@ int sq_run_begin(struct store *base, struct store_run *r) {
   size_t nrunning = 0;
   if (!sq_query_runs(s, "WHERE status = 'running'", NULL, &running, &nrunning))
     free(running);
-  char boot[64];
-  store_boot_id(boot, sizeof boot);
   store_make_run_id(r->id);
   snprintf(r->status, sizeof r->status, "running");
-  sqlite3_stmt *st;
-  if ((rc = sq_prepare(s,
-                       "INSERT INTO runs(id, name, grp, command, cwd, host, user, tags, start_wall_ns,"
-                       " heartbeat_wall_ns, status, exit_code, agent_pid, boot_id, interval_ns)"
-                       " VALUES(?,?,?,?,?,?,?,?,?,?,?,NULL,?,?,?)",
-                       &st, "cannot add run")))
+  return insert_run(s, r);
+}
+
+int sq_run_import(struct store *base, const struct store_run *r) {
+  struct sqlite_store *s = (struct sqlite_store *)base;
+  int rc = sq_check_writable(s);
+  if (rc)
     return rc;
-  const char *txt[] = {r->id, r->name, r->group, r->command, r->cwd, r->host, r->user, r->tags};
-  for (int i = 0; i < 8; i++)
-    sqlite3_bind_text(st, i + 1, txt[i], -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 9, r->start_wall_ns);
-  sqlite3_bind_int64(st, 10, r->start_wall_ns);
-  sqlite3_bind_text(st, 11, r->status, -1, SQLITE_STATIC);
-  sqlite3_bind_int(st, 12, r->agent_pid);
-  sqlite3_bind_text(st, 13, boot, -1, SQLITE_STATIC);
-  sqlite3_bind_int64(st, 14, r->interval_ns);
-  rc = sqlite3_step(st) == SQLITE_DONE ? GS_OK : sq_fail(s, "cannot add run");
-  sqlite3_finalize(st);
-  return rc;
+  store_writer_new_run(&s->w);
+  s->kept_run_id[0] = 0;
+  return insert_run(s, r);
 }
 
 /* ---- chunks ---- */

@@ -103,7 +103,7 @@ struct store_write_stats {
 enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };
 
 struct store {
-  int version; /* 2: schema_found and stats added; 3: schema_version */
+  int version; /* 2: schema_found and stats added; 3: schema_version; 4: run_import */
   const char *scheme;
   int schema_found;   /* the schema version the file had when opened (0: created now) */
   int schema_version; /* the back end's own version, that this gpuscope writes (0: GS_STORE_SCHEMA_VERSION) */
@@ -155,6 +155,12 @@ struct store {
   int (*findings_write)(struct store *st, const char *run_id, const struct store_finding *f, size_t n);
   int (*findings_read)(struct store *st, const char *run_id, struct store_finding **out, size_t *n);
   void (*close)(struct store *st);
+  /* Version 4 (moving runs, store_move.c). Inserts a run that keeps run->id (an imported run: the
+   * caller has made sure no run of that id is there), in status "running" whatever run->status
+   * says; then run_append and run_end write it as they write a new run. Returns 0 or a GS_E code
+   * (GS_ESTORE when the store cannot take it now, a server away: nothing is written). NULL in a
+   * store that cannot take runs (a group). */
+  int (*run_import)(struct store *st, const struct store_run *run);
 };
 
 /* Opens the store named by url ("sqlite:///abs/path", "sqlite://rel/path", or a bare path) in the
@@ -200,6 +206,37 @@ int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double 
  * an array from series_list. Returns its index or -1. */
 long store_series_find(const struct store_series *s, size_t n, const char *source, const char *name,
                        const char *labels);
+
+/* ---- moving runs between stores: export, import, copy (store_move.c; the format: docs/export.md) ---- */
+
+/* Hears of each run an import met: written 1 when it was written, 0 when the store held it already
+ * (a run is its id: an import or copy adds a run the store has nothing of, and nothing else). */
+typedef void (*store_import_fn)(void *user, const struct store_run *run, int written);
+
+/* Writes the n runs (ended ones, as run_get gives them) of st to out (a FILE *) as one export file:
+ * JSON Lines, format version 1 — each run's record, params, series with their points, events,
+ * notes and findings, and an end line that says the file is whole. Returns 0, or a GS_E code with
+ * the message: GS_EINVAL for a run still running, GS_EIO when out cannot be written, a read's
+ * error otherwise (out then holds a file without its end line, which import refuses). */
+int store_export(struct store *st, const struct store_run *runs, size_t n, void *out_file);
+
+/* Reads a whole export file (in: a FILE * open for reading that can seek; name for messages)
+ * through the checker, and back to its start. Returns 0 when it is whole and this gpuscope can
+ * import it; GS_ECORRUPT for one truncated, damaged or of a newer format ("NAME line N: why");
+ * GS_EIO when it cannot be read again (a pipe). Writes nothing. */
+int store_import_check(void *in_file, const char *name);
+
+/* Writes the runs of an export file (store_import_check passed it) into dst, each with its id,
+ * unless dst holds that run already (nothing added; a run of that id there in another state is
+ * GS_EINVAL). Checks every line again as it goes (GS_ECORRUPT). fn (may be NULL) hears of each run.
+ * Returns 0 or a GS_E code with the message; runs written before a failure stay written. */
+int store_import(struct store *dst, void *in_file, const char *name, store_import_fn fn, void *user);
+
+/* Copies n runs of src (as run_get gives them) into dst: store_export into a temporary file (in
+ * $TMPDIR, else /tmp; removed), then store_import_check and store_import, so a copy is what an import of an export is.
+ * Returns 0 or a GS_E code with the message. */
+int store_copy(struct store *src, const struct store_run *runs, size_t n, struct store *dst, store_import_fn fn,
+               void *user);
 
 /* ---- chunk codec (Gorilla: delta-of-delta timestamps, XOR-compressed doubles, or delta-coded
  * integers for exact decimals; see chunk.c) ---- */

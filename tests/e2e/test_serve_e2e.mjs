@@ -167,12 +167,14 @@ try {
     await page.screenshot({ path: join(SHOTS, "run-live.png"), fullPage: true });
   });
 
-  await step("finished run page: verdict card, GPU table of 8, findings with evidence and a copy button", async () => {
+  await step("finished run page: verdict card, GPU table of 8, where it came from, findings with evidence and a copy button", async () => {
     await open(page, base, "#/run/slow-loader");
     const verdict = await page.$eval("#verdict", (v) => v.innerText);
     check(/samples\/s/.test(verdict), "the verdict card shows throughput: " + verdict);
     check((await page.$$("#gpus tbody tr")).length === 8, "eight GPUs in the table");
     check((await page.$$("#findings .fix .copy")).length >= 1, "a fix with a copy button");
+    const origin = await page.$eval("#origin", (o) => o.innerText);
+    check(/NVIDIA driver\s+\d+\.\d+/.test(origin) && /driver CUDA\s+12\.4/.test(origin), "where it came from: " + origin);
     const ev = await page.$$eval("#findings table.evidence td", (t) => t.map((x) => x.innerText).join(" "));
     check(/ms|%|GiB/.test(ev), "evidence in units: " + ev.slice(0, 200));
     for (const id of ["util", "mem-util", "activity", "memory", "power", "thermal", "pcie", "cpu", "steps"]) {

@@ -387,6 +387,26 @@ EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char *buf, unsigned len) {
   ACCT(driver_impl(buf, len));
 }
 
+static nvmlReturn_t cuda_impl(int *v) {
+  if (!G.refs)
+    return NVML_ERROR_UNINITIALIZED;
+  if (!v)
+    return NVML_ERROR_INVALID_ARGUMENT;
+  if (!G.scn.cuda)
+    return NVML_ERROR_NOT_SUPPORTED;
+  *v = G.scn.cuda;
+  return NVML_SUCCESS;
+}
+/* The CUDA version the driver supports (what nvidia-smi's "CUDA Version" says). */
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) {
+  ACCT(cuda_impl(v));
+}
+#ifndef GPUSIM_LEGACY
+EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) {
+  ACCT(cuda_impl(v));
+}
+#endif
+
 /* Devices that are `gone` no longer count, and the indices of the later ones shift down. */
 static nvmlReturn_t count_impl(unsigned *n) {
   if (!G.refs)

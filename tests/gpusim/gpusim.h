@@ -128,6 +128,7 @@ struct sim_dev {
 
 struct sim_scn {
   char driver[80];
+  int cuda; /* nvmlSystemGetCudaDriverVersion: 1000 x major + 10 x minor (12040 is 12.4); 0: not supported */
   unsigned ndev;
   struct sim_dev *dev;
 };

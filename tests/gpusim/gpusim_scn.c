@@ -570,6 +570,7 @@ int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) 
   struct parser p = {.path = path, .err = err, .errlen = errlen, .s = s};
   memset(s, 0, sizeof *s);
   snprintf(s->driver, sizeof s->driver, "550.54.15");
+  s->cuda = 12040;
   FILE *f = fopen(path, "r");
   if (!f) {
     snprintf(err, errlen, "%s: %s", path, strerror(errno));
@@ -598,6 +599,17 @@ int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) 
       *--e = 0;
     if (!strcmp(tok[0], "driver") && ntok == 2) {
       snprintf(s->driver, sizeof s->driver, "%s", tok[1]);
+    } else if (!strcmp(tok[0], "cuda") && ntok == 2) {
+      unsigned major = 0, minor = 0;
+      char end = 0;
+      if (!strcmp(tok[1], "unsupported"))
+        s->cuda = 0;
+      else if (sscanf(tok[1], "%u.%u%c", &major, &minor, &end) == 2 && major >= 1 && major < 100 && minor < 100)
+        s->cuda = (int)(major * 1000 + minor * 10);
+      else {
+        perr(&p, "cuda wants MAJOR.MINOR (12.4) or unsupported, not '%s'", tok[1]);
+        goto fail;
+      }
     } else if (!strcmp(tok[0], "device") && ntok == 2) {
       if (parse_device_list(&p, tok[1]))
         goto fail;

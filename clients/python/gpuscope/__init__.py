@@ -24,6 +24,10 @@ load on first use: gpuscope.lightning, gpuscope.keras, gpuscope.hf (each a Gpusc
 
 The functions are bound methods of one default client (gpuscope._core.default_client, set up from
 the environment at import), as the random module's are of its hidden Random instance.
+
+Reading runs back: gpuscope.Store(url).runs(), .series(run, name), .params(run), .events(run),
+.notes(run), .log(run) — plain lists and dicts read through the binary's --json (gpuscope._store;
+loaded on first use).
 """
 from . import _core
 
@@ -46,8 +50,12 @@ phase = _core.phase
 
 
 def __getattr__(name):
-    """Loads a framework callback module on first use (gpuscope.lightning, .keras, .hf)."""
+    """Loads a framework callback module on first use (gpuscope.lightning, .keras, .hf), and the
+    store reader (gpuscope.Store and its Table, StoreError, NotAvailable)."""
     if name in ("lightning", "keras", "hf"):
         import importlib
         return importlib.import_module("." + name, __name__)
+    if name in ("Store", "Table", "StoreError", "NotAvailable"):
+        from . import _store
+        return getattr(_store, name)
     raise AttributeError(f"module 'gpuscope' has no attribute '{name}'")

@@ -93,7 +93,7 @@ class Client:
     attach socket when look is on. Thread-safe; no method ever raises."""
 
     __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "nreported", "lock",
-                 "params", "finder", "found", "early", "agent", "warned", "prec_user", "prec_rank")
+                 "params", "finder", "found", "early", "agent", "warned", "prec_user", "prec_rank", "origin")
 
     def __init__(self, path=None, rank=0, look=False):
         self.path = path or None
@@ -107,6 +107,7 @@ class Client:
         self.warned = False
         self.prec_user = False  # the job set precision itself: nothing the client sees replaces it
         self.prec_rank = 0  # how sure the precision the client found is (auto_precision)
+        self.origin = 0  # what of origin_params() went out: 0 nothing, 1 Python's, 2 torch's too
         self._reset()
 
     @classmethod
@@ -399,6 +400,8 @@ class Client:
 
     def _flush(self, now):  # the lock held
         self.last = now
+        if self.lines and self.origin < 2:
+            self._origin()
         lines, self.lines, self.nbytes = self.lines, [], 0
         if not lines:
             if self.sock is not None and self.ndropped > self.nreported:
@@ -427,6 +430,22 @@ class Client:
             self._send(chunk)
         self._report_dropped()
 
+    def _origin(self):  # the lock held; before the first datagram, then until torch is seen
+        """Where the run came from, sent once as params with the first messages: the Python
+        executable and version, and once the job has imported torch, torch's, CUDA's and cuDNN's
+        versions (never importing torch itself)."""
+        try:
+            kv = origin_params(self.origin)
+        except Exception:
+            self.ndropped += 1
+            self.origin = 2
+            return
+        if kv:
+            self.origin = 2 if "torch.version" in kv else 1
+            self.lines[:0] = [f"gs1 param {k} {v}" for k, v in kv.items()]
+            for k, v in kv.items():
+                self.params[k] = v
+
     def _report_dropped(self):  # the lock held
         """Tells the agent how many messages it missed since the last time, so a report built on part
         of the steps says so; counted as told only once the datagram went out."""
@@ -450,6 +469,31 @@ class Client:
                     self.finder.reset()
         except Exception:  # full (EAGAIN), anything
             self.ndropped += len(chunk)
+
+
+def origin_params(sent):
+    """The params of where the run came from that are not sent yet (sent: 0 none, 1 Python's) and
+    can be known now: python.executable, python.version; torch.version, torch.cuda, torch.cudnn
+    when the job has imported torch (absent when a CPU build has no CUDA or cuDNN)."""
+    kv = {}
+    if sent < 1:
+        import platform
+        kv["python.executable"] = sys.executable or "unknown"
+        kv["python.version"] = platform.python_version()
+    torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "__version__"):
+        return kv
+    kv["torch.version"] = str(torch.__version__)
+    cuda = getattr(getattr(torch, "version", None), "cuda", None)
+    if cuda:
+        kv["torch.cuda"] = str(cuda)
+    try:
+        cudnn = torch.backends.cudnn.version()
+    except Exception:
+        cudnn = None
+    if cudnn:
+        kv["torch.cudnn"] = str(cudnn)
+    return kv
 
 
 PROBE_STEPS = 3  # steps at whose start watch() looks for autocast around the loop

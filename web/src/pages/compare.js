@@ -5,6 +5,7 @@ import { align, defaultAlignment, samplesPerStep } from "../align.js";
 import { api, EMB } from "../api.js";
 import { $app, COLORS, crumbs, el } from "../dom.js";
 import { bytes, DASH, fin, isVerdict, pct, pctv, secs, speed, sps } from "../fmt.js";
+import { isOrigin } from "../origin.js";
 
 export async function pageCompare(list) {
   const c = await api("compare?runs=" + list.split(",").map(encodeURIComponent).join(","));
@@ -32,11 +33,16 @@ export async function pageCompare(list) {
   const table = el("table", { class: "compare", id: "compare-table" },
     el("thead", {}, el("tr", {}, el("th", {}, ""), runs.map((r) => el("th", {}, r.name || r.id)))),
     el("tbody", {}, rows.map(([label, f]) => el("tr", {}, el("th", {}, label), runs.map((r, i) => el("td", {}, f(r, i)))))));
+  const differ = c.params_differ.filter((p) => !isOrigin(p.key)); // where they came from has its own table
   const params = el("section", { id: "params-differ" }, el("h2", {}, "Params that differ"),
-    c.params_differ.length ? el("table", { class: "compare" },
+    differ.length ? el("table", { class: "compare" },
       el("thead", {}, el("tr", {}, el("th", {}, "param"), runs.map((r) => el("th", {}, r.name || r.id)))),
-      el("tbody", {}, c.params_differ.map((p) => el("tr", {}, el("th", {}, p.key), p.values.map((v) => el("td", {}, v === null ? DASH : v))))))
+      el("tbody", {}, differ.map((p) => el("tr", {}, el("th", {}, p.key), p.values.map((v) => el("td", {}, v === null ? DASH : v))))))
       : el("p", { class: "muted" }, "none"));
+  const origin = (c.origin_differ || []).length ? el("section", { id: "origin-differ" }, el("h2", {}, "Where they came from (what differs)"),
+    el("table", { class: "compare" },
+      el("thead", {}, el("tr", {}, el("th", {}, ""), runs.map((r) => el("th", {}, r.name || r.id)))),
+      el("tbody", {}, c.origin_differ.map((p) => el("tr", {}, el("th", {}, p.label), p.values.map((v) => el("td", {}, v === null ? DASH : v))))))) : null;
   const changes = el("section", { id: "findings-changed" }, el("h2", {}, "Findings that appeared or went away (against the first run)"));
   const ul = el("ul");
   for (const f of c.findings) {
@@ -49,7 +55,8 @@ export async function pageCompare(list) {
   }
   changes.append(ul.children.length ? ul : el("p", { class: "muted" }, "no change"));
   const overlay = el("section", { class: "charts", id: "overlay" }, el("h2", {}, "Overlaid"));
-  $app().replaceChildren(el("h1", {}, "Compare ", String(runs.length), " runs"), bars, table, params, changes, overlay);
+  $app().replaceChildren(el("h1", {}, "Compare ", String(runs.length), " runs"), bars, table, ...(origin ? [origin] : []),
+    params, changes, overlay);
   // overlaid charts: the first GPU's util, the step time and the job's own metrics (loss, accuracy...)
   // of each run, by time since start, by step, or by samples seen (align.js)
   const width = Math.max(480, Math.min(1400, $app().clientWidth - 20));

@@ -1,10 +1,11 @@
-// A run's page: its verdict and figures, its GPUs, params and notes, the timeline of charts (zoom
+// A run's page: its verdict and figures, its GPUs, where it came from, params and notes, the timeline of charts (zoom
 // by dragging, every chart on one time axis), its findings; while it runs, the live stream extends
 // the charts and the server's re-diagnosis replaces the findings.
 import { api, EMB } from "../api.js";
 import { chartData, chartPlan, fetchLines, makeChart, samplesRate, spansOf } from "../charts.js";
 import { $app, $live, cleanup, copyButton, crumbs, el, rerender, statusBadge } from "../dom.js";
 import { bytes, DASH, evidence, fin, isVerdict, num, pct, pctv, secs, speed, sps, when } from "../fmt.js";
+import { isOrigin, originRows } from "../origin.js";
 
 function verdictCard(run) {
   const f = run.run.top_finding, gpus = run.gpus || [];
@@ -59,6 +60,16 @@ export function findingsList(findings, live, window_s, error) {
   return box;
 }
 
+// Where the run came from (git, Python and torch, the driver, the container, the scheduler), and the
+// uncommitted diff folded when --save-diff kept it; null when the run has none of it.
+function originBox(params) {
+  const rows = originRows(params), diff = params["git.diff"];
+  if (!rows.length && !diff) return null;
+  return el("details", { class: "params origin", id: "origin", open: true }, el("summary", {}, "where it came from"),
+    el("table", {}, rows.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))),
+    diff ? el("details", { class: "diff" }, el("summary", {}, "the uncommitted diff"), el("pre", {}, diff)) : null);
+}
+
 export async function pageRun(ref) {
   const hash = location.hash, started = performance.now();
   const run = await api("runs/" + encodeURIComponent(ref));
@@ -68,14 +79,14 @@ export async function pageRun(ref) {
   const head = el("section", { class: "run-head" },
     el("h1", {}, R.name || id, " ", statusBadge(R.status)),
     el("div", { class: "muted" }, id, " · ", R.host, " · ", when(R.start), " · ", R.command));
-  const params = Object.entries(run.params).filter(([k]) => !/^gpu\.\d+\./.test(k));
+  const params = Object.entries(run.params).filter(([k]) => !/^gpu\.\d+\./.test(k) && !isOrigin(k));
   const paramBox = el("details", { class: "params" }, el("summary", {}, `params (${params.length}) and notes (${run.notes.length})`),
     el("table", {}, params.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))),
     el("ul", {}, run.notes.map((n) => el("li", {}, n))));
   const charts = el("section", { class: "charts", id: "charts" });
   const hint = el("p", { class: "muted hint" }, "drag across a chart to zoom, double-click to reset");
   let findingsBox = findingsList(run.findings, false, null, run.findings_error);
-  $app().replaceChildren(head, verdictCard(run), el("h2", {}, "GPUs"), gpuTable(run.gpus), paramBox,
+  $app().replaceChildren(head, verdictCard(run), el("h2", {}, "GPUs"), gpuTable(run.gpus), originBox(run.params) || "", paramBox,
     el("h2", {}, "Timeline"), hint, charts, findingsBox);
 
   const plan = chartPlan(run);
