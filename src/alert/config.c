@@ -219,6 +219,8 @@ static char *ini_reader_fn(char *str, int num, void *stream) {
 static int ini_handler_fn(void *user, const char *section, const char *name, const char *value) {
   struct ini_read *r = user;
   char err[400] = "";
+  if (r->err_line == r->line)
+    return 0; /* the line was cut (too long): its value is not what the file says */
   if (strcmp(section, "alerts"))
     snprintf(err, sizeof err, "settings go in the section [alerts], not [%s]", section);
   else

@@ -21,9 +21,10 @@
 
 struct alert_active {
   char key[160];
-  int rule;   /* index in c.rules */
-  int firing; /* 1 fired and not resolved */
-  int seen;   /* observed in this evaluation */
+  char labels[256]; /* the key's, for its resolution at the run's end */
+  int rule;         /* index in c.rules */
+  int firing;       /* 1 fired and not resolved */
+  int seen;         /* observed in this evaluation */
 };
 
 struct alert_engine {
@@ -129,6 +130,8 @@ static void alert_observe(struct alert_engine *e, int rule, const struct alert_o
   if (!a)
     return;
   a->seen = 1;
+  if (o->labels[0])
+    snprintf(a->labels, sizeof a->labels, "%s", o->labels);
   if (o->cond == 1 && !a->firing) {
     a->firing = 1;
     alert_emit(e, rule, o, "firing");
@@ -434,7 +437,7 @@ void alert_engine_finish(struct alert_engine *e, const char *status, int exit_co
     struct alert_active *a = &e->act[i];
     if (!a->firing || e->c.rules[a->rule].kind == ALERT_EXIT)
       continue;
-    struct alert_obs *o = obs_new(a->key, "");
+    struct alert_obs *o = obs_new(a->key, a->labels);
     if (!o)
       break;
     o->cond = 0;

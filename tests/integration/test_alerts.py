@@ -16,7 +16,7 @@ from gstest import *
 
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 
-INTERVAL = 0.2  # s: the sampling interval of every run here
+INTERVAL = 0.1  # s: the sampling interval of every run here
 
 _SCENARIO = """device 0-{last}
   name NVIDIA H100 PCIe
@@ -166,7 +166,6 @@ def test_an_idle_gpu_fires_one_alert_and_one_resolved():
         w.wait(lambda: util_at(w, 95), "the busy GPU in the store")
         w.set(10)
         w.wait(lambda: rx.got("/json"), "the alert when the GPU goes idle")
-        w.wait(lambda: util_at(w, 1) and len(w.rows("--metric", "gpu.util_pct")) > 20, "more idle samples")
         w.set(20)
         w.wait(lambda: len(rx.got("/json")) >= 2, "the alert resolved when the GPU is busy again")
         check(w.finish() == 0, "the run exits 0:\n" + w.out)
@@ -193,7 +192,7 @@ def _unanswered(make_url, what):
                              "--alert-set", "retries=1", "--alert-set", "queue=1"], gpus=4, u0=0)
     try:
         w.wait(lambda: len([r for r in w.rows("--events") if r["kind"] == "alert"]) == 4, "four alerts in the events")
-        w.wait(lambda: len(w.rows("--metric", "host.mem.used_bytes")) >= 20, "a few more ticks")
+        w.wait(lambda: len(w.rows("--metric", "host.mem.used_bytes")) >= 30, "a few more ticks")
         check(w.finish() == 0, "the run exits 0:\n" + w.out)
         p = params(sb, "dead")
         check(p.get("alert.fired") == "4" and int(p.get("alert.dropped", "0")) >= 2,
