@@ -25,7 +25,13 @@ struct alert_active {
   int rule;         /* index in c.rules */
   int firing;       /* 1 fired and not resolved */
   int seen;         /* observed in this evaluation */
+  int misses;       /* evaluations in a row that said false while firing */
 };
+
+/* A live finding is resolved only after this many evaluations in a row without it: the doctor's
+ * figures over a sliding window wander around a gain threshold, and one alert per episode is the
+ * promise. */
+#define FINDING_RESOLVE_MISSES 3
 
 struct alert_engine {
   struct alert_config c;
@@ -132,11 +138,16 @@ static void alert_observe(struct alert_engine *e, int rule, const struct alert_o
   a->seen = 1;
   if (o->labels[0])
     snprintf(a->labels, sizeof a->labels, "%s", o->labels);
+  enum alert_kind k = e->c.rules[rule].kind;
+  int need = k == ALERT_FINDING || k == ALERT_STRAGGLER ? FINDING_RESOLVE_MISSES : 1;
+  if (o->cond == 1)
+    a->misses = 0;
   if (o->cond == 1 && !a->firing) {
     a->firing = 1;
     alert_emit(e, rule, o, "firing");
-  } else if (o->cond == 0 && a->firing) {
+  } else if (o->cond == 0 && a->firing && (++a->misses >= need || e->finished)) {
     a->firing = 0;
+    a->misses = 0;
     alert_emit(e, rule, o, "resolved");
   }
 }
@@ -300,8 +311,10 @@ static void eval_findings(struct alert_engine *e, int rule, const struct store_f
     o->value = o->speedup = f[i].speedup;
     o->cost_s = f[i].lost_s;
     snprintf(o->title, sizeof o->title, "%s", f[i].title);
-    snprintf(o->text, sizeof o->text, "%s (%s): %.0f s lost (%.0f %% of the window), %.2fx faster if fixed", f[i].rule,
-             f[i].severity, f[i].lost_s, f[i].share * 100, f[i].speedup);
+    char lost[32];
+    gs_fmt_duration(isfinite(f[i].lost_s) ? (int64_t)(f[i].lost_s * GS_NS_PER_S) : 0, lost, sizeof lost);
+    snprintf(o->text, sizeof o->text, "%s (%s): %s lost (%.0f %% of the window), %.2fx faster if fixed", f[i].rule,
+             f[i].severity, lost, f[i].share * 100, f[i].speedup);
     snprintf(o->fix, sizeof o->fix, "%s", f[i].fix);
     alert_observe(e, rule, o);
     free(o);
