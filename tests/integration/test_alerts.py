@@ -98,13 +98,13 @@ class Watched:
     """`gpuscope run` of a job that waits for a stop file (or of cmd), on the simulated GPUs at the
     scenario time this test sets."""
 
-    def __init__(self, sb, name, args, gpus=1, u0=95, cmd=None):
+    def __init__(self, sb, name, args, gpus=1, u0=95, cmd=None, scenario=_SCENARIO):
         check(os.path.exists(SIM), f"{SIM} is not built")
         self.sb, self.name = sb, name
         self.clock, self.stop = os.path.join(sb.dir, name + ".clock"), os.path.join(sb.dir, name + ".stop")
         scn = os.path.join(sb.dir, name + ".scn")
         with open(scn, "w") as f:
-            f.write(_SCENARIO.format(last=gpus - 1, u0=u0))
+            f.write(scenario.format(last=gpus - 1, u0=u0))
         self.set(0)
         env = dict(sb.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=scn, GPUSIM_CLOCK=self.clock)
         self.err = open(os.path.join(sb.dir, name + ".err"), "w+")
@@ -218,6 +218,30 @@ def test_a_receiver_that_hangs_costs_dropped_alerts_not_ticks():
 def test_a_receiver_that_refuses_costs_failed_and_dropped_alerts_not_ticks():
     p = _unanswered(lambda: (refused_url(), None), "refuses")
     check(int(p.get("alert.failed", "0")) >= 1, f"a refused delivery counts as failed: {p}")
+
+
+_HOT_AND_FULL = """device 0
+  name NVIDIA H100 PCIe
+  memory 81559MiB
+  at 0 util=95 mem_util=40 mem_used=78GiB power=340 temp=90 throttle=SwThermalSlowdown|HwThermalSlowdown
+"""
+
+
+def test_a_throttled_gpu_with_its_memory_nearly_full_fires_both_alerts():
+    sb, rx = Sandbox(), Receiver()
+    w = Watched(sb, "hot", ["--alert", "throttle>50%:for=1s", "--alert", "gpu_mem>95%:for=1s", "--alert",
+                            "gpu_idle<10%:for=1s", "--alert-webhook", rx.url], scenario=_HOT_AND_FULL)
+    try:
+        w.wait(lambda: len(rx.got()) >= 2, "the throttle and memory alerts")
+        check(w.finish() == 0, "the run exits 0:\n" + w.out)
+        firing = sorted((b["rule"], b["labels"]) for b in rx.got() if b["state"] == "firing")
+        check(firing == [("gpu_mem", "gpu=0"), ("throttle", "gpu=0")], f"both, and not idle: {rx.got()}")
+        mem = [b for b in rx.got() if b["rule"] == "gpu_mem"][0]
+        check(97 < mem["value"] < 99, f"78 GiB of 79.6 GiB: {mem}")
+    finally:
+        w.close()
+        rx.close()
+        sb.close()
 
 
 _STEPS_THEN_HANG = r'''
