@@ -13,8 +13,8 @@
 #include "alert/alert.h"
 #include "alert/alert_int.h"
 #include "core/core.h"
+#include "doctor/doctor.h"
 #include "runview/runview.h"
-#include "serve/serve.h"
 #include "store/store.h"
 
 #define ALERT_MAX_ACTIVE 128
@@ -54,11 +54,10 @@ struct alert_obs {
   double value, cost_s, speedup;
 };
 
-/* The live diagnosis of the window the web app re-diagnoses. When doctor_diagnose_live lands
- * (doctor.h), it replaces this call; nothing else here names the diagnosis. */
+/* The live diagnosis of the window the web app re-diagnoses (doctor.h's one live diagnosis, its
+ * default window); nothing else here names the diagnosis. */
 static int alert_live_findings(const struct runview *v, struct store_finding **f, size_t *n) {
-  double window_s;
-  return serve_live_findings_view(v, f, n, &window_s);
+  return doctor_diagnose_live(v, 0, f, n, NULL);
 }
 
 /* The kernel's count of OOM kills in the agent's cgroup (the job's too, unless it moved), -1 unknown. */
