@@ -49,11 +49,13 @@ static void deliver_one(struct alert_queue *q, const struct alert_msg *m) {
     alert_payload_json(f, m), fclose(f);
   if ((f = open_memstream(&slack, &sl)))
     alert_payload_slack(f, m), fclose(f);
+  /* Every destination is tried, whatever the others did: a dead webhook must not keep the alert
+   * from the command. It counts as sent when every one took it. */
   int ok = json && slack;
-  for (int i = 0; ok && i < (int)q->c->nhooks; i++)
-    ok = deliver_to(q, i, m, json, slack, err, sizeof err) == ALERT_SENT;
-  if (ok && q->c->command[0])
-    ok = deliver_to(q, -1, m, json, slack, err, sizeof err) == ALERT_SENT;
+  for (int i = 0; json && slack && i < (int)q->c->nhooks; i++)
+    ok &= deliver_to(q, i, m, json, slack, err, sizeof err) == ALERT_SENT;
+  if (json && slack && q->c->command[0])
+    ok &= deliver_to(q, -1, m, json, slack, err, sizeof err) == ALERT_SENT;
   pthread_mutex_lock(&q->mu);
   if (ok)
     q->sent++;

@@ -277,7 +277,7 @@ def test_a_job_that_stops_stepping_fires_the_hang_alert():
         sb.close()
 
 
-def test_a_crash_fires_once_and_the_command_gets_the_json():
+def test_a_crash_fires_once_and_the_command_gets_the_json_though_the_webhook_refuses():
     sb = Sandbox()
     out, env = os.path.join(sb.dir, "alerts.jsonl"), os.path.join(sb.dir, "env.txt")
     cfg = os.path.join(sb.dir, "config", "gpuscope")
@@ -285,10 +285,12 @@ def test_a_crash_fires_once_and_the_command_gets_the_json():
     with open(os.path.join(cfg, "alerts.ini"), "w") as f:
         f.write("; every run of this user\n[alerts]\nrule = exit\n")
     try:
-        rc, _, err = sb.gs("run", "--interval", "0.2s", "--alert-cmd",
+        rc, _, err = sb.gs("run", "--interval", "0.2s", "--alert-webhook", refused_url(), "--alert-set", "retries=0",
+                           "--alert-cmd",
                            f"cat >> '{out}'; echo \"$GPUSCOPE_ALERT_RULE $GPUSCOPE_ALERT_STATE\" >> '{env}'",
                            "--", "sh", "-c", "sleep 0.5; kill -SEGV $$")
         check(rc == 128 + 11, f"the run exits with the job's status: {rc}\n{err}")
+        check(os.path.exists(out), "the command ran, though the webhook before it refused:\n" + err)
         with open(out) as f:
             got = [json.loads(l) for l in f if l.strip()]
         check(len(got) == 1 and got[0]["rule"] == "exit" and got[0]["state"] == "firing", f"one exit alert: {got}")
