@@ -247,30 +247,34 @@ def test_a_throttled_gpu_with_its_memory_nearly_full_fires_both_alerts():
 _STEPS_THEN_HANG = r'''
 import os, socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-for i in range(8):
-    time.sleep(0.05)
-    s.sendto(f"gs1 step {i} data=0.01 compute=0.04 samples=32 t={time.monotonic():.6f}".encode(),
-             os.environ["GPUSCOPE_SOCKET"])
+for i in range(30):  # each step waits 60 ms for data with its CPU idle, then computes 20 ms
+    t0 = time.monotonic(); time.sleep(0.06); t1 = time.monotonic()
+    while time.monotonic() - t1 < 0.02:
+        pass
+    s.sendto(f"gs1 step {i} data={t1 - t0:.6f} compute={time.monotonic() - t1:.6f} samples=32 "
+             f"t={time.monotonic():.6f}".encode(), os.environ["GPUSCOPE_SOCKET"])
 while not os.path.exists(sys.argv[1]):
     time.sleep(0.05)
 '''
 
 
-def test_a_job_that_stops_stepping_fires_the_hang_alert():
+def test_an_input_bound_job_that_stops_stepping_fires_the_finding_then_the_hang():
     sb, rx = Sandbox(), Receiver()
     job = os.path.join(sb.dir, "hang_job.py")
     with open(job, "w") as f:
         f.write(_STEPS_THEN_HANG)
-    w = Watched(sb, "hung", ["--alert", "hang:for=1s", "--alert-webhook", rx.url],
+    w = Watched(sb, "hung", ["--alert", "hang:for=1s", "--alert", "finding:gain=1.5", "--alert-webhook", rx.url],
                 cmd=[PYTHON, job, os.path.join(sb.dir, "hung.stop")])
     try:
-        w.wait(lambda: rx.got(), "the hang alert")
+        w.wait(lambda: any(b["rule"] == "hang" for b in rx.got()), "the hang alert")
         check(w.finish() == 0, "the run exits 0:\n" + w.out)
         got = rx.got()
-        firing = [b for b in got if b["state"] == "firing"]
-        check(len(firing) == 1 and firing[0]["rule"] == "hang" and "no step for" in firing[0]["text"],
-              f"one hang alert: {got}")
+        firing = [b for b in got if b["state"] == "firing" and b["rule"] == "hang"]
+        check(len(firing) == 1 and "no step for" in firing[0]["text"], f"one hang alert: {got}")
         check("GPUs busy" in firing[0]["text"], "it says the GPUs were busy: " + firing[0]["text"])
+        found = [b for b in got if b["state"] == "firing" and b["rule"] == "finding"]
+        check(len(found) == 1 and found[0]["key"].startswith("finding input_"), f"one finding alert: {got}")
+        check(found[0]["speedup"] >= 1.5 and found[0]["cost_s"] > 0 and found[0]["fix"], f"its cost and fix: {found}")
     finally:
         w.close()
         rx.close()
