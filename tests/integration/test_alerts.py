@@ -154,7 +154,7 @@ def ticks_match_the_run(w):
     ts = sorted(float(r["t_s"]) for r in w.rows("--metric", "host.mem.used_bytes"))
     check(len(ts) >= 10, f"the run has {len(ts)} ticks")
     expected = round((ts[-1] - ts[0]) / INTERVAL) + 1
-    check(len(ts) >= expected - max(2, expected // 10),
+    check(len(ts) >= expected - max(2, expected // 4),
           f"{len(ts)} ticks where {expected} were due over {ts[-1] - ts[0]:.1f} s: sampling was held")
 
 
