@@ -194,12 +194,12 @@ def _unanswered(make_url, what):
         w.wait(lambda: len([r for r in w.rows("--events") if r["kind"] == "alert"]) == 4, "four alerts in the events")
         w.wait(lambda: len(w.rows("--metric", "host.mem.used_bytes")) >= 30, "a few more ticks")
         check(w.finish() == 0, "the run exits 0:\n" + w.out)
+        ticks_match_the_run(w)
         p = params(sb, "dead")
         check(p.get("alert.fired") == "4" and int(p.get("alert.dropped", "0")) >= 2,
               f"4 fired, the queue of 1 dropped some ({what}): {p}")
         check(p.get("alert.sent") == "0", f"none sent to a receiver that {what}: {p}")
         check("dropped" in w.out and "alerts: 4 fired" in w.out, "the summary says so:\n" + w.out)
-        ticks_match_the_run(w)
         return p
     finally:
         w.close()
