@@ -158,6 +158,57 @@ static void test_payloads_escape_untrusted_text(void **state) {
   free(buf);
 }
 
+static struct alert_msg *msg_new(void) {
+  struct alert_msg *m = calloc(1, sizeof *m);
+  assert_non_null(m);
+  snprintf(m->state, sizeof m->state, "firing");
+  snprintf(m->rule, sizeof m->rule, "exit");
+  m->value = m->cost_s = m->speedup = NAN;
+  return m;
+}
+
+static void test_the_queue_drops_past_the_rate_and_counts_it(void **state) {
+  (void)state;
+  struct alert_config c;
+  alert_config_init(&c);
+  snprintf(c.command, sizeof c.command, "cat > /dev/null");
+  c.rate_per_min = 2;
+  struct alert_queue q;
+  assert_int_equal(alert_queue_start(&q, &c), 0);
+  struct alert_msg *m = msg_new();
+  int dropped = 0;
+  for (int i = 0; i < 5; i++)
+    dropped += alert_queue_push(&q, m);
+  assert_int_equal(dropped, 3);
+  alert_queue_stop(&q, 30 * GS_NS_PER_S); /* both are sent well within it */
+  assert_int_equal(q.dropped_rate, 3);
+  assert_int_equal(q.queued, 2);
+  assert_int_equal(q.sent, 2);
+  assert_int_equal(q.dropped_full + q.dropped_end + q.failed, 0);
+  free(m);
+}
+
+static void test_a_full_queue_drops_and_its_end_abandons_what_waits(void **state) {
+  (void)state;
+  struct alert_config c;
+  alert_config_init(&c);
+  snprintf(c.command, sizeof c.command, "exec sleep 60"); /* a receiver that never finishes */
+  c.queue = 1;
+  struct alert_queue q;
+  assert_int_equal(alert_queue_start(&q, &c), 0);
+  struct alert_msg *m = msg_new();
+  int dropped = 0;
+  for (int i = 0; i < 4; i++)
+    dropped += alert_queue_push(&q, m);
+  assert_true(dropped >= 2);              /* one in the queue, at most one taken by the thread meanwhile */
+  alert_queue_stop(&q, GS_NS_PER_S / 10); /* the command is killed: the drain never waits 60 s */
+  assert_int_equal(q.dropped_full, dropped);
+  assert_int_equal(q.queued, 4 - dropped);
+  assert_int_equal(q.sent + q.failed, 0);
+  assert_int_equal(q.dropped_end, q.queued); /* what was queued or in flight at the end */
+  free(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rules_take_their_defaults_figures_and_options),
@@ -166,6 +217,8 @@ int main(void) {
       cmocka_unit_test(test_the_first_wrong_line_is_named_whichever_kind_it_is),
       cmocka_unit_test(test_a_line_too_long_for_libinih_is_an_error_not_a_cut_url),
       cmocka_unit_test(test_payloads_escape_untrusted_text),
+      cmocka_unit_test(test_the_queue_drops_past_the_rate_and_counts_it),
+      cmocka_unit_test(test_a_full_queue_drops_and_its_end_abandons_what_waits),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
