@@ -305,6 +305,46 @@ def test_a_crash_fires_once_and_the_command_gets_the_json_though_the_webhook_ref
         sb.close()
 
 
+def test_a_webhook_goes_through_the_proxy_the_environment_names():
+    sb, rx = Sandbox(), Receiver()
+    try:
+        rc, _, err = sb.gs("run", "--alert", "exit", "--alert-webhook", "http://alerts.invalid/hook", "--", "sh", "-c",
+                           "exit 3", env={"http_proxy": rx.url, "no_proxy": ""})
+        check(rc == 3, f"the run exits with the job's status: {rc}\n{err}")
+        with rx.lock:
+            paths = [p for p, _ in rx.posts]
+        check(paths == ["http://alerts.invalid/hook"], f"the proxy got the absolute URL, once: {paths}\n{err}")
+        check(rx.got()[0]["title"] == "the run failed" and "status 3" in rx.got()[0]["text"], rx.got())
+    finally:
+        rx.close()
+        sb.close()
+
+
+def test_an_https_webhook_with_a_certificate_no_one_trusts_is_refused():
+    import shutil
+    import ssl
+    openssl = shutil.which("openssl")
+    if not openssl:
+        skip("openssl (Debian's openssl) makes the test's certificate")
+    sb, rx = Sandbox(), Receiver()
+    try:
+        key, crt = os.path.join(sb.dir, "k.pem"), os.path.join(sb.dir, "c.pem")
+        subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", crt,
+                        "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(crt, key)
+        rx.srv.socket = ctx.wrap_socket(rx.srv.socket, server_side=True)
+        port = rx.srv.server_address[1]
+        rc, _, err = sb.gs("run", "--alert", "exit", "--alert-webhook", f"https://127.0.0.1:{port}/hook",
+                           "--alert-set", "retries=0", "--", "sh", "-c", "exit 4")
+        check(rc == 4, f"the run exits with the job's status: {rc}\n{err}")
+        check(not rx.got() and "1 failed" in err and "certificate" in err.lower(),
+              "the self-signed receiver never got the alert; the summary says why:\n" + err)
+    finally:
+        rx.close()
+        sb.close()
+
+
 def test_a_malformed_config_line_is_one_error_naming_the_line():
     sb = Sandbox()
     cfg = os.path.join(sb.dir, "config", "gpuscope")
