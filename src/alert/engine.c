@@ -366,6 +366,9 @@ int alert_engine_eval(struct alert_engine *e, struct store *st) {
   int64_t now = gs_mono_ns();
   if (e->finished || (e->last_eval && now - e->last_eval < e->c.every_ns))
     return GS_OK;
+  if (st->stats.points_pending > 0)
+    return GS_OK; /* the store is not taking writes (an outage, a full disk): its window is stale, and
+                   * a read would wait on it too; the rules wait for it to catch up */
   e->last_eval = now;
   struct runview *v = calloc(1, sizeof *v);
   if (!v)
