@@ -221,7 +221,9 @@ static int ini_handler_fn(void *user, const char *section, const char *name, con
   char err[400] = "";
   if (r->err_line == r->line)
     return 0; /* the line was cut (too long): its value is not what the file says */
-  if (strcmp(section, "alerts"))
+  if (!*section)
+    snprintf(err, sizeof err, "settings go in the section [alerts] (no section before this line)");
+  else if (strcmp(section, "alerts"))
     snprintf(err, sizeof err, "settings go in the section [alerts], not [%s]", section);
   else
     alert_config_set(r->c, name, value, err, sizeof err);
