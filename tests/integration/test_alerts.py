@@ -45,10 +45,16 @@ _HOT_AND_FULL = """device 0
   name NVIDIA H100 PCIe
   memory 81559MiB
   at 0 util=95 mem_util=40 mem_used=78GiB power=340 temp=90 throttle=SwThermalSlowdown|HwThermalSlowdown
+device 1
+  name NVIDIA H100 PCIe
+  memory 81559MiB
+  at 0 util=0 mem_util=0 mem_used=1GiB power=60 temp=40
+  fault util NOT_SUPPORTED
+  fault samples NOT_SUPPORTED
 """
 
 
-def test_a_throttled_gpu_with_its_memory_nearly_full_fires_both_alerts():
+def test_a_throttled_gpu_with_its_memory_nearly_full_fires_both_and_one_without_util_is_not_idle():
     sb, rx = Sandbox(), Receiver()
     w = Watched(sb, "hot", ["--alert", "throttle>50%:for=1s", "--alert", "gpu_mem>95%:for=1s", "--alert",
                             "gpu_idle<10%:for=1s", "--alert-webhook", rx.url], scenario=_HOT_AND_FULL)
@@ -56,7 +62,8 @@ def test_a_throttled_gpu_with_its_memory_nearly_full_fires_both_alerts():
         w.wait(lambda: len(rx.got()) >= 2, "the throttle and memory alerts")
         check(w.finish() == 0, "the run exits 0:\n" + w.out)
         firing = sorted((b["rule"], b["labels"]) for b in rx.got() if b["state"] == "firing")
-        check(firing == [("gpu_mem", "gpu=0"), ("throttle", "gpu=0")], f"both, and not idle: {rx.got()}")
+        check(firing == [("gpu_mem", "gpu=0"), ("throttle", "gpu=0")],
+              f"both on GPU 0; GPU 1, which reports no util, is not idle: {rx.got()}")
         mem = [b for b in rx.got() if b["rule"] == "gpu_mem"][0]
         check(97 < mem["value"] < 99, f"78 GiB of 79.6 GiB: {mem}")
     finally:
