@@ -301,7 +301,10 @@ static void eval_findings(struct alert_engine *e, int rule, const struct store_f
     if (r->kind == ALERT_STRAGGLER && strcmp(f[i].rule, "straggler"))
       continue;
     char key[160];
-    snprintf(key, sizeof key, "%s %s", KIND_NAMES[r->kind], f[i].rule);
+    if (r->kind == ALERT_STRAGGLER)
+      snprintf(key, sizeof key, "straggler"); /* the doctor names one straggler at a time */
+    else
+      snprintf(key, sizeof key, "finding %s", f[i].rule);
     struct alert_obs *o = obs_new(key, "");
     if (!o)
       return;

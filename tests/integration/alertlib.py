@@ -94,13 +94,14 @@ class Watched:
     """`gpuscope run` of a job that waits for a stop file (or of cmd), on the simulated GPUs at the
     scenario time this test sets."""
 
-    def __init__(self, sb, name, args, gpus=1, u0=95, cmd=None, scenario=_SCENARIO):
+    def __init__(self, sb, name, args, gpus=1, u0=95, cmd=None, scenario=_SCENARIO, scenario_file=None):
         check(os.path.exists(SIM), f"{SIM} is not built")
         self.sb, self.name = sb, name
         self.clock, self.stop = os.path.join(sb.dir, name + ".clock"), os.path.join(sb.dir, name + ".stop")
-        scn = os.path.join(sb.dir, name + ".scn")
-        with open(scn, "w") as f:
-            f.write(scenario.format(last=gpus - 1, u0=u0))
+        scn = scenario_file or os.path.join(sb.dir, name + ".scn")
+        if not scenario_file:
+            with open(scn, "w") as f:
+                f.write(scenario.format(last=gpus - 1, u0=u0))
         self.set(0)
         env = dict(sb.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=scn, GPUSIM_CLOCK=self.clock)
         self.err = open(os.path.join(sb.dir, name + ".err"), "w+")

@@ -72,6 +72,22 @@ def test_a_throttled_gpu_with_its_memory_nearly_full_fires_both_and_one_without_
         sb.close()
 
 
+def test_a_gpu_that_lags_the_others_fires_the_straggler_alert():
+    sb, rx = Sandbox(), Receiver()
+    w = Watched(sb, "lag", ["--alert", "straggler", "--alert-webhook", rx.url],
+                scenario_file=os.path.join(SRC, "tests/gpusim/scenarios/straggler4.scn"))
+    try:
+        w.wait(lambda: rx.got(), "the straggler alert")
+        check(w.finish() == 0, "the run exits 0:\n" + w.out)
+        firing = [b for b in rx.got() if b["state"] == "firing"]
+        check(len(firing) == 1 and firing[0]["key"] == "straggler" and "GPU 2" in firing[0]["title"],
+              f"one straggler alert naming GPU 2: {rx.got()}")
+    finally:
+        w.close()
+        rx.close()
+        sb.close()
+
+
 _STEPS_THEN_HANG = r'''
 import os, socket, sys, time
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
