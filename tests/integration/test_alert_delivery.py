@@ -2,7 +2,8 @@
 once into a webhook that accepts and never answers, or refuses, cost dropped and failed alerts,
 counted in the run's params and summary, and not one tick of the agent's (counted in the store
 against the run's length); a webhook goes through the proxy the environment names; an https
-receiver with a certificate no one trusts is refused (TLS verified)."""
+receiver with a certificate no one trusts is refused (TLS verified). And the node agent (`agent
+--record`) alerts on its node run as `run` does."""
 from alertlib import *
 
 
@@ -88,6 +89,33 @@ def test_an_https_webhook_with_a_certificate_no_one_trusts_is_refused():
         check(not rx.got() and "1 failed" in err and "certificate" in err.lower(),
               "the self-signed receiver never got the alert; the summary says why:\n" + err)
     finally:
+        rx.close()
+        sb.close()
+
+
+
+def test_the_node_agent_alerts_on_its_recorded_run():
+    sb, rx = Sandbox(), Receiver()
+    scn = os.path.join(sb.dir, "node.scn")
+    with open(scn, "w") as f:
+        f.write("device 0\n  name NVIDIA H100 PCIe\n  memory 81559MiB\n  at 0 util=0 mem_used=1GiB power=50\n")
+    env = dict(sb.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=scn)
+    p = subprocess.Popen([BIN, "agent", "--record", "--name", "node", "--listen", "127.0.0.1:0", "--interval", "0.2s",
+                          "--alert", "gpu_idle<10%:for=1s", "--alert-every", "0.5s", "--alert-webhook", rx.url],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: rx.got(), "the node agent's alert", timeout=120, proc=p, every=0.1)
+        p.terminate()
+        out, err = p.communicate(timeout=120)
+        check(p.returncode == 0, f"the agent exits 0 on SIGTERM: {p.returncode}\n{err}")
+        got = [(b["state"], b["rule"], b["labels"], b["run"]["name"]) for b in rx.got()]
+        check(got == [("firing", "gpu_idle", "gpu=0", "node"), ("resolved", "gpu_idle", "gpu=0", "node")],
+              f"one firing, resolved when the agent stops: {got}")
+        check("alerts: 1 fired, 1 resolved; 2 sent" in err, "its summary line:\n" + err)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
         rx.close()
         sb.close()
 
