@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "alert/alert.h"
 #include "collect/collect.h"
 #include "core/core.h"
 #include "doctor/doctor.h"
@@ -39,7 +40,8 @@ struct writer {
   struct store *st;
   struct store_run *run;
   struct gs_sink *sink;
-  int failed; /* reported once */
+  struct alert_engine *alerts; /* evaluated after a flush, on this thread's store handle (NULL: none) */
+  int failed;                  /* reported once */
 };
 
 static void writer_flush(struct writer *w) {
@@ -71,6 +73,8 @@ static void *writer_main(void *arg) {
     w->kicked = 0;
     pthread_mutex_unlock(&w->mu);
     writer_flush(w);
+    if (w->alerts)
+      alert_engine_eval(w->alerts, w->st);
     pthread_mutex_lock(&w->mu);
   }
   pthread_mutex_unlock(&w->mu);
@@ -402,6 +406,7 @@ struct agent {
   int64_t gpu_stalled_at; /* when GPU data stopped (0: it flows) */
   int64_t last_watch;
   struct metrics *metrics; /* run --listen: the /metrics endpoint over the sink */
+  struct alert_engine *alerts;
 };
 
 /* GPU data that stops while the NVML collector is on means a driver call has not returned (the
@@ -479,9 +484,19 @@ static int agent_setup(struct agent *a) {
     prctl(PR_SET_CHILD_SUBREAPER, 1);
   if ((rc = sig_setup(&a->sig)))
     return rc;
+  if (o->alerts && alert_config_active(o->alerts)) {
+    struct alert_run_info ai = {.run_id = a->run.id,
+                                .run_name = a->run.name,
+                                .host = a->run.host,
+                                .mono_start_ns = a->run.mono_start_ns,
+                                .interval_ns = o->interval_ns};
+    if (!(a->alerts = alert_engine_new(o->alerts, &ai, a->sink)))
+      return GS_EIO;
+  }
   a->w = (struct writer){.st = a->st,
                          .run = &a->run,
                          .sink = a->sink,
+                         .alerts = a->alerts,
                          .flush_ns = o->flush_ns ? o->flush_ns : agent_flush_default(o->interval_ns)};
   if ((rc = writer_start(&a->w)))
     return rc;
@@ -676,6 +691,10 @@ static void agent_finish(struct agent *a) {
            *a->job_status == 0                      ? "finished"
            : *a->job_status > 128 && !a->exec_errno ? "killed"
                                                     : "failed");
+  if (a->alerts) { /* the exit alert, what is still firing resolved, the drain; its counts flushed */
+    alert_engine_finish(a->alerts, a->run.status, a->run.exit_code);
+    writer_flush(&a->w);
+  }
   if (a->st->run_end(a->st, &a->run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
   char unkept[2304];
@@ -690,6 +709,7 @@ static void agent_finish(struct agent *a) {
       fputs(col_summary, stderr);
     if (a->in)
       ingest_summary(a->in, stderr);
+    alert_engine_summary(a->alerts, stderr);
     if (left > 0)
       fprintf(stderr, "  %d process%s of the job still running after it exited (use --wait-tree to wait)\n", left,
               left == 1 ? "" : "es");
@@ -721,6 +741,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
   metrics_free(a.metrics); /* no scrape reads the sink after this */
   if (a.writer_on)
     writer_stop(&a.w);
+  alert_engine_free(a.alerts); /* after the writer: it evaluates the rules */
   for (size_t i = 0; i < a.ncols; i++)
     if (a.cols[i].ctx)
       a.cols[i].c->close(a.cols[i].ctx);

@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+struct alert_config;
+
 struct agent_opts {
   char *const *argv;          /* the job: argv[0] is looked up on PATH (unused when attach_pid > 0) */
   pid_t attach_pid;           /* > 0: watch this running process and its descendants, launch nothing */
@@ -32,6 +34,8 @@ struct agent_opts {
   const char *token;      /* for listen: required off loopback */
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
   int save_diff;          /* keep the git diff itself (param git.diff, at most 1 MiB), not only its hash */
+  /* rules and destinations (NULL, or no rule: no alerts; alert/alert.h) */
+  const struct alert_config *alerts;
 };
 
 /* The default commit period: 10 ticks, at least 1 s and at most 10 s. A SIGKILLed agent loses at most
@@ -66,6 +70,8 @@ struct agent_node_opts {
   const char *root;      /* procfs root ("/") */
   int quiet;
   int print_address; /* print the address line even when quiet */
+  /* with record: rules over the node run's window (alert/alert.h) */
+  const struct alert_config *alerts;
 };
 
 /* Runs the node agent until a signal. Prints "gpuscope agent: metrics at http://HOST:PORT/metrics"

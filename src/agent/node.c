@@ -17,8 +17,10 @@
 
 #include "agent/agent.h"
 #include "agent/agent_int.h"
+#include "alert/alert.h"
 #include "collect/collect.h"
 #include "core/core.h"
+#include "doctor/doctor.h"
 #include "serve/metrics.h"
 #include "serve/serve.h"
 #include "store/store.h"
@@ -63,14 +65,14 @@ struct node_store {
   struct store *st;
   struct store_run *run;
   struct metrics *m;
+  struct alert_engine *alerts; /* evaluated after each flush (NULL: none) */
   int *failed;
 };
 
 static void node_store_findings(struct node_store *w) {
   struct store_finding *f = NULL;
   size_t n = 0;
-  double window;
-  if (!serve_live_findings(w->st, w->run->id, &f, &n, &window))
+  if (!doctor_diagnose_live_run(w->st, w->run->id, 0, &f, &n, NULL))
     metrics_set_findings(w->m, f, n);
   free(f);
 }
@@ -91,6 +93,8 @@ static void *node_store_main(void *arg) {
     int64_t now = gs_mono_ns();
     if (now >= next_flush) {
       node_flush(w->sink, w->st, w->run, w->failed);
+      if (w->alerts)
+        alert_engine_eval(w->alerts, w->st);
       next_flush = now + w->flush_ns;
     }
     if (now >= next_findings) {
@@ -245,6 +249,17 @@ static void node_run_close(const struct agent_node_opts *o, struct gs_sink *sink
     fprintf(stderr, "gpuscope agent: node run %s kept\n", run->id);
 }
 
+/* --record with alerts: the engine over the node run, evaluated by the store thread after each flush. */
+static struct alert_engine *node_alerts_new(const struct agent_node_opts *o, const struct store_run *run,
+                                            struct gs_sink *sink) {
+  struct alert_run_info ai = {.run_id = run->id,
+                              .run_name = run->name,
+                              .host = run->host,
+                              .mono_start_ns = run->mono_start_ns,
+                              .interval_ns = o->interval_ns};
+  return alert_engine_new(o->alerts, &ai, sink);
+}
+
 int agent_node_run(const struct agent_node_opts *o) {
   int rc = GS_OK, sfd = -1, failed = 0, begun = 0;
   struct store *st = NULL;
@@ -252,6 +267,7 @@ int agent_node_run(const struct agent_node_opts *o) {
   struct node_col cols[4];
   size_t ncols = 0;
   struct metrics *m = NULL;
+  struct alert_engine *alerts = NULL;
   struct gs_sink *sink = gs_sink_new();
   if (!sink)
     return gs_fail(GS_ENOMEM, "out of memory");
@@ -295,11 +311,18 @@ int agent_node_run(const struct agent_node_opts *o) {
   node_print_address(o, port);
   struct node_store w = {
       .flush_ns = agent_flush_default(o->interval_ns), .sink = sink, .st = st, .run = &run, .m = m, .failed = &failed};
+  if (st && o->alerts && alert_config_active(o->alerts) && !(alerts = w.alerts = node_alerts_new(o, &run, sink))) {
+    rc = GS_EIO;
+    goto out;
+  }
   if (st && (rc = node_store_start(&w)))
     goto out;
   node_loop(o, sfd, sink, st != NULL, cols, ncols);
   if (st)
     node_store_stop(&w);
+  alert_engine_finish(alerts, "finished", -1); /* resolves what fires; its counts go in the last flush */
+  if (!o->quiet && alerts)
+    alert_engine_summary(alerts, stderr);
 out:
   metrics_free(m); /* the endpoint first: no scrape reads the sink after this */
   for (size_t i = 0; i < ncols; i++)
@@ -307,6 +330,7 @@ out:
       cols[i].c->close(cols[i].ctx);
   if (begun)
     node_run_close(o, sink, st, &run, &failed, rc);
+  alert_engine_free(alerts);
   if (st)
     st->close(st);
   if (sfd >= 0)

@@ -9,6 +9,7 @@
 #ifndef GS_CLI_H
 #define GS_CLI_H
 
+#include "alert/alert.h"
 #include "store/store.h"
 
 enum { GS_EXIT_OK = 0, GS_EXIT_FAIL = 1, GS_EXIT_USAGE = 2, GS_EXIT_STORE = 3 };
@@ -60,5 +61,48 @@ int cli_get_run(struct store *st, const char *ref, struct store_run *run);
 /* Opens the store at url (NULL: default) and resolves ref in it. Returns 0 with *st open (the
  * caller closes it) and *run filled, or the exit code after printing the reason (*st NULL). */
 int cli_open_run(const char *url, const char *ref, struct store **st, struct store_run *run);
+
+/* The alert options of the commands that watch (run, attach, agent; docs/alerts.md): the XDG file
+ * (alert_config_default_path, or --alert-config FILE, or none) read first, then each flag in order. */
+enum {
+  CLI_OPT_ALERT = 0x200,
+  CLI_OPT_ALERT_WEBHOOK,
+  CLI_OPT_ALERT_SLACK,
+  CLI_OPT_ALERT_CMD,
+  CLI_OPT_ALERT_EVERY,
+  CLI_OPT_ALERT_SET,
+  CLI_OPT_ALERT_CONFIG
+};
+#define CLI_ALERT_LONGOPTS                                                                                             \
+  {"alert", required_argument, 0, CLI_OPT_ALERT}, {"alert-webhook", required_argument, 0, CLI_OPT_ALERT_WEBHOOK},      \
+      {"alert-slack", required_argument, 0, CLI_OPT_ALERT_SLACK},                                                      \
+      {"alert-cmd", required_argument, 0, CLI_OPT_ALERT_CMD},                                                          \
+      {"alert-every", required_argument, 0, CLI_OPT_ALERT_EVERY},                                                      \
+      {"alert-set", required_argument, 0, CLI_OPT_ALERT_SET}, {                                                        \
+    "alert-config", required_argument, 0, CLI_OPT_ALERT_CONFIG                                                         \
+  }
+#define CLI_ALERT_USAGE                                                                                                \
+  "  --alert RULE       alert on RULE (repeatable): gpu_idle<10%:for=2m, hang:for=5m, exit,\n"                         \
+  "                     finding:gain=1.2, throttle>20%:for=1m, gpu_mem>95%, straggler\n"                               \
+  "  --alert-webhook URL  POST each alert as JSON (repeatable); --alert-slack URL as {\"text\": ...}\n"                \
+  "  --alert-cmd CMD    run CMD (sh -c) with the alert as JSON on stdin and in GPUSCOPE_ALERT_*\n"                     \
+  "  --alert-every T    evaluate the rules at most every T (default 5s)\n"                                             \
+  "  --alert-set K=V    timeout, retries, queue or rate (docs/alerts.md)\n"                                            \
+  "  --alert-config F   read F instead of $XDG_CONFIG_HOME/gpuscope/alerts.ini ('none': no file)\n"
+
+#define CLI_ALERT_MAX_FLAGS 64
+struct cli_alerts {
+  const char *flag[CLI_ALERT_MAX_FLAGS][2]; /* (setting, value) in the order given */
+  int n;
+  const char *file; /* --alert-config (NULL: the default path) */
+  struct alert_config c;
+};
+
+/* Takes one alert option of opt (a CLI_OPT_ALERT_*) into a. Returns -1 (go on), GS_EXIT_USAGE after
+ * saying why, or -2 when opt is not an alert option. */
+int cli_alert_opt(struct cli_alerts *a, int opt, const char *arg);
+/* Reads the file, then applies the flags, into a->c. Returns -1 (go on) or GS_EXIT_USAGE after one
+ * line naming the file and line, or the flag, that is wrong. */
+int cli_alerts_load(struct cli_alerts *a, const char *cmd);
 
 #endif

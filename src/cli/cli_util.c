@@ -90,3 +90,48 @@ int cli_open_run(const char *url, const char *ref, struct store **st, struct sto
   }
   return rc;
 }
+
+int cli_alert_opt(struct cli_alerts *a, int opt, const char *arg) {
+  static const char *const KEYS[] = {"rule", "webhook", "slack", "command", "every"};
+  if (opt == CLI_OPT_ALERT_CONFIG) {
+    a->file = arg;
+    return -1;
+  }
+  if (opt < CLI_OPT_ALERT || opt > CLI_OPT_ALERT_SET)
+    return -2;
+  if (a->n >= CLI_ALERT_MAX_FLAGS)
+    return cli_error(GS_EXIT_USAGE, "at most %d alert options", CLI_ALERT_MAX_FLAGS);
+  const char *key = opt == CLI_OPT_ALERT_SET ? NULL : KEYS[opt - CLI_OPT_ALERT];
+  a->flag[a->n][0] = key;
+  a->flag[a->n++][1] = arg;
+  return -1;
+}
+
+int cli_alerts_load(struct cli_alerts *a, const char *cmd) {
+  char path[1200], err[1400];
+  alert_config_init(&a->c);
+  const char *file = a->file ? a->file : alert_config_default_path(path, sizeof path);
+  if (file && strcmp(file, "none")) {
+    int rc = alert_config_load(&a->c, file, err, sizeof err);
+    if (rc == 1 && a->file)
+      return cli_error(GS_EXIT_USAGE, "%s: --alert-config %s: no such file", cmd, a->file);
+    if (rc < 0)
+      return cli_error(GS_EXIT_USAGE, "%s", err);
+  }
+  for (int i = 0; i < a->n; i++) {
+    char key[32];
+    const char *val = a->flag[i][1];
+    if (!a->flag[i][0]) { /* --alert-set KEY=VALUE */
+      const char *eq = strchr(val, '=');
+      if (!eq || eq == val || (size_t)(eq - val) >= sizeof key)
+        return cli_error(GS_EXIT_USAGE, "%s: --alert-set wants KEY=VALUE, not '%s'", cmd, val);
+      snprintf(key, sizeof key, "%.*s", (int)(eq - val), val);
+      val = eq + 1;
+    } else {
+      snprintf(key, sizeof key, "%s", a->flag[i][0]);
+    }
+    if (alert_config_set(&a->c, key, val, err, sizeof err))
+      return cli_error(GS_EXIT_USAGE, "%s: %s", cmd, err);
+  }
+  return -1;
+}

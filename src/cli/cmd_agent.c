@@ -23,10 +23,20 @@ static const char USAGE[] =
     "  --token T            require 'Authorization: Bearer T' (default $GPUSCOPE_TOKEN); required\n"
     "                       for an address other than loopback\n"
     "  --host-label NAME    the host label's name: hostname (dcgm-exporter 4.x, default) or Hostname\n"
-    "  --quiet              no notes on stderr\n";
+    "  --quiet              no notes on stderr\n"
+    "  with --record, the alert options of `gpuscope run` (over the node run's window):\n" CLI_ALERT_USAGE;
+
+struct node_args {
+  struct agent_node_opts o;
+  struct cli_alerts alerts;
+};
 
 static int agent_opt(int c, const char *arg, void *user) {
-  struct agent_node_opts *o = user;
+  struct node_args *na = user;
+  struct agent_node_opts *o = &na->o;
+  int rc = cli_alert_opt(&na->alerts, c, arg);
+  if (rc != -2)
+    return rc;
   switch (c) {
   case 'l':
     o->listen = arg;
@@ -75,15 +85,26 @@ int cmd_agent(int argc, char **argv) {
                                            {"root", required_argument, 0, 'r'},
                                            {"quiet", no_argument, 0, 'q'},
                                            {"help", no_argument, 0, 'h'},
+                                           CLI_ALERT_LONGOPTS,
                                            {0, 0, 0, 0}};
-  struct agent_node_opts o = {.interval_ns = GS_NS_PER_S, .host_label = "hostname", .root = "/", .print_address = 1};
-  int rc = cli_parse_opts(argc, argv, longopts, USAGE, agent_opt, &o);
+  struct node_args na = {.o = {.interval_ns = GS_NS_PER_S, .host_label = "hostname", .root = "/", .print_address = 1}};
+  struct agent_node_opts o = na.o;
+  int rc = cli_parse_opts(argc, argv, longopts, USAGE, agent_opt, &na);
+  o = na.o;
   if (rc >= 0)
     return rc;
   if (optind < argc)
     return cli_error(GS_EXIT_USAGE, "agent: unexpected argument '%s'", argv[optind]);
   if (!o.token)
     o.token = getenv("GPUSCOPE_TOKEN");
+  if ((rc = cli_alerts_load(&na.alerts, "agent")) >= 0)
+    return rc;
+  if (alert_config_active(&na.alerts.c)) {
+    if (!o.record && na.alerts.n) /* the file's rules are for runs: a node agent without a store skips them */
+      return cli_error(GS_EXIT_USAGE, "agent: alerts read the recorded window: add --record");
+    if (o.record)
+      o.alerts = &na.alerts.c;
+  }
   char def[1200];
   if (o.record && !o.store_url)
     o.store_url = store_default_url(def, sizeof def);

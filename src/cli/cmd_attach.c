@@ -19,17 +19,21 @@ static const char attach_usage[] =
     "  --interval T       sampling interval (default 100ms, at least 10ms)\n"
     "  --flush T          commit samples every T (default 10 ticks, 1s..10s; 100ms..60s)\n"
     "  --store URL        sqlite:///path/to/file.db (default $GPUSCOPE_STORE or the XDG path)\n"
-    "  --quiet            no live line, no summary\n\n"
+    "  --quiet            no live line, no summary\n" CLI_ALERT_USAGE "\n"
     "Exit status: 0 when the run was recorded, 2 bad usage, no such process or already watched,\n"
     "3 the store cannot be used.\n";
 
 struct attach_args {
   struct agent_opts o;
+  struct cli_alerts alerts;
   char tags[1024];
 };
 
 static int attach_opt(int c, const char *arg, void *user) {
   struct attach_args *a = user;
+  int rc = cli_alert_opt(&a->alerts, c, arg);
+  if (rc != -2)
+    return rc;
   switch (c) {
   case 'n':
     a->o.name = arg;
@@ -66,11 +70,15 @@ static int attach_opt(int c, const char *arg, void *user) {
 }
 
 int cmd_attach(int argc, char **argv) {
-  static const struct option longopts[] = {
-      {"name", required_argument, 0, 'n'},     {"tag", required_argument, 0, 't'},
-      {"interval", required_argument, 0, 'i'}, {"flush", required_argument, 0, 'f'},
-      {"store", required_argument, 0, 's'},    {"quiet", no_argument, 0, 'q'},
-      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
+  static const struct option longopts[] = {{"name", required_argument, 0, 'n'},
+                                           {"tag", required_argument, 0, 't'},
+                                           {"interval", required_argument, 0, 'i'},
+                                           {"flush", required_argument, 0, 'f'},
+                                           {"store", required_argument, 0, 's'},
+                                           {"quiet", no_argument, 0, 'q'},
+                                           {"help", no_argument, 0, 'h'},
+                                           CLI_ALERT_LONGOPTS,
+                                           {0, 0, 0, 0}};
   struct attach_args a = {.o = {.interval_ns = 100000000LL, .name = "", .root = "/"}};
   int rc = cli_parse_opts(argc, argv, longopts, attach_usage, attach_opt, &a);
   if (rc >= 0)
@@ -83,6 +91,9 @@ int cmd_attach(int argc, char **argv) {
     return cli_error(GS_EXIT_USAGE, "attach: '%s' is not a process id", argv[optind]);
   a.o.attach_pid = (pid_t)pid;
   a.o.tags = a.tags;
+  if ((rc = cli_alerts_load(&a.alerts, "attach")) >= 0)
+    return rc;
+  a.o.alerts = &a.alerts.c;
   char def[1200];
   if (!a.o.store_url)
     a.o.store_url = store_default_url(def, sizeof def);

@@ -42,10 +42,11 @@ static const char RUN_USAGE[] =
     "  --listen HOST:PORT serve the run's Prometheus metrics (/metrics, as `gpuscope agent`)\n"
     "  --token T          for --listen: require 'Authorization: Bearer T' (default\n"
     "                     $GPUSCOPE_TOKEN); required for an address other than loopback\n"
-    "  --host-label NAME  for --listen: hostname (default) or Hostname\n";
+    "  --host-label NAME  for --listen: hostname (default) or Hostname\n" CLI_ALERT_USAGE;
 
 struct run_args {
   struct agent_opts o;
+  struct cli_alerts alerts;
   char tags[1024]; /* the --tag values joined by commas */
 };
 
@@ -68,6 +69,9 @@ static int run_add_tag(struct run_args *a, const char *tag) {
 static int run_opt(int opt, const char *arg, void *user) {
   struct run_args *a = user;
   struct agent_opts *o = &a->o;
+  int rc = cli_alert_opt(&a->alerts, opt, arg);
+  if (rc != -2)
+    return rc;
   switch (opt) {
   case 'n':
     if (strlen(arg) >= sizeof((struct store_run *)0)->name)
@@ -137,6 +141,7 @@ int cmd_run(int argc, char **argv) {
                                            {"token", required_argument, 0, 'T'},
                                            {"host-label", required_argument, 0, 'H'},
                                            {"save-diff", no_argument, 0, 'D'},
+                                           CLI_ALERT_LONGOPTS,
                                            {0, 0, 0, 0}};
   struct run_args a = {.o = {.interval_ns = 100000000LL, .name = "", .root = "/"}};
   struct agent_opts *o = &a.o;
@@ -152,6 +157,9 @@ int cmd_run(int argc, char **argv) {
   if (o->listen && !o->token)
     o->token = getenv("GPUSCOPE_TOKEN");
   o->tags = a.tags;
+  if ((rc = cli_alerts_load(&a.alerts, "run")) >= 0)
+    return rc;
+  o->alerts = &a.alerts.c;
   char group[64];
   if (!o->group)
     o->group = cli_default_group(group, sizeof group);

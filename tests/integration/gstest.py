@@ -70,6 +70,8 @@ class Sandbox:
         self.env = dict(os.environ)
         self.env["GPUSCOPE_STORE"] = self.store
         self.env["XDG_DATA_HOME"] = os.path.join(self.dir, "xdg")
+        # the user's alerts.ini (docs/alerts.md) applies to every run: not to the tests' runs
+        self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
         self.env.pop("GPUSCOPE_NVML_LIB", None)
 
     def gs(self, *args, env=None, timeout=120, input=None):

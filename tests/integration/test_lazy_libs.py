@@ -1,5 +1,6 @@
-"""libpq and libmicrohttpd are loaded on first use (store/pq_api.c, serve/mhd_api.c): a run into
-SQLite without --listen never maps them, and when one cannot be loaded the command that needs it
+"""libpq, libmicrohttpd and libcurl are loaded on first use (store/pq_api.c, serve/mhd_api.c,
+alert/curl_api.c): a run into SQLite without --listen never maps them, nor a run whose alerts have a
+webhook but have not fired, and when one cannot be loaded the command that needs it
 fails with one line naming the Debian package, never a crash."""
 from gstest import *
 
@@ -26,8 +27,31 @@ def test_a_sqlite_run_maps_neither_libpq_nor_libmicrohttpd():
     try:
         maps = _agent_maps(sb)
         check("libsqlite3" in maps, "the map was read from the agent (it holds SQLite):\n" + maps[:2000])
-        for lib in ("libpq.so", "libmicrohttpd.so", "libgnutls", "libkrb5", "libldap"):
+        for lib in ("libpq.so", "libmicrohttpd.so", "libcurl", "libssl", "libgnutls", "libkrb5", "libldap"):
             check(lib not in maps, f"a SQLite run without --listen maps {lib}")
+    finally:
+        sb.close()
+
+
+def test_a_run_with_a_webhook_maps_libcurl_only_once_an_alert_goes_out():
+    sb = Sandbox()
+    try:
+        maps = _agent_maps(sb, "--alert", "exit", "--alert-webhook", "http://127.0.0.1:9/")
+        check("libsqlite3" in maps, "the map was read from the agent")
+        for lib in ("libcurl", "libssl", "libnghttp2"):
+            check(lib not in maps, f"a run whose alert has not fired maps {lib}")
+    finally:
+        sb.close()
+
+
+def test_a_missing_libcurl_is_a_failed_alert_naming_the_package_not_a_failed_run():
+    sb = Sandbox()
+    try:
+        rc, out, err = sb.gs("run", "--alert", "exit", "--alert-webhook", "http://127.0.0.1:9/", "--", "sh", "-c",
+                             "exit 3", env={"GPUSCOPE_LIBCURL": os.path.join(sb.dir, "no-libcurl.so.4")})
+        check(rc == 3, f"the run exits with the job's status: {rc}\n{err}")
+        check("1 failed" in err and "install the Debian package libcurl4" in err,
+              "the summary says the alert failed and names libcurl4:\n" + err)
     finally:
         sb.close()
 
