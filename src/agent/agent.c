@@ -24,7 +24,7 @@
 #include "doctor/doctor.h"
 #include "ingest/ingest.h"
 #include "report/report.h"
-#include "serve/metrics.h"
+#include "expose/expose.h"
 #include "store/store.h"
 
 /* The writer commits early when this many points wait, whatever --flush says (bounds memory). */
@@ -401,7 +401,7 @@ struct agent {
   int nvml_open;          /* the GPU collector is on: watch that its data keeps coming */
   int64_t gpu_stalled_at; /* when GPU data stopped (0: it flows) */
   int64_t last_watch;
-  struct metrics *metrics; /* run --listen: the /metrics endpoint over the sink */
+  struct expose *metrics; /* run --listen: the /metrics endpoint over the sink */
 };
 
 /* GPU data that stops while the NVML collector is on means a driver call has not returned (the
@@ -711,7 +711,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     a.st->run_end(a.st, &a.run);
     gs_fail(rc, "%s", why);
   }
-  metrics_free(a.metrics); /* no scrape reads the sink after this */
+  expose_free(a.metrics); /* no scrape reads the sink after this */
   if (a.writer_on)
     writer_stop(&a.w);
   for (size_t i = 0; i < a.ncols; i++)

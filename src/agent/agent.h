@@ -25,7 +25,7 @@ struct agent_opts {
   long stop_after_steps;  /* > 0: SIGTERM the job once the client numbered this many steps (tune) */
   int64_t stop_grace_ns;  /* > 0: a job still running this long after it was asked to stop (stop_after_steps,
                            * or SIGINT, SIGTERM or SIGHUP passed on) gets SIGKILL, its whole tree with it (tune) */
-  const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
+  const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, expose/expose.h) */
   const char *token;      /* for listen: required off loopback */
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
 };
@@ -50,9 +50,9 @@ int agent_run(const struct agent_opts *o, int *job_status);
  * GS_EBUSY when another agent is attached to it already. */
 
 /* Node mode (`gpuscope agent`, agent/node.c): no job; the host and every GPU are sampled each tick
- * and served as Prometheus metrics on listen (serve/metrics.h) until SIGINT, SIGTERM or SIGHUP. */
+ * and served as Prometheus metrics on listen (expose/expose.h) until SIGINT, SIGTERM or SIGHUP. */
 struct agent_node_opts {
-  const char *listen;     /* "HOST:PORT" (NULL: METRICS_DEFAULT_LISTEN, 127.0.0.1:9733) */
+  const char *listen;     /* "HOST:PORT" (NULL: EXPOSE_DEFAULT_LISTEN, 127.0.0.1:9733) */
   const char *token;      /* required off loopback (serve's rules) */
   const char *host_label; /* "hostname" (default) or "Hostname" */
   int64_t interval_ns;

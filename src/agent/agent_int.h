@@ -51,10 +51,10 @@ struct gs_sink;
 void agent_provenance(struct gs_sink *s, const char *cwd);
 
 /* `run --listen` (node.c): starts the /metrics endpoint over sink on listen and prints its address
- * on stderr (unless quiet). Returns 0 with *out (free with metrics_free), or GS_EINVAL with a
+ * on stderr (unless quiet). Returns 0 with *out (free with expose_free), or GS_EINVAL with a
  * message (bad address or token, or the address cannot be bound). */
-struct metrics;
+struct expose;
 int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
-                       int64_t interval_ns, int quiet, struct metrics **out);
+                       int64_t interval_ns, int quiet, struct expose **out);
 
 #endif
