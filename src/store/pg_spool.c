@@ -27,23 +27,6 @@
 
 #include "store/pg_int.h"
 
-int pg_reconnect(struct pg_store *s, int force) {
-  if (!s->down && !pg_conn_lost(s))
-    return GS_OK;
-  int64_t now = gs_mono_ns();
-  if (!force && now < s->next_try_ns)
-    return GS_EIO;
-  s->next_try_ns = now + PG_RETRY_NS;
-  int rc = pg_connect(s);
-  if (rc) {
-    s->down = 1;
-    return rc;
-  }
-  s->w.stale = 1;     /* whatever the last connection left: the open chunks are read again */
-  s->next_try_ns = 0; /* and the spool is replayed at once */
-  return GS_OK;
-}
-
 static int mkdirs(const char *dir) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", dir);
@@ -345,15 +328,6 @@ int pg_spool_end(struct pg_store *s, const struct store_run *r) {
   return s->spool->run_end(s->spool, &sr);
 }
 
-const char *pg_spool_run_id(const struct pg_store *s, const char *run_id) {
-  return s->spool && !strcmp(run_id, s->server_run_id) ? s->spool_run_id : run_id;
-}
-
-struct store *pg_spool_reader(struct pg_store *s) {
-  /* the server does not hold the run (unreachable, or it refused the spool): the spool does */
-  return s->spool && (s->down || s->replay_error[0]) ? s->spool : NULL;
-}
-
 void pg_spool_done(struct pg_store *s) {
   if (s->spool)
     s->spool->close(s->spool);
@@ -408,7 +382,8 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
     sp->close(sp);
     return 1;
   }
-  struct pg_store tmp = {.conn = s->conn, .mode = STORE_WRITE, .schema_ok = 1, .timeout_ns = s->timeout_ns};
+  struct pg_store tmp = {
+      .conn = s->conn, .connect = s->connect, .mode = STORE_WRITE, .schema_ok = 1, .timeout_ns = s->timeout_ns};
   snprintf(tmp.name, sizeof tmp.name, "%s", s->name);
   struct gs_batch b = {0};
   struct store_series *ser = NULL;
@@ -431,7 +406,8 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
     goto out;
   if (!rr.end_wall_ns)
     rr.end_wall_ns = rr.start_wall_ns;
-  rc = pg_run_end(&tmp.base, &rr);
+  int ended;
+  rc = pg_write_finish(&tmp, &rr, &ended);
 out:
   if (!tmp.conn) { /* tmp dropped the shared connection (broken, or no answer in time): s has none either */
     s->conn = NULL;
