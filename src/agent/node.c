@@ -129,8 +129,8 @@ static void node_store_stop(struct node_store *w) {
   pthread_mutex_destroy(&w->mu);
 }
 
-int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
-                       int64_t interval_ns, int quiet, struct expose **out) {
+int agent_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
+                        int64_t interval_ns, int quiet, struct expose **out) {
   struct expose_opts mo = {.host_label = host_label, .interval_ns = interval_ns};
   *out = expose_new(sink, &mo);
   if (!*out)
@@ -262,17 +262,17 @@ int agent_node_run(const struct agent_node_opts *o) {
   sigprocmask(SIG_BLOCK, &mask, &orig);
   if ((sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
     rc = gs_fail(GS_EIO, "signalfd: %s", strerror(errno));
-    goto out;
+    goto fail;
   }
   if (o->record) {
     if (!(st = store_open(o->store_url))) {
       rc = GS_ESTORE;
-      goto out;
+      goto fail;
     }
     node_run_fill(&run, o);
     if (st->run_begin(st, &run)) {
       rc = GS_ESTORE;
-      goto out;
+      goto fail;
     }
     begun = 1;
     if (st->stats.notice[0]) /* the store unreachable from the start: said now */
@@ -282,23 +282,23 @@ int agent_node_run(const struct agent_node_opts *o) {
   struct expose_opts mo = {.host_label = o->host_label, .interval_ns = o->interval_ns};
   if (!(m = expose_new(sink, &mo))) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
+    goto fail;
   }
   /* Collectors before the endpoint, so the first scrape already has the GPUs' labels. */
   ncols = node_open_collectors(o, sink, cols);
   if (expose_listen(m, o->listen, o->token, NULL)) {
     rc = GS_EINVAL;
-    goto out;
+    goto fail;
   }
   node_print_address(o, m);
   struct node_store w = {
       .flush_ns = agent_flush_default(o->interval_ns), .sink = sink, .st = st, .run = &run, .m = m, .failed = &failed};
   if (st && (rc = node_store_start(&w)))
-    goto out;
+    goto fail;
   node_loop(o, sfd, sink, st != NULL, cols, ncols);
   if (st)
     node_store_stop(&w);
-out:
+fail:
   expose_free(m); /* the endpoint first: no scrape reads the sink after this */
   for (size_t i = 0; i < ncols; i++)
     if (cols[i].ctx)

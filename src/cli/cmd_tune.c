@@ -185,9 +185,9 @@ int cmd_tune(int argc, char **argv) {
     rc = cli_error(GS_EXIT_USAGE, "tune: unexpected '%s' before '--' (the command goes after '--')", args[optind]);
   free(args);
   if (rc >= 0)
-    goto out;
+    goto fail;
   if ((rc = tune_check_args(&c, argc, argv, i)) >= 0)
-    goto out;
+    goto fail;
   if (!c.o.name[0]) {
     time_t now = time(NULL);
     struct tm tm;
@@ -204,7 +204,7 @@ int cmd_tune(int argc, char **argv) {
   if (trc && !r.n) {
     rc = cli_error(fail, "tune: %s", gs_last_error());
     tune_result_done(&r);
-    goto out;
+    goto fail;
   }
   struct store *st = store_open(c.o.store_url);
   if (c.json)
@@ -218,7 +218,7 @@ int cmd_tune(int argc, char **argv) {
   else
     rc = r.interrupted ? 128 + (r.signo > 0 ? r.signo : SIGINT) : r.best < 0 ? GS_EXIT_FAIL : GS_EXIT_OK;
   tune_result_done(&r);
-out:
+fail:
   tune_opts_done(&c.o);
   return rc;
 }

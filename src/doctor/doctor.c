@@ -188,7 +188,7 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
   *n = 0;
   int rc = dr_run_load(v, from, to, &d);
   if (rc)
-    goto done;
+    goto fail;
   for (size_t r = 0; r < NRULES && !fs.oom; r++)
     if (RULES[r].rule)
       RULES[r].rule(&d, &fs);
@@ -207,13 +207,13 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
     (measured_enough(&d) ? add_healthy : add_insufficient)(&d, &fs);
   if (fs.oom) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto done;
+    goto fail;
   }
   qsort(fs.v, fs.n, sizeof *fs.v, by_share);
   *out = fs.v;
   *n = fs.n;
   fs.v = NULL;
-done:
+fail:
   free(fs.v);
   free(fs.ch);
   dr_run_done(&d);

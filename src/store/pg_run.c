@@ -52,12 +52,12 @@ static int to_spool(struct pg_store *s, const struct store_run *r, const struct 
   int rc;
   if (store_pending_any(&s->w.pending)) {
     if ((rc = pg_spool_append(s, r, &s->w.pending.b)))
-      goto keep;
+      goto fail;
     store_writer_clear(&s->w, &s->base.stats);
   }
   if (!(rc = pg_spool_append(s, r, b)))
     return GS_OK;
-keep: /* the spool cannot take it either (its disk is full): kept in memory, bounded */
+fail: /* the spool cannot take it either (its disk is full): kept in memory, bounded */
   store_pending_add(&s->w.pending, b, &s->base.stats);
   store_writer_failed(&s->w, &s->base.stats);
   return rc;

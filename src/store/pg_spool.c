@@ -287,10 +287,10 @@ int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
   struct store *sp = s->spool;
   int rc = s->run_in_pg ? GS_OK : pg_insert_run(s, r);
   if (rc || (rc = sp->series_list(sp, s->spool_run_id, &ser, &nser)))
-    goto out;
+    goto fail;
   if (!(ids = malloc((nser ? nser : 1) * sizeof *ids))) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
+    goto fail;
   }
   for (size_t i = 0; i < nser; i++)
     ids[i] = sink_id(s, &ser[i]); /* -1 cannot happen: the spool's series came from the agent's definitions */
@@ -307,7 +307,7 @@ int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
     s->replayed_points += p.total;
     remove_spool(s);
   }
-out:
+fail:
   if (rc && !s->down) /* the server is there but did not take the spool: the real cause, not "unreachable" */
     snprintf(s->replay_error, sizeof s->replay_error, "%s", gs_last_error());
   else if (!rc)
@@ -391,24 +391,24 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   size_t nser = 0;
   struct store_run rr = {0};
   if (rc)
-    goto out;
+    goto fail;
   rr = runs[0];
   const char *spool_id = runs[0].id;
   snprintf(rr.id, sizeof rr.id, "%s", server_id);
   rr.mono_start_ns = 0; /* the spool's times are the run's already */
   if ((rc = sp->series_list(sp, spool_id, &ser, &nser)) || (rc = spool_defs(ser, nser, &b, &ids)))
-    goto out;
+    goto fail;
   /* the run as it ended in the spool (or as the crash left it): row, samples, then its end */
   struct store_run row = rr;
   struct replay p = {
       .w = &tmp, .r = &rr, .sp = sp, .spool_id = spool_id, .ser = ser, .nser = nser, .ids = ids, .b = &b};
   if ((rc = pg_insert_run(&tmp, &row)) || (rc = replay_pieces(&p)))
-    goto out;
+    goto fail;
   if (!rr.end_wall_ns)
     rr.end_wall_ns = rr.start_wall_ns;
   int ended;
   rc = pg_write_finish(&tmp, &rr, &ended);
-out:
+fail:
   if (!tmp.conn) { /* tmp dropped the shared connection (broken, or no answer in time): s has none either */
     s->conn = NULL;
     pg_drop(s, tmp.lost_why);

@@ -55,7 +55,7 @@ static int write_rollups(struct sqlite_store *s, const char *run_id) {
   int rc;
   if ((rc = sq_prepare(s, "SELECT id FROM series WHERE run_id = ?", &q, "cannot write rollups")) ||
       (rc = sq_prepare(s, "INSERT OR REPLACE INTO rollups VALUES(?,?,?,?,?,?,?)", &ins, "cannot write rollups")))
-    goto out;
+    goto fail;
   sqlite3_bind_text(q, 1, run_id, -1, SQLITE_STATIC);
   int step = SQLITE_DONE;
   while (!rc && (step = sqlite3_step(q)) == SQLITE_ROW) {
@@ -85,7 +85,7 @@ static int write_rollups(struct sqlite_store *s, const char *run_id) {
   }
   if (!rc && step != SQLITE_DONE)
     rc = sq_fail(s, "cannot write rollups");
-out:
+fail:
   sqlite3_finalize(q);
   sqlite3_finalize(ins);
   return rc;

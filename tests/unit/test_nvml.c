@@ -1068,10 +1068,10 @@ static char *devices_output(const char *scn, const char *lib, int json, int *rc)
   else
     unsetenv("GPUSIM_SCENARIO");
   struct nvml_devices d;
-  *rc = nvml_devices_list(&d, lib);
+  *rc = collect_devices_list(&d, lib);
   if (!*rc)
     report_devices(f, &d, json);
-  nvml_devices_done(&d);
+  collect_devices_done(&d);
   fclose(f);
   return buf;
 }
