@@ -35,10 +35,16 @@ struct agent_opts {
  * about as much as a tick of every collector, so committing each tick would double the agent's cost. */
 int64_t agent_flush_default(int64_t interval_ns);
 
-/* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the
- * job's exit code, 128+N when killed by signal N, 127 when not found, 126 when not executable.
- * Returns a negative GS_E code (message in gs_last_error()) when the run could not start — the job
- * is then not launched; GS_ECORRUPT/GS_EIO mean the store is unusable. */
+/* Runs the job under watch (or watches o->attach_pid: attach mode below) until it exits. Once the
+ * job has started, returns 0 whatever the store does afterwards — a store that fails mid-run is said
+ * on stderr, in the run summary and in the run's notes, never by ending the job — and sets
+ * *job_status the way a shell would: the job's exit code, 128+N when killed by signal N, 127 when
+ * not found, 126 when not executable. Returns a negative GS_E code with the message in
+ * gs_last_error() when the run could not start, and the job is then not launched (*job_status 1):
+ * GS_ESTORE (the store cannot be opened or the run not begun), GS_EINVAL (--listen: a bad address or
+ * token, or one that cannot be bound), GS_EBUSY, GS_ENOENT (attach), GS_ENOMEM or GS_EIO (signals,
+ * the writer thread, the fork); a run already begun in the store is then closed as "failed". o and
+ * what it points to stay the caller's; nothing is left to free. */
 int agent_run(const struct agent_opts *o, int *job_status);
 
 /* Attach mode (o->attach_pid > 0, `gpuscope attach PID`): nothing is launched; the run ends when the
