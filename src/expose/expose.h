@@ -43,8 +43,9 @@ void expose_set_findings(struct expose *m, const struct store_finding *f, size_t
 int expose_wants_openmetrics(const char *accept);
 
 /* Serves GET /metrics on listen (loopback by default; another address needs token) until
- * expose_stop_listen. Returns 0 or a GS_E code with a message (as serve_endpoint_start, which serves it). *port is
- * the bound port. */
+ * expose_stop_listen, on serve's one-path endpoint. Returns 0 or GS_EINVAL with the endpoint's
+ * message (a bad address or token, an address that cannot be bound). *port (when port is not NULL)
+ * is the bound port; expose_url gives the whole address. */
 int expose_listen(struct expose *m, const char *listen, const char *token, int *port);
 void expose_stop_listen(struct expose *m);
 
