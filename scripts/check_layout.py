@@ -7,7 +7,10 @@ Reads every C file under src/ (stdlib only, no compiler needed) and reports:
   * call cycles between folders and between files inside a folder: file A calls a function that
     file B defines, and B (or a file B reaches) calls back into A;
   * functions longer than --max-lines (80) lines, counted from the line of the name to the closing
-    brace. Tables are arrays, not functions, and are not counted.
+    brace. Tables are arrays, not functions, and are not counted;
+  * a folder that includes or calls into another folder its row in docs/architecture.md's layout
+    table does not list under "reads from" (core/ may be used by all; "everything above" by cli/),
+    and a folder that has no row: the table is the drawing of the rooms, and must stay true.
 
 The parser is deliberately small: comments, strings and preprocessor lines are blanked, then the
 text is scanned for top-level `name(...) {` bodies; inside a body every `identifier(` is a call.
@@ -166,6 +169,34 @@ def sccs(nodes, edges):
     return out
 
 
+def layout_table():
+    """{folder: set of folders it reads from, or None for "everything above"} from docs/architecture.md."""
+    doc = open(os.path.join(ROOT, "docs", "architecture.md"), encoding="utf-8").read()
+    table = {}
+    for m in re.finditer(r"^\| `(\w+)/` \|.*\| ([^|]*) \|$", doc, re.M):
+        reads = m.group(2).strip()
+        table[m.group(1)] = None if reads == "everything above" else {
+            x.strip() for x in reads.split(",") if x.strip() not in ("", "—")}
+    return table
+
+
+def table_violations(folders, inc_folders, call_folders):
+    """The folder edges docs/architecture.md's table does not draw, and folders it lacks."""
+    table = layout_table()
+    out = []
+    for f in sorted(folders):
+        if f not in table:
+            out.append(f"folder not in docs/architecture.md's layout table: {f}/")
+            continue
+        if table[f] is None:
+            continue
+        for kind, edges in (("includes", inc_folders), ("calls", call_folders)):
+            for t in sorted(edges.get(f, ())):
+                if t != "core" and t not in table[f]:
+                    out.append(f"{f}/ {kind} {t}/, which docs/architecture.md's layout table does not list")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--max-lines", type=int, default=80)
@@ -229,6 +260,8 @@ def main():
         violations.append("call cycle between folders: " + " <-> ".join(comp))
     for comp in sccs(set(calls_of), call_files):
         violations.append("call cycle in " + folder(comp[0]) + "/: " + " <-> ".join(comp))
+    violations += table_violations(set(inc_folders) | set(call_folders) | {folder(r) for r in files},
+                                   inc_folders, call_folders)
     for rel, name, nlines in sorted(long_funcs):
         violations.append(f"function over {args.max_lines} lines: {rel}: {name} ({nlines} lines)")
 

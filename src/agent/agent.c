@@ -25,7 +25,7 @@
 #include "doctor/doctor.h"
 #include "ingest/ingest.h"
 #include "report/report.h"
-#include "serve/metrics.h"
+#include "expose/expose.h"
 #include "store/store.h"
 
 /* The writer commits early when this many points wait, whatever --flush says (bounds memory). */
@@ -341,7 +341,7 @@ static void run_fill(struct store_run *r, const struct agent_opts *o) {
   snprintf(r->tags, sizeof r->tags, "%s", o->tags ? o->tags : "");
   snprintf(r->group, sizeof r->group, "%s", o->group ? o->group : "");
   if (o->attach_pid > 0)
-    attach_command(o->attach_pid, r->command, sizeof r->command);
+    agent_attach_command(o->attach_pid, r->command, sizeof r->command);
   else
     join_argv(o->argv, r->command, sizeof r->command);
   agent_run_fill_here(r, o->interval_ns);
@@ -396,16 +396,16 @@ struct agent {
   struct sigstate sig;
   pid_t job;
   int exec_errno, job_done, waiting_tree, stop_sent;
-  int64_t stop_at;             /* when the job was first asked to stop (0: never), for o->stop_grace_ns */
-  int stop_killed;             /* the stop was escalated to SIGKILL */
-  int attach;                  /* o->attach_pid > 0: watch a running process, launch nothing */
-  struct attach_target target; /* the attached process (pidfd -1 without pidfd_open) */
+  int64_t stop_at;                   /* when the job was first asked to stop (0: never), for o->stop_grace_ns */
+  int stop_killed;                   /* the stop was escalated to SIGKILL */
+  int attach;                        /* o->attach_pid > 0: watch a running process, launch nothing */
+  struct agent_attach_target target; /* the attached process (pidfd -1 without pidfd_open) */
   int *job_status;
   char no_gpu[256];
   int nvml_open;          /* the GPU collector is on: watch that its data keeps coming */
   int64_t gpu_stalled_at; /* when GPU data stopped (0: it flows) */
   int64_t last_watch;
-  struct metrics *metrics; /* run --listen: the /metrics endpoint over the sink */
+  struct expose *metrics; /* run --listen: the /metrics endpoint over the sink */
   struct alert_engine *alerts;
 };
 
@@ -453,11 +453,11 @@ static int agent_setup(struct agent *a) {
   const struct agent_opts *o = a->o;
   int rc;
   char err[256] = "";
-  if (a->attach && (rc = attach_target_open(o->attach_pid, &a->target)))
+  if (a->attach && (rc = agent_attach_open(o->attach_pid, &a->target)))
     return rc;
   if (!(a->st = store_open(o->store_url)))
     return GS_ESTORE;
-  if (a->attach && attach_ingest_open(o->attach_pid, &a->in, err, sizeof err) == GS_EBUSY)
+  if (a->attach && agent_attach_ingest_open(o->attach_pid, &a->in, err, sizeof err) == GS_EBUSY)
     return gs_fail(GS_EBUSY, "attach: %s", err);
   if (!(a->sink = gs_sink_new()))
     return gs_fail(GS_ENOMEM, "out of memory");
@@ -502,7 +502,7 @@ static int agent_setup(struct agent *a) {
     return rc;
   a->writer_on = 1;
   if (o->listen &&
-      (rc = node_metrics_start(a->sink, o->listen, o->token, o->host_label, o->interval_ns, o->quiet, &a->metrics)))
+      (rc = agent_metrics_start(a->sink, o->listen, o->token, o->host_label, o->interval_ns, o->quiet, &a->metrics)))
     return rc;
   return GS_OK;
 }
@@ -624,7 +624,7 @@ static void agent_loop(struct agent *a) {
         next = now + o->interval_ns;
       if (a->waiting_tree && collect_count_descendants(getpid()) == 0)
         break;
-      if (a->attach && !a->job_done && a->target.pidfd < 0 && attach_target_gone(&a->target))
+      if (a->attach && !a->job_done && a->target.pidfd < 0 && agent_attach_gone(&a->target))
         a->job_done = attach_end(sink, a->job_status, "exited");
     }
     if (a->job_done && !a->waiting_tree)
@@ -738,7 +738,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     a.st->run_end(a.st, &a.run);
     gs_fail(rc, "%s", why);
   }
-  metrics_free(a.metrics); /* no scrape reads the sink after this */
+  expose_free(a.metrics); /* no scrape reads the sink after this */
   if (a.writer_on)
     writer_stop(&a.w);
   alert_engine_free(a.alerts); /* after the writer: it evaluates the rules */
@@ -747,7 +747,7 @@ int agent_run(const struct agent_opts *o, int *job_status) {
       a.cols[i].c->close(a.cols[i].ctx);
   ingest_close(a.in);
   sig_done(&a.sig);
-  attach_target_done(&a.target);
+  agent_attach_done(&a.target);
   gs_sink_free(a.sink);
   if (a.st)
     a.st->close(a.st);

@@ -30,7 +30,7 @@ struct agent_opts {
   size_t nparams;
   int64_t stop_grace_ns;  /* > 0: a job still running this long after it was asked to stop (stop_after_steps,
                            * or SIGINT, SIGTERM or SIGHUP passed on) gets SIGKILL, its whole tree with it (tune) */
-  const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
+  const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, expose/expose.h) */
   const char *token;      /* for listen: required off loopback */
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
   int save_diff;          /* keep the git diff itself (param git.diff, at most 1 MiB), not only its hash */
@@ -43,10 +43,16 @@ struct agent_opts {
  * about as much as a tick of every collector, so committing each tick would double the agent's cost. */
 int64_t agent_flush_default(int64_t interval_ns);
 
-/* Runs the job under watch. On success returns 0 and sets *job_status the way a shell would: the
- * job's exit code, 128+N when killed by signal N, 127 when not found, 126 when not executable.
- * Returns a negative GS_E code (message in gs_last_error()) when the run could not start — the job
- * is then not launched; GS_ECORRUPT/GS_EIO mean the store is unusable. */
+/* Runs the job under watch (or watches o->attach_pid: attach mode below) until it exits. Once the
+ * job has started, returns 0 whatever the store does afterwards — a store that fails mid-run is said
+ * on stderr, in the run summary and in the run's notes, never by ending the job — and sets
+ * *job_status the way a shell would: the job's exit code, 128+N when killed by signal N, 127 when
+ * not found, 126 when not executable. Returns a negative GS_E code with the message in
+ * gs_last_error() when the run could not start, and the job is then not launched (*job_status 1):
+ * GS_ESTORE (the store cannot be opened or the run not begun), GS_EINVAL (--listen: a bad address or
+ * token, or one that cannot be bound), GS_EBUSY, GS_ENOENT (attach), GS_ENOMEM or GS_EIO (signals,
+ * the writer thread, the fork); a run already begun in the store is then closed as "failed". o and
+ * what it points to stay the caller's; nothing is left to free. */
 int agent_run(const struct agent_opts *o, int *job_status);
 
 /* Attach mode (o->attach_pid > 0, `gpuscope attach PID`): nothing is launched; the run ends when the
@@ -58,9 +64,9 @@ int agent_run(const struct agent_opts *o, int *job_status);
  * GS_EBUSY when another agent is attached to it already. */
 
 /* Node mode (`gpuscope agent`, agent/node.c): no job; the host and every GPU are sampled each tick
- * and served as Prometheus metrics on listen (serve/metrics.h) until SIGINT, SIGTERM or SIGHUP. */
+ * and served as Prometheus metrics on listen (expose/expose.h) until SIGINT, SIGTERM or SIGHUP. */
 struct agent_node_opts {
-  const char *listen;     /* "HOST:PORT" (NULL: METRICS_DEFAULT_LISTEN, 127.0.0.1:9733) */
+  const char *listen;     /* "HOST:PORT" (NULL: EXPOSE_DEFAULT_LISTEN, 127.0.0.1:9733) */
   const char *token;      /* required off loopback (serve's rules) */
   const char *host_label; /* "hostname" (default) or "Hostname" */
   int64_t interval_ns;

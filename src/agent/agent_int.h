@@ -12,7 +12,7 @@
 /* The process `gpuscope attach` watches. A non-child cannot be waited for, so its exit is seen
  * through a pidfd (readable once it exits) or, on a kernel without pidfd_open, by re-reading its
  * /proc/PID/stat start time every tick (a reused pid is not the same process). */
-struct attach_target {
+struct agent_attach_target {
   pid_t pid;
   int pidfd;                /* -1 when pidfd_open is not available */
   unsigned long long start; /* starttime field of /proc/PID/stat */
@@ -20,22 +20,22 @@ struct attach_target {
 
 /* Checks that pid is a live process this user may watch and starts watching it. Returns 0, or
  * GS_ENOENT (no such process), GS_EINVAL (pid is the agent itself or below 1) or GS_EIO, with a
- * message. Release with attach_target_done(). */
-int attach_target_open(pid_t pid, struct attach_target *t);
+ * message. Release with agent_attach_done(). */
+int agent_attach_open(pid_t pid, struct agent_attach_target *t);
 /* 1 when the process has exited (or its pid now names another process), else 0. Reads procfs:
  * call it once per tick only when t->pidfd < 0; with a pidfd, poll the pidfd instead. */
-int attach_target_gone(const struct attach_target *t);
-void attach_target_done(struct attach_target *t);
+int agent_attach_gone(const struct agent_attach_target *t);
+void agent_attach_done(struct agent_attach_target *t);
 
 /* The process's command line, spaces for NULs, control characters as '?', into buf ("" when it
  * cannot be read). */
-void attach_command(pid_t pid, char *buf, size_t n);
+void agent_attach_command(pid_t pid, char *buf, size_t n);
 
 /* Opens the client channel at agent_attach_socket_path(pid) into *out, creating the private
  * directory. A socket file left by an agent that died is replaced. Returns 0; GS_EBUSY when another
  * agent still reads that socket (the process is watched already: do not record it twice); or
  * another GS_E code with the reason in err (the run may go on without a client channel). */
-int attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen);
+int agent_attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen);
 
 /* What a new run records of where it runs (run_common.c; run, attach and the node agent alike): the
  * folder, host, user, this agent's pid, the sampling interval, and its start on both clocks, with no
@@ -54,10 +54,10 @@ enum { AGENT_SAVE_DIFF_MAX = 1024 * 1024 };
 void agent_provenance(struct gs_sink *s, const char *cwd, int save_diff);
 
 /* `run --listen` (node.c): starts the /metrics endpoint over sink on listen and prints its address
- * on stderr (unless quiet). Returns 0 with *out (free with metrics_free), or GS_EINVAL with a
+ * on stderr (unless quiet). Returns 0 with *out (free with expose_free), or GS_EINVAL with a
  * message (bad address or token, or the address cannot be bound). */
-struct metrics;
-int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
-                       int64_t interval_ns, int quiet, struct metrics **out);
+struct expose;
+int agent_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
+                        int64_t interval_ns, int quiet, struct expose **out);
 
 #endif

@@ -44,7 +44,7 @@ static unsigned long long proc_start_time(pid_t pid) {
   return strtoull(p, NULL, 10);
 }
 
-int attach_target_open(pid_t pid, struct attach_target *t) {
+int agent_attach_open(pid_t pid, struct agent_attach_target *t) {
   t->pid = pid;
   t->pidfd = -1;
   t->start = 0;
@@ -65,23 +65,23 @@ int attach_target_open(pid_t pid, struct attach_target *t) {
 #endif
   /* The pid could have been reused between the check and pidfd_open: check again behind the fd. */
   if (proc_start_time(pid) != t->start) {
-    attach_target_done(t);
+    agent_attach_done(t);
     return gs_fail(GS_ENOENT, "attach: process %d exited", (int)pid);
   }
   return GS_OK;
 }
 
-int attach_target_gone(const struct attach_target *t) {
+int agent_attach_gone(const struct agent_attach_target *t) {
   return proc_start_time(t->pid) != t->start;
 }
 
-void attach_target_done(struct attach_target *t) {
+void agent_attach_done(struct agent_attach_target *t) {
   if (t->pidfd >= 0)
     close(t->pidfd);
   t->pidfd = -1;
 }
 
-void attach_command(pid_t pid, char *buf, size_t n) {
+void agent_attach_command(pid_t pid, char *buf, size_t n) {
   char path[64];
   buf[0] = 0;
   snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
@@ -154,7 +154,7 @@ static int socket_in_use(const char *path) {
   return used;
 }
 
-int attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen) {
+int agent_attach_ingest_open(pid_t pid, struct ingest **out, char *err, size_t errlen) {
   char path[sizeof(((struct sockaddr_un *)0)->sun_path)], dir[sizeof path];
   *out = NULL;
   if (!agent_attach_socket_path(pid, path, sizeof path) || attach_dir(dir, sizeof dir)) {

@@ -1,7 +1,7 @@
 /* agent/node: `gpuscope agent` — the node mode. No job is launched: the host and NVML collectors
  * watch the whole node (every GPU and the processes NVML lists on them), and the gputrees collector
  * the CPU trees of those processes (collect/proctree_gpu.c), once per tick, into a sink
- * that the Prometheus endpoint (serve/metrics.h) reads. Without --record the sink is emptied every
+ * that the Prometheus endpoint (expose/expose.h) reads. Without --record the sink is emptied every
  * flush period and nothing is kept; with it, a node run is kept in the store like any run (the
  * batch is appended every flush period, and the doctor's live findings over the last minute are
  * exported as gpuscope_finding, both by a store thread of their own: a store that is slow or
@@ -21,8 +21,7 @@
 #include "collect/collect.h"
 #include "core/core.h"
 #include "doctor/doctor.h"
-#include "serve/metrics.h"
-#include "serve/serve.h"
+#include "expose/expose.h"
 #include "store/store.h"
 
 /* How often a recording node agent asks the doctor about the last minute. */
@@ -64,7 +63,7 @@ struct node_store {
   struct gs_sink *sink;
   struct store *st;
   struct store_run *run;
-  struct metrics *m;
+  struct expose *m;
   struct alert_engine *alerts; /* evaluated after each flush (NULL: none) */
   int *failed;
 };
@@ -73,7 +72,7 @@ static void node_store_findings(struct node_store *w) {
   struct store_finding *f = NULL;
   size_t n = 0;
   if (!doctor_diagnose_live_run(w->st, w->run->id, 0, &f, &n, NULL))
-    metrics_set_findings(w->m, f, n);
+    expose_set_findings(w->m, f, n);
   free(f);
 }
 
@@ -133,24 +132,23 @@ static void node_store_stop(struct node_store *w) {
   pthread_mutex_destroy(&w->mu);
 }
 
-int node_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
-                       int64_t interval_ns, int quiet, struct metrics **out) {
-  struct metrics_opts mo = {.host_label = host_label, .interval_ns = interval_ns};
-  int port = 0;
-  *out = metrics_new(sink, &mo);
+int agent_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
+                        int64_t interval_ns, int quiet, struct expose **out) {
+  struct expose_opts mo = {.host_label = host_label, .interval_ns = interval_ns};
+  *out = expose_new(sink, &mo);
   if (!*out)
     return gs_fail(GS_ENOMEM, "out of memory");
-  if (metrics_listen(*out, listen, token, &port)) {
+  if (expose_listen(*out, listen, token, NULL)) {
     char why[512];
     snprintf(why, sizeof why, "--listen: %s", gs_last_error());
-    metrics_free(*out);
+    expose_free(*out);
     *out = NULL;
     return gs_fail(GS_EINVAL, "%s", why);
   }
-  struct serve_addr a;
-  serve_addr_parse(listen, &a);
+  char url[128];
+  expose_url(*out, url, sizeof url);
   if (!quiet)
-    fprintf(stderr, "gpuscope: metrics at http://%s%s%s:%d/metrics\n", a.v6 ? "[" : "", a.host, a.v6 ? "]" : "", port);
+    fprintf(stderr, "gpuscope: metrics at %s\n", url);
   return GS_OK;
 }
 
@@ -176,11 +174,11 @@ static size_t node_open_collectors(const struct agent_node_opts *o, struct gs_si
   return ncols;
 }
 
-static void node_print_address(const struct agent_node_opts *o, int port) {
+static void node_print_address(const struct agent_node_opts *o, const struct expose *m) {
   if (!o->quiet || o->print_address) {
-    struct serve_addr a;
-    serve_addr_parse(o->listen ? o->listen : METRICS_DEFAULT_LISTEN, &a);
-    printf("gpuscope agent: metrics at http://%s%s%s:%d/metrics\n", a.v6 ? "[" : "", a.host, a.v6 ? "]" : "", port);
+    char url[128];
+    expose_url(m, url, sizeof url);
+    printf("gpuscope agent: metrics at %s\n", url);
     fflush(stdout);
   }
 }
@@ -266,7 +264,7 @@ int agent_node_run(const struct agent_node_opts *o) {
   struct store_run run;
   struct node_col cols[4];
   size_t ncols = 0;
-  struct metrics *m = NULL;
+  struct expose *m = NULL;
   struct alert_engine *alerts = NULL;
   struct gs_sink *sink = gs_sink_new();
   if (!sink)
@@ -279,52 +277,51 @@ int agent_node_run(const struct agent_node_opts *o) {
   sigprocmask(SIG_BLOCK, &mask, &orig);
   if ((sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC)) < 0) {
     rc = gs_fail(GS_EIO, "signalfd: %s", strerror(errno));
-    goto out;
+    goto fail;
   }
   if (o->record) {
     if (!(st = store_open(o->store_url))) {
       rc = GS_ESTORE;
-      goto out;
+      goto fail;
     }
     node_run_fill(&run, o);
     if (st->run_begin(st, &run)) {
       rc = GS_ESTORE;
-      goto out;
+      goto fail;
     }
     begun = 1;
     if (st->stats.notice[0]) /* the store unreachable from the start: said now */
       fprintf(stderr, "gpuscope: %s\n", st->stats.notice);
     gs_sink_param(sink, "node", "1");
   }
-  struct metrics_opts mo = {.host_label = o->host_label, .interval_ns = o->interval_ns};
-  if (!(m = metrics_new(sink, &mo))) {
+  struct expose_opts mo = {.host_label = o->host_label, .interval_ns = o->interval_ns};
+  if (!(m = expose_new(sink, &mo))) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
+    goto fail;
   }
   /* Collectors before the endpoint, so the first scrape already has the GPUs' labels. */
   ncols = node_open_collectors(o, sink, cols);
-  int port = 0;
-  if (metrics_listen(m, o->listen, o->token, &port)) {
+  if (expose_listen(m, o->listen, o->token, NULL)) {
     rc = GS_EINVAL;
-    goto out;
+    goto fail;
   }
-  node_print_address(o, port);
+  node_print_address(o, m);
   struct node_store w = {
       .flush_ns = agent_flush_default(o->interval_ns), .sink = sink, .st = st, .run = &run, .m = m, .failed = &failed};
   if (st && o->alerts && alert_config_active(o->alerts) && !(alerts = w.alerts = node_alerts_new(o, &run, sink))) {
     rc = GS_EIO;
-    goto out;
+    goto fail;
   }
   if (st && (rc = node_store_start(&w)))
-    goto out;
+    goto fail;
   node_loop(o, sfd, sink, st != NULL, cols, ncols);
   if (st)
     node_store_stop(&w);
   alert_engine_finish(alerts, "finished", -1); /* resolves what fires; its counts go in the last flush */
   if (!o->quiet && alerts)
     alert_engine_summary(alerts, stderr);
-out:
-  metrics_free(m); /* the endpoint first: no scrape reads the sink after this */
+fail:
+  expose_free(m); /* the endpoint first: no scrape reads the sink after this */
   for (size_t i = 0; i < ncols; i++)
     if (cols[i].ctx)
       cols[i].c->close(cols[i].ctx);

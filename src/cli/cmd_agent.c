@@ -10,14 +10,14 @@
 
 #include "agent/agent.h"
 #include "cli/cli.h"
-#include "serve/metrics.h"
+#include "expose/expose.h"
 
 static const char USAGE[] =
     "usage: gpuscope agent [--listen HOST:PORT] [--interval T] [--record] [--token T]\n"
     "                      [--host-label hostname|Hostname]\n"
     "  Watches the whole node (every GPU, the host; no job is launched) and serves /metrics for\n"
     "  Prometheus: GPU metrics under dcgm-exporter's names and labels, gpuscope's own as gpuscope_*.\n"
-    "  --listen HOST:PORT   address (default " METRICS_DEFAULT_LISTEN "; port 0: any free port)\n"
+    "  --listen HOST:PORT   address (default " EXPOSE_DEFAULT_LISTEN "; port 0: any free port)\n"
     "  --interval T         sampling interval (default 1s, at least 10ms)\n"
     "  --record             also keep a node run in the store (--store URL, --name NAME)\n"
     "  --token T            require 'Authorization: Bearer T' (default $GPUSCOPE_TOKEN); required\n"

@@ -1,5 +1,5 @@
 /* cli/cmd_devices: `gpuscope devices [--json]` — lists the NVIDIA GPUs NVML sees and the metric
- * families each one answers (collect's nvml_devices_list reads them, report_devices prints them).
+ * families each one answers (collect's collect_devices_list reads them, report_devices prints them).
  * No GPU is not an error: the command says why on stderr and lists nothing, so scripts can call it
  * anywhere. */
 #include <stdio.h>
@@ -33,13 +33,13 @@ int cmd_devices(int argc, char **argv) {
     }
   }
   struct nvml_devices d;
-  if (nvml_devices_list(&d, NULL)) {
+  if (collect_devices_list(&d, NULL)) {
     fprintf(stderr, "no NVIDIA GPU found: %s\n", gs_last_error());
     if (json)
       printf("{\"devices\": []}\n");
   } else {
     report_devices(stdout, &d, json);
   }
-  nvml_devices_done(&d);
+  collect_devices_done(&d);
   return GS_EXIT_OK;
 }

@@ -235,9 +235,9 @@ static int on_opt(int opt, const char *arg, void *user) {
 static int parse_gpus(struct tune_opts *o, const char *list) {
   if (!strcmp(list, "all")) {
     struct nvml_devices d;
-    if (nvml_devices_list(&d, NULL)) {
+    if (collect_devices_list(&d, NULL)) {
       fprintf(stderr, "[tune] --gpus all: no GPU (%s): trials run one at a time\n", gs_last_error());
-      nvml_devices_done(&d);
+      collect_devices_done(&d);
       return -1;
     }
     for (unsigned i = 0; i < d.n && o->ngpus < TUNE_MAX_GPUS; i++) {
@@ -252,7 +252,7 @@ static int parse_gpus(struct tune_opts *o, const char *list) {
         snprintf(o->gpus[o->ngpus++], sizeof o->gpus[0], "%u", i);
       }
     }
-    nvml_devices_done(&d);
+    collect_devices_done(&d);
     if (!o->ngpus)
       fprintf(stderr, "[tune] --gpus all: NVML lists no usable GPU: trials run one at a time\n");
     return -1;

@@ -101,8 +101,8 @@ struct nvml_devices {
 /* Loads NVML (lib: as collector_opts.nvml_lib), reads the driver version and each GPU's facts into
  * *d, a struct the caller owns, and releases NVML. Returns 0; GS_ENOENT with a message when no NVML
  * library could be loaded or it cannot count the GPUs (the caller prints it); or GS_ENOMEM.
- * nvml_devices_done() releases what d holds (also after a failure), not d itself. */
-int nvml_devices_list(struct nvml_devices *d, const char *lib);
-void nvml_devices_done(struct nvml_devices *d);
+ * collect_devices_done() releases what d holds (also after a failure), not d itself. */
+int collect_devices_list(struct nvml_devices *d, const char *lib);
+void collect_devices_done(struct nvml_devices *d);
 
 #endif

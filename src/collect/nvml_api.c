@@ -289,13 +289,13 @@ static nvmlReturn_t facts_migs(const struct nvml_api *api, nvmlDevice_t dev, str
   return r == NVML_ERROR_GPU_IS_LOST ? r : NVML_SUCCESS;
 }
 
-nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
-  nvmlReturn_t r;
-  memset(f, 0, sizeof *f);
-  f->cc_major = f->cc_minor = -1;
-  f->mem_total = -1;
-  f->mig_current = f->mig_pending = -1;
+/* Each part of nvml_api_facts returns what the first call that found the GPU lost answered, else
+ * NVML_SUCCESS: a call that fails otherwise leaves its fact unknown. */
 #define LOST(expr) ((r = (expr)) == NVML_ERROR_GPU_IS_LOST)
+
+/* Name, UUID, PCI bus id, compute capability. */
+static nvmlReturn_t facts_identity(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+  nvmlReturn_t r;
   if (api->nvmlDeviceGetName) {
     if (LOST(api->nvmlDeviceGetName(dev, f->name, sizeof f->name)))
       return r;
@@ -326,6 +326,12 @@ nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct
     if (r == NVML_SUCCESS)
       f->cc_major = ma, f->cc_minor = mi;
   }
+  return NVML_SUCCESS;
+}
+
+/* Total memory and whether the basic readings (memory, utilisation) answer at all. */
+static nvmlReturn_t facts_basic(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+  nvmlReturn_t r;
   int basic = 0;
   if (api->nvmlDeviceGetMemoryInfo_v2) {
     nvmlMemory_v2_t m = {.version = NVML_MEMORY_INFO_V2};
@@ -348,6 +354,12 @@ nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct
     basic |= r == NVML_SUCCESS;
   }
   f->fam_basic = basic;
+  return NVML_SUCCESS;
+}
+
+/* The MIG mode and which families of readings the GPU has: driver samples, processes, GPM. */
+static nvmlReturn_t facts_families(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+  nvmlReturn_t r;
   if (api->nvmlDeviceGetMigMode) {
     unsigned cur, pend;
     if (LOST(api->nvmlDeviceGetMigMode(dev, &cur, &pend)))
@@ -374,7 +386,18 @@ nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct
       return r;
     f->fam_gpm = r == NVML_SUCCESS && s.isSupportedDevice;
   }
+  return NVML_SUCCESS;
+}
 #undef LOST
+
+nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct nvml_facts *f) {
+  nvmlReturn_t r;
+  memset(f, 0, sizeof *f);
+  f->cc_major = f->cc_minor = -1;
+  f->mem_total = -1;
+  f->mig_current = f->mig_pending = -1;
+  if ((r = facts_identity(api, dev, f)) || (r = facts_basic(api, dev, f)) || (r = facts_families(api, dev, f)))
+    return r;
   return f->mig_current == 1 ? facts_migs(api, dev, f) : NVML_SUCCESS;
 }
 

@@ -9,7 +9,7 @@
 #include "collect/nvml_api.h"
 #include "core/core.h"
 
-int nvml_devices_list(struct nvml_devices *d, const char *lib) {
+int collect_devices_list(struct nvml_devices *d, const char *lib) {
   struct nvml_api api;
   char err[300];
   memset(d, 0, sizeof *d);
@@ -44,7 +44,7 @@ int nvml_devices_list(struct nvml_devices *d, const char *lib) {
   return GS_OK;
 }
 
-void nvml_devices_done(struct nvml_devices *d) {
+void collect_devices_done(struct nvml_devices *d) {
   free(d->dev);
   d->dev = NULL;
   d->n = 0;

@@ -137,16 +137,16 @@ int gs_sink_series(struct gs_sink *s, const char *source, const char *name, cons
   pthread_mutex_lock(&s->mu);
   int id = table_find(s, key, &slot);
   if (id >= 0)
-    goto out;
+    goto fail;
   id = GS_ENOMEM;
   if ((s->n_series + 1) * 2 > s->table_cap) {
     if (table_rehash(s))
-      goto out;
+      goto fail;
     table_find(s, key, &slot);
   }
   struct gs_batch *b = s->cur;
   if (!PUSH(s->series, s->n_series, s->cap_series) || !PUSH(b->series, b->n_series, b->cap_series))
-    goto out;
+    goto fail;
   char *k = strdup(key);
   struct gs_series_def *d = &b->series[b->n_series];
   *d = (struct gs_series_def){.id = (int)s->n_series,
@@ -158,13 +158,13 @@ int gs_sink_series(struct gs_sink *s, const char *source, const char *name, cons
   if (!k || !d->source || !d->name || !d->labels || !d->unit) {
     free(k);
     free(d->source), free(d->name), free(d->labels), free(d->unit);
-    goto out;
+    goto fail;
   }
   b->n_series++;
   s->series[s->n_series] = (struct series_slot){.key = k, .last = NAN, .last_t = 0};
   id = (int)s->n_series++;
   s->table[slot] = id;
-out:
+fail:
   pthread_mutex_unlock(&s->mu);
   return id;
 }

@@ -10,17 +10,50 @@
 #include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
 
-const char *const doctor_rule_ids[] = {
-    "input_bound",     "loader_workers",  "input_latency",   "io_bound",          "host_code_bound",
-    "batch_too_small", "mixed_precision", "pageable_copies", "throttled",         "periodic_stall",
-    "straggler",       "underused_gpus",  "healthy",         "insufficient_data", NULL};
-
-/* In order: periodic_stall first, so host_code_bound does not count the same idle time twice. Every
- * rule states its change to the step model (step_model.c); the estimates come from it at the end. */
-static void (*const RULES[])(struct dr_run *, struct dr_findings *) = {
-    dr_rule_periodic_stall,  dr_rule_input,    dr_rule_host_code_gpu, dr_rule_host_code_cpu, dr_rule_batch,
-    dr_rule_mixed_precision, dr_rule_pageable, dr_rule_throttled,     dr_rule_straggler,     dr_rule_underused,
+/* How the findings a rule emits are read in a group of runs. */
+enum rule_family {
+  FAMILY_HOST,    /* one host's CPU, storage or memory and its job's processes: the node is named */
+  FAMILY_LOOP,    /* the training loop as a whole */
+  FAMILY_GPU,     /* what needs NVIDIA GPUs */
+  FAMILY_VERDICT, /* said when no rule found anything (added by doctor_diagnose_view itself) */
 };
+
+/* Both halves of host_code_bound: with GPUs (idle between kernels) and CPU-only. */
+static void rule_host_code(struct dr_run *d, struct dr_findings *fs) {
+  dr_rule_host_code_gpu(d, fs);
+  dr_rule_host_code_cpu(d, fs);
+}
+
+/* Every finding the doctor can emit, in the order the rules run: periodic_stall first, so
+ * host_code_bound does not count the same idle time twice. rule is the function that emits the id;
+ * NULL where the entry above's function emits it too (dr_rule_input says which of four ways the
+ * input pipeline holds the step back) or for a verdict. Every rule states its change to the step
+ * model (step_model.c); the estimates come from it at the end. */
+static const struct rule_def {
+  const char *id;
+  enum rule_family family;
+  void (*rule)(struct dr_run *, struct dr_findings *);
+} RULES[] = {
+    {"periodic_stall", FAMILY_LOOP, dr_rule_periodic_stall},
+    {"input_bound", FAMILY_HOST, dr_rule_input},
+    {"loader_workers", FAMILY_HOST, NULL},
+    {"input_latency", FAMILY_HOST, NULL},
+    {"io_bound", FAMILY_HOST, NULL},
+    {"host_code_bound", FAMILY_HOST, rule_host_code},
+    {"batch_too_small", FAMILY_GPU, dr_rule_batch},
+    {"mixed_precision", FAMILY_GPU, dr_rule_mixed_precision},
+    {"pageable_copies", FAMILY_GPU, dr_rule_pageable},
+    {"throttled", FAMILY_GPU, dr_rule_throttled},
+    {"straggler", FAMILY_GPU, dr_rule_straggler},
+    {"underused_gpus", FAMILY_GPU, dr_rule_underused},
+    {"healthy", FAMILY_VERDICT, NULL},
+    {"insufficient_data", FAMILY_VERDICT, NULL},
+};
+enum { NRULES = sizeof RULES / sizeof *RULES };
+
+const char *doctor_rule_id(size_t i) {
+  return i < NRULES ? RULES[i].id : NULL;
+}
 
 static int by_share(const void *a, const void *b) {
   const struct store_finding *x = a, *y = b;
@@ -140,13 +173,11 @@ static void evaluate_changes(struct dr_run *d, struct dr_findings *fs) {
   fs->n = k;
 }
 
-/* The findings about one host's CPU, storage or memory and its job's processes: in a group, the node
- * they were read on is named. */
+/* The findings about one host (FAMILY_HOST): in a group, the node they were read on is named. */
 static int host_side(const char *rule) {
-  static const char *const rules[] = {"input_bound", "loader_workers", "input_latency", "io_bound", "host_code_bound"};
-  for (size_t i = 0; i < sizeof rules / sizeof *rules; i++)
-    if (!strcmp(rule, rules[i]))
-      return 1;
+  for (size_t i = 0; i < NRULES; i++)
+    if (!strcmp(rule, RULES[i].id))
+      return RULES[i].family == FAMILY_HOST;
   return 0;
 }
 
@@ -157,9 +188,10 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
   *n = 0;
   int rc = dr_run_load(v, from, to, &d);
   if (rc)
-    goto done;
-  for (size_t r = 0; r < sizeof RULES / sizeof *RULES && !fs.oom; r++)
-    RULES[r](&d, &fs);
+    goto fail;
+  for (size_t r = 0; r < NRULES && !fs.oom; r++)
+    if (RULES[r].rule)
+      RULES[r].rule(&d, &fs);
   if (!fs.oom)
     evaluate_changes(&d, &fs);
   for (size_t i = 0; i < fs.n; i++)
@@ -175,13 +207,13 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
     (measured_enough(&d) ? add_healthy : add_insufficient)(&d, &fs);
   if (fs.oom) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto done;
+    goto fail;
   }
   qsort(fs.v, fs.n, sizeof *fs.v, by_share);
   *out = fs.v;
   *n = fs.n;
   fs.v = NULL;
-done:
+fail:
   free(fs.v);
   free(fs.ch);
   dr_run_done(&d);
@@ -195,8 +227,7 @@ const char *doctor_not_judged(const struct runview *v, char *buf, size_t n) {
     buf[0] = 0;
   if (!dr_run_load(v, INT64_MIN, INT64_MAX, &d)) {
     /* the rules that can say they could not judge, on a scratch list */
-    dr_rule_host_code_gpu(&d, &fs);
-    dr_rule_host_code_cpu(&d, &fs);
+    rule_host_code(&d, &fs);
     dr_rule_mixed_precision(&d, &fs);
   }
   if (n)

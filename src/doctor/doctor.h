@@ -16,8 +16,9 @@
 #include "runview/runview.h"
 #include "store/store.h"
 
-/* Every rule id the doctor can emit, NULL-terminated, in the order docs/diagnosis.md lists them. */
-extern const char *const doctor_rule_ids[];
+/* The i-th rule id the doctor can emit (from 0, in the order the rules run; the verdicts healthy and
+ * insufficient_data last), or NULL past the last. Can't fail. */
+const char *doctor_rule_id(size_t i);
 
 /* Diagnoses run_id (an id or any reference st->run_get resolves) without writing anything: the
  * findings, ranked (most time lost first), in *out (malloc'd, caller frees). A run with nothing worth

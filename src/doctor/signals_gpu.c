@@ -144,11 +144,11 @@ static void gpu_throttle(struct dr_run *d, struct dr_gpu *g, const char *lab) {
   /* The clocks and util only with throttle readings to split them by: a long run without them would
    * load millions of samples for nothing. */
   if (n < 2)
-    goto out;
+    goto fail;
   gpu_series(d, "gpu.sm_clock_mhz", lab, &ct, &cv, &cn);
   gpu_series(d, "gpu.util_pct", lab, &ut, &uv, &un);
   if (!(state = malloc(n * sizeof *state)))
-    goto out;
+    goto fail;
   /* The last sample holds for one typical interval. */
   int64_t typical = (t[n - 1] - t[0]) / (int64_t)(n - 1); /* both within the window: no overflow */
   int64_t last_end = t[n - 1] > INT64_MAX - typical ? INT64_MAX : t[n - 1] + typical;
@@ -171,7 +171,7 @@ static void gpu_throttle(struct dr_run *d, struct dr_gpu *g, const char *lab) {
   g->throttle_clock = m[TH_HOT], g->clock_unthrottled = m[TH_BUSY];
   means_by_state(t, state, n, last_end, ut, uv, un, m);
   g->throttle_util = m[TH_HOT];
-out:
+fail:
   free(state);
   free(t), free(v), free(ct), free(cv), free(ut), free(uv);
 }

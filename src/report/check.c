@@ -137,12 +137,12 @@ static int known_rules(const char *list) {
   for (const char *p = list; *p;) {
     size_t n = strcspn(p, ",");
     int known = 0;
-    for (size_t i = 0; doctor_rule_ids[i] && !known; i++)
-      known = strlen(doctor_rule_ids[i]) == n && !strncmp(doctor_rule_ids[i], p, n);
+    for (size_t i = 0; doctor_rule_id(i) && !known; i++)
+      known = strlen(doctor_rule_id(i)) == n && !strncmp(doctor_rule_id(i), p, n);
     if (!known && n) {
       char all[512] = "";
-      for (size_t i = 0, k = 0; doctor_rule_ids[i] && k < sizeof all; i++)
-        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", doctor_rule_ids[i]);
+      for (size_t i = 0, k = 0; doctor_rule_id(i) && k < sizeof all; i++)
+        k += (size_t)snprintf(all + k, sizeof all - k, "%s%s", i ? ", " : "", doctor_rule_id(i));
       return gs_fail(GS_EINVAL, "--forbid: '%.*s' is not a rule of the doctor (%s)", (int)(n > 64 ? 64 : n), p, all);
     }
     p += n + (p[n] == ',');

@@ -170,7 +170,7 @@ int report_check_junit(FILE *out, const struct report_run *r, const struct repor
                        const struct report_check *c);
 
 struct nvml_devices; /* collect.h */
-/* `gpuscope devices`: the driver and each GPU of d (nvml_devices_list) with its memory, compute
+/* `gpuscope devices`: the driver and each GPU of d (collect_devices_list) with its memory, compute
  * capability, MIG mode and metric families, as a table, or as one JSON object when json != 0.
  * Returns 0 or GS_EIO when writing failed. */
 int report_devices(FILE *out, const struct nvml_devices *d, int json);

@@ -202,12 +202,12 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n) {
     l = NULL;
   }
   if (rc)
-    goto done;
+    goto fail;
   rc = embed_json(&s, runs, n, list, j);
   fclose(j);
   j = NULL;
   if (rc)
-    goto done;
+    goto fail;
   fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>gpuscope: ",
         out);
@@ -232,7 +232,7 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n) {
   fputs("\n</script>\n</body>\n</html>\n", out);
   if (ferror(out))
     rc = gs_fail(GS_EIO, "writing the page failed");
-done:
+fail:
   if (j)
     fclose(j);
   if (l)

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/chunk.h"
 #include "store/store.h"
 
 static int put_bits(struct chunk_enc *e, uint64_t v, unsigned nbits) {

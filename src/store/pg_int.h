@@ -40,6 +40,10 @@ struct pg_store {
   int64_t timeout_ns;    /* the most one round trip may wait (writers only; 0: no limit) */
   char lost_why[512];    /* why the last connection was dropped (a timeout, a broken socket) */
   struct store_writer w; /* its pending batch: what failed appends left (not outages: those go to the spool) */
+  /* Opens the connection again and checks the schema: pg_connect, set by store_pg.c, which also
+   * migrates. The statement helpers (pg_util.c) and the spool reconnect through it, as a back end
+   * is called through its interface, so no call runs back up to the file that opens the store. */
+  int (*connect)(struct pg_store *s);
   /* ---- outages (pg_spool.c) ---- */
   int down;                   /* the server was unreachable at the last try */
   int64_t next_try_ns;        /* monotonic time of the next reconnection */
@@ -57,6 +61,17 @@ struct pg_store {
 };
 
 /* ---- pg_util.c ---- */
+
+/* Reconnects when the server was unreachable and a try is due (or force); checks the schema.
+ * Returns 0 when connected. */
+int pg_reconnect(struct pg_store *s, int force);
+/* The spool's store when the spool holds the run and the server does not (unreachable, or it
+ * refused the replay): readers go there. */
+struct store *pg_spool_reader(struct pg_store *s);
+/* The id a reader of the spool uses for run_id: the spool's own id for this agent's run. */
+const char *pg_spool_run_id(const struct pg_store *s, const char *run_id);
+
+/* ---- pg_read.c ---- */
 
 /* Copies url into out without its password (the userinfo's ":secret" and any password=...
  * parameter), so it can be shown. */
@@ -122,9 +137,6 @@ void pg_settle_running(struct pg_store *s);
 
 /* ---- pg_spool.c ---- */
 
-/* Reconnects when the server was unreachable and a try is due (or force); checks the schema.
- * Returns 0 when connected. */
-int pg_reconnect(struct pg_store *s, int force);
 /* Writes b to the run's spool (opened, with the run and every known series, on first use). */
 int pg_spool_append(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
 /* Writes everything the spool holds to the server in pieces of at most PG_SPOOL_PIECE_POINTS, one
@@ -134,29 +146,34 @@ int pg_spool_append(struct pg_store *s, const struct store_run *r, const struct 
 int pg_spool_replay(struct pg_store *s, const struct store_run *r);
 /* Closes the run in the spool (the server is still unreachable at its end). */
 int pg_spool_end(struct pg_store *s, const struct store_run *r);
-/* The spool's store when the spool holds the run and the server does not (unreachable, or it
- * refused the replay): readers go there. */
-struct store *pg_spool_reader(struct pg_store *s);
 void pg_spool_done(struct pg_store *s);
 /* Replays the spools that agents now gone left in the spool folder (a run that ended, or was
  * killed, while the server was away) and deletes them; those of a live agent are left. Returns how
  * many were replayed. Called by gpuscope run once it reaches the server. */
 int pg_spool_recover(struct pg_store *s);
-/* The id a reader of the spool uses for run_id: the spool's own id for this agent's run. */
-const char *pg_spool_run_id(const struct pg_store *s, const char *run_id);
 
-/* ---- pg_write.c ---- */
+/* ---- pg_run.c ---- */
 
 int pg_run_begin(struct store *base, struct store_run *r);
 int pg_run_import(struct store *base, const struct store_run *r);
 int pg_run_append(struct store *base, const struct store_run *r, const struct gs_batch *b);
 int pg_run_end(struct store *base, const struct store_run *r);
+
+/* ---- pg_write.c ---- */
+
 int pg_findings_write(struct store *base, const char *run_id, const struct store_finding *f, size_t n);
 /* Inserts the run's row unless it is there (a replay after an outage at the start). */
 int pg_insert_run(struct pg_store *s, const struct store_run *r);
 /* Writes a batch in one transaction; all or nothing (the writer state follows). */
 int pg_write_batch(struct pg_store *s, const struct store_run *r, const struct gs_batch *b);
 void pg_writer_done(struct pg_store *s);
+/* Adds a note to run r (in the caller's transaction, or one of its own). Returns 0 or GS_EIO. */
+int pg_add_note(struct pg_store *s, const struct store_run *r, const char *text);
+/* The run's end on the server: its row (status, end time, notes on what was not kept) in one
+ * transaction — *ended 1 once that is in — then its open chunks sealed and its rollups, in another.
+ * Returns 0, or the GS_E code of the step that failed (the rollups are then computed from the
+ * chunks when read). The spool is not involved: pg_run_end decides what a failure means. */
+int pg_write_finish(struct pg_store *s, const struct store_run *r, int *ended);
 /* Replaces the stored rollups of series sid by the buckets of levels[0..n) (one resolution each),
  * packed in blocks (rollup_block_encode) by one COPY. In the caller's transaction. */
 int pg_rollups_write(struct pg_store *s, int64_t sid, struct rollup_acc *const *levels, int n);

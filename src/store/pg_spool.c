@@ -27,23 +27,6 @@
 
 #include "store/pg_int.h"
 
-int pg_reconnect(struct pg_store *s, int force) {
-  if (!s->down && !pg_conn_lost(s))
-    return GS_OK;
-  int64_t now = gs_mono_ns();
-  if (!force && now < s->next_try_ns)
-    return GS_EIO;
-  s->next_try_ns = now + PG_RETRY_NS;
-  int rc = pg_connect(s);
-  if (rc) {
-    s->down = 1;
-    return rc;
-  }
-  s->w.stale = 1;     /* whatever the last connection left: the open chunks are read again */
-  s->next_try_ns = 0; /* and the spool is replayed at once */
-  return GS_OK;
-}
-
 static int mkdirs(const char *dir) {
   char buf[1024];
   snprintf(buf, sizeof buf, "%s", dir);
@@ -304,10 +287,10 @@ int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
   struct store *sp = s->spool;
   int rc = s->run_in_pg ? GS_OK : pg_insert_run(s, r);
   if (rc || (rc = sp->series_list(sp, s->spool_run_id, &ser, &nser)))
-    goto out;
+    goto fail;
   if (!(ids = malloc((nser ? nser : 1) * sizeof *ids))) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
+    goto fail;
   }
   for (size_t i = 0; i < nser; i++)
     ids[i] = sink_id(s, &ser[i]); /* -1 cannot happen: the spool's series came from the agent's definitions */
@@ -324,7 +307,7 @@ int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
     s->replayed_points += p.total;
     remove_spool(s);
   }
-out:
+fail:
   if (rc && !s->down) /* the server is there but did not take the spool: the real cause, not "unreachable" */
     snprintf(s->replay_error, sizeof s->replay_error, "%s", gs_last_error());
   else if (!rc)
@@ -343,15 +326,6 @@ int pg_spool_end(struct pg_store *s, const struct store_run *r) {
   struct store_run sr = *r;
   snprintf(sr.id, sizeof sr.id, "%s", s->spool_run_id);
   return s->spool->run_end(s->spool, &sr);
-}
-
-const char *pg_spool_run_id(const struct pg_store *s, const char *run_id) {
-  return s->spool && !strcmp(run_id, s->server_run_id) ? s->spool_run_id : run_id;
-}
-
-struct store *pg_spool_reader(struct pg_store *s) {
-  /* the server does not hold the run (unreachable, or it refused the spool): the spool does */
-  return s->spool && (s->down || s->replay_error[0]) ? s->spool : NULL;
 }
 
 void pg_spool_done(struct pg_store *s) {
@@ -408,7 +382,8 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
     sp->close(sp);
     return 1;
   }
-  struct pg_store tmp = {.conn = s->conn, .mode = STORE_WRITE, .schema_ok = 1, .timeout_ns = s->timeout_ns};
+  struct pg_store tmp = {
+      .conn = s->conn, .connect = s->connect, .mode = STORE_WRITE, .schema_ok = 1, .timeout_ns = s->timeout_ns};
   snprintf(tmp.name, sizeof tmp.name, "%s", s->name);
   struct gs_batch b = {0};
   struct store_series *ser = NULL;
@@ -416,23 +391,24 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   size_t nser = 0;
   struct store_run rr = {0};
   if (rc)
-    goto out;
+    goto fail;
   rr = runs[0];
   const char *spool_id = runs[0].id;
   snprintf(rr.id, sizeof rr.id, "%s", server_id);
   rr.mono_start_ns = 0; /* the spool's times are the run's already */
   if ((rc = sp->series_list(sp, spool_id, &ser, &nser)) || (rc = spool_defs(ser, nser, &b, &ids)))
-    goto out;
+    goto fail;
   /* the run as it ended in the spool (or as the crash left it): row, samples, then its end */
   struct store_run row = rr;
   struct replay p = {
       .w = &tmp, .r = &rr, .sp = sp, .spool_id = spool_id, .ser = ser, .nser = nser, .ids = ids, .b = &b};
   if ((rc = pg_insert_run(&tmp, &row)) || (rc = replay_pieces(&p)))
-    goto out;
+    goto fail;
   if (!rr.end_wall_ns)
     rr.end_wall_ns = rr.start_wall_ns;
-  rc = pg_run_end(&tmp.base, &rr);
-out:
+  int ended;
+  rc = pg_write_finish(&tmp, &rr, &ended);
+fail:
   if (!tmp.conn) { /* tmp dropped the shared connection (broken, or no answer in time): s has none either */
     s->conn = NULL;
     pg_drop(s, tmp.lost_why);

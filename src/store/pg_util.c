@@ -206,7 +206,7 @@ static void reader_reconnect(struct pg_store *s) {
   if (now < s->next_try_ns)
     return;
   s->next_try_ns = now + GS_NS_PER_S;
-  pg_connect(s); /* when it fails, the statement fails with the server's reason */
+  s->connect(s); /* when it fails, the statement fails with the server's reason */
 }
 
 int pg_exec(struct pg_store *s, const char *sql, const char *what) {
@@ -271,4 +271,32 @@ int64_t pg_i64(const PGresult *r, int row, int col) {
 
 void pg_copy(const PGresult *r, int row, int col, char *dst, size_t n) {
   snprintf(dst, n, "%s", PQgetisnull(r, row, col) ? "" : PQgetvalue(r, row, col));
+}
+
+/* ---- the connection and the spool, as every file sees them ---- */
+
+int pg_reconnect(struct pg_store *s, int force) {
+  if (!s->down && !pg_conn_lost(s))
+    return GS_OK;
+  int64_t now = gs_mono_ns();
+  if (!force && now < s->next_try_ns)
+    return GS_EIO;
+  s->next_try_ns = now + PG_RETRY_NS;
+  int rc = s->connect(s);
+  if (rc) {
+    s->down = 1;
+    return rc;
+  }
+  s->w.stale = 1;     /* whatever the last connection left: the open chunks are read again */
+  s->next_try_ns = 0; /* and the spool is replayed at once */
+  return GS_OK;
+}
+
+const char *pg_spool_run_id(const struct pg_store *s, const char *run_id) {
+  return s->spool && !strcmp(run_id, s->server_run_id) ? s->spool_run_id : run_id;
+}
+
+struct store *pg_spool_reader(struct pg_store *s) {
+  /* the server does not hold the run (unreachable, or it refused the spool): the spool does */
+  return s->spool && (s->down || s->replay_error[0]) ? s->spool : NULL;
 }

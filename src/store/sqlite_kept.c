@@ -166,12 +166,12 @@ static int recover_one(struct sqlite_store *s, const char *path, const char *id)
     rc = gs_fail(GS_ECORRUPT, "%s holds %zu runs", path, nruns);
   if (rc || (rc = k->series_list(k, runs[0].id, &ser, &nser)) || (rc = k->events_read(k, runs[0].id, &ev, &nev)) ||
       (rc = k->params_read(k, runs[0].id, &kv, &nkv)) || (rc = k->notes_read(k, runs[0].id, &notes, &nnotes)))
-    goto out;
+    goto fail;
   defs.series = calloc(nser + 1, sizeof *defs.series);
   bev = calloc(nev + 1, sizeof *bev);
   if (!defs.series || !bev) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
+    goto fail;
   }
   for (size_t i = 0; i < nser && !rc; i++) {
     defs.series[i] = (struct gs_series_def){.id = (int)i,
@@ -205,7 +205,7 @@ static int recover_one(struct sqlite_store *s, const char *path, const char *id)
     if (!(rc = sq_write_batch(s, &rr, &b)))
       rc = sq_write_end(s, &rr);
   }
-out:
+fail:
   store_writer_new_run(&s->w);
   free(defs.series);
   free(bev);

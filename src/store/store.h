@@ -133,7 +133,8 @@ struct store {
   int (*run_get)(struct store *st, const char *ref, struct store_run *out);
   /* Series of a run (with counts), sorted by source, name, labels. Returns 0 with *out malloc'd (the
    * caller frees it; it may be NULL when *n is 0), or a negative GS_E code with the message in gs_last_error()
-   * and *out and *n untouched (nothing to free). An unknown run id is a run with no series (0). */
+   * and *out and *n untouched (nothing to free): GS_ENOMEM, GS_EBUSY, GS_EIO or GS_ECORRUPT, as
+   * events_read. An unknown run id is a run with no series (0, *n 0). */
   int (*series_list)(struct store *st, const char *run_id, struct store_series **out, size_t *n);
   /* Streams a series' raw samples with from <= t <= to (ns since run start), in time order. */
   int (*samples_read)(struct store *st, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn, void *user);
@@ -143,13 +144,17 @@ struct store {
                       double **mean, size_t *n);
   /* A run's events in time order (then in the order written). Returns 0 with *out malloc'd (the
    * caller frees it with free(); it may be NULL when *n is 0), or a negative GS_E code with the message in
-   * gs_last_error() and *out and *n untouched. */
+   * gs_last_error() and *out and *n untouched (nothing to free): GS_ENOMEM, GS_EBUSY (a lock held
+   * past the busy timeout), GS_EIO or GS_ECORRUPT (the store's read failed). An unknown run id is a
+   * run with no events (0, *n 0). */
   int (*events_read)(struct store *st, const char *run_id, struct store_event **out, size_t *n);
   /* A run's params sorted by key. Returns 0 with *out malloc'd (free with store_kv_free), or a
-   * negative GS_E code with the message in gs_last_error() and *out and *n untouched. */
+   * negative GS_E code with the message in gs_last_error() and *out and *n untouched (nothing to
+   * free), as events_read. An unknown run id is a run with no params (0, *n 0). */
   int (*params_read)(struct store *st, const char *run_id, struct gs_kv **out, size_t *n);
   /* A run's notes (what it missed, said in words) in time order. Returns 0 with *out malloc'd (free
-   * with store_notes_free), or a negative GS_E code with the message and *out and *n untouched. */
+   * with store_notes_free), or a negative GS_E code with the message in gs_last_error() and *out and
+   * *n untouched (nothing to free), as events_read. An unknown run id is a run with no notes (0). */
   int (*notes_read)(struct store *st, const char *run_id, char ***out, size_t *n);
   /* Replaces the run's findings. */
   int (*findings_write)(struct store *st, const char *run_id, const struct store_finding *f, size_t n);
@@ -197,8 +202,9 @@ int store_write_summary(const struct store *st, char *buf, size_t n);
 
 /* Reads all samples of one series into malloc'd arrays (helper over samples_read), in time order.
  * Returns 0 with *t and *v the caller's to free (NULL when *n is 0), or a negative GS_E code
- * (GS_ENOMEM, or samples_read's) with the message in gs_last_error() and *t, *v and *n untouched:
- * nothing read is kept, so a damaged chunk is never half a series. Prefer the run view
+ * (GS_ENOMEM, or samples_read's: GS_ECORRUPT for a damaged chunk, GS_EBUSY, GS_EIO) with the
+ * message in gs_last_error() and *t, *v and *n untouched (nothing to free): nothing read is kept,
+ * so a damaged chunk is never half a series. An unknown series id is an empty series (0, *n 0). Prefer the run view
  * (runview.h), which applies the rollup policy; this reads every raw point. */
 int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double **v, size_t *n);
 
@@ -237,34 +243,5 @@ int store_import(struct store *dst, void *in_file, const char *name, store_impor
  * Returns 0 or a GS_E code with the message. */
 int store_copy(struct store *src, const struct store_run *runs, size_t n, struct store *dst, store_import_fn fn,
                void *user);
-
-/* ---- chunk codec (Gorilla: delta-of-delta timestamps, XOR-compressed doubles, or delta-coded
- * integers for exact decimals; see chunk.c) ---- */
-
-enum { CHUNK_MODE_NONE = -1, CHUNK_MODE_DEC_MAX = 3, CHUNK_MODE_XOR = 4 };
-
-struct chunk_enc {
-  int mode;       /* CHUNK_MODE_NONE before the first point; 0..3: decimal i / 10^mode; CHUNK_MODE_XOR */
-  int64_t i_prev; /* last integer of a decimal chunk */
-  uint8_t *buf;
-  size_t cap, bits;
-  uint32_t n;
-  int64_t t0, t_prev, d_prev;
-  uint64_t v_prev;
-  int lead, trail; /* window of the previous XOR (-1: none yet) */
-};
-
-/* Starts an empty encoder; chunk_enc_done frees it. */
-void chunk_enc_init(struct chunk_enc *e);
-void chunk_enc_done(struct chunk_enc *e);
-/* Appends a point (t must not go backwards). Returns 0 or GS_ENOMEM. A value that does not fit the
- * chunk's decimal scale re-encodes the chunk, so chunk_enc_bytes() may grow by more than a point. */
-int chunk_enc_put(struct chunk_enc *e, int64_t t, double v);
-/* The encoded bytes so far: (e->bits + 7) / 8 bytes of e->buf; a valid chunk at any moment. */
-size_t chunk_enc_bytes(const struct chunk_enc *e);
-
-/* Decodes n points of a chunk, calling fn for each; returns 0, GS_ECORRUPT on a truncated or bad
- * chunk, or 1 when fn asked to stop. */
-int chunk_decode(const uint8_t *buf, size_t len, uint32_t n, store_sample_fn fn, void *user);
 
 #endif

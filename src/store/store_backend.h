@@ -6,6 +6,7 @@
 #ifndef GS_STORE_BACKEND_H
 #define GS_STORE_BACKEND_H
 
+#include "store/chunk.h"
 #include "store/store.h"
 
 struct store_backend {

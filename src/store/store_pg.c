@@ -416,6 +416,7 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
   snprintf(s->url, sizeof s->url, "%s://%s", scheme, location);
   pg_scrub_url(s->url, s->name, sizeof s->name);
   s->mode = mode;
+  s->connect = pg_connect;
   if (mode == STORE_WRITE) {
     const char *e = getenv("GPUSCOPE_PG_TIMEOUT_MS");
     long long ms = e && *e ? atoll(e) : 0;

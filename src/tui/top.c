@@ -19,11 +19,11 @@
 #define KEY_WAIT_MS 100
 #define LAUNCH_WAIT_NS (15 * GS_NS_PER_S) /* how long `top -- CMD` waits for its run to appear */
 
-static volatile sig_atomic_t top_stop; /* SIGINT/SIGTERM/SIGHUP: quit like q (restores the terminal) */
+static volatile sig_atomic_t tui_stop; /* SIGINT/SIGTERM/SIGHUP: quit like q (restores the terminal) */
 
 static void on_stop(int sig) {
   (void)sig;
-  top_stop = 1;
+  tui_stop = 1;
 }
 
 /* The agent `top -- CMD` started: its pid, the tag its run carries, where the job's output goes. */
@@ -128,11 +128,11 @@ static int hist_width(void) {
 }
 
 /* Loads a fresh snapshot into *cur, keeping the last finding; returns 0 or the load's error. */
-static int reload(struct store *st, const char *id, const struct top_ui *u, struct top_snap *cur) {
-  struct top_snap next;
-  int rc = top_snap_load(st, id, (size_t)hist_width(), u->utf8, &next);
+static int reload(struct store *st, const char *id, const struct tui_ui *u, struct tui_snap *cur) {
+  struct tui_snap next;
+  int rc = tui_snap_load(st, id, (size_t)hist_width(), u->utf8, &next);
   if (rc) {
-    top_snap_done(&next);
+    tui_snap_done(&next);
     return rc;
   }
   next.have_finding = cur->have_finding;
@@ -142,13 +142,13 @@ static int reload(struct store *st, const char *id, const struct top_ui *u, stru
   next.speedup = cur->speedup, next.share = cur->share;
   memcpy(next.roles, cur->roles, sizeof next.roles);
   next.nroles = cur->nroles;
-  top_snap_done(cur);
+  tui_snap_done(cur);
   *cur = next;
   return GS_OK;
 }
 
 /* Returns 1 when the key asks to quit. */
-static int on_key(struct top_ui *u, const struct top_snap *s, int ch) {
+static int on_key(struct tui_ui *u, const struct tui_snap *s, int ch) {
   if (u->help && ch != KEY_RESIZE) {
     u->help = 0;
     return 0;
@@ -189,7 +189,7 @@ static int on_key(struct top_ui *u, const struct top_snap *s, int ch) {
   return 0;
 }
 
-static void screen_start(struct top_ui *u) {
+static void screen_start(struct tui_ui *u) {
   initscr();
   cbreak();
   noecho();
@@ -197,17 +197,17 @@ static void screen_start(struct top_ui *u) {
   keypad(stdscr, TRUE);
   curs_set(0);
   timeout(KEY_WAIT_MS);
-  top_colors_init(u);
+  tui_colors_init(u);
 }
 
 /* Reloads, diagnoses and draws until a key or a signal ends top; after the run ends, one last
  * diagnosis and the screen stays. */
-static void top_loop(struct store *st, const char *id, const struct tui_opts *o, struct top_ui *u, struct top_snap *cur,
+static void tui_loop(struct store *st, const char *id, const struct tui_opts *o, struct tui_ui *u, struct tui_snap *cur,
                      struct launched *l) {
   int64_t refresh_ns = o->refresh_ns > 0 ? o->refresh_ns : GS_NS_PER_S;
   int64_t next_load = 0, next_finding = 0;
   int final_done = 0, dirty = 1;
-  while (!top_stop) {
+  while (!tui_stop) {
     int64_t now = gs_mono_ns();
     reap(l);
     if (now >= next_load && !final_done) {
@@ -223,14 +223,14 @@ static void top_loop(struct store *st, const char *id, const struct tui_opts *o,
       next_load = now + refresh_ns;
     }
     if (now >= next_finding && (cur->running || final_done == 1)) {
-      top_finding_now(st, cur);
+      tui_finding_now(st, cur);
       next_finding = now + FINDING_EVERY_NS;
       if (final_done)
         final_done = 2;
       dirty = 1;
     }
     if (dirty) {
-      top_draw(u, cur);
+      tui_draw(u, cur);
       dirty = 0;
     }
     int ch = getch();
@@ -261,7 +261,7 @@ int tui_top(const struct tui_opts *o, int *job_status) {
   if (!isatty(0) || !isatty(1))
     return gs_fail(GS_EINVAL, "top: needs a terminal (stdin and stdout); for a report use 'gpuscope report'");
   setlocale(LC_ALL, "");
-  struct top_ui u = {.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8")};
+  struct tui_ui u = {.utf8 = !strcmp(nl_langinfo(CODESET), "UTF-8")};
   char def[1200];
   /* Only read, but for top -- CMD: that store is created (as `gpuscope run` would) before the run. */
   struct store *st = store_open_mode(o->store_url ? o->store_url : store_default_url(def, sizeof def),
@@ -273,15 +273,15 @@ int tui_top(const struct tui_opts *o, int *job_status) {
   char id[32] = "";
   if (!rc)
     rc = find_run(st, o, &l, id, sizeof id);
-  struct top_snap cur = {0};
+  struct tui_snap cur = {0};
   if (!rc)
-    rc = top_snap_load(st, id, TOP_HIST, u.utf8, &cur); /* fail before taking the screen */
+    rc = tui_snap_load(st, id, TOP_HIST, u.utf8, &cur); /* fail before taking the screen */
   if (rc) {
     if (l.pid > 0 && l.status < 0) {
       kill(l.pid, SIGTERM);
       waitpid(l.pid, NULL, 0);
     }
-    top_snap_done(&cur);
+    tui_snap_done(&cur);
     st->close(st);
     return rc;
   }
@@ -291,7 +291,7 @@ int tui_top(const struct tui_opts *o, int *job_status) {
     sigaction(sigs[i], &sa, &old[i]);
 
   screen_start(&u);
-  top_loop(st, id, o, &u, &cur, &l);
+  tui_loop(st, id, o, &u, &cur, &l);
   endwin();
   for (int i = 0; i < 3; i++)
     sigaction(sigs[i], &old[i], NULL);
@@ -299,7 +299,7 @@ int tui_top(const struct tui_opts *o, int *job_status) {
     stop_job(&l, id);
     *job_status = l.status;
   }
-  top_snap_done(&cur);
+  tui_snap_done(&cur);
   st->close(st);
   return GS_OK;
 }

@@ -12,7 +12,7 @@
 
 enum { PAIR_OK = 1, PAIR_WARN, PAIR_HOT, PAIR_HEAD, PAIR_DATA, PAIR_H2D, PAIR_COMPUTE };
 
-void top_colors_init(struct top_ui *u) {
+void tui_colors_init(struct tui_ui *u) {
   u->color = 0;
   const char *nc = getenv("NO_COLOR");
   if ((nc && *nc) || !has_colors() || start_color() == ERR)
@@ -28,7 +28,7 @@ void top_colors_init(struct top_ui *u) {
   u->color = 1;
 }
 
-static attr_t pair(const struct top_ui *u, int p) {
+static attr_t pair(const struct tui_ui *u, int p) {
   return u->color ? COLOR_PAIR(p) : A_NORMAL;
 }
 
@@ -61,12 +61,12 @@ static int put(int y, int x, int max, attr_t a, const char *s) {
   return cols;
 }
 
-static const char *dash(const struct top_ui *u) {
+static const char *dash(const struct tui_ui *u) {
   return u->utf8 ? "\u2014" : "-";
 }
 
 /* "[|||||   97%]": inner columns of fill (frac 0..1; NAN: none) with text right-aligned. */
-static void bar(const struct top_ui *u, int y, int x, int inner, double frac, const char *text, int color) {
+static void bar(const struct tui_ui *u, int y, int x, int inner, double frac, const char *text, int color) {
   put(y, x, 1, A_NORMAL, "[");
   int fill = isfinite(frac) ? (int)lround(fmin(fmax(frac, 0), 1) * inner) : 0;
   char buf[512];
@@ -86,14 +86,14 @@ static int level_pair(double frac) {
   return !isfinite(frac) ? PAIR_OK : frac >= 0.9 ? PAIR_HOT : frac >= 0.7 ? PAIR_WARN : PAIR_OK;
 }
 
-static const char *fmt_pct(const struct top_ui *u, double v, char *b, size_t n) {
+static const char *fmt_pct(const struct tui_ui *u, double v, char *b, size_t n) {
   if (!isfinite(v))
     return dash(u);
   snprintf(b, n, "%.0f%%", v);
   return b;
 }
 
-static const char *fmt_gib(const struct top_ui *u, double bytes, char *b, size_t n) {
+static const char *fmt_gib(const struct tui_ui *u, double bytes, char *b, size_t n) {
   if (!isfinite(bytes))
     return dash(u);
   double g = bytes / (1024.0 * 1024 * 1024);
@@ -106,14 +106,14 @@ static const char *fmt_gib(const struct top_ui *u, double bytes, char *b, size_t
   return b;
 }
 
-static const char *fmt_num(const struct top_ui *u, double v, const char *unit, char *b, size_t n) {
+static const char *fmt_num(const struct tui_ui *u, double v, const char *unit, char *b, size_t n) {
   if (!isfinite(v))
     return dash(u);
   snprintf(b, n, "%.0f%s", v, unit);
   return b;
 }
 
-static void draw_gpu(const struct top_ui *u, const struct top_gpu *g, int y, int selected) {
+static void draw_gpu(const struct tui_ui *u, const struct tui_gpu *g, int y, int selected) {
   char lab[96], t[32];
   int namew = COLS >= 140 && g->name[0] ? 22 : 0;
   snprintf(lab, sizeof lab, "%cGPU%-2d", selected ? '>' : ' ', g->index);
@@ -151,7 +151,7 @@ static void draw_gpu(const struct top_ui *u, const struct top_gpu *g, int y, int
 }
 
 /* The selected GPU's utilisation, one column a second, h rows tall, newest at the right. */
-static void draw_history(const struct top_ui *u, const struct top_gpu *g, int y, int h) {
+static void draw_history(const struct tui_ui *u, const struct tui_gpu *g, int y, int h) {
   static const char *const blocks[9] = {" ",      "\u2581", "\u2582", "\u2583", "\u2584",
                                         "\u2585", "\u2586", "\u2587", "\u2588"};
   static const char *const ascii[9] = {" ", ".", ".", "-", "-", "=", "=", "#", "#"};
@@ -184,7 +184,7 @@ static void draw_history(const struct top_ui *u, const struct top_gpu *g, int y,
 }
 
 /* Host CPU: the total, then one small bar per core; one character per core when they do not fit. */
-static int draw_cpu(const struct top_ui *u, const struct top_snap *s, int y, int max_rows) {
+static int draw_cpu(const struct tui_ui *u, const struct tui_snap *s, int y, int max_rows) {
   char t[32], lab[48];
   snprintf(lab, sizeof lab, "CPU %4s", fmt_pct(u, s->cpu_total, t, sizeof t));
   put(y, 0, 9, A_BOLD, lab);
@@ -221,7 +221,7 @@ static int draw_cpu(const struct top_ui *u, const struct top_snap *s, int y, int
   return rows;
 }
 
-static void draw_steps(const struct top_ui *u, const struct top_snap *s, int y) {
+static void draw_steps(const struct tui_ui *u, const struct tui_snap *s, int y) {
   char line[256], a[32], b[32], c[32];
   if (!s->steps_total) {
     put(y, 0, COLS, A_NORMAL, "steps  none reported (the job does not use the gpuscope client, docs/protocol.md)");
@@ -258,7 +258,7 @@ static void draw_steps(const struct top_ui *u, const struct top_snap *s, int y) 
   put(y, x + 1 + w, 1, A_NORMAL, "]");
 }
 
-static void draw_finding(const struct top_ui *u, const struct top_snap *s, int y) {
+static void draw_finding(const struct tui_ui *u, const struct tui_snap *s, int y) {
   char line[512];
   if (!s->have_finding) {
     put(y, 0, COLS, A_NORMAL, "doctor  no finding yet (the first diagnosis comes after a few seconds of data)");
@@ -290,14 +290,14 @@ static const char *ralign(const char *s, int w, char *out, size_t n) {
 
 /* What the doctor says process pid is to the training ("trainer" or "loader worker"), or "" when it
  * does not know (yet) or the process is a launcher (sh -c, env: its command says so already). */
-static const char *proc_role(const struct top_snap *s, int pid) {
+static const char *proc_role(const struct tui_snap *s, int pid) {
   for (size_t i = 0; i < s->nroles; i++)
     if (s->roles[i].pid == pid && s->roles[i].role != DOCTOR_ROLE_LAUNCHER)
       return doctor_role_name(s->roles[i].role);
   return "";
 }
 
-static void draw_procs(struct top_ui *u, const struct top_snap *s, int y, int rows) {
+static void draw_procs(struct tui_ui *u, const struct tui_snap *s, int y, int rows) {
   char line[256], a[32], b[32], c[32], ra[48], rb[48], rc[48];
   snprintf(line, sizeof line, "%7s %6s %9s %9s  %s", "PID", "CPU%", "RSS", "GPU MEM", "COMMAND (the job's processes)");
   put(y, 0, COLS, pair(u, PAIR_HEAD) | A_REVERSE, line);
@@ -310,7 +310,7 @@ static void draw_procs(struct top_ui *u, const struct top_snap *s, int y, int ro
   if (u->scroll < 0)
     u->scroll = 0;
   for (int i = 0; i < body && (size_t)(u->scroll + i) < s->nprocs; i++) {
-    const struct top_proc *p = &s->procs[u->scroll + i];
+    const struct tui_proc *p = &s->procs[u->scroll + i];
     int root = p->pid == (s->attached_pid ? s->attached_pid : s->procs[0].pid);
     const char *role = proc_role(s, p->pid);
     snprintf(line, sizeof line, "%7d %s %s %s  %s%s%s%s", p->pid,
@@ -327,7 +327,7 @@ static void draw_procs(struct top_ui *u, const struct top_snap *s, int y, int ro
   }
 }
 
-static void draw_help(const struct top_ui *u) {
+static void draw_help(const struct tui_ui *u) {
   static const char *const lines[] = {
       "gpuscope top: keys",
       "",
@@ -357,7 +357,7 @@ static void draw_help(const struct top_ui *u) {
   (void)u;
 }
 
-void top_draw(struct top_ui *u, const struct top_snap *s) {
+void tui_draw(struct tui_ui *u, const struct tui_snap *s) {
   erase();
   char line[1024], el[32];
   int R = LINES;

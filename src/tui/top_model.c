@@ -31,7 +31,7 @@ static double last_of(const struct runview *v, const char *source, const char *n
 }
 
 /* The series' mean per second over the hist_s seconds ending at now, oldest first; NAN gaps. */
-static void history(const struct runview *v, long idx, int64_t now, size_t hist_s, struct top_gpu *g) {
+static void history(const struct runview *v, long idx, int64_t now, size_t hist_s, struct tui_gpu *g) {
   double sum[TOP_HIST] = {0};
   int cnt[TOP_HIST] = {0};
   g->nhist = hist_s;
@@ -54,7 +54,7 @@ static void history(const struct runview *v, long idx, int64_t now, size_t hist_
       g->hist[i] = sum[i] / cnt[i];
 }
 
-static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int utf8, struct top_snap *s) {
+static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int utf8, struct tui_snap *s) {
   int max = -1;
   for (size_t i = 0; i < v->nseries; i++)
     if (!strcmp(v->series[i].source, "nvml")) {
@@ -72,7 +72,7 @@ static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int ut
     return gs_fail(GS_ENOMEM, "out of memory");
   s->ngpus = max + 1;
   for (int i = 0; i < s->ngpus; i++) {
-    struct top_gpu *g = &s->gpus[i];
+    struct tui_gpu *g = &s->gpus[i];
     char lab[16], key[32];
     snprintf(lab, sizeof lab, "gpu=%d", i);
     snprintf(key, sizeof key, "gpu.%d.name", i);
@@ -90,7 +90,7 @@ static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int ut
   return GS_OK;
 }
 
-static void load_cores(const struct runview *v, int64_t now, struct top_snap *s) {
+static void load_cores(const struct runview *v, int64_t now, struct tui_snap *s) {
   s->cpu_total = last_of(v, "host", "host.cpu.busy_pct", "cpu=total", now);
   for (size_t i = 0; i < v->nseries; i++) {
     const struct store_series *x = &v->series[i];
@@ -111,7 +111,7 @@ static void load_cores(const struct runview *v, int64_t now, struct top_snap *s)
 
 /* The job's processes seen in the last few seconds, in the order they appeared, with their comm
  * from the proc_start / proc_exec events and their device memory summed over the GPUs. */
-static int load_procs(const struct runview *v, int64_t now, int utf8, struct top_snap *s) {
+static int load_procs(const struct runview *v, int64_t now, int utf8, struct tui_snap *s) {
   size_t cap = 0;
   for (size_t i = 0; i < v->nseries; i++)
     cap += !strcmp(v->series[i].source, "proctree") && !strcmp(v->series[i].name, "proc.cpu_pct");
@@ -131,7 +131,7 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
     long pid = strtol(x->labels + 4, &end, 10);
     if (*end || pid <= 0 || pid > 1 << 30)
       continue;
-    struct top_proc *p = &s->procs[s->nprocs];
+    struct tui_proc *p = &s->procs[s->nprocs];
     p->pid = (int)pid;
     p->cpu = last_value(v, (long)i, now);
     p->rss = last_of(v, "proctree", "proc.rss_bytes", x->labels, now);
@@ -156,7 +156,7 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
       }
     gs_term_escape(comm, utf8, p->comm, sizeof p->comm);
     size_t k = s->nprocs++;
-    struct top_proc tmp = *p;
+    struct tui_proc tmp = *p;
     while (k > 0 && first[k - 1] > order) {
       s->procs[k] = s->procs[k - 1];
       first[k] = first[k - 1];
@@ -169,7 +169,7 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct top
   return GS_OK;
 }
 
-static void load_steps(const struct runview *v, int64_t now, struct top_snap *s) {
+static void load_steps(const struct runview *v, int64_t now, struct tui_snap *s) {
   s->steps_total = v->nsteps_total; /* the run's, also when the view holds a sample of a long run */
   s->step_s = s->data_share = s->h2d_share = s->compute_share = s->steps_per_s = s->samples_per_s = NAN;
   int64_t from = now - TOP_STEP_WINDOW_S * GS_NS_PER_S;
@@ -205,7 +205,7 @@ static void load_steps(const struct runview *v, int64_t now, struct top_snap *s)
   }
 }
 
-int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct top_snap *s) {
+int tui_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct tui_snap *s) {
   memset(s, 0, sizeof *s);
   s->cpu_total = s->step_s = s->data_share = s->h2d_share = s->compute_share = NAN;
   s->steps_per_s = s->samples_per_s = s->speedup = s->share = NAN;
@@ -237,7 +237,7 @@ int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8,
   return rc;
 }
 
-void top_snap_done(struct top_snap *s) {
+void tui_snap_done(struct tui_snap *s) {
   free(s->gpus);
   free(s->procs);
   s->gpus = NULL, s->procs = NULL;
@@ -245,7 +245,7 @@ void top_snap_done(struct top_snap *s) {
 }
 
 /* The roles of the window's processes into s (what fits). */
-static void keep_roles(const struct runview *v, int64_t from, int64_t to, struct top_snap *s) {
+static void keep_roles(const struct runview *v, int64_t from, int64_t to, struct tui_snap *s) {
   struct doctor_proc_role *r = NULL;
   size_t n = 0;
   s->nroles = 0;
@@ -255,7 +255,7 @@ static void keep_roles(const struct runview *v, int64_t from, int64_t to, struct
   free(r);
 }
 
-void top_finding_now(struct store *st, struct top_snap *s) {
+void tui_finding_now(struct store *st, struct tui_snap *s) {
   struct store_finding *f = NULL;
   size_t n = 0;
   s->have_finding = 0;

@@ -3,7 +3,7 @@
  * never talks to the agent, so watching a run cannot slow the agent or the job. A run that ends
  * stays on screen, marked "finished".
  *
- * The screen is built in two steps so the second can be tested without a terminal: top_snap_load()
+ * The screen is built in two steps so the second can be tested without a terminal: tui_snap_load()
  * turns the store into a snapshot of plain numbers (NAN where a figure was not measured: shown as
  * "—", never as 0), and the drawing code lays a snapshot out for the terminal's size. */
 #ifndef GS_TUI_H
@@ -38,7 +38,7 @@ int tui_top(const struct tui_opts *o, int *job_status);
 #define TOP_HIST 512 /* history points kept per GPU (one per second) */
 #define TOP_MAX_ROLES 256
 
-struct top_gpu {
+struct tui_gpu {
   int index;
   char name[64];                                                  /* escaped for the terminal */
   double util, sm, mem_used, mem_total, power, power_limit, temp; /* NAN: not measured */
@@ -46,24 +46,24 @@ struct top_gpu {
   size_t nhist;
 };
 
-struct top_proc {
+struct tui_proc {
   int pid;
   char comm[48];            /* escaped */
   double cpu, rss, gpu_mem; /* cpu in % of one core; NAN unknown */
 };
 
-struct top_snap {
+struct tui_snap {
   int utf8;             /* text escaped for a UTF-8 terminal */
   struct store_run run; /* name, command escaped */
   int running;          /* the run is still being recorded */
   int64_t t_ns;         /* the newest data's time, ns since the run started */
   int attached_pid;     /* > 0 when the run was recorded by `gpuscope attach` */
-  struct top_gpu *gpus; /* ngpus of them */
+  struct tui_gpu *gpus; /* ngpus of them */
   int ngpus;
   double cpu_total; /* host CPU busy %, NAN unknown */
   double cores[TOP_MAX_CORES];
   int ncores;
-  struct top_proc *procs; /* the job's live processes, in the order they appeared */
+  struct tui_proc *procs; /* the job's live processes, in the order they appeared */
   size_t nprocs;
   /* steps over the last TOP_STEP_WINDOW_S seconds of data */
   size_t steps_total;
@@ -81,16 +81,16 @@ struct top_snap {
 #define TOP_STEP_WINDOW_S 10
 
 /* Loads a snapshot of run_id from st, with hist_s seconds of GPU history (<= TOP_HIST); text is
- * escaped by gs_term_escape(.., utf8, ..). Returns 0 or a GS_E code; free with top_snap_done() either
- * way. The finding is not filled here (top_finding_now). */
-int top_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct top_snap *s);
-void top_snap_done(struct top_snap *s);
+ * escaped by gs_term_escape(.., utf8, ..). Returns 0 or a GS_E code; free with tui_snap_done() either
+ * way. The finding is not filled here (tui_finding_now). */
+int tui_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct tui_snap *s);
+void tui_snap_done(struct tui_snap *s);
 
 /* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none, -1 with
  * the cause in title when the diagnosis failed), and the
  * roles of its processes (trainer, loader worker, launcher). This is the one place the live view asks
  * the doctor, through the one live diagnosis (doctor_diagnose_live): the last RUNVIEW_LIVE_WINDOW_S
  * seconds of a running run, the doctor's usual window once it finished. */
-void top_finding_now(struct store *st, struct top_snap *s);
+void tui_finding_now(struct store *st, struct tui_snap *s);
 
 #endif

@@ -4,7 +4,7 @@
 
 #include "tui/tui.h"
 
-struct top_ui {
+struct tui_ui {
   int utf8;   /* the terminal's locale is UTF-8: block characters and em dashes */
   int color;  /* colours on (a colour terminal, NO_COLOR unset or empty) */
   int gpu;    /* the selected GPU (g) */
@@ -13,8 +13,8 @@ struct top_ui {
 };
 
 /* Starts colours unless NO_COLOR is set (non-empty) or the terminal has none; sets u->color. */
-void top_colors_init(struct top_ui *u);
+void tui_colors_init(struct tui_ui *u);
 /* Draws the whole screen for s (erase, draw, one refresh). */
-void top_draw(struct top_ui *u, const struct top_snap *s);
+void tui_draw(struct tui_ui *u, const struct tui_snap *s);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "store/chunk.h"
 #include "store/store.h"
 
 #define REQUIRE(c)                                                                                                     \

@@ -10,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "store/chunk.h"
 #include "store/store.h"
 
 struct got {

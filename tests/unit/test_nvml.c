@@ -28,7 +28,7 @@
 #include "collect/collect.h"
 #include "core/core.h"
 #include "report/report.h"
-#include "serve/metrics.h"
+#include "expose/expose.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
@@ -220,12 +220,12 @@ static struct cap *play(const char *scn, const char *lib, int interval_ms, doubl
   collector_nvml.close(ctx);
   cap_take(c, s);
   gs_sink_each(s, cap_live_one, c);
-  struct metrics_opts mo = {.host_label = "hostname", .interval_ns = o.interval_ns};
-  struct metrics *m = metrics_new(s, &mo);
+  struct expose_opts mo = {.host_label = "hostname", .interval_ns = o.interval_ns};
+  struct expose *m = expose_new(s, &mo);
   FILE *mf = open_memstream(&c->metrics, &c->metrics_len);
-  assert_true(m && mf && metrics_write(m, mf, 0, gs_mono_ns()) == 0);
+  assert_true(m && mf && expose_write(m, mf, 0, gs_mono_ns()) == 0);
   fclose(mf);
-  metrics_free(m);
+  expose_free(m);
   gs_sink_free(s);
   return c;
 }
@@ -1068,10 +1068,10 @@ static char *devices_output(const char *scn, const char *lib, int json, int *rc)
   else
     unsetenv("GPUSIM_SCENARIO");
   struct nvml_devices d;
-  *rc = nvml_devices_list(&d, lib);
+  *rc = collect_devices_list(&d, lib);
   if (!*rc)
     report_devices(f, &d, json);
-  nvml_devices_done(&d);
+  collect_devices_done(&d);
   fclose(f);
   return buf;
 }

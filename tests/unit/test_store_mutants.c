@@ -685,6 +685,7 @@ static void test_pg_errors_name_the_cause_and_tell_busy_from_failed(void **state
   assert_int_equal(PQstatus(c), CONNECTION_OK);
   struct pg_store *s = calloc(1, sizeof *s);
   s->conn = c;
+  s->connect = pg_connect; /* as store_pg.c's open sets it: a reader reconnects through it */
   snprintf(s->name, sizeof s->name, "pgtest");
   static const char *const busy[] = {"40001", "40P01", "55P03"};
   for (size_t i = 0; i < sizeof busy / sizeof *busy; i++) {

@@ -138,8 +138,8 @@ static struct store *make_run(void) {
 static void test_snapshot_keeps_unmeasured_figures_unknown(void **state) {
   (void)state;
   struct store *st = make_run();
-  struct top_snap s;
-  assert_int_equal(top_snap_load(st, "last", 60, 1, &s), 0);
+  struct tui_snap s;
+  assert_int_equal(tui_snap_load(st, "last", 60, 1, &s), 0);
   assert_false(s.running);
   assert_int_equal(s.t_ns, 30 * SEC);
   assert_int_equal(s.ngpus, 1);
@@ -153,28 +153,28 @@ static void test_snapshot_keeps_unmeasured_figures_unknown(void **state) {
   assert_true(isnan(s.cpu_total)); /* only cpu=0 was stored */
   assert_int_equal(s.ncores, 1);
   assert_true(s.cores[0] == 55);
-  top_snap_done(&s);
+  tui_snap_done(&s);
   st->close(st);
 }
 
 static void test_snapshot_history_is_per_second_with_the_newest_last(void **state) {
   (void)state;
   struct store *st = make_run();
-  struct top_snap s;
-  assert_int_equal(top_snap_load(st, "last", 60, 1, &s), 0);
+  struct tui_snap s;
+  assert_int_equal(tui_snap_load(st, "last", 60, 1, &s), 0);
   assert_int_equal(s.gpus[0].nhist, 60);
   assert_true(s.gpus[0].hist[59] == 40);      /* the second ending at 30 s */
   assert_true(s.gpus[0].hist[59 - 15] == 90); /* 15 s earlier: before the drop at 20 s */
   assert_true(isnan(s.gpus[0].hist[0]));      /* before the run: a gap, not 0 */
-  top_snap_done(&s);
+  tui_snap_done(&s);
   st->close(st);
 }
 
 static void test_snapshot_processes_in_order_with_names_and_gpu_memory(void **state) {
   (void)state;
   struct store *st = make_run();
-  struct top_snap s;
-  assert_int_equal(top_snap_load(st, "last", 10, 1, &s), 0);
+  struct tui_snap s;
+  assert_int_equal(tui_snap_load(st, "last", 10, 1, &s), 0);
   assert_int_equal(s.nprocs, 2);
   assert_int_equal(s.procs[0].pid, 100);
   assert_string_equal(s.procs[0].comm, "python3");
@@ -182,15 +182,15 @@ static void test_snapshot_processes_in_order_with_names_and_gpu_memory(void **st
   assert_int_equal(s.procs[1].pid, 101);
   assert_string_equal(s.procs[1].comm, "evil?[2J");
   assert_true(isnan(s.procs[1].rss) && isnan(s.procs[1].gpu_mem)); /* none stored */
-  top_snap_done(&s);
+  tui_snap_done(&s);
   st->close(st);
 }
 
 static void test_snapshot_steps_cover_the_last_window(void **state) {
   (void)state;
   struct store *st = make_run();
-  struct top_snap s;
-  assert_int_equal(top_snap_load(st, "last", 10, 1, &s), 0);
+  struct tui_snap s;
+  assert_int_equal(tui_snap_load(st, "last", 10, 1, &s), 0);
   assert_int_equal(s.steps_total, 29); /* the first step is warm-up (runview) */
   assert_true(fabs(s.data_share - 0.75) < 1e-9);
   assert_true(fabs(s.compute_share - 0.25) < 1e-9);
@@ -198,7 +198,7 @@ static void test_snapshot_steps_cover_the_last_window(void **state) {
   assert_true(fabs(s.step_s - 1.0) < 1e-9);
   assert_true(fabs(s.steps_per_s - 1.0) < 0.11);
   assert_true(fabs(s.samples_per_s - 64) < 7);
-  top_snap_done(&s);
+  tui_snap_done(&s);
   st->close(st);
 }
 

@@ -1,8 +1,8 @@
-/* serve/metrics: renders the sink's latest values as Prometheus / OpenMetrics text (see metrics.h).
+/* expose: renders the sink's latest values as Prometheus / OpenMetrics text (see expose.h).
  * One pass over the sink under its lock copies (family, labels, value) rows; the rows are sorted by
  * family so each family's HELP and TYPE come once, then written. The DCGM table maps gpuscope's NVML
  * series to dcgm-exporter's fields with their units (MiB, mJ) and scales (PROF fields 0-1). */
-#include "serve/metrics.h"
+#include "expose/expose.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -93,9 +93,9 @@ struct gpu_labels {
   size_t head;    /* length of text up to modelName: a MIG instance's labels go after it */
 };
 
-struct metrics {
+struct expose {
   struct gs_sink *sink;
-  struct metrics_opts o;
+  struct expose_opts o;
   char host[256];
   char driver[64];
   struct gpu_labels gpus[MAX_GPUS];
@@ -113,8 +113,8 @@ struct metrics {
   struct serve_endpoint *ep;
 };
 
-struct metrics *metrics_new(struct gs_sink *sink, const struct metrics_opts *o) {
-  struct metrics *m = calloc(1, sizeof *m);
+struct expose *expose_new(struct gs_sink *sink, const struct expose_opts *o) {
+  struct expose *m = calloc(1, sizeof *m);
   if (!m)
     return NULL;
   m->sink = sink;
@@ -131,10 +131,10 @@ struct metrics *metrics_new(struct gs_sink *sink, const struct metrics_opts *o) 
   return m;
 }
 
-void metrics_free(struct metrics *m) {
+void expose_free(struct expose *m) {
   if (!m)
     return;
-  metrics_stop_listen(m);
+  expose_stop_listen(m);
   free(m->rows);
   free(m->findings);
   free(m->cache[0]), free(m->cache[1]);
@@ -211,7 +211,7 @@ static void labels_from_sink(char *out, size_t n, const char *labels, int *gpu) 
 }
 
 /* The labels dcgm-exporter puts on every GPU line, from the params the NVML collector recorded. */
-static const char *gpu_labels(struct metrics *m, int gpu) {
+static const char *gpu_labels(struct expose *m, int gpu) {
   if (gpu < 0 || gpu >= MAX_GPUS)
     return "";
   struct gpu_labels *g = &m->gpus[gpu];
@@ -300,7 +300,7 @@ static double scaled(double v, double scale) {
   return scale < 1 ? v / (1 / scale) : v * scale;
 }
 
-static struct row *row_new(struct metrics *m) {
+static struct row *row_new(struct expose *m) {
   if (m->nrows == m->caprows) {
     size_t cap = m->caprows ? 2 * m->caprows : 256;
     struct row *r = realloc(m->rows, cap * sizeof *r);
@@ -316,7 +316,7 @@ static struct row *row_new(struct metrics *m) {
 
 /* A MIG instance's labels as dcgm-exporter writes them for a GPU-instance entity: its GPU's (gpu is
  * the GPU's index, UUID the GPU's UUID, ...), with GPU_I_PROFILE and GPU_I_ID after modelName. */
-static const char *mig_labels(struct metrics *m, int gpu, int gi, char *out, size_t n) {
+static const char *mig_labels(struct expose *m, int gpu, int gi, char *out, size_t n) {
   const char *gl = gpu_labels(m, gpu);
   size_t head = m->gpus[gpu].head;
   char key[64], v[64], id[16];
@@ -359,7 +359,7 @@ struct step_last {
 };
 
 struct pass {
-  struct metrics *m;
+  struct expose *m;
   struct step_last steps[8]; /* rank 0 and 7 more */
   size_t nsteps;
 };
@@ -392,7 +392,7 @@ static void step_note(struct pass *p, const char *name, size_t len, const char *
 static void each(void *user, int id, const char *source, size_t slen, const char *name, size_t nlen, const char *labels,
                  double v, int64_t t) {
   struct pass *p = user;
-  struct metrics *m = p->m;
+  struct expose *m = p->m;
   if (t > 0 && m->now - t > m->stale)
     return;
   if (slen == 6 && !strncmp(source, "client", 6)) {
@@ -460,7 +460,7 @@ static void put_value(FILE *out, double v) {
   fputs(buf, out);
 }
 
-static void derived(struct metrics *m, struct pass *p) {
+static void derived(struct expose *m, struct pass *p) {
   for (size_t i = 0; i < p->nsteps; i++) {
     struct step_last *s = &p->steps[i];
     double total = s->v[4];
@@ -519,7 +519,7 @@ static void derived(struct metrics *m, struct pass *p) {
   }
 }
 
-int metrics_write(struct metrics *m, FILE *out, int openmetrics, int64_t now_ns) {
+int expose_write(struct expose *m, FILE *out, int openmetrics, int64_t now_ns) {
   pthread_mutex_lock(&m->mu);
   m->nrows = 0;
   m->now = now_ns;
@@ -582,7 +582,7 @@ int metrics_write(struct metrics *m, FILE *out, int openmetrics, int64_t now_ns)
   return ferror(out) ? GS_EIO : GS_OK;
 }
 
-void metrics_set_findings(struct metrics *m, const struct store_finding *f, size_t n) {
+void expose_set_findings(struct expose *m, const struct store_finding *f, size_t n) {
   struct store_finding *copy = n ? malloc(n * sizeof *copy) : NULL;
   if (n && !copy)
     return;
@@ -596,7 +596,7 @@ void metrics_set_findings(struct metrics *m, const struct store_finding *f, size
   pthread_mutex_unlock(&m->mu);
 }
 
-int metrics_wants_openmetrics(const char *accept) {
+int expose_wants_openmetrics(const char *accept) {
   if (!accept)
     return 0;
   const char *om = strstr(accept, "application/openmetrics-text");
@@ -610,8 +610,8 @@ int metrics_wants_openmetrics(const char *accept) {
 
 /* Renders once per tick and format; every scrape of that tick gets a copy. */
 static int scrape(void *user, const char *accept, char **body, size_t *len, const char **mime) {
-  struct metrics *m = user;
-  int om = metrics_wants_openmetrics(accept);
+  struct expose *m = user;
+  int om = expose_wants_openmetrics(accept);
   int64_t now = gs_mono_ns(), tick = now / m->o.interval_ns;
   *mime =
       om ? "application/openmetrics-text; version=1.0.0; charset=utf-8" : "text/plain; version=0.0.4; charset=utf-8";
@@ -627,7 +627,7 @@ static int scrape(void *user, const char *accept, char **body, size_t *len, cons
       pthread_mutex_unlock(&m->render_mu);
       return GS_ENOMEM;
     }
-    metrics_write(m, out, om, now);
+    expose_write(m, out, om, now);
     fclose(out);
     pthread_mutex_lock(&m->mu);
     free(m->cache[om]);
@@ -644,8 +644,8 @@ static int scrape(void *user, const char *accept, char **body, size_t *len, cons
   return *body ? GS_OK : GS_ENOMEM;
 }
 
-int metrics_listen(struct metrics *m, const char *listen, const char *token, int *port) {
-  m->ep = serve_endpoint_start(listen ? listen : METRICS_DEFAULT_LISTEN, token, "/metrics", scrape, m, 1);
+int expose_listen(struct expose *m, const char *listen, const char *token, int *port) {
+  m->ep = serve_endpoint_start(listen ? listen : EXPOSE_DEFAULT_LISTEN, token, "/metrics", scrape, m, 1);
   if (!m->ep)
     return GS_EINVAL;
   if (port)
@@ -653,7 +653,18 @@ int metrics_listen(struct metrics *m, const char *listen, const char *token, int
   return GS_OK;
 }
 
-void metrics_stop_listen(struct metrics *m) {
+int expose_url(const struct expose *m, char *out, size_t n) {
+  if (!m->ep) {
+    snprintf(out, n, "%s", "");
+    return GS_EINVAL;
+  }
+  const char *host = serve_endpoint_host(m->ep);
+  int v6 = strchr(host, ':') != NULL;
+  snprintf(out, n, "http://%s%s%s:%d/metrics", v6 ? "[" : "", host, v6 ? "]" : "", serve_endpoint_port(m->ep));
+  return GS_OK;
+}
+
+void expose_stop_listen(struct expose *m) {
   serve_endpoint_stop(m->ep);
   m->ep = NULL;
 }

@@ -1,9 +1,9 @@
-/* Unit tests of the report's charts and pages on synthetic runs written straight into a store: a long
- * run is drawn (serve's downsampler, what the web page's charts read) in buckets whose minimum keeps a
- * dip shorter than a bucket; a gap in the samples is a gap (null) in the line; the HTML page of a long
- * multi-GPU run (the web app's page) is written in one piece; a run
- * too long to read raw is diagnosed and summarised from rollups and throttle events; the JSON
- * checker accepts what JSON allows and nothing else. */
+/* Unit tests of the report (src/report/): figures that were not measured are written as unknown in
+ * every format — a dash in text, null in JSON, UNKNOWN in a budget check — never as zero; CSV
+ * fields and JSON strings of untrusted text are quoted and cleaned; the JSON checker accepts what
+ * JSON allows and nothing else; and a run too long to read raw is diagnosed and summarised from
+ * its rollups and throttle events. Serve's downsampler and page, which shared a file with these,
+ * are tested in test_serve_series.c (issue 25). */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,10 +17,8 @@
 #include <cmocka.h>
 
 #include "doctor/doctor.h"
-#include "json_numbers.h"
+#include "report/report.h"
 #include "report/report_int.h"
-#include "runview/runview.h"
-#include "serve/serve_int.h"
 #include "store/store.h"
 
 #define S 1000000000LL
@@ -30,7 +28,7 @@ static char dir[256];
 
 static int setup(void **state) {
   (void)state;
-  snprintf(dir, sizeof dir, "/tmp/gs-test-charts-XXXXXX");
+  snprintf(dir, sizeof dir, "/tmp/gs-test-report-XXXXXX");
   return mkdtemp(dir) ? 0 : -1;
 }
 
@@ -41,114 +39,117 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
-/* A two-hour run at 10 Hz: GPU 0 and 1 busy at 97 % except one 0.3 s dip to 0 at 3600 s on GPU 0, and
- * no samples at all from 5000 s to 5100 s on GPU 1 (the driver did not answer). */
-static struct store *long_run(struct store_run *run) {
-  char url[400];
-  snprintf(url, sizeof url, "sqlite://%s/long.db", dir);
-  struct store *st = store_open(url);
-  assert_non_null(st);
-  memset(run, 0, sizeof *run);
-  snprintf(run->name, sizeof run->name, "long");
-  run->agent_pid = getpid();
-  run->exit_code = -1;
-  run->start_wall_ns = gs_wall_ns();
-  run->mono_start_ns = T0;
-  run->interval_ns = S / 10;
-  assert_int_equal(st->run_begin(st, run), 0);
-  struct gs_sink *sink = gs_sink_new();
-  int u0 = gs_sink_series(sink, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
-  int u1 = gs_sink_series(sink, "nvml", "gpu.util_pct", "gpu=1", "%", GS_GAUGE);
-  int m0 = gs_sink_series(sink, "nvml", "gpu.mem_used_bytes", "gpu=0", "B", GS_GAUGE);
-  int c0 = gs_sink_series(sink, "host", "host.cpu.busy_pct", "cpu=0", "%", GS_GAUGE);
-  for (int64_t k = 0; k <= 7200 * 10; k++) {
-    int64_t t = T0 + k * S / 10;
-    double s = k / 10.0;
-    gs_sink_put(sink, u0, t, s >= 3600 && s < 3600.3 ? 0 : 97);
-    if (s < 5000 || s >= 5100)
-      gs_sink_put(sink, u1, t, 97);
-    gs_sink_put(sink, m0, t, 60e9);
-    gs_sink_put(sink, c0, t, 40);
-    if (k % 10000 == 0) {
-      struct gs_batch *b = gs_sink_take(sink);
-      assert_int_equal(st->run_append(st, run, b), 0);
-      gs_batch_free(b);
-    }
-  }
-  struct gs_batch *b = gs_sink_take(sink);
-  assert_int_equal(st->run_append(st, run, b), 0);
-  gs_batch_free(b);
-  gs_sink_free(sink);
-  snprintf(run->status, sizeof run->status, "finished");
-  run->exit_code = 0;
-  run->end_wall_ns = run->start_wall_ns + 7200 * S;
-  assert_int_equal(st->run_end(st, run), 0);
-  return st;
+/* ---- numbers that were not measured (missing is not zero) ---- */
+
+/* Every text formatter prints an unknown figure as a dash, never as 0. */
+static void test_unknown_numbers_print_a_dash_not_zero(void **state) {
+  (void)state;
+  char b[64];
+  assert_string_equal(rp_num(b, sizeof b, NAN, 1, "cores"), "—");
+  assert_string_equal(rp_pct(b, sizeof b, NAN), "—");
+  assert_string_equal(rp_bytes(b, sizeof b, INFINITY), "—");
+  assert_string_equal(rp_duration(b, sizeof b, NAN), "—");
+  assert_string_equal(rp_ev_value(b, sizeof b, "data_wait_share", 15, "null", 4), "—");
+  /* ... while a measured zero is a zero */
+  assert_string_equal(rp_pct(b, sizeof b, 0), "0%");
+  assert_string_equal(rp_pct(b, sizeof b, 0.42), "42%");
+  assert_non_null(strstr(rp_num(b, sizeof b, 0, 1, "cores"), "0.0"));
 }
 
-/* One series of the run as the web page's charts get it (serve's downsampler), as JSON text. */
-static char *chart_json(const struct runview *v, const char *labels, size_t points) {
-  long i = runview_find(v, NULL, "gpu.util_pct", labels);
-  assert_true(i >= 0);
+/* In JSON an unknown figure is null; a zero stays 0. */
+static void test_unknown_numbers_are_json_null(void **state) {
+  (void)state;
   char *buf = NULL;
   size_t len = 0;
-  FILE *m = open_memstream(&buf, &len);
-  assert_int_equal(serve_series_json(m, v, &v->series[i], INT64_MIN, INT64_MAX, points, 1), 0);
-  fclose(m);
-  return buf;
+  FILE *out = open_memstream(&buf, &len);
+  report_json_num(out, NAN);
+  fputc(' ', out);
+  rp_json_num(out, -INFINITY);
+  fputc(' ', out);
+  report_json_num(out, 0);
+  fclose(out);
+  assert_string_equal(buf, "null null 0");
+  free(buf);
 }
 
-static void test_long_run_keeps_a_short_dip_and_a_gap(void **state) {
+/* A CSV field is always quoted, quotes doubled, a newline kept inside the quotes, other control
+ * characters dropped and bytes that are not UTF-8 replaced; an empty field is "" (not absent). */
+static void test_csv_fields_quote_and_clean_untrusted_text(void **state) {
   (void)state;
-  struct store_run run;
-  struct store *st = long_run(&run);
-  struct runview v;
-  assert_int_equal(runview_load(st, run.id, &v), 0);
-  /* 72,001 raw points become 720 buckets of 10 s, light enough for a chart. */
-  static double mn[800], mean[800];
-  char *json = chart_json(&v, "gpu=0", 720);
-  size_t n = json_numbers(json, "min", mn, 800);
-  assert_int_equal(json_numbers(json, "mean", mean, 800), n);
-  if (!(n > 700 && n <= 720))
-    fail_msg("%zu points", n);
-  double lowest = INFINITY, lowest_mean = INFINITY;
-  for (size_t i = 0; i < n; i++) {
-    lowest = fmin(lowest, mn[i]);
-    lowest_mean = fmin(lowest_mean, mean[i]);
-  }
-  assert_true(lowest == 0);      /* the 0.3 s dip is the bucket's minimum ... */
-  assert_true(lowest_mean > 60); /* ... though its mean hides it */
-  free(json);
-  json = chart_json(&v, "gpu=1", 720);
-  n = json_numbers(json, "min", mn, 800);
-  int gap = 0;
-  for (size_t i = 0; i < n; i++) {
-    gap |= isnan(mn[i]);
-    assert_true(isnan(mn[i]) || mn[i] == 97);
-  }
-  assert_true(gap); /* the silent 100 s are a gap (null), never zeros */
-  free(json);
-  runview_done(&v);
-
-  /* The HTML report: the web app's page with the run's data in it (or, in a build without the
-   * web UI, a clear refusal). */
-  char *page = NULL;
+  char *buf = NULL;
   size_t len = 0;
-  FILE *out = open_memstream(&page, &len);
-  char *ref = run.id;
-  int rc = serve_page_write(out, st, &ref, 1);
+  FILE *out = open_memstream(&buf, &len);
+  report_csv_field(out, "a\"b\nc\x01\x1b[0md\xff");
+  fputc(',', out);
+  report_csv_field(out, "");
   fclose(out);
-  if (!serve_nassets) {
-    assert_int_equal(rc, GS_EINVAL);
-  } else {
-    assert_int_equal(rc, 0);
-    assert_non_null(strstr(page, "window.GS_EMBED"));
-    assert_non_null(strstr(page, "\"gpu.util_pct\""));
-    assert_non_null(strstr(page, "</html>"));
-  }
-  free(page);
+  assert_string_equal(buf, "\"a\"\"b\nc[0md\xef\xbf\xbd\",\"\"");
+  free(buf);
+}
+
+/* A run without GPUs (host CPU only) is loaded with its GPU figures unknown: NAN in the run, null
+ * in the JSON report, no "0%" of GPU use in the text, and a GPU budget on it is UNKNOWN (which
+ * breaks the budget), never met by a zero. */
+static void test_a_run_without_gpus_reports_their_figures_as_unknown(void **state) {
+  (void)state;
+  char url[400];
+  snprintf(url, sizeof url, "sqlite://%s/cpu.db", dir);
+  struct store *st = store_open(url);
+  assert_non_null(st);
+  struct store_run run;
+  memset(&run, 0, sizeof run);
+  snprintf(run.name, sizeof run.name, "cpu-only");
+  run.agent_pid = getpid();
+  run.exit_code = -1;
+  run.start_wall_ns = gs_wall_ns();
+  run.mono_start_ns = T0;
+  run.interval_ns = S / 10;
+  assert_int_equal(st->run_begin(st, &run), 0);
+  struct gs_sink *sink = gs_sink_new();
+  int cpu = gs_sink_series(sink, "host", "host.cpu.busy_pct", "cpu=total", "%", GS_GAUGE);
+  for (int64_t k = 0; k <= 600; k++)
+    gs_sink_put(sink, cpu, T0 + k * S / 10, 55);
+  struct gs_batch *b = gs_sink_take(sink);
+  assert_int_equal(st->run_append(st, &run, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(sink);
+  snprintf(run.status, sizeof run.status, "finished");
+  run.exit_code = 0;
+  run.end_wall_ns = run.start_wall_ns + 60 * S;
+  assert_int_equal(st->run_end(st, &run), 0);
+
+  struct report_run r;
+  assert_int_equal(report_run_load(st, run.id, 0, &r), 0);
+  assert_int_equal(r.ngpus, 0);
+  assert_true(isnan(r.gpu_util) && isnan(r.gpu_mem_peak) && isnan(r.energy_j));
+  assert_true(fabs(r.host_cpu - 55) < 1e-9);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *out = open_memstream(&buf, &len);
+  assert_int_equal(report_json(out, &r), 0);
+  fclose(out);
+  assert_non_null(strstr(buf, "\"gpu_util_pct\":null"));
+  assert_non_null(strstr(buf, "\"energy_j\":null"));
+  free(buf);
+  buf = NULL;
+  out = open_memstream(&buf, &len);
+  assert_int_equal(report_text(out, &r, 0), 0);
+  fclose(out);
+  if (strstr(buf, "GPU busy 0%") || strstr(buf, "util 0%"))
+    fail_msg("an unmeasured GPU shown as idle:\n%s", buf);
+  free(buf);
+  struct report_budgets bud = {.min_speedup = NAN, .max_data_wait = NAN, .min_gpu_util = 0.5};
+  struct report_check c;
+  assert_int_equal(report_check_run(&r, NULL, &bud, &c), 0);
+  assert_int_equal(c.n, 1);
+  assert_int_equal(c.items[0].status, REPORT_CHECK_UNKNOWN);
+  assert_true(isnan(c.items[0].measured));
+  assert_int_equal(c.broken, 1);
+  report_run_done(&r);
   st->close(st);
 }
+
+/* ---- a long run from its rollups ---- */
 
 /* Six hours at 10 Hz (216,001 points a series: past the raw-read limit) with thermal throttling from
  * the first to the second hour, as samples and as the collector's start/stop events. */
@@ -266,7 +267,10 @@ static void test_utf8_is_repaired(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_long_run_keeps_a_short_dip_and_a_gap),
+      cmocka_unit_test(test_unknown_numbers_print_a_dash_not_zero),
+      cmocka_unit_test(test_unknown_numbers_are_json_null),
+      cmocka_unit_test(test_csv_fields_quote_and_clean_untrusted_text),
+      cmocka_unit_test(test_a_run_without_gpus_reports_their_figures_as_unknown),
       cmocka_unit_test(test_long_run_is_summarised_from_rollups_and_events),
       cmocka_unit_test(test_json_checker),
       cmocka_unit_test(test_utf8_is_repaired),

@@ -1,4 +1,4 @@
-/* Unit tests of serve/metrics.c: the exposition of a sink — dcgm-exporter's names, units and labels,
+/* Unit tests of expose/expose.c: the exposition of a sink — dcgm-exporter's names, units and labels,
  * label values escaped per the exposition format, no line for a series never put or gone stale,
  * OpenMetrics' end marker and counters, the Accept header's choice. */
 #include <setjmp.h>
@@ -10,13 +10,13 @@
 
 #include <cmocka.h>
 
-#include "serve/metrics.h"
+#include "expose/expose.h"
 
 #define S 1000000000LL
 
 struct fx {
   struct gs_sink *sink;
-  struct metrics *m;
+  struct expose *m;
   char *out;
   size_t len;
 };
@@ -24,8 +24,8 @@ struct fx {
 static int setup(void **state) {
   struct fx *f = calloc(1, sizeof *f);
   f->sink = gs_sink_new();
-  struct metrics_opts o = {.host_label = "hostname", .interval_ns = S};
-  f->m = metrics_new(f->sink, &o);
+  struct expose_opts o = {.host_label = "hostname", .interval_ns = S};
+  f->m = expose_new(f->sink, &o);
   gs_sink_param(f->sink, "gpu.0.uuid", "GPU-abc");
   gs_sink_param(f->sink, "gpu.0.name", "NVIDIA \"Quoted\" H100");
   gs_sink_param(f->sink, "gpu.0.pci_bus_id", "00000000:18:00.0");
@@ -35,7 +35,7 @@ static int setup(void **state) {
 
 static int teardown(void **state) {
   struct fx *f = *state;
-  metrics_free(f->m);
+  expose_free(f->m);
   gs_sink_free(f->sink);
   free(f->out);
   free(f);
@@ -46,7 +46,7 @@ static const char *render(struct fx *f, int om, int64_t now) {
   free(f->out);
   f->out = NULL;
   FILE *mem = open_memstream(&f->out, &f->len);
-  assert_int_equal(metrics_write(f->m, mem, om, now), 0);
+  assert_int_equal(expose_write(f->m, mem, om, now), 0);
   fclose(mem);
   return f->out;
 }
@@ -174,7 +174,7 @@ static void test_openmetrics_ends_and_keeps_dcgm_counter_names(void **state) {
 static void test_findings_by_rule(void **state) {
   struct fx *f = *state;
   struct store_finding fd = {.rule = "input_bound", .severity = "high", .speedup = 1.8};
-  metrics_set_findings(f->m, &fd, 1);
+  expose_set_findings(f->m, &fd, 1);
   assert_non_null(strstr(render(f, 0, 10 * S), "gpuscope_finding{rule=\"input_bound\",severity=\"high\"} 1.8\n"));
 }
 
@@ -229,10 +229,10 @@ static void test_mig_instance_lines_appear_and_vanish_with_the_instance(void **s
 
 static void test_accept_header_choice(void **state) {
   (void)state;
-  assert_false(metrics_wants_openmetrics(NULL));
-  assert_false(metrics_wants_openmetrics("text/plain;version=0.0.4"));
-  assert_true(metrics_wants_openmetrics("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"));
-  assert_false(metrics_wants_openmetrics("text/plain,application/openmetrics-text;q=0.1"));
+  assert_false(expose_wants_openmetrics(NULL));
+  assert_false(expose_wants_openmetrics("text/plain;version=0.0.4"));
+  assert_true(expose_wants_openmetrics("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"));
+  assert_false(expose_wants_openmetrics("text/plain,application/openmetrics-text;q=0.1"));
 }
 
 int main(void) {
