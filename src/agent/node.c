@@ -19,6 +19,7 @@
 #include "agent/agent_int.h"
 #include "collect/collect.h"
 #include "core/core.h"
+#include "doctor/doctor.h"
 #include "serve/metrics.h"
 #include "serve/serve.h"
 #include "store/store.h"
@@ -69,8 +70,7 @@ struct node_store {
 static void node_store_findings(struct node_store *w) {
   struct store_finding *f = NULL;
   size_t n = 0;
-  double window;
-  if (!serve_live_findings(w->st, w->run->id, &f, &n, &window))
+  if (!doctor_diagnose_live_run(w->st, w->run->id, 0, &f, &n, NULL))
     metrics_set_findings(w->m, f, n);
   free(f);
 }

@@ -33,6 +33,20 @@ int doctor_diagnose(struct store *st, const char *run_id, struct store_finding *
  * worth fixing. Returns 0 or a GS_E code (*out NULL, *n 0). v is only read. */
 int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, struct store_finding **out, size_t *n);
 
+/* The one live diagnosis (serve's live findings, `top`, the node agent's /metrics and alerts): v
+ * judged over runview_live_window(v, window_ns) — for a running run the last window_ns (<= 0:
+ * RUNVIEW_LIVE_WINDOW_S) up to its newest sample, for a finished run (or one with no sample yet) the
+ * usual window, as doctor_diagnose_view(v, INT64_MIN, INT64_MAX) does. The window judged goes to *w
+ * (may be NULL), also on error. Findings ranked in *out (malloc'd, caller frees), exactly one
+ * "healthy" (or "insufficient_data") when nothing is worth fixing. Returns 0 or a GS_E code with a
+ * message (*out NULL, *n 0). v is only read; nothing is written to the store. */
+int doctor_diagnose_live(const struct runview *v, int64_t window_ns, struct store_finding **out, size_t *n,
+                         struct runview_window *w);
+/* doctor_diagnose_live on run_id (any reference st->run_get resolves), loaded for the call: for the
+ * readers that hold no view (serve's run list and event stream, the node agent). Same returns. */
+int doctor_diagnose_live_run(struct store *st, const char *run_id, int64_t window_ns, struct store_finding **out,
+                             size_t *n, struct runview_window *w);
+
 /* Why rules could not judge the run loaded in v (the usual window), into buf (n bytes), "; " between
  * them: mixed_precision on a GPU without GPM when the job did not say its precision, host_code_bound
  * on a host whose CPUs were contended; "" when every rule could. For a report's notes (healthy's evidence says it as

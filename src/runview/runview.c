@@ -502,12 +502,25 @@ int runview_load(struct store *st, const char *ref, struct runview *v) {
   for (size_t i = 0; i < v->nseries; i++)
     if (v->series[i].count > 0 && v->series[i].t_last > last)
       last = v->series[i].t_last;
+  v->t_newest_ns = last;
   /* In double: the store's times are untrusted and their difference may not fit an int64. */
   double span = (double)v->run.end_wall_ns - (double)v->run.start_wall_ns;
   v->duration_ns = span > 0 && span < 9e18 ? (int64_t)span : last;
   if (v->duration_ns > 0)
     v->duration_s = (double)v->duration_ns / GS_NS_PER_S;
   return load_steps(v);
+}
+
+struct runview_window runview_live_window(const struct runview *v, int64_t window_ns) {
+  struct runview_window w = {.from = INT64_MIN, .to = INT64_MAX, .span_s = NAN};
+  if (window_ns <= 0)
+    window_ns = (int64_t)RUNVIEW_LIVE_WINDOW_S * GS_NS_PER_S;
+  if (strcmp(v->run.status, "running") || v->t_newest_ns <= 0)
+    return w;
+  w.to = v->t_newest_ns;
+  w.from = w.to > window_ns ? w.to - window_ns : 0;
+  w.span_s = (double)(w.to - w.from) / GS_NS_PER_S;
+  return w;
 }
 
 void runview_done(struct runview *v) {

@@ -75,6 +75,7 @@ struct runview {
   struct store_finding *findings; /* as stored (the doctor's last word), may be none */
   size_t nfindings;
   int64_t duration_ns; /* wall-clock span of a finished run, else its last sample; 0 unknown */
+  int64_t t_newest_ns; /* the newest sample of any series, ns since run start; 0 when none */
   double duration_s;   /* NAN unknown */
   /* The main loop's (rank 0's) steps in time order, with sane totals (0 <= total < 1e6 s), the first
    * (warm-up: workers starting, lazy init) left out when there are at least five. */
@@ -97,6 +98,21 @@ const char *runview_steps_sampling(const struct runview *v, char *buf, size_t n)
 int runview_load(struct store *st, const char *ref, struct runview *v);
 /* Frees what the view holds (not the store). Safe on a zeroed or failed view. */
 void runview_done(struct runview *v);
+
+/* The live diagnosis looks at this much of the end of a running run (serve, top, the node agent). */
+#define RUNVIEW_LIVE_WINDOW_S 60
+
+/* A window of the run the live readers judge: [from, to] in ns since run start. */
+struct runview_window {
+  int64_t from, to; /* INT64_MIN / INT64_MAX: the usual window (doctor_diagnose_view's) */
+  double span_s;    /* to - from in seconds for a live window, NAN for the usual one */
+};
+
+/* The live window of v: for a running run with samples, the window_ns (<= 0: RUNVIEW_LIVE_WINDOW_S)
+ * that end at its newest sample (t_newest_ns; from never before 0), so a run whose agent went quiet
+ * is still judged on its last data rather than on an empty stretch; for a finished run, or one with
+ * no sample yet, the usual window (span_s NAN). Can't fail. */
+struct runview_window runview_live_window(const struct runview *v, int64_t window_ns);
 
 /* Does a series labelled `have` answer a query for labels `want`? Exactly equal; and in a group, also
  * `have` without its node members (host=HOST, and run=ID where several runs share a host) that `want`

@@ -437,8 +437,7 @@ static void live_for_list(struct serve *s, const char *id, struct store_finding 
   if (!slot->f || now - slot->at >= SERVE_LIVE_LIST_S) {
     struct store_finding *nf = NULL;
     size_t nn = 0;
-    double w;
-    if (!serve_live_findings(s->st, id, &nf, &nn, &w)) {
+    if (!doctor_diagnose_live_run(s->st, id, 0, &nf, &nn, NULL)) {
       free(slot->f);
       slot->f = nf;
       slot->n = nn;
@@ -802,8 +801,8 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   struct store_finding *f = NULL;
   size_t nf = 0;
   int free_f = 0, stored = 0;
-  double window_s = NAN;
-  int rc = want_live ? serve_live_findings_view(v, &f, &nf, &window_s) : findings_for(e, v, &f, &nf, &free_f, &stored);
+  struct runview_window w = {.span_s = NAN};
+  int rc = want_live ? doctor_diagnose_live(v, 0, &f, &nf, &w) : findings_for(e, v, &f, &nf, &free_f, &stored);
   if (want_live)
     free_f = 1;
   if (rc) {
@@ -813,7 +812,7 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   fprintf(r->out, "{\"run\":");
   rp_json_str(r->out, v->run.id);
   fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":", stored ? "true" : "false", want_live ? "true" : "false");
-  rp_json_num(r->out, window_s);
+  rp_json_num(r->out, w.span_s);
   fputs(",\"findings\":", r->out);
   serve_json_findings(r->out, f, nf);
   fputs("}\n", r->out);
@@ -821,30 +820,6 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
     free(f);
 done:
   serve_cached_view_done(&fresh);
-}
-
-int serve_live_findings_view(const struct runview *v, struct store_finding **out, size_t *n, double *window_s) {
-  *window_s = NAN;
-  if (strcmp(v->run.status, "running"))
-    return doctor_diagnose_view(v, INT64_MIN, INT64_MAX, out, n);
-  int64_t end = v->duration_ns, from = end - (int64_t)SERVE_LIVE_WINDOW_S * GS_NS_PER_S;
-  if (from < 0)
-    from = 0;
-  if (end > 0)
-    *window_s = serve_sec(end - from);
-  return doctor_diagnose_view(v, end > 0 ? from : INT64_MIN, end > 0 ? end : INT64_MAX, out, n);
-}
-
-int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n, double *window_s) {
-  struct runview v;
-  *out = NULL;
-  *n = 0;
-  *window_s = NAN;
-  int rc = runview_load(st, run_id, &v);
-  if (!rc)
-    rc = serve_live_findings_view(&v, out, n, window_s);
-  runview_done(&v);
-  return rc;
 }
 
 /* ---- /api/compare?runs=A,B,... ---- */

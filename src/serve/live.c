@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "doctor/doctor.h"
 #include "report/report_int.h"
 #include "serve/serve_int.h"
 
@@ -170,15 +171,15 @@ static int poll_samples(struct serve_live_hub *h, FILE *out, int *any) {
 static void poll_findings(struct serve_live_hub *h, FILE *out, char **event) {
   struct store_finding *f;
   size_t n;
-  double window_s;
-  if (serve_live_findings(h->st, h->run_id, &f, &n, &window_s))
+  struct runview_window w;
+  if (doctor_diagnose_live_run(h->st, h->run_id, 0, &f, &n, &w))
     return;
   char *buf = NULL;
   size_t len = 0;
   FILE *m = open_memstream(&buf, &len);
   if (m) {
     fprintf(m, "{\"live\":true,\"window_s\":");
-    rp_json_num(m, window_s);
+    rp_json_num(m, w.span_s);
     fputs(",\"findings\":", m);
     serve_json_findings(m, f, n);
     fputc('}', m);

@@ -38,7 +38,6 @@ enum {
   SERVE_DEFAULT_POINTS = 1000,
   SERVE_MAX_IDS = 256,              /* series of one series request */
   SERVE_MAX_ANSWER_POINTS = 200000, /* series x points of one series request */
-  SERVE_LIVE_WINDOW_S = 60,         /* the live diagnosis looks at this much of the end of the run */
   SERVE_LIVE_FINDINGS_EVERY_S = 5,
   SERVE_LIVE_BUFFER = 4 << 20, /* bytes a live run's viewers may lag behind its stream (more: dropped) */
 };
@@ -67,13 +66,6 @@ int serve_addr_parse(const char *s, struct serve_addr *a);
  * bad options (a token missing for a non-loopback address), GS_EBUSY when the address cannot be
  * bound, or the store's GS_E code when it cannot be opened; each with a message in gs_last_error(). */
 int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop);
-
-/* The findings shown live: for a running run, the doctor over its last SERVE_LIVE_WINDOW_S (all of it
- * when shorter; *window_s says how long, NAN when unknown); for a finished run, the doctor's usual
- * window (*window_s NAN). Returns 0 with *out malloc'd (caller frees), or a GS_E code (*out NULL, *n
- * 0). Writes nothing. The first form loads the run; the second reads a loaded view. */
-int serve_live_findings(struct store *st, const char *run_id, struct store_finding **out, size_t *n, double *window_s);
-int serve_live_findings_view(const struct runview *v, struct store_finding **out, size_t *n, double *window_s);
 
 /* Writes one self-contained HTML page to out: the run page of refs[0] (n == 1) or the compare page
  * of refs (2..16, the first the baseline) — the same front end as the server's, its assets inlined

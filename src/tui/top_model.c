@@ -260,14 +260,10 @@ void top_finding_now(struct store *st, struct top_snap *s) {
   size_t n = 0;
   s->have_finding = 0;
   struct runview v;
-  int64_t live = (int64_t)TOP_LIVE_WINDOW_S * GS_NS_PER_S;
-  int64_t from = s->running ? (s->t_ns > live ? s->t_ns - live : 0) : INT64_MIN;
-  int64_t to = s->running ? s->t_ns : INT64_MAX;
+  struct runview_window w;
   int rc = runview_load(st, s->run.id, &v);
-  if (!rc) {
-    keep_roles(&v, from, to, s);
-    rc = doctor_diagnose_view(&v, from, to, &f, &n);
-  }
+  if (!rc && !(rc = doctor_diagnose_live(&v, 0, &f, &n, &w)))
+    keep_roles(&v, w.from, w.to, s);
   if (rc) {
     s->have_finding = -1;
     gs_term_escape(gs_last_error(), s->utf8, s->title, sizeof s->title);

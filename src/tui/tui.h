@@ -37,7 +37,6 @@ int tui_top(const struct tui_opts *o, int *job_status);
 #define TOP_MAX_CORES 1024
 #define TOP_HIST 512 /* history points kept per GPU (one per second) */
 #define TOP_MAX_ROLES 256
-#define TOP_LIVE_WINDOW_S 60
 
 struct top_gpu {
   int index;
@@ -69,8 +68,9 @@ struct top_snap {
   /* steps over the last TOP_STEP_WINDOW_S seconds of data */
   size_t steps_total;
   double step_s, data_share, h2d_share, compute_share, steps_per_s, samples_per_s; /* NAN unknown */
-  /* the doctor's current top finding, over the last TOP_LIVE_WINDOW_S seconds while the run goes on
-   * (the usual window once it finished), and what each process is to the training over that window */
+  /* the doctor's current top finding, over doctor_diagnose_live's window (the last
+   * RUNVIEW_LIVE_WINDOW_S seconds while the run goes on, the usual window once it finished), and what each process is
+   * to the training over that window */
   int have_finding; /* 1 a finding, 0 none yet, -1 the doctor failed: title is why */
   char rule[32], title[256], fix[256];
   double speedup, share;
@@ -89,8 +89,8 @@ void top_snap_done(struct top_snap *s);
 /* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none, -1 with
  * the cause in title when the diagnosis failed), and the
  * roles of its processes (trainer, loader worker, launcher). This is the one place the live view asks
- * the doctor: over the last TOP_LIVE_WINDOW_S seconds of a running run (doctor_diagnose_view), over
- * the doctor's usual window once it finished. */
+ * the doctor, through the one live diagnosis (doctor_diagnose_live): the last RUNVIEW_LIVE_WINDOW_S
+ * seconds of a running run, the doctor's usual window once it finished. */
 void top_finding_now(struct store *st, struct top_snap *s);
 
 #endif
