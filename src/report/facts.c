@@ -145,7 +145,8 @@ int report_run_load(struct store *st, const char *ref, int rediagnose, struct re
     r->diagnosed = !r->diag_rc;
   }
   borrow_view(r);
-  if ((rc = report_view_step_stats(v, &r->steps)) || (rc = load_gpus(r)))
+  runview_step_figures(v, 0, v->nsteps, &r->steps);
+  if ((rc = load_gpus(r)))
     return rc;
   figures(r);
   return GS_OK;

@@ -27,18 +27,6 @@ struct series_stats {
 int report_view_stats(const struct runview *v, const char *source, const char *name, const char *labels,
                       struct series_stats *out);
 
-/* The training-loop view from the client's step series (all NAN/0 when the job sent none). */
-struct step_stats {
-  size_t steps;      /* every kept step of the run */
-  size_t steps_held; /* those the median is taken over: steps, unless the view holds a sample */
-  size_t stretches;  /* how many stretches of consecutive steps those come in (1 when all are held) */
-  double samples, samples_per_s, median_step_s, data_share, h2d_share, compute_share;
-};
-/* From the view's joined steps (warm-up dropped); each phase's share over the steps that reported that
- * phase, not over all of them. When the view holds a sample of a long run's steps, the median is the
- * sample's and the rest the whole run's (runview.h). Returns 0 or a GS_E code. */
-int report_view_step_stats(const struct runview *v, struct step_stats *out);
-
 /* ---- writing untrusted store text (export.c): every command's output goes through these ---- */
 
 /* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
@@ -89,7 +77,7 @@ struct report_run {
   int diag_rc;
   char diag_error[320];
   char save_error[320];
-  struct step_stats steps;
+  struct runview_step_figures steps; /* runview_step_figures over every held step */
   double duration_s;
   struct report_gpu *gpus;
   int ngpus;

@@ -119,8 +119,9 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
       fprintf(out, "; SM active mean %.0f%%", sm.mean);
     fprintf(out, "; memory peak %s\n", rp_bytes(b1, sizeof b1, mu.n ? mu.max : NAN));
   }
-  struct step_stats steps;
-  if (!report_view_step_stats(&v, &steps) && steps.steps) {
+  struct runview_step_figures steps;
+  runview_step_figures(&v, 0, v.nsteps, &steps);
+  if (steps.steps) {
     fprintf(out, "  steps: %zu, %s samples/s, median step %s", steps.steps,
             rp_num(b1, sizeof b1, steps.samples_per_s, 1, ""),
             rp_num(b2, sizeof b2, steps.median_step_s * 1e3, 1, "ms"));

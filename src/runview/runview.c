@@ -153,12 +153,12 @@ int runview_rank_label(const char *labels) {
 
 /* ---- windowed statistics ---- */
 
-static int cmp_double(const void *a, const void *b) {
+int runview_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
 
-static double quantile(const double *sorted, size_t n, double q) {
+double runview_quantile(const double *sorted, size_t n, double q) {
   if (!n)
     return NAN;
   double pos = q * (double)(n - 1);
@@ -250,10 +250,10 @@ int runview_stats(const struct runview *v, const char *source, const char *name,
   if (g.oom)
     rc = gs_fail(GS_ENOMEM, "out of memory");
   if (!rc && g.nall) {
-    qsort(g.all, g.nall, sizeof *g.all, cmp_double);
+    qsort(g.all, g.nall, sizeof *g.all, runview_cmp_double);
     out->mean = out->sum / (double)g.nall;
-    out->p50 = quantile(g.all, g.nall, 0.5);
-    out->p95 = quantile(g.all, g.nall, 0.95);
+    out->p50 = runview_quantile(g.all, g.nall, 0.5);
+    out->p95 = runview_quantile(g.all, g.nall, 0.95);
   } else if (!out->n) {
     out->sum = NAN;
   }

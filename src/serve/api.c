@@ -199,72 +199,6 @@ static int findings_for(struct serve_cached_view *e, const struct runview *v, st
 
 /* ---- headline figures of one run ---- */
 
-struct steps_fig {
-  size_t n;
-  double samples_per_s, median_step_s, data_share, h2d_share, compute_share;
-};
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* A view holding a sample of a long run's steps (runview.h): the count, shares and throughput from the
- * sums over every step, the median from the sample. */
-static void steps_figures_whole(const struct runview *v, struct steps_fig *f) {
-  const struct runview_loop *l = &v->loop;
-  f->n = v->nsteps_total;
-  f->data_share = f->h2d_share = f->compute_share = f->samples_per_s = NAN;
-  if (l->total > 0) {
-    f->data_share = l->ndata ? l->data / l->total : NAN;
-    f->h2d_share = l->nh2d ? l->h2d / l->total : NAN;
-    f->compute_share = l->ndata ? 1 - f->data_share - (l->nh2d ? f->h2d_share : 0) : NAN;
-  }
-  double wall = serve_sec(l->t_last - l->t_first) + l->first_total;
-  if (l->nsamples && wall > 0)
-    f->samples_per_s = l->samples / wall;
-}
-
-/* The training loop's figures, as the report computes them: throughput over the wall time from the
- * first kept step's start to the last step's end. */
-static void steps_figures(const struct runview *v, struct steps_fig *f) {
-  f->n = v->nsteps;
-  f->samples_per_s = f->median_step_s = f->data_share = f->h2d_share = f->compute_share = NAN;
-  if (!v->nsteps)
-    return;
-  double total = 0, data = 0, h2d = 0, samples = 0;
-  size_t nd = 0, nh = 0, ns = 0;
-  double *sorted = malloc(v->nsteps * sizeof *sorted);
-  for (size_t i = 0; i < v->nsteps; i++) {
-    const struct runview_step *st = &v->steps[i];
-    if (sorted)
-      sorted[i] = st->total;
-    total += st->total;
-    if (isfinite(st->data))
-      data += st->data, nd++;
-    if (isfinite(st->h2d))
-      h2d += st->h2d, nh++;
-    if (isfinite(st->samples))
-      samples += st->samples, ns++;
-  }
-  if (sorted) {
-    qsort(sorted, v->nsteps, sizeof *sorted, cmp_d);
-    size_t n = v->nsteps;
-    f->median_step_s = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    free(sorted);
-  }
-  if (total > 0) {
-    f->data_share = nd ? data / total : NAN;
-    f->h2d_share = nh ? h2d / total : NAN;
-    f->compute_share = nd ? 1 - f->data_share - (nh ? f->h2d_share : 0) : NAN;
-  }
-  double wall = serve_sec(v->steps[v->nsteps - 1].t - v->steps[0].t) + v->steps[0].total;
-  if (ns && wall > 0)
-    f->samples_per_s = samples / wall;
-  if (runview_steps_sampled(v))
-    steps_figures_whole(v, f);
-}
-
 /* Mean of a series' stats over the run (NAN absent); also its min and max when asked. */
 static double stat(const struct runview *v, const char *name, const char *labels, double *min, double *max) {
   struct runview_stats st;
@@ -381,13 +315,13 @@ static const struct store_finding *top_finding(const struct store_finding *f, si
 
 /* A run's row: record, throughput, GPU use, top finding, sparkline. Without a trailing brace. */
 static void summary_members(FILE *out, const struct runview *v, const struct store_finding *f, size_t nf) {
-  struct steps_fig sf;
-  steps_figures(v, &sf);
+  struct runview_step_figures sf;
+  runview_step_figures(v, 0, v->nsteps, &sf);
   run_record(out, &v->run, v->duration_s);
   jnum(out, "samples_per_s", sf.samples_per_s);
   jnum(out, "median_step_s", sf.median_step_s);
   jnum(out, "data_share", sf.data_share);
-  jnum(out, "steps", (double)sf.n);
+  jnum(out, "steps", (double)sf.steps);
   jnum(out, "gpus", (double)(max_gpu(v) + 1));
   jnum(out, "gpu_util", stat(v, "gpu.util_pct", NULL, NULL, NULL));
   serve_json_key(out, "top_finding");
@@ -650,9 +584,9 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
     serve_json_findings(out, f, nf);
   }
   fprintf(out, ",\"findings_stored\":%s,\"steps\":{", stored ? "true" : "false");
-  struct steps_fig sf;
-  steps_figures(v, &sf);
-  jnum(out, "n", (double)sf.n);
+  struct runview_step_figures sf;
+  runview_step_figures(v, 0, v->nsteps, &sf);
+  jnum(out, "n", (double)sf.steps);
   jnum(out, "samples_per_s", sf.samples_per_s);
   jnum(out, "median_step_s", sf.median_step_s);
   jnum(out, "data_share", sf.data_share);
@@ -827,7 +761,7 @@ done:
 struct cmp_run {
   struct runview v;
   struct store *group; /* a group's store (serve_view_load), else NULL */
-  struct steps_fig sf;
+  struct runview_step_figures sf;
   struct store_finding *f;
   size_t nf;
   int diagnosed;
@@ -897,7 +831,7 @@ static int compare_load(struct serve *s, const char *list, struct cmp_run *runs,
                         "%s", gs_last_error());
       return -1;
     }
-    steps_figures(&x->v, &x->sf);
+    runview_step_figures(&x->v, 0, x->v.nsteps, &x->sf);
     x->f = x->v.findings;
     x->nf = x->v.nfindings;
     if (!x->nf && !doctor_diagnose_view(&x->v, INT64_MIN, INT64_MAX, &x->f, &x->nf))
