@@ -43,9 +43,11 @@ const char *report_term_copy(char *dst, size_t n, const char *s);
  * control characters dropped, invalid UTF-8 replaced. */
 void report_csv_field(FILE *out, const char *s);
 
-/* Prints the short end-of-run summary of run_id (what `gpuscope run` shows at the end), ending with
- * the top findings. */
-void report_summary(FILE *out, struct store *st, const char *run_id);
+/* Writes the short end-of-run summary of the run loaded in v (what `gpuscope run` shows at the end),
+ * ending with the top findings of v->findings (the caller puts a fresh diagnosis there). v is only
+ * read. Returns 0, or GS_EIO when writing to out failed; loading the run is the caller's, and so is
+ * saying why it could not be loaded (nothing is printed into the summary for it). */
+int report_summary(FILE *out, const struct runview *v);
 
 /* One GPU's figures over the whole run (NAN when absent). */
 struct report_gpu {
