@@ -50,6 +50,13 @@ const char *gs_fmt_bytes(double bytes, char *buf, size_t n);
 /* Decodes one UTF-8 code point at s (NUL-terminated); invalid or overlong bytes give U+FFFD and
  * consume one byte. Returns the bytes consumed (0 at the end). */
 size_t gs_utf8_next(const char *s, uint32_t *cp);
+/* Grows k parallel arrays to twice *cap elements (first_cap when *cap is 0): cols[i] is the address of
+ * the i-th array's pointer (an int64_t **, a double **, ...) and size[i] its element's size. An array
+ * that grew is kept grown even when another could not; *cap rises only when all did. Returns 0, or
+ * -1 when memory ran out (no message: the caller says what it was growing). The one growth step of
+ * the arrays the store's readers fill (struct store_points, the rollup accumulator). */
+int gs_grow_columns(size_t *cap, size_t first_cap, size_t k, void *const cols[], const size_t size[]);
+
 /* Writes code point c as UTF-8 to out (a FILE *). */
 void gs_utf8_put(void *out_file, uint32_t c);
 /* Writes s as a JSON string literal to out (a FILE *): '"' and '\\' escaped, newline and tab as

@@ -88,32 +88,24 @@ static int64_t *last_of(struct serve_live_hub *h, int64_t id, int64_t start) {
   return &n[h->nlast++].t;
 }
 
+/* The samples of one event: their times written as they come, the values kept for after them. */
 struct pts {
   FILE *out;
-  size_t n;
   int64_t last;
-  double *v;
-  size_t cap;
+  struct store_points kept;
 };
 
 static int put_t(void *user, int64_t t, double v) {
   struct pts *p = user;
   if (!isfinite(v))
     return 0;
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 256;
-    double *nv = realloc(p->v, cap * sizeof *nv);
-    if (!nv)
-      return -1;
-    p->v = nv;
-    p->cap = cap;
-  }
-  if (p->n)
+  if (store_points_put(&p->kept, t, v))
+    return -1;
+  if (p->kept.n > 1)
     fputc(',', p->out);
   rp_json_num(p->out, serve_sec(t));
-  p->v[p->n++] = v;
   p->last = t;
-  return p->n >= MAX_POINTS_PER_EVENT;
+  return p->kept.n >= MAX_POINTS_PER_EVENT;
 }
 
 /* One series' samples in (after, upto], at most MAX_POINTS_PER_EVENT, as a member of a samples event
@@ -134,13 +126,13 @@ static int series_samples(FILE *out, struct store *st, const struct store_series
   struct pts p = {.out = out, .last = *last};
   int rc = st->samples_read(st, s->id, after + 1, upto, put_t, &p);
   fputs("],\"v\":[", out);
-  for (size_t j = 0; j < p.n; j++) {
+  for (size_t j = 0; j < p.kept.n; j++) {
     if (j)
       fputc(',', out);
-    rp_json_num(out, p.v[j]);
+    rp_json_num(out, p.kept.v[j]);
   }
   fputs("]}", out);
-  free(p.v);
+  store_points_done(&p.kept);
   *last = p.last;
   return rc < 0 ? rc : GS_OK;
 }

@@ -19,33 +19,6 @@ enum { RAW_READ_MAX = 200000 };
  * (rollups_read returns the whole series). */
 enum { ROLLUP_READ_MAX = 200000 };
 
-struct raw {
-  int64_t *t;
-  double *v;
-  size_t n, cap;
-};
-
-static int raw_put(void *user, int64_t t, double v) {
-  struct raw *r = user;
-  if (!isfinite(v))
-    return 0;
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 1024;
-    int64_t *t2 = realloc(r->t, cap * sizeof *t2);
-    if (!t2)
-      return -1;
-    r->t = t2;
-    double *v2 = realloc(r->v, cap * sizeof *v2);
-    if (!v2)
-      return -1;
-    r->v = v2;
-    r->cap = cap;
-  }
-  r->t[r->n] = t;
-  r->v[r->n++] = v;
-  return 0;
-}
-
 struct buckets {
   size_t n;
   int64_t from, width;
@@ -109,7 +82,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* Raw samples, with a null where consecutive samples lie further apart than 2.5 typical spacings. */
-static void write_raw(FILE *out, const struct raw *r) {
+static void write_raw(FILE *out, const struct store_points *r) {
   int64_t gap = INT64_MAX;
   if (r->n >= 3) {
     int64_t *d = malloc((r->n - 1) * sizeof *d);
@@ -207,9 +180,11 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
     to = s->t_last;
   double span_all = (double)s->t_last - (double)s->t_first + 1, span = (double)to - (double)from + 1;
   double est = (double)s->count * span / span_all;
-  struct raw raw = {0};
+  struct store_points raw = {0};
   if (est <= (double)points * 1.05 || est <= RAW_READ_MAX) {
-    rc = v->st->samples_read(v->st, s->id, from, to, raw_put, &raw);
+    rc = v->st->samples_read(v->st, s->id, from, to, store_points_put, &raw);
+    if (raw.oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
     if (rc < 0)
       goto done;
     rc = GS_OK;
@@ -259,8 +234,7 @@ free_buckets:
   free(rmx);
   free(rmean);
 done:
-  free(raw.t);
-  free(raw.v);
+  store_points_done(&raw);
   return rc;
 }
 
