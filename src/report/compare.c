@@ -10,14 +10,6 @@
 
 #define COL 26 /* characters per run column in the text table */
 
-double rp_speedup(const struct report_run *base, const struct report_run *r) {
-  double a = base->steps.samples_per_s, b = r->steps.samples_per_s;
-  if (a > 0 && b > 0)
-    return b / a;
-  a = base->steps.median_step_s, b = r->steps.median_step_s;
-  return a > 0 && b > 0 ? a / b : NAN;
-}
-
 int rp_has_rule(const struct report_run *r, const char *rule) {
   for (size_t i = 0; i < r->nfindings; i++)
     if (!strcmp(r->findings[i].rule, rule))
@@ -53,6 +45,20 @@ void report_params_differ(const struct runview *const *views, size_t n, void (*f
     }
 }
 
+void report_param_values_json(FILE *out, const struct runview *const *views, size_t n, const char *key) {
+  fputc('[', out);
+  for (size_t j = 0; j < n; j++) {
+    const char *v = runview_param(views[j], key);
+    if (j)
+      fputc(',', out);
+    if (v)
+      rp_json_str(out, v);
+    else
+      fputs("null", out);
+  }
+  fputc(']', out);
+}
+
 void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *, const char *), void *user) {
   const struct runview **views = n ? malloc(n * sizeof *views) : NULL;
   if (!views)
@@ -77,7 +83,7 @@ static const char *cell(char *buf, size_t n, int row, const struct report_run *r
   case ROW_THROUGHPUT:
     return rp_num(buf, n, r->steps.samples_per_s, 1, "");
   case ROW_SPEEDUP: {
-    double s = rp_speedup(&runs[0], r);
+    double s = runview_step_speedup(&runs[0].steps, &r->steps);
     if (!isfinite(s))
       return rp_num(buf, n, s, 2, "");
     snprintf(buf, n, "%.2fx", s);

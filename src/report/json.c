@@ -2,6 +2,7 @@
  * figures, GPUs and findings (evidence as an object when it is valid JSON, else as the raw text
  * under "evidence_text") as one JSON document for tools and tests. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "doctor/doctor.h"
@@ -212,6 +213,7 @@ struct param_diff {
   const struct report_run *runs;
   size_t n;
   int first;
+  const struct runview **views; /* the runs' views, for report_param_values_json */
 };
 
 static void param_diff(void *user, const char *key) {
@@ -219,17 +221,8 @@ static void param_diff(void *user, const char *key) {
   fputs(p->first ? "\n  " : ",\n  ", p->out);
   p->first = 0;
   rp_json_str(p->out, key);
-  fputs(": [", p->out);
-  for (size_t j = 0; j < p->n; j++) {
-    const char *v = rp_param(&p->runs[j], key);
-    if (j)
-      fputc(',', p->out);
-    if (v)
-      rp_json_str(p->out, v);
-    else
-      fputs("null", p->out);
-  }
-  fputc(']', p->out);
+  fputs(": ", p->out);
+  report_param_values_json(p->out, p->views, p->n, key);
 }
 
 /* One job metric across the runs: {"better": "lower"|"higher", "runs": [{"n", "last", "best"}, ...]},
@@ -270,7 +263,7 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
     fputs(",\"figures\":", out);
     figures_object(out, r);
     fputs(",\"speedup_vs_first\":", out);
-    rp_json_num(out, rp_speedup(&runs[0], r));
+    rp_json_num(out, runview_step_speedup(&runs[0].steps, &r->steps));
     fputs(",\"rules\":", out);
     rules_array(out, r, NULL, 0);
     fputs(",\"appeared\":", out);
@@ -292,10 +285,15 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
     fputs("]}", out);
   }
   fputs("\n],\n\"params_differing\": {", out);
-  struct param_diff pd = {out, runs, n, 1};
-  rp_differing_params(runs, n, param_diff, &pd);
+  const struct runview **views = n ? malloc(n * sizeof *views) : NULL;
+  for (size_t i = 0; i < n && views; i++)
+    views[i] = &runs[i].view;
+  struct param_diff pd = {out, runs, n, 1, views};
+  if (views) /* out of memory: no params listed */
+    rp_differing_params(runs, n, param_diff, &pd);
+  free(views);
   fputs("},\n\"job_metrics\": {", out);
-  struct param_diff md = {out, runs, n, 1};
+  struct param_diff md = {out, runs, n, 1, NULL};
   rp_job_metrics(runs, n, metric_json, &md);
   fputs("}\n}\n", out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;

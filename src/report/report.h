@@ -102,6 +102,9 @@ int report_param_is_internal(const char *key);
  * views (absent counts as a value), in first-seen order. */
 void report_params_differ(const struct runview *const *views, size_t n, void (*fn)(void *user, const char *key),
                           void *user);
+/* The values of param key in each of the n views, as one JSON array (a string, or null where absent):
+ * a differing param's row, in compare's JSON and serve's. */
+void report_param_values_json(FILE *out, const struct runview *const *views, size_t n, const char *key);
 void report_run_done(struct report_run *r);
 
 /* The reports of one run. color: use ANSI colours (the CLI decides: a TTY and no NO_COLOR). Each

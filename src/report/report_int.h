@@ -72,8 +72,6 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
 
 /* ---- compare (compare.c) ---- */
 
-/* Throughput of r relative to base (samples/s, else inverse median step); NAN when neither has both. */
-double rp_speedup(const struct report_run *base, const struct report_run *r);
 /* Does r have a finding with this rule? */
 int rp_has_rule(const struct report_run *r, const char *rule);
 /* Calls fn once for each param key whose value differs between the runs (absent counts as a value),

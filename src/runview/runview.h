@@ -108,6 +108,9 @@ struct runview_step_figures {
 };
 /* Figures of the held steps v->steps[first .. first + n) (n clipped to the view). Can't fail. */
 void runview_step_figures(const struct runview *v, size_t first, size_t n, struct runview_step_figures *out);
+/* Throughput of x relative to base: the ratio of their samples per second, else the inverse ratio of
+ * their median steps; NAN when neither pair is known. compare's speed-up, in the report and serve. */
+double runview_step_speedup(const struct runview_step_figures *base, const struct runview_step_figures *x);
 /* The held steps wholly inside [from, to] (the step from its start, its end minus its total, to its
  * end), as v->steps[*first .. *first + *n): all of them for INT64_MIN, INT64_MAX. Can't fail. */
 void runview_steps_in(const struct runview *v, int64_t from, int64_t to, size_t *first, size_t *n);

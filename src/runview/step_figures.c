@@ -103,3 +103,11 @@ void runview_step_figures(const struct runview *v, size_t first, size_t n, struc
   sum_steps(s, n, &sums);
   from_sums(&sums, n, held_span(s, n), out);
 }
+
+double runview_step_speedup(const struct runview_step_figures *base, const struct runview_step_figures *x) {
+  double a = base->samples_per_s, b = x->samples_per_s;
+  if (a > 0 && b > 0)
+    return b / a;
+  a = base->median_step_s, b = x->median_step_s;
+  return a > 0 && b > 0 ? a / b : NAN;
+}

@@ -780,25 +780,9 @@ static void differ_one(void *user, const char *key) {
   fputs(c->k++ ? ",{" : "{", c->out);
   serve_json_key(c->out, "key");
   rp_json_str(c->out, key);
-  fputs(",\"values\":[", c->out);
-  for (size_t j = 0; j < c->n; j++) {
-    const char *v = runview_param(c->views[j], key);
-    if (j)
-      fputc(',', c->out);
-    if (v)
-      rp_json_str(c->out, v);
-    else
-      fputs("null", c->out);
-  }
-  fputs("]}", c->out);
-}
-
-static double speedup(const struct cmp_run *base, const struct cmp_run *x) {
-  double a = base->sf.samples_per_s, b = x->sf.samples_per_s;
-  if (a > 0 && b > 0)
-    return b / a;
-  a = base->sf.median_step_s, b = x->sf.median_step_s;
-  return a > 0 && b > 0 ? a / b : NAN;
+  fputs(",\"values\":", c->out);
+  report_param_values_json(c->out, c->views, c->n, key);
+  fputc('}', c->out);
 }
 
 static int has_rule(const struct cmp_run *x, const char *rule) {
@@ -903,7 +887,7 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     jnum(out, "gpu_mem_peak_bytes", peak);
     jnum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
     serve_json_key(out, "speedup");
-    rp_json_num(out, speedup(&runs[0], &runs[i]));
+    rp_json_num(out, runview_step_speedup(&runs[0].sf, &runs[i].sf));
     fputc('}', out);
   }
   /* Params whose value differs between the runs (absent counts as a value), in first-seen order. */
