@@ -40,17 +40,17 @@ static int every_step_counts_samples(const struct report_run *r) {
 /* The first finding of r (they are ranked) whose rule is one of rules (comma-separated; NULL: any
  * but the verdicts: healthy, insufficient_data), or NULL. */
 static const struct store_finding *explaining(const struct report_run *r, const char *rules) {
-  for (size_t i = 0; i < r->nfindings; i++) {
-    const char *id = r->findings[i].rule;
+  for (size_t i = 0; i < r->view.nfindings; i++) {
+    const char *id = r->view.findings[i].rule;
     if (!rules) {
       if (!doctor_is_verdict(id))
-        return &r->findings[i];
+        return &r->view.findings[i];
       continue;
     }
     size_t n = strlen(id);
     for (const char *p = rules; (p = strstr(p, id)); p += n)
       if ((p == rules || p[-1] == ',') && (p[n] == ',' || !p[n]))
-        return &r->findings[i];
+        return &r->view.findings[i];
   }
   return NULL;
 }
@@ -98,13 +98,13 @@ static void check_speedup(struct report_check *c, const struct report_run *r, co
            below && tied ? " (below the budget, but within the runs' own spread)" : "");
   if (it->status == REPORT_CHECK_FAIL) {
     /* what the run has that the baseline did not: a finding that appeared, else its top one */
-    for (size_t i = 0; i < r->nfindings && !it->rule[0]; i++) {
-      const struct store_finding *f = &r->findings[i];
+    for (size_t i = 0; i < r->view.nfindings && !it->rule[0]; i++) {
+      const struct store_finding *f = &r->view.findings[i];
       if (doctor_is_verdict(f->rule))
         continue;
       int in_base = 0;
-      for (size_t j = 0; j < base->nfindings; j++)
-        in_base |= !strcmp(base->findings[j].rule, f->rule);
+      for (size_t j = 0; j < base->view.nfindings; j++)
+        in_base |= !strcmp(base->view.findings[j].rule, f->rule);
       if (!in_base)
         explain(it, f);
     }
@@ -193,10 +193,10 @@ static void item_figures(const struct report_check_item *it, char *buf, size_t n
 int report_check_text(FILE *out, const struct report_run *r, const struct report_run *base,
                       const struct report_check *c) {
   fputs("gpuscope check: run ", out);
-  report_term(out, r->run.name[0] ? r->run.name : r->run.id);
+  report_term(out, r->view.run.name[0] ? r->view.run.name : r->view.run.id);
   if (base) {
     fputs(" against ", out);
-    report_term(out, base->run.name[0] ? base->run.name : base->run.id);
+    report_term(out, base->view.run.name[0] ? base->view.run.name : base->view.run.id);
   }
   fputc('\n', out);
   for (size_t i = 0; i < c->n; i++) {
@@ -226,9 +226,9 @@ static void json_run(FILE *out, const struct report_run *r) {
     return;
   }
   fputs("{\"id\": ", out);
-  report_json_str(out, r->run.id);
+  report_json_str(out, r->view.run.id);
   fputs(", \"name\": ", out);
-  report_json_str(out, r->run.name);
+  report_json_str(out, r->view.run.name);
   fputc('}', out);
 }
 
@@ -298,7 +298,7 @@ static void xml_text(FILE *out, const char *s) {
 
 int report_check_junit(FILE *out, const struct report_run *r, const struct report_run *base,
                        const struct report_check *c) {
-  const char *name = r->run.name[0] ? r->run.name : r->run.id;
+  const char *name = r->view.run.name[0] ? r->view.run.name : r->view.run.id;
   fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%zu\" failures=\"%zu\">\n", c->n,
           c->broken);
   fputs("  <testsuite name=\"gpuscope check ", out);
@@ -330,7 +330,7 @@ int report_check_junit(FILE *out, const struct report_run *r, const struct repor
       }
       if (base) {
         fputs("\nbaseline: ", out);
-        xml_text(out, base->run.name[0] ? base->run.name : base->run.id);
+        xml_text(out, base->view.run.name[0] ? base->view.run.name : base->view.run.id);
       }
       fputs("</failure>\n", out);
     }

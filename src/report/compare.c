@@ -11,8 +11,8 @@
 #define COL 26 /* characters per run column in the text table */
 
 int rp_has_rule(const struct report_run *r, const char *rule) {
-  for (size_t i = 0; i < r->nfindings; i++)
-    if (!strcmp(r->findings[i].rule, rule))
+  for (size_t i = 0; i < r->view.nfindings; i++)
+    if (!strcmp(r->view.findings[i].rule, rule))
       return 1;
   return 0;
 }
@@ -110,11 +110,11 @@ static const char *cell(char *buf, size_t n, int row, const struct report_run *r
 static void rule_list(char *buf, size_t n, const struct report_run *r, const struct report_run *other) {
   size_t o = 0;
   buf[0] = 0;
-  for (size_t k = 0; k < r->nfindings && o + 2 < n; k++) {
+  for (size_t k = 0; k < r->view.nfindings && o + 2 < n; k++) {
     char id[32];
-    if (other && rp_has_rule(other, r->findings[k].rule))
+    if (other && rp_has_rule(other, r->view.findings[k].rule))
       continue;
-    o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? ", " : "", rp_ident(id, sizeof id, r->findings[k].rule));
+    o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? ", " : "", rp_ident(id, sizeof id, r->view.findings[k].rule));
   }
   if (o >= n)
     o = n - 1;
@@ -186,14 +186,14 @@ int rp_job_metric(const struct report_run *r, const char *name, struct rp_metric
 void rp_job_metrics(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *name), void *user) {
   size_t shown = 0;
   for (size_t i = 0; i < n; i++)
-    for (size_t k = 0; k < runs[i].nseries && shown < RP_MAX_METRICS; k++) {
-      const struct store_series *s = &runs[i].series[k];
+    for (size_t k = 0; k < runs[i].view.nseries && shown < RP_MAX_METRICS; k++) {
+      const struct store_series *s = &runs[i].view.series[k];
       if (strcmp(s->source, "client") || s->labels[0] || !strncmp(s->name, "step.", 5) || !s->count)
         continue;
       int seen = 0;
       for (size_t j = 0; j <= i && !seen; j++)
-        for (size_t m = 0; m < runs[j].nseries && !seen; m++) {
-          const struct store_series *o = &runs[j].series[m];
+        for (size_t m = 0; m < runs[j].view.nseries && !seen; m++) {
+          const struct store_series *o = &runs[j].view.series[m];
           if ((j < i || m < k) && !strcmp(o->source, "client") && !o->labels[0] && !strcmp(o->name, s->name) &&
               o->count)
             seen = 1;
@@ -210,7 +210,7 @@ static void text_metric(void *user, const char *name) {
   if (!t->any)
     fputs("\njob metrics (last / best)\n", t->out);
   t->any = 1;
-  char k[8 + sizeof t->runs->series->name]; /* the whole name: a long one widens its row */
+  char k[8 + sizeof t->runs->view.series->name]; /* the whole name: a long one widens its row */
   snprintf(k, sizeof k, "  %s", name);
   text_cell(t->out, k);
   for (size_t j = 0; j < t->n; j++) {
@@ -229,7 +229,8 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
   text_cell(out, "");
   for (size_t i = 0; i < n; i++) {
     char head[COL];
-    snprintf(head, sizeof head, "%.12s%s%.10s", runs[i].run.id, runs[i].run.name[0] ? " " : "", runs[i].run.name);
+    snprintf(head, sizeof head, "%.12s%s%.10s", runs[i].view.run.id, runs[i].view.run.name[0] ? " " : "",
+             runs[i].view.run.name);
     text_cell(out, head);
   }
   fputc('\n', out);
@@ -249,7 +250,7 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
   for (size_t i = 0; i < n; i++) {
     char all[512], app[512], gone[512];
     rule_list(all, sizeof all, &runs[i], NULL);
-    fprintf(out, "  %.12s: ", runs[i].run.id);
+    fprintf(out, "  %.12s: ", runs[i].view.run.id);
     rp_text(out, all, 0);
     if (i) {
       rule_list(app, sizeof app, &runs[i], &runs[0]);

@@ -38,27 +38,27 @@ static void kv_str(FILE *out, const char *k, const char *v, int *first) {
 static void run_object(FILE *out, const struct report_run *r) {
   int f = 1;
   fputc('{', out);
-  kv_str(out, "id", r->run.id, &f);
-  kv_str(out, "name", r->run.name, &f);
-  kv_str(out, "group", r->run.group, &f);
-  kv_str(out, "status", r->run.status, &f);
-  kv_str(out, "command", r->run.command, &f);
-  kv_str(out, "cwd", r->run.cwd, &f);
-  kv_str(out, "host", r->run.host, &f);
-  kv_str(out, "user", r->run.user, &f);
-  kv_str(out, "tags", r->run.tags, &f);
-  kv_num(out, "start_wall_ns", (double)r->run.start_wall_ns, &f);
-  kv_num(out, "end_wall_ns", r->run.end_wall_ns ? (double)r->run.end_wall_ns : NAN, &f);
-  kv_num(out, "duration_s", r->duration_s, &f);
-  kv_num(out, "exit_code", r->run.exit_code, &f);
+  kv_str(out, "id", r->view.run.id, &f);
+  kv_str(out, "name", r->view.run.name, &f);
+  kv_str(out, "group", r->view.run.group, &f);
+  kv_str(out, "status", r->view.run.status, &f);
+  kv_str(out, "command", r->view.run.command, &f);
+  kv_str(out, "cwd", r->view.run.cwd, &f);
+  kv_str(out, "host", r->view.run.host, &f);
+  kv_str(out, "user", r->view.run.user, &f);
+  kv_str(out, "tags", r->view.run.tags, &f);
+  kv_num(out, "start_wall_ns", (double)r->view.run.start_wall_ns, &f);
+  kv_num(out, "end_wall_ns", r->view.run.end_wall_ns ? (double)r->view.run.end_wall_ns : NAN, &f);
+  kv_num(out, "duration_s", r->view.duration_s, &f);
+  kv_num(out, "exit_code", r->view.run.exit_code, &f);
   fputc('}', out);
 }
 
 static void params_object(FILE *out, const struct report_run *r) {
   int f = 1;
   fputc('{', out);
-  for (size_t i = 0; i < r->nparams; i++)
-    kv_str(out, r->params[i].key ? r->params[i].key : "", r->params[i].value, &f);
+  for (size_t i = 0; i < r->view.nparams; i++)
+    kv_str(out, r->view.params[i].key ? r->view.params[i].key : "", r->view.params[i].value, &f);
   fputc('}', out);
 }
 
@@ -135,9 +135,9 @@ static void finding_object(FILE *out, const struct store_finding *x) {
 
 static void findings_array(FILE *out, const struct report_run *r) {
   fputc('[', out);
-  for (size_t i = 0; i < r->nfindings; i++) {
+  for (size_t i = 0; i < r->view.nfindings; i++) {
     fputs(i ? ",\n    " : "\n    ", out);
-    finding_object(out, &r->findings[i]);
+    finding_object(out, &r->view.findings[i]);
   }
   fputc(']', out);
 }
@@ -168,7 +168,7 @@ int report_json(FILE *out, const struct report_run *r) {
   /* The findings' gains combined by one step-time model (doctor_combine); null with fewer than two. */
   key(out, "combined", &first);
   struct doctor_combined c;
-  doctor_combine(r->findings, r->nfindings, &c);
+  doctor_combine(r->view.findings, r->view.nfindings, &c);
   if (c.findings < 2) {
     fputs("null", out);
   } else {
@@ -186,10 +186,10 @@ int report_json(FILE *out, const struct report_run *r) {
   }
   key(out, "notes", &first);
   fputc('[', out);
-  for (size_t i = 0; i < r->nnotes; i++) {
+  for (size_t i = 0; i < r->view.nnotes; i++) {
     if (i)
       fputc(',', out);
-    rp_json_str(out, r->notes[i]);
+    rp_json_str(out, r->view.notes[i]);
   }
   fputs("]\n}\n", out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the report") : GS_OK;
@@ -200,10 +200,10 @@ int report_json(FILE *out, const struct report_run *r) {
 static void rules_array(FILE *out, const struct report_run *r, const struct report_run *other, int missing_in_other) {
   int f = 1;
   fputc('[', out);
-  for (size_t k = 0; k < r->nfindings; k++)
-    if (!other || (missing_in_other && !rp_has_rule(other, r->findings[k].rule))) {
+  for (size_t k = 0; k < r->view.nfindings; k++)
+    if (!other || (missing_in_other && !rp_has_rule(other, r->view.findings[k].rule))) {
       fputs(f ? "" : ",", out), f = 0;
-      rp_json_str(out, r->findings[k].rule);
+      rp_json_str(out, r->view.findings[k].rule);
     }
   fputc(']', out);
 }
@@ -277,10 +277,10 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
     else
       fputs("[]", out);
     fputs(",\"findings\":[", out);
-    for (size_t k = 0; k < r->nfindings; k++) {
+    for (size_t k = 0; k < r->view.nfindings; k++) {
       if (k)
         fputc(',', out);
-      finding_object(out, &r->findings[k]);
+      finding_object(out, &r->view.findings[k]);
     }
     fputs("]}", out);
   }

@@ -12,21 +12,6 @@
 #include "runview/runview.h"
 #include "store/store.h"
 
-/* Statistics of one series (or of several matching series, pooled). n == 0 when absent. */
-struct series_stats {
-  size_t n;
-  double mean, min, max, sum, p50, p95;
-  double first, last; /* first and last values in time order */
-  int64_t t_first, t_last;
-};
-
-/* Computes stats over the whole run of every series matching source (NULL any), name, labels (NULL
- * any), with the run view's one rollup policy (runview_stats: raw samples, or a long series' 10 s /
- * 1 min rollups past RUNVIEW_QUICK_POINTS / RUNVIEW_SLOW_POINTS, n then counting buckets).
- * Non-finite samples are skipped. Returns 0 (out->n may be 0) or a GS_E code. */
-int report_view_stats(const struct runview *v, const char *source, const char *name, const char *labels,
-                      struct series_stats *out);
-
 /* ---- writing untrusted store text (export.c): every command's output goes through these ---- */
 
 /* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
@@ -59,20 +44,9 @@ struct report_gpu {
 /* Everything a report or a comparison shows about one run, loaded once. Numbers are NAN when the run
  * lacks their source. */
 struct report_run {
-  struct runview view; /* the run, loaded once; the doctor ran on this same view when it ran */
-  /* Borrowed from view (the names every format reads): */
-  struct store_run run;
-  struct store_series *series;
-  size_t nseries;
-  struct store_event *events;
-  size_t nevents;
-  struct gs_kv *params;
-  size_t nparams;
-  char **notes;
-  size_t nnotes;
-  struct store_finding *findings;
-  size_t nfindings;
-  int diagnosed; /* the doctor ran for this report because the run had no findings yet */
+  struct runview view; /* the run, loaded once (its record, series, params, findings: view.run, ...);
+                          the doctor ran on this same view when it ran */
+  int diagnosed;       /* the doctor ran for this report because the run had no findings yet */
   /* The doctor failed (diag_rc a GS_E code, 0 when it did not): why, and the run then has no
    * findings (never an empty list passed off as a diagnosis). save_error: the diagnosis ran but the
    * store refused its findings (a read-only store, a full disk), "" when they were kept or not new. */
@@ -80,7 +54,6 @@ struct report_run {
   char diag_error[320];
   char save_error[320];
   struct runview_step_figures steps; /* runview_step_figures over every held step */
-  double duration_s;
   struct report_gpu *gpus;
   int ngpus;
   double gpu_util, sm_active, gpu_mem_peak, energy_j, energy_per_sample, gpu_hours, gpu_idle_hours;

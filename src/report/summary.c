@@ -78,12 +78,12 @@ int report_summary(FILE *out, const struct runview *v) {
   fputs(" — ", out);
   rp_text(out, run.status, 0);
   fprintf(out, ", %s (exit %d)\n", dur, run.exit_code);
-  struct series_stats cpu, cg, tree, rss, mem;
-  report_view_stats(v, "host", "host.cpu.busy_pct", "cpu=total", &cpu);
-  report_view_stats(v, "host", "host.cgroup.cpu_used_pct_of_limit", "", &cg);
-  report_view_stats(v, "proctree", "tree.cpu_pct", "", &tree);
-  report_view_stats(v, "proctree", "tree.rss_bytes", "", &rss);
-  report_view_stats(v, "host", "host.mem.used_bytes", "", &mem);
+  struct runview_stats cpu, cg, tree, rss, mem;
+  runview_stats(v, "host", "host.cpu.busy_pct", "cpu=total", INT64_MIN, INT64_MAX, &cpu);
+  runview_stats(v, "host", "host.cgroup.cpu_used_pct_of_limit", "", INT64_MIN, INT64_MAX, &cg);
+  runview_stats(v, "proctree", "tree.cpu_pct", "", INT64_MIN, INT64_MAX, &tree);
+  runview_stats(v, "proctree", "tree.rss_bytes", "", INT64_MIN, INT64_MAX, &rss);
+  runview_stats(v, "host", "host.mem.used_bytes", "", INT64_MIN, INT64_MAX, &mem);
   if (cpu.n) {
     fprintf(out, "  host CPU: mean %.0f%%, peak %.0f%%", cpu.mean, cpu.max);
     if (cg.n)
@@ -99,10 +99,10 @@ int report_summary(FILE *out, const struct runview *v) {
   for (int g = 0; g < ngpus; g++) {
     char lab[16], key[48], u1[16], u2[16];
     snprintf(lab, sizeof lab, "gpu=%d", g);
-    struct series_stats util, mu, sm;
-    report_view_stats(v, "nvml", "gpu.util_pct", lab, &util);
-    report_view_stats(v, "nvml", "gpu.mem_used_bytes", lab, &mu);
-    report_view_stats(v, "nvml", "gpu.sm_active_pct", lab, &sm);
+    struct runview_stats util, mu, sm;
+    runview_stats(v, "nvml", "gpu.util_pct", lab, INT64_MIN, INT64_MAX, &util);
+    runview_stats(v, "nvml", "gpu.mem_used_bytes", lab, INT64_MIN, INT64_MAX, &mu);
+    runview_stats(v, "nvml", "gpu.sm_active_pct", lab, INT64_MIN, INT64_MAX, &sm);
     snprintf(key, sizeof key, "gpu.%d.mig_mode", g);
     const char *mig = runview_param(v, key);
     fprintf(out, "  GPU %d: util mean %s, min %s", g, rp_num(u1, sizeof u1, util.n ? util.mean : NAN, 0, "%"),
