@@ -193,10 +193,10 @@ static void item_figures(const struct report_check_item *it, char *buf, size_t n
 int report_check_text(FILE *out, const struct report_run *r, const struct report_run *base,
                       const struct report_check *c) {
   fputs("gpuscope check: run ", out);
-  report_term(out, r->view.run.name[0] ? r->view.run.name : r->view.run.id);
+  gs_term_text(out, r->view.run.name[0] ? r->view.run.name : r->view.run.id, 0);
   if (base) {
     fputs(" against ", out);
-    report_term(out, base->view.run.name[0] ? base->view.run.name : base->view.run.id);
+    gs_term_text(out, base->view.run.name[0] ? base->view.run.name : base->view.run.id, 0);
   }
   fputc('\n', out);
   for (size_t i = 0; i < c->n; i++) {
@@ -206,11 +206,11 @@ int report_check_text(FILE *out, const struct report_run *r, const struct report
     fprintf(out, "  %-7s %s", status_word(it->status), fig);
     if (it->status == REPORT_CHECK_UNKNOWN || (it->why[0] && !strcmp(it->name, "min_speedup"))) {
       fputs(": ", out);
-      report_term(out, it->why);
+      gs_term_text(out, it->why, 0);
     }
     if (it->rule[0]) {
       fprintf(out, " — %s: ", it->rule);
-      report_term(out, it->title);
+      gs_term_text(out, it->title, 0);
       if (isfinite(it->finding_speedup) && it->finding_speedup > 1.0001)
         fprintf(out, " (~%.1fx if fixed)", it->finding_speedup);
     }
@@ -226,9 +226,9 @@ static void json_run(FILE *out, const struct report_run *r) {
     return;
   }
   fputs("{\"id\": ", out);
-  report_json_str(out, r->view.run.id);
+  gs_json_str(out, r->view.run.id);
   fputs(", \"name\": ", out);
-  report_json_str(out, r->view.run.name);
+  gs_json_str(out, r->view.run.name);
   fputc('}', out);
 }
 
@@ -242,25 +242,25 @@ int report_check_json(FILE *out, const struct report_run *r, const struct report
   for (size_t i = 0; i < c->n; i++) {
     const struct report_check_item *it = &c->items[i];
     fprintf(out, "%s{\"budget\": ", i ? ", " : "");
-    report_json_str(out, it->name);
+    gs_json_str(out, it->name);
     fputs(", \"status\": ", out);
-    report_json_str(out, it->status == REPORT_CHECK_OK ? "ok" : it->status == REPORT_CHECK_FAIL ? "fail" : "unknown");
+    gs_json_str(out, it->status == REPORT_CHECK_OK ? "ok" : it->status == REPORT_CHECK_FAIL ? "fail" : "unknown");
     fputs(", \"measured\": ", out);
-    report_json_num(out, it->measured);
+    gs_json_num(out, it->measured);
     fputs(", \"ci\": ", out);
-    report_json_num(out, it->ci);
+    gs_json_num(out, it->ci);
     fputs(", \"limit\": ", out);
-    report_json_num(out, it->limit);
+    gs_json_num(out, it->limit);
     fputs(", \"why\": ", out);
-    report_json_str(out, it->why);
+    gs_json_str(out, it->why);
     fputs(", \"explained_by\": ", out);
     if (it->rule[0]) {
       fputs("{\"rule\": ", out);
-      report_json_str(out, it->rule);
+      gs_json_str(out, it->rule);
       fputs(", \"title\": ", out);
-      report_json_str(out, it->title);
+      gs_json_str(out, it->title);
       fputs(", \"speedup\": ", out);
-      report_json_num(out, it->finding_speedup);
+      gs_json_num(out, it->finding_speedup);
       fputc('}', out);
     } else {
       fputs("null", out);

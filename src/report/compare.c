@@ -52,7 +52,7 @@ void report_param_values_json(FILE *out, const struct runview *const *views, siz
     if (j)
       fputc(',', out);
     if (v)
-      rp_json_str(out, v);
+      gs_json_str(out, v);
     else
       fputs("null", out);
   }
@@ -129,7 +129,7 @@ static void text_cell(FILE *out, const char *s) {
   size_t chars = 0;
   for (const char *p = s; *p; p++)
     chars += ((unsigned char)*p & 0xc0) != 0x80;
-  rp_text(out, s, 0);
+  gs_term_text(out, s, 0);
   for (size_t i = chars; i < COL; i++)
     fputc(' ', out);
 }
@@ -251,14 +251,14 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
     char all[512], app[512], gone[512];
     rule_list(all, sizeof all, &runs[i], NULL);
     fprintf(out, "  %.12s: ", runs[i].view.run.id);
-    rp_text(out, all, 0);
+    gs_term_text(out, all, 0);
     if (i) {
       rule_list(app, sizeof app, &runs[i], &runs[0]);
       rule_list(gone, sizeof gone, &runs[0], &runs[i]);
       fputs("\n      appeared: ", out);
-      rp_text(out, app, 0);
+      gs_term_text(out, app, 0);
       fputs("; disappeared: ", out);
-      rp_text(out, gone, 0);
+      gs_term_text(out, gone, 0);
     }
     fputc('\n', out);
   }

@@ -13,7 +13,7 @@ static void key(FILE *out, const char *k, int *first) {
     fputc(',', out);
   *first = 0;
   fprintf(out, "\n  ");
-  rp_json_str(out, k);
+  gs_json_str(out, k);
   fputs(": ", out);
 }
 
@@ -21,18 +21,18 @@ static void kv_num(FILE *out, const char *k, double v, int *first) {
   if (!*first)
     fputc(',', out);
   *first = 0;
-  rp_json_str(out, k);
+  gs_json_str(out, k);
   fputc(':', out);
-  rp_json_num(out, v);
+  gs_json_num(out, v);
 }
 
 static void kv_str(FILE *out, const char *k, const char *v, int *first) {
   if (!*first)
     fputc(',', out);
   *first = 0;
-  rp_json_str(out, k);
+  gs_json_str(out, k);
   fputc(':', out);
-  rp_json_str(out, v);
+  gs_json_str(out, v);
 }
 
 static void run_object(FILE *out, const struct report_run *r) {
@@ -122,7 +122,7 @@ static void finding_object(FILE *out, const struct store_finding *x) {
   kv_num(out, "lost_s", x->lost_s, &f);
   kv_num(out, "speedup", x->speedup, &f);
   kv_str(out, "title", x->title, &f);
-  if (rp_json_object_valid(x->evidence)) {
+  if (gs_json_object_valid(x->evidence)) {
     fputs(",\"evidence\":", out);
     fputs(x->evidence, out);
   } else {
@@ -158,7 +158,7 @@ int report_json(FILE *out, const struct report_run *r) {
   /* A diagnosis that failed: "error" says why and findings is null, never an empty list. */
   if (r->diag_rc) {
     key(out, "error", &first);
-    rp_json_str(out, r->diag_error);
+    gs_json_str(out, r->diag_error);
   }
   key(out, "findings", &first);
   if (r->diag_rc)
@@ -189,7 +189,7 @@ int report_json(FILE *out, const struct report_run *r) {
   for (size_t i = 0; i < r->view.nnotes; i++) {
     if (i)
       fputc(',', out);
-    rp_json_str(out, r->view.notes[i]);
+    gs_json_str(out, r->view.notes[i]);
   }
   fputs("]\n}\n", out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the report") : GS_OK;
@@ -203,7 +203,7 @@ static void rules_array(FILE *out, const struct report_run *r, const struct repo
   for (size_t k = 0; k < r->view.nfindings; k++)
     if (!other || (missing_in_other && !rp_has_rule(other, r->view.findings[k].rule))) {
       fputs(f ? "" : ",", out), f = 0;
-      rp_json_str(out, r->view.findings[k].rule);
+      gs_json_str(out, r->view.findings[k].rule);
     }
   fputc(']', out);
 }
@@ -220,7 +220,7 @@ static void param_diff(void *user, const char *key) {
   struct param_diff *p = user;
   fputs(p->first ? "\n  " : ",\n  ", p->out);
   p->first = 0;
-  rp_json_str(p->out, key);
+  gs_json_str(p->out, key);
   fputs(": ", p->out);
   report_param_values_json(p->out, p->views, p->n, key);
 }
@@ -233,7 +233,7 @@ static void metric_json(void *user, const char *name) {
     fputc(',', d->out);
   d->first = 0;
   fputs("\n  ", d->out);
-  rp_json_str(d->out, name);
+  gs_json_str(d->out, name);
   struct rp_metric m;
   rp_job_metric(&d->runs[0], name, &m);
   fprintf(d->out, ": {\"better\": \"%s\", \"runs\": [", m.lower_better ? "lower" : "higher");
@@ -245,9 +245,9 @@ static void metric_json(void *user, const char *name) {
       continue;
     }
     fprintf(d->out, "{\"n\": %zu, \"last\": ", m.n);
-    rp_json_num(d->out, m.last);
+    gs_json_num(d->out, m.last);
     fputs(", \"best\": ", d->out);
-    rp_json_num(d->out, m.best);
+    gs_json_num(d->out, m.best);
     fputc('}', d->out);
   }
   fputs("]}", d->out);
@@ -263,7 +263,7 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
     fputs(",\"figures\":", out);
     figures_object(out, r);
     fputs(",\"speedup_vs_first\":", out);
-    rp_json_num(out, runview_step_speedup(&runs[0].steps, &r->steps));
+    gs_json_num(out, runview_step_speedup(&runs[0].steps, &r->steps));
     fputs(",\"rules\":", out);
     rules_array(out, r, NULL, 0);
     fputs(",\"appeared\":", out);

@@ -12,22 +12,6 @@
 #include "runview/runview.h"
 #include "store/store.h"
 
-/* ---- writing untrusted store text (export.c): every command's output goes through these ---- */
-
-/* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
-void report_json_str(FILE *out, const char *s);
-/* A number as JSON, or null when not finite. */
-void report_json_num(FILE *out, double v);
-/* s for a terminal: escape sequences and control characters dropped, tabs and newlines as spaces,
- * invalid UTF-8 replaced. */
-void report_term(FILE *out, const char *s);
-/* The same into dst (n bytes with the NUL), cut at a character boundary: for padded table columns.
- * Returns dst. */
-const char *report_term_copy(char *dst, size_t n, const char *s);
-/* s as one RFC 4180 CSV field: always quoted, '"' doubled, newlines kept inside the quotes, other
- * control characters dropped, invalid UTF-8 replaced. */
-void report_csv_field(FILE *out, const char *s);
-
 /* Writes the short end-of-run summary of the run loaded in v (what `gpuscope run` shows at the end),
  * ending with the top findings of v->findings (the caller puts a fresh diagnosis there). v is only
  * read. Returns 0, or GS_EIO when writing to out failed; loading the run is the caller's, and so is

@@ -1,6 +1,6 @@
-/* report/report_int: what the report's files share — writing untrusted store text safely into JSON,
- * HTML and a terminal, checking and walking the findings' evidence JSON, and formatting numbers
- * that may be absent. Implemented in fmt.c. */
+/* report/report_int: what the report's files share — formatting numbers that may be absent and
+ * evidence values in their units (fmt.c), a run's data gaps (gaps.c), compare's pieces (compare.c).
+ * Untrusted text goes out through core's writers (core.h, core/text.c). */
 #ifndef GS_REPORT_INT_H
 #define GS_REPORT_INT_H
 
@@ -9,27 +9,6 @@
 #include <stdio.h>
 
 #include "report/report.h"
-
-/* Decodes one UTF-8 code point at p (NUL-terminated); invalid or overlong bytes give U+FFFD and
- * consume one byte. Returns the bytes consumed (0 at the end). */
-size_t rp_utf8_next(const char *p, uint32_t *cp);
-
-/* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
-void rp_json_str(FILE *out, const char *s);
-/* A number, or null when not finite. */
-void rp_json_num(FILE *out, double v);
-/* 1 when s is exactly one valid JSON object (depth at most 32), else 0. */
-int rp_json_object_valid(const char *s);
-/* Calls fn for each top-level member of a valid JSON object: key without quotes (escapes left as
- * they are) and the value's raw text. Does nothing when obj is not valid. */
-void rp_json_members(const char *obj,
-                     void (*fn)(void *user, const char *key, size_t klen, const char *val, size_t vlen), void *user);
-
-/* Text escaped for HTML (&, <, >, ", '), invalid UTF-8 replaced. */
-void rp_html(FILE *out, const char *s);
-/* Text for a terminal: control characters (escape sequences included) dropped, the bidirectional
- * controls (gs_utf8_is_bidi) shown escaped, newlines kept when newlines is set, invalid UTF-8 replaced. */
-void rp_text(FILE *out, const char *s, int newlines);
 
 /* Copies an identifier (a rule id) keeping only A-Z a-z 0-9 _ . - ("?" when nothing is left). */
 const char *rp_ident(char *dst, size_t n, const char *s);

@@ -38,7 +38,7 @@ static void print_findings(FILE *out, const struct runview *v) {
     return;
   if (nf == 1 && doctor_is_verdict(f[0].rule)) {
     fputs("  diagnosis: ", out);
-    rp_text(out, f[0].title, 0);
+    gs_term_text(out, f[0].title, 0);
     fputc('\n', out);
     return;
   }
@@ -51,7 +51,7 @@ static void print_findings(FILE *out, const struct runview *v) {
     else
       gain[0] = 0;
     fprintf(out, "    %zu. %-16s %-12s %-15s ", i + 1, rp_ident(rule, sizeof rule, f[i].rule), cost, gain);
-    rp_text(out, f[i].title, 0);
+    gs_term_text(out, f[i].title, 0);
     fputc('\n', out);
   }
   if (nf > SUMMARY_FINDINGS)
@@ -59,7 +59,7 @@ static void print_findings(FILE *out, const struct runview *v) {
   char comb[320];
   if (rp_combined_line(comb, sizeof comb, f, nf)[0]) {
     fputs("    ", out);
-    rp_text(out, comb, 0);
+    gs_term_text(out, comb, 0);
     fputc('\n', out);
   }
 }
@@ -72,11 +72,11 @@ int report_summary(FILE *out, const struct runview *v) {
   fprintf(out, "gpuscope: run %s", run.id);
   if (run.name[0]) {
     fputs(" (", out);
-    rp_text(out, run.name, 0);
+    gs_term_text(out, run.name, 0);
     fputc(')', out);
   }
   fputs(" — ", out);
-  rp_text(out, run.status, 0);
+  gs_term_text(out, run.status, 0);
   fprintf(out, ", %s (exit %d)\n", dur, run.exit_code);
   struct runview_stats cpu, cg, tree, rss, mem;
   runview_stats(v, "host", "host.cpu.busy_pct", "cpu=total", INT64_MIN, INT64_MAX, &cpu);

@@ -41,9 +41,9 @@ static void ev_member(void *user, const char *key, size_t klen, const char *val,
     fputs("\n              ", p->out);
     p->col = 14;
   }
-  rp_text(p->out, k, 0);
+  gs_term_text(p->out, k, 0);
   fputc('=', p->out);
-  rp_text(p->out, v, 0);
+  gs_term_text(p->out, v, 0);
   fputc(' ', p->out);
   p->col += w;
 }
@@ -52,7 +52,7 @@ static void ev_member(void *user, const char *key, size_t klen, const char *val,
 static void fix_line(FILE *out, const char *line) {
   if (line[0] == ' ' || strlen(line) <= 94) {
     fputs("      ", out);
-    rp_text(out, line, 0);
+    gs_term_text(out, line, 0);
     fputc('\n', out);
     return;
   }
@@ -67,7 +67,7 @@ static void fix_line(FILE *out, const char *line) {
     char part[128];
     snprintf(part, sizeof part, "%.*s", (int)len, p);
     fputs("      ", out);
-    rp_text(out, part, 0);
+    gs_term_text(out, part, 0);
     fputc('\n', out);
     p += len;
     while (*p == ' ')
@@ -83,7 +83,7 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
     *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
   fprintf(out, "\n %zu. %s%s%-6s%s %s%s%s — ", i + 1, s->bold, severity_color(s, f->severity, rule), sev, s->reset,
           s->bold, rule, s->reset);
-  rp_text(out, f->title, 0);
+  gs_term_text(out, f->title, 0);
   fputc('\n', out);
   if (!doctor_is_verdict(rule)) {
     fprintf(out, "    cost:     %.0f%% of the training time", (isfinite(f->share) ? f->share : 0) * 100);
@@ -93,14 +93,14 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
       fprintf(out, "; estimated %.2fx faster if fixed", f->speedup);
     fputc('\n', out);
   }
-  if (rp_json_object_valid(f->evidence)) {
+  if (gs_json_object_valid(f->evidence)) {
     fputs("    evidence: ", out);
     struct ev_print p = {out, 14};
-    rp_json_members(f->evidence, ev_member, &p);
+    gs_json_members(f->evidence, ev_member, &p);
     fputc('\n', out);
   } else if (f->evidence[0]) {
     fputs("    evidence (not valid JSON): ", out);
-    rp_text(out, f->evidence, 0);
+    gs_term_text(out, f->evidence, 0);
     fputc('\n', out);
   }
   if (f->fix[0])
@@ -121,19 +121,19 @@ static void print_header(FILE *out, const struct style *s, const struct report_r
   fprintf(out, "%sgpuscope report%s %s", s->bold, s->reset, r->view.run.id);
   if (r->view.run.name[0]) {
     fputs(" (", out);
-    rp_text(out, r->view.run.name, 0);
+    gs_term_text(out, r->view.run.name, 0);
     fputc(')', out);
   }
   rp_duration(dur, sizeof dur, r->view.duration_s);
   fprintf(out, " — ");
-  rp_text(out, r->view.run.status, 0);
+  gs_term_text(out, r->view.run.status, 0);
   fprintf(out, ", %s, exit %d\n", dur, r->view.run.exit_code);
   fputs("  command:  ", out);
-  rp_text(out, r->view.run.command, 0);
+  gs_term_text(out, r->view.run.command, 0);
   fputs("\n  host:     ", out);
-  rp_text(out, r->view.run.host, 0);
+  gs_term_text(out, r->view.run.host, 0);
   fprintf(out, ", started %s; GPUs: ", rp_when(r->view.run.start_wall_ns, when, sizeof when));
-  rp_text(out, rp_gpus(r, gpus, sizeof gpus), 0);
+  gs_term_text(out, rp_gpus(r, gpus, sizeof gpus), 0);
   fputc('\n', out);
   int shown = 0;
   for (size_t i = 0; i < r->view.nparams; i++) {
@@ -141,9 +141,9 @@ static void print_header(FILE *out, const struct style *s, const struct report_r
     if (report_param_is_internal(k))
       continue;
     fputs(shown++ ? " " : "  params:   ", out);
-    rp_text(out, k, 0);
+    gs_term_text(out, k, 0);
     fputc('=', out);
-    rp_text(out, r->view.params[i].value, 0);
+    gs_term_text(out, r->view.params[i].value, 0);
   }
   if (shown)
     fputc('\n', out);
@@ -201,7 +201,7 @@ static void print_findings(FILE *out, const struct style *s, const struct report
   fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s->bold, s->reset, r->diagnosed ? " (diagnosed now)" : "");
   if (r->diag_rc) {
     fputs("  none: the diagnosis could not run: ", out);
-    rp_text(out, r->diag_error, 0);
+    gs_term_text(out, r->diag_error, 0);
     fputc('\n', out);
   } else if (!r->view.nfindings) {
     fputs("  none stored for this run\n", out);
@@ -215,7 +215,7 @@ static void print_findings(FILE *out, const struct style *s, const struct report
   }
   for (size_t i = 0; i < r->view.nnotes; i++) {
     fputs(i ? "\n  " : "\nnotes\n  ", out);
-    rp_text(out, r->view.notes[i], 0);
+    gs_term_text(out, r->view.notes[i], 0);
     if (i + 1 == r->view.nnotes)
       fputc('\n', out);
   }

@@ -10,7 +10,7 @@
 #include <time.h>
 
 #include "doctor/doctor.h"
-#include "report/report_int.h"
+#include "report/report.h"
 #include "serve/serve_int.h"
 
 enum { SPARK_POINTS = 40 };
@@ -20,19 +20,19 @@ double serve_sec(int64_t ns) {
 }
 
 void serve_json_key(FILE *out, const char *key) {
-  rp_json_str(out, key);
+  gs_json_str(out, key);
   fputc(':', out);
 }
 
 static void jstr(FILE *out, const char *key, const char *v) {
   serve_json_key(out, key);
-  rp_json_str(out, v);
+  gs_json_str(out, v);
   fputc(',', out);
 }
 
 static void jnum(FILE *out, const char *key, double v) {
   serve_json_key(out, key);
-  rp_json_num(out, v);
+  gs_json_num(out, v);
   fputc(',', out);
 }
 
@@ -45,13 +45,13 @@ void serve_json_finding(FILE *out, const struct store_finding *f) {
   jnum(out, "speedup", f->speedup);
   jstr(out, "title", f->title);
   serve_json_key(out, "evidence");
-  if (rp_json_object_valid(f->evidence))
+  if (gs_json_object_valid(f->evidence))
     fputs(f->evidence, out);
   else
-    rp_json_str(out, f->evidence);
+    gs_json_str(out, f->evidence);
   fputc(',', out);
   serve_json_key(out, "fix");
-  rp_json_str(out, f->fix);
+  gs_json_str(out, f->fix);
   fputc('}', out);
 }
 
@@ -338,7 +338,7 @@ static void summary_members(FILE *out, const struct runview *v, const struct sto
   for (int i = 0; i < SPARK_POINTS; i++) {
     if (i)
       fputc(',', out);
-    rp_json_num(out, sp[i]);
+    gs_json_num(out, sp[i]);
   }
   fputs("],", out);
 }
@@ -416,7 +416,7 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
       fputc('{', r->out);
       run_record(r->out, &runs[i], NAN);
       fputs("\"error\":", r->out);
-      rp_json_str(r->out, gs_last_error());
+      gs_json_str(r->out, gs_last_error());
       fputc('}', r->out);
       continue;
     }
@@ -492,7 +492,7 @@ static void gpu_table(FILE *out, const struct runview *v) {
     stat(v, "gpu.temp_c", lab, NULL, &tmax);
     jnum(out, "temp_max_c", tmax);
     serve_json_key(out, "throttled_share");
-    rp_json_num(out, throttled_share(v, lab));
+    gs_json_num(out, throttled_share(v, lab));
     fputc('}', out);
   }
   fputc(']', out);
@@ -512,7 +512,7 @@ static void series_entries(FILE *out, const struct runview *v) {
     jnum(out, "count", (double)x->count);
     jnum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
     serve_json_key(out, "t_last");
-    rp_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
+    gs_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
     fputc('}', out);
   }
 }
@@ -528,7 +528,7 @@ static void event_entries(FILE *out, const struct runview *v) {
     jstr(out, "labels", e->labels);
     jstr(out, "text", e->text);
     serve_json_key(out, "value");
-    rp_json_num(out, e->value);
+    gs_json_num(out, e->value);
     fputc('}', out);
   }
 }
@@ -564,13 +564,13 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
     if (i)
       fputc(',', out);
     serve_json_key(out, v->params[i].key ? v->params[i].key : "");
-    rp_json_str(out, v->params[i].value);
+    gs_json_str(out, v->params[i].value);
   }
   fputs("},\"notes\":[", out);
   for (size_t i = 0; i < v->nnotes; i++) {
     if (i)
       fputc(',', out);
-    rp_json_str(out, v->notes[i]);
+    gs_json_str(out, v->notes[i]);
   }
   fputs("],\"series\":[", out);
   series_entries(out, v);
@@ -579,7 +579,7 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   fputs("],\"findings\":", out);
   if (diag_error[0]) {
     fputs("null,\"findings_error\":", out);
-    rp_json_str(out, diag_error);
+    gs_json_str(out, diag_error);
   } else {
     serve_json_findings(out, f, nf);
   }
@@ -592,14 +592,14 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   jnum(out, "data_share", sf.data_share);
   jnum(out, "h2d_share", sf.h2d_share);
   serve_json_key(out, "compute_share");
-  rp_json_num(out, sf.compute_share);
+  gs_json_num(out, sf.compute_share);
   fputs("},\"host\":{", out);
   jnum(out, "cpu_busy_pct", stat(v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
   double rss;
   jnum(out, "job_cpu_pct", stat(v, "tree.cpu_pct", "", NULL, NULL));
   stat(v, "tree.rss_bytes", "", NULL, &rss);
   serve_json_key(out, "job_rss_peak_bytes");
-  rp_json_num(out, rss);
+  gs_json_num(out, rss);
   fputs("},\"gpus\":", out);
   gpu_table(out, v);
   fputs("}\n", out);
@@ -744,9 +744,9 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
     goto done;
   }
   fprintf(r->out, "{\"run\":");
-  rp_json_str(r->out, v->run.id);
+  gs_json_str(r->out, v->run.id);
   fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":", stored ? "true" : "false", want_live ? "true" : "false");
-  rp_json_num(r->out, w.span_s);
+  gs_json_num(r->out, w.span_s);
   fputs(",\"findings\":", r->out);
   serve_json_findings(r->out, f, nf);
   fputs("}\n", r->out);
@@ -779,7 +779,7 @@ static void differ_one(void *user, const char *key) {
   struct differ_ctx *c = user;
   fputs(c->k++ ? ",{" : "{", c->out);
   serve_json_key(c->out, "key");
-  rp_json_str(c->out, key);
+  gs_json_str(c->out, key);
   fputs(",\"values\":", c->out);
   report_param_values_json(c->out, c->views, c->n, key);
   fputc('}', c->out);
@@ -852,7 +852,7 @@ static void compare_findings(FILE *out, const struct cmp_run *runs, size_t n) {
             lost = runs[j].f[m].lost_s;
         if (j)
           fputc(',', out);
-        rp_json_num(out, lost);
+        gs_json_num(out, lost);
       }
       fputs("]}", out);
     }
@@ -874,7 +874,7 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     goto done;
   FILE *out = r->out;
   fputs("{\"baseline\":", out);
-  rp_json_str(out, runs[0].v.run.id);
+  gs_json_str(out, runs[0].v.run.id);
   fputs(",\"runs\":[", out);
   for (size_t i = 0; i < n; i++) {
     fputs(i ? ",{" : "{", out);
@@ -887,7 +887,7 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     jnum(out, "gpu_mem_peak_bytes", peak);
     jnum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
     serve_json_key(out, "speedup");
-    rp_json_num(out, runview_step_speedup(&runs[0].sf, &runs[i].sf));
+    gs_json_num(out, runview_step_speedup(&runs[0].sf, &runs[i].sf));
     fputc('}', out);
   }
   /* Params whose value differs between the runs (absent counts as a value), in first-seen order. */

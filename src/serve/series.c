@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report_int.h"
 #include "serve/serve_int.h"
 
 /* A window of at most this many raw samples is read raw; a longer one from rollups. */
@@ -49,7 +48,7 @@ static void arr(FILE *out, const char *key, const double *v, size_t n, const int
     if (cnt && !cnt[i])
       fputs("null", out);
     else
-      rp_json_num(out, v[i]);
+      gs_json_num(out, v[i]);
   }
   (void)n;
   fputc(']', out);
@@ -59,20 +58,20 @@ static void header(FILE *out, const struct store_series *s, const char *res, int
   fputc('{', out);
   fprintf(out, "\"id\":%lld,", (long long)s->id);
   serve_json_key(out, "source");
-  rp_json_str(out, s->source);
+  gs_json_str(out, s->source);
   fputc(',', out);
   serve_json_key(out, "name");
-  rp_json_str(out, s->name);
+  gs_json_str(out, s->name);
   fputc(',', out);
   serve_json_key(out, "labels");
-  rp_json_str(out, s->labels);
+  gs_json_str(out, s->labels);
   fputc(',', out);
   serve_json_key(out, "unit");
-  rp_json_str(out, s->unit);
+  gs_json_str(out, s->unit);
   fprintf(out, ",\"res\":\"%s\",\"from\":", res);
-  rp_json_num(out, serve_sec(from));
+  gs_json_num(out, serve_sec(from));
   fputs(",\"to\":", out);
-  rp_json_num(out, serve_sec(to));
+  gs_json_num(out, serve_sec(to));
   fputc(',', out);
 }
 
@@ -100,10 +99,10 @@ static void write_raw(FILE *out, const struct store_points *r) {
     if (i)
       fputc(',', out);
     if (i && r->t[i] - r->t[i - 1] > gap) {
-      rp_json_num(out, serve_sec(r->t[i - 1] + (r->t[i] - r->t[i - 1]) / 2));
+      gs_json_num(out, serve_sec(r->t[i - 1] + (r->t[i] - r->t[i - 1]) / 2));
       fputc(',', out);
     }
-    rp_json_num(out, serve_sec(r->t[i]));
+    gs_json_num(out, serve_sec(r->t[i]));
   }
   fputs("],\"mean\":[", out);
   for (size_t i = 0; i < r->n; i++) {
@@ -111,7 +110,7 @@ static void write_raw(FILE *out, const struct store_points *r) {
       fputc(',', out);
     if (i && r->t[i] - r->t[i - 1] > gap)
       fputs("null,", out);
-    rp_json_num(out, r->v[i]);
+    gs_json_num(out, r->v[i]);
   }
   fputs("]}", out);
 }
@@ -148,12 +147,12 @@ static void write_buckets(FILE *out, const struct store_series *s, const char *r
       b->sum[i] /= (double)b->cnt[i];
   header(out, s, res, from, to);
   fprintf(out, "\"bucket_s\":");
-  rp_json_num(out, serve_sec(b->width));
+  gs_json_num(out, serve_sec(b->width));
   fputs(",\"t\":[", out);
   for (size_t i = a; i < e; i++) {
     if (i > a)
       fputc(',', out);
-    rp_json_num(out, serve_sec(b->from + b->width * (int64_t)i + b->width / 2));
+    gs_json_num(out, serve_sec(b->from + b->width * (int64_t)i + b->width / 2));
   }
   fputs("],", out);
   arr(out, "mean", b->sum, points, b->cnt, a, e);
@@ -273,7 +272,7 @@ struct serve_series_stream *serve_series_stream_new(struct serve *s, struct serv
   }
   memcpy(x->series, series, n * sizeof *series);
   fputs("{\"run\":", out);
-  rp_json_str(out, v->run.id);
+  gs_json_str(out, v->run.id);
   fputs(",\"series\":[", out);
   fclose(out);
   x->s = s;

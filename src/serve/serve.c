@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report/report_int.h"
 #include "serve/serve_int.h"
 
 #define COOKIE_NAME "gpuscope_token"
@@ -99,7 +98,7 @@ void serve_reply_error(struct serve_reply *r, int status, const char *fmt, ...) 
     return;
   fputs("{\"error\":", r->out);
   /* the message may quote the request (a run reference): escaped like any store text */
-  rp_json_str(r->out, msg);
+  gs_json_str(r->out, msg);
   fputs("}\n", r->out);
 }
 
