@@ -1,8 +1,8 @@
 /* serve/api: the JSON API (docs/api.md) — the runs list, one run (its record, params, notes, series,
  * events, findings, step split and GPU table), series windows, findings and compare. Every answer is
- * built on a run view (runview.h); views and runs-list rows of finished runs are cached, since a
- * finished run no longer changes. Called under the server's store lock. Store text is untrusted: it
- * goes out through the report's JSON string writer; absent numbers are null. */
+ * built on a run view (views.c holds them; runs-list rows of finished runs are cached here too, since a
+ * finished run no longer changes). Called under the server's store lock. Store text is untrusted: it
+ * goes out through core's JSON string writer (reply.c's members); absent numbers are null. */
 #include <math.h>
 #include "serve/mhd_api.h"
 #include <stdlib.h>
@@ -14,160 +14,6 @@
 #include "serve/serve_int.h"
 
 enum { SPARK_POINTS = 40 };
-
-double serve_sec(int64_t ns) {
-  return (double)ns / GS_NS_PER_S;
-}
-
-void serve_json_key(FILE *out, const char *key) {
-  gs_json_str(out, key);
-  fputc(':', out);
-}
-
-static void jstr(FILE *out, const char *key, const char *v) {
-  serve_json_key(out, key);
-  gs_json_str(out, v);
-  fputc(',', out);
-}
-
-static void jnum(FILE *out, const char *key, double v) {
-  serve_json_key(out, key);
-  gs_json_num(out, v);
-  fputc(',', out);
-}
-
-void serve_json_finding(FILE *out, const struct store_finding *f) {
-  fputc('{', out);
-  jstr(out, "rule", f->rule);
-  jstr(out, "severity", f->severity);
-  jnum(out, "share", f->share);
-  jnum(out, "lost_s", f->lost_s);
-  jnum(out, "speedup", f->speedup);
-  jstr(out, "title", f->title);
-  serve_json_key(out, "evidence");
-  if (gs_json_object_valid(f->evidence))
-    fputs(f->evidence, out);
-  else
-    gs_json_str(out, f->evidence);
-  fputc(',', out);
-  serve_json_key(out, "fix");
-  gs_json_str(out, f->fix);
-  fputc('}', out);
-}
-
-void serve_json_findings(FILE *out, const struct store_finding *f, size_t n) {
-  fputc('[', out);
-  for (size_t i = 0; i < n; i++) {
-    if (i)
-      fputc(',', out);
-    serve_json_finding(out, &f[i]);
-  }
-  fputc(']', out);
-}
-
-/* ---- views ---- */
-
-void serve_cached_view_done(struct serve_cached_view *c) {
-  if (c->loaded)
-    runview_done(&c->v);
-  if (c->group)
-    c->group->close(c->group);
-  free(c->run_json);
-  free(c->diag);
-  memset(c, 0, sizeof *c);
-}
-
-void serve_caches_done(struct serve *s) {
-  for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-    serve_cached_view_done(&s->views[i]);
-  for (size_t i = 0; i < s->nsummaries; i++)
-    free(s->summaries[i].json);
-  free(s->summaries);
-  for (size_t i = 0; i < SERVE_LIVE_LIST; i++)
-    free(s->live[i].f);
-}
-
-int serve_view_load(struct serve *s, const char *ref, struct runview *v, struct store **group) {
-  *group = NULL;
-  int rc = runview_load(s->st, ref, v);
-  if (rc != GS_ENOENT)
-    return rc;
-  runview_done(v);
-  if (!(*group = store_group_open(s->st, ref))) {
-    memset(v, 0, sizeof *v);
-    return GS_ENOENT;
-  }
-  return runview_load(*group, ref, v);
-}
-
-/* The record of ref — a run's, else a group's (its store opened into *group, else NULL) — with the
- * error reply set on failure. */
-static int record_get(struct serve *s, const char *ref, struct store_run *run, struct store **group,
-                      struct serve_reply *r) {
-  *group = NULL;
-  int rc = s->st->run_get(s->st, ref, run);
-  if (rc == GS_ENOENT && (*group = store_group_open(s->st, ref)) && (rc = (*group)->run_get(*group, ref, run)))
-    (*group)->close(*group), *group = NULL;
-  if (rc)
-    serve_reply_error(r,
-                      rc == GS_ENOENT   ? MHD_HTTP_NOT_FOUND
-                      : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT
-                                        : 500,
-                      "%s", gs_last_error());
-  return rc;
-}
-
-int serve_view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
-                   struct serve_cached_view *fresh, struct serve_cached_view **entry) {
-  struct store_run run;
-  struct store *group;
-  memset(fresh, 0, sizeof *fresh);
-  *entry = NULL;
-  int rc = record_get(s, ref, &run, &group, r);
-  if (rc)
-    return rc;
-  int finished = strcmp(run.status, "running") != 0;
-  if (finished)
-    for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-      if (s->views[i].loaded && !strcmp(s->views[i].id, run.id) && s->views[i].end_wall_ns == run.end_wall_ns &&
-          !strcmp(s->views[i].v.run.status, run.status) && !s->views[i].group == !group) {
-        s->views[i].used = ++s->clock;
-        *out = &s->views[i].v;
-        *entry = &s->views[i];
-        if (group)
-          group->close(group);
-        return GS_OK;
-      }
-  struct serve_cached_view *c = fresh;
-  if (finished) {
-    long k = -1; /* the least recently used slot no stream reads */
-    for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-      if (!s->views[i].pins && (k < 0 || !s->views[i].loaded || s->views[i].used < s->views[k].used)) {
-        k = (long)i;
-        if (!s->views[i].loaded)
-          break;
-      }
-    if (k >= 0) {
-      c = &s->views[k];
-      serve_cached_view_done(c);
-    } else
-      finished = 0; /* every slot is being streamed from: this view is the request's own */
-  }
-  c->group = group;
-  rc = runview_load(group ? group : s->st, run.id, &c->v);
-  c->loaded = 1;
-  if (rc) {
-    serve_cached_view_done(c);
-    serve_reply_error(r, 500, "%s", gs_last_error());
-    return rc;
-  }
-  snprintf(c->id, sizeof c->id, "%s", run.id);
-  c->end_wall_ns = run.end_wall_ns;
-  c->used = ++s->clock;
-  *out = &c->v;
-  *entry = finished ? c : NULL;
-  return GS_OK;
-}
 
 /* The run's findings: the stored ones, else the doctor's diagnosis (kept with a cached view; else
  * *owned is set and the caller frees *f). *stored says which. Returns 0 or a GS_E code. */
@@ -291,17 +137,17 @@ static void jwall(FILE *out, const char *key, int64_t ns) {
 }
 
 static void run_record(FILE *out, const struct store_run *run, double duration_s) {
-  jstr(out, "id", run->id);
-  jstr(out, "name", run->name);
-  jstr(out, "group", run->group);
-  jstr(out, "status", run->status);
-  jstr(out, "host", run->host);
-  jstr(out, "user", run->user);
-  jstr(out, "command", run->command);
-  jstr(out, "tags", run->tags);
+  serve_json_kstr(out, "id", run->id);
+  serve_json_kstr(out, "name", run->name);
+  serve_json_kstr(out, "group", run->group);
+  serve_json_kstr(out, "status", run->status);
+  serve_json_kstr(out, "host", run->host);
+  serve_json_kstr(out, "user", run->user);
+  serve_json_kstr(out, "command", run->command);
+  serve_json_kstr(out, "tags", run->tags);
   jwall(out, "start", run->start_wall_ns);
   jwall(out, "end", run->end_wall_ns);
-  jnum(out, "duration_s", duration_s);
+  serve_json_knum(out, "duration_s", duration_s);
 }
 
 /* The top finding worth showing: the first that is not a verdict (healthy, insufficient_data), else
@@ -318,12 +164,12 @@ static void summary_members(FILE *out, const struct runview *v, const struct sto
   struct runview_step_figures sf;
   runview_step_figures(v, 0, v->nsteps, &sf);
   run_record(out, &v->run, v->duration_s);
-  jnum(out, "samples_per_s", sf.samples_per_s);
-  jnum(out, "median_step_s", sf.median_step_s);
-  jnum(out, "data_share", sf.data_share);
-  jnum(out, "steps", (double)sf.steps);
-  jnum(out, "gpus", (double)(max_gpu(v) + 1));
-  jnum(out, "gpu_util", stat(v, "gpu.util_pct", NULL, NULL, NULL));
+  serve_json_knum(out, "samples_per_s", sf.samples_per_s);
+  serve_json_knum(out, "median_step_s", sf.median_step_s);
+  serve_json_knum(out, "data_share", sf.data_share);
+  serve_json_knum(out, "steps", (double)sf.steps);
+  serve_json_knum(out, "gpus", (double)(max_gpu(v) + 1));
+  serve_json_knum(out, "gpu_util", stat(v, "gpu.util_pct", NULL, NULL, NULL));
   serve_json_key(out, "top_finding");
   const struct store_finding *top = top_finding(f, nf);
   if (top)
@@ -426,7 +272,7 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
       live_for_list(s, runs[i].id, &f, &nf); /* a running run: its live diagnosis */
     fputc('{', m);
     summary_members(m, &v, f, nf);
-    jnum(m, "findings", (double)v.nfindings);
+    serve_json_knum(m, "findings", (double)v.nfindings);
     fprintf(m, "\"top_finding_live\":%s,", !finished && !v.nfindings && nf ? "true" : "false");
     fseek(m, -1, SEEK_CUR); /* the last comma */
     fputc('}', m);
@@ -475,22 +321,22 @@ static void gpu_table(FILE *out, const struct runview *v) {
     const char *name = runview_param(v, key);
     double umin, mpeak, mtot, plim, tmax;
     fputc('{', out);
-    jnum(out, "index", g);
-    jstr(out, "name", name ? name : "");
-    jnum(out, "util", stat(v, "gpu.util_pct", lab, &umin, NULL));
-    jnum(out, "util_min", umin);
-    jnum(out, "sm_active", stat(v, "gpu.sm_active_pct", lab, NULL, NULL));
-    jnum(out, "tensor_active", stat(v, "gpu.tensor_active_pct", lab, NULL, NULL));
-    jnum(out, "dram_active", stat(v, "gpu.dram_active_pct", lab, NULL, NULL));
+    serve_json_knum(out, "index", g);
+    serve_json_kstr(out, "name", name ? name : "");
+    serve_json_knum(out, "util", stat(v, "gpu.util_pct", lab, &umin, NULL));
+    serve_json_knum(out, "util_min", umin);
+    serve_json_knum(out, "sm_active", stat(v, "gpu.sm_active_pct", lab, NULL, NULL));
+    serve_json_knum(out, "tensor_active", stat(v, "gpu.tensor_active_pct", lab, NULL, NULL));
+    serve_json_knum(out, "dram_active", stat(v, "gpu.dram_active_pct", lab, NULL, NULL));
     stat(v, "gpu.mem_used_bytes", lab, NULL, &mpeak);
     stat(v, "gpu.mem_total_bytes", lab, NULL, &mtot);
-    jnum(out, "mem_peak_bytes", mpeak);
-    jnum(out, "mem_total_bytes", mtot);
-    jnum(out, "power_w", stat(v, "gpu.power_w", lab, NULL, NULL));
+    serve_json_knum(out, "mem_peak_bytes", mpeak);
+    serve_json_knum(out, "mem_total_bytes", mtot);
+    serve_json_knum(out, "power_w", stat(v, "gpu.power_w", lab, NULL, NULL));
     stat(v, "gpu.power_limit_w", lab, NULL, &plim);
-    jnum(out, "power_limit_w", plim);
+    serve_json_knum(out, "power_limit_w", plim);
     stat(v, "gpu.temp_c", lab, NULL, &tmax);
-    jnum(out, "temp_max_c", tmax);
+    serve_json_knum(out, "temp_max_c", tmax);
     serve_json_key(out, "throttled_share");
     gs_json_num(out, throttled_share(v, lab));
     fputc('}', out);
@@ -503,14 +349,14 @@ static void series_entries(FILE *out, const struct runview *v) {
   for (size_t i = 0; i < v->nseries; i++) {
     const struct store_series *x = &v->series[i];
     fputs(i ? ",{" : "{", out);
-    jnum(out, "id", (double)x->id);
-    jstr(out, "source", x->source);
-    jstr(out, "name", x->name);
-    jstr(out, "labels", x->labels);
-    jstr(out, "unit", x->unit);
-    jstr(out, "kind", gs_kind_name(x->kind));
-    jnum(out, "count", (double)x->count);
-    jnum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
+    serve_json_knum(out, "id", (double)x->id);
+    serve_json_kstr(out, "source", x->source);
+    serve_json_kstr(out, "name", x->name);
+    serve_json_kstr(out, "labels", x->labels);
+    serve_json_kstr(out, "unit", x->unit);
+    serve_json_kstr(out, "kind", gs_kind_name(x->kind));
+    serve_json_knum(out, "count", (double)x->count);
+    serve_json_knum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
     serve_json_key(out, "t_last");
     gs_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
     fputc('}', out);
@@ -522,11 +368,11 @@ static void event_entries(FILE *out, const struct runview *v) {
   for (size_t i = 0; i < v->nevents; i++) {
     const struct store_event *e = &v->events[i];
     fputs(i ? ",{" : "{", out);
-    jnum(out, "t", serve_sec(e->t));
-    jstr(out, "kind", e->kind);
-    jstr(out, "name", e->name);
-    jstr(out, "labels", e->labels);
-    jstr(out, "text", e->text);
+    serve_json_knum(out, "t", serve_sec(e->t));
+    serve_json_kstr(out, "kind", e->kind);
+    serve_json_kstr(out, "name", e->name);
+    serve_json_kstr(out, "labels", e->labels);
+    serve_json_kstr(out, "text", e->text);
     serve_json_key(out, "value");
     gs_json_num(out, e->value);
     fputc('}', out);
@@ -555,9 +401,9 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   }
   fputs("{\"run\":{", out);
   summary_members(out, v, f, nf);
-  jnum(out, "exit_code", v->run.exit_code);
-  jnum(out, "interval_s", v->run.interval_ns > 0 ? serve_sec(v->run.interval_ns) : NAN);
-  jstr(out, "cwd", v->run.cwd);
+  serve_json_knum(out, "exit_code", v->run.exit_code);
+  serve_json_knum(out, "interval_s", v->run.interval_ns > 0 ? serve_sec(v->run.interval_ns) : NAN);
+  serve_json_kstr(out, "cwd", v->run.cwd);
   fseek(out, -1, SEEK_CUR);
   fputs("},\"params\":{", out);
   for (size_t i = 0; i < v->nparams; i++) {
@@ -586,17 +432,17 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   fprintf(out, ",\"findings_stored\":%s,\"steps\":{", stored ? "true" : "false");
   struct runview_step_figures sf;
   runview_step_figures(v, 0, v->nsteps, &sf);
-  jnum(out, "n", (double)sf.steps);
-  jnum(out, "samples_per_s", sf.samples_per_s);
-  jnum(out, "median_step_s", sf.median_step_s);
-  jnum(out, "data_share", sf.data_share);
-  jnum(out, "h2d_share", sf.h2d_share);
+  serve_json_knum(out, "n", (double)sf.steps);
+  serve_json_knum(out, "samples_per_s", sf.samples_per_s);
+  serve_json_knum(out, "median_step_s", sf.median_step_s);
+  serve_json_knum(out, "data_share", sf.data_share);
+  serve_json_knum(out, "h2d_share", sf.h2d_share);
   serve_json_key(out, "compute_share");
   gs_json_num(out, sf.compute_share);
   fputs("},\"host\":{", out);
-  jnum(out, "cpu_busy_pct", stat(v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
+  serve_json_knum(out, "cpu_busy_pct", stat(v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
   double rss;
-  jnum(out, "job_cpu_pct", stat(v, "tree.cpu_pct", "", NULL, NULL));
+  serve_json_knum(out, "job_cpu_pct", stat(v, "tree.cpu_pct", "", NULL, NULL));
   stat(v, "tree.rss_bytes", "", NULL, &rss);
   serve_json_key(out, "job_rss_peak_bytes");
   gs_json_num(out, rss);
@@ -839,8 +685,8 @@ static void compare_findings(FILE *out, const struct cmp_run *runs, size_t n) {
       if (seen)
         continue;
       fputs(k++ ? ",{" : "{", out);
-      jstr(out, "rule", f->rule);
-      jstr(out, "title", f->title);
+      serve_json_kstr(out, "rule", f->rule);
+      serve_json_kstr(out, "title", f->title);
       fputs("\"in\":[", out);
       for (size_t j = 0; j < n; j++)
         fprintf(out, "%s%s", j ? "," : "", has_rule(&runs[j], f->rule) ? "true" : "false");
@@ -879,13 +725,13 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
   for (size_t i = 0; i < n; i++) {
     fputs(i ? ",{" : "{", out);
     summary_members(out, &runs[i].v, runs[i].f, runs[i].nf);
-    jnum(out, "h2d_share", runs[i].sf.h2d_share);
-    jnum(out, "compute_share", runs[i].sf.compute_share);
-    jnum(out, "sm_active", stat(&runs[i].v, "gpu.sm_active_pct", NULL, NULL, NULL));
+    serve_json_knum(out, "h2d_share", runs[i].sf.h2d_share);
+    serve_json_knum(out, "compute_share", runs[i].sf.compute_share);
+    serve_json_knum(out, "sm_active", stat(&runs[i].v, "gpu.sm_active_pct", NULL, NULL, NULL));
     double peak;
     stat(&runs[i].v, "gpu.mem_used_bytes", NULL, NULL, &peak);
-    jnum(out, "gpu_mem_peak_bytes", peak);
-    jnum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
+    serve_json_knum(out, "gpu_mem_peak_bytes", peak);
+    serve_json_knum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
     serve_json_key(out, "speedup");
     gs_json_num(out, runview_step_speedup(&runs[0].sf, &runs[i].sf));
     fputc('}', out);
