@@ -56,11 +56,6 @@ const char *rp_duration(char *buf, size_t n, double seconds) {
   return gs_fmt_duration((int64_t)(seconds * GS_NS_PER_S), buf, n);
 }
 
-static int ends_with(const char *k, size_t klen, const char *suffix) {
-  size_t sl = strlen(suffix);
-  return klen >= sl && !memcmp(k + klen - sl, suffix, sl);
-}
-
 struct speedups {
   char *buf;
   size_t n, o;
@@ -108,29 +103,30 @@ const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const
     snprintf(buf, n, "%s", raw);
     return buf;
   }
-  if (ends_with(key, klen, "_share"))
+  const char *u = doctor_evidence_unit(key, klen);
+  if (!strcmp(u, "share"))
     snprintf(buf, n, "%.*f%%", fabs(v) < 0.1 ? 1 : 0, v * 100);
-  else if (ends_with(key, klen, "_pct"))
+  else if (!strcmp(u, "pct"))
     snprintf(buf, n, "%.0f%%", v);
-  else if (ends_with(key, klen, "_bytes_s"))
+  else if (!strcmp(u, "bytes_s"))
     snprintf(buf, n, fabs(v) >= 1e9 ? "%.2f GB/s" : "%.0f MB/s", fabs(v) >= 1e9 ? v / 1e9 : v / 1e6);
-  else if (ends_with(key, klen, "_bytes") || ends_with(key, klen, "bytes_per_worker"))
+  else if (!strcmp(u, "bytes"))
     rp_bytes(buf, n, v);
-  else if (ends_with(key, klen, "_s") || ends_with(key, klen, "_s_per_batch"))
+  else if (!strcmp(u, "s"))
     snprintf(buf, n, fabs(v) < 1 ? "%.1f ms" : "%.2f s", fabs(v) < 1 ? v * 1e3 : v);
-  else if (ends_with(key, klen, "_cores") || ends_with(key, klen, "_cores_min") || ends_with(key, klen, "_cores_max"))
+  else if (!strcmp(u, "cores"))
     snprintf(buf, n, "%.2f cores", v);
-  else if (ends_with(key, klen, "_mhz"))
+  else if (!strcmp(u, "mhz"))
     snprintf(buf, n, "%.0f MHz", v);
-  else if (ends_with(key, klen, "_w"))
+  else if (!strcmp(u, "w"))
     snprintf(buf, n, "%.0f W", v);
-  else if (ends_with(key, klen, "_c"))
+  else if (!strcmp(u, "c"))
     snprintf(buf, n, "%.0f °C", v);
-  else if (ends_with(key, klen, "_j"))
+  else if (!strcmp(u, "j"))
     snprintf(buf, n, "%.0f J", v);
-  else if ((klen >= 7 && !memcmp(key, "speedup", 7)) || ends_with(key, klen, "_speedup"))
+  else if (!strcmp(u, "x"))
     snprintf(buf, n, "%.2fx", v);
-  else if (ends_with(key, klen, "_hours"))
+  else if (!strcmp(u, "h"))
     snprintf(buf, n, "%.2f h", v);
   else if (v == floor(v) && fabs(v) < 1e15)
     snprintf(buf, n, "%.0f", v);

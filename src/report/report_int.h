@@ -22,10 +22,11 @@ const char *rp_bytes(char *buf, size_t n, double v);
 
 /* A duration in seconds ("1m 30s" style), or "—" when not finite or not positive. */
 const char *rp_duration(char *buf, size_t n, double seconds);
-/* One evidence value (raw JSON text val[0..vlen)) for people, in the unit its key names: *_share and
- * *_pct as %, *_s as ms or s, *_bytes as GiB, *_bytes_s as GB/s or MB/s, *_cores as cores, *_mhz,
- * *_w, *_c, *_j; null as "—"; a string without its quotes. Other numbers as they are. The raw
- * numbers stay in --json. Returns buf. */
+/* One evidence value (raw JSON text val[0..vlen)) for people, in the unit doctor_evidence_unit gives
+ * its key (the one table, which the web page reads through the API): shares and percentages as %,
+ * seconds as ms or s, bytes as GiB, byte rates as GB/s or MB/s, cores, MHz, W, °C, J, hours, speed-ups
+ * as 1.23x; null as "—"; a string without its quotes. Other numbers as they are. The raw numbers stay
+ * in --json. Returns buf. */
 const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const char *val, size_t vlen);
 /* The combined estimate line for a run's findings ("" when fewer than two count), e.g. "these 3
  * findings share the same step time, so their gains do not add: fixing all: ~2.4x". */

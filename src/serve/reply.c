@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "serve/mhd_api.h"
 #include "serve/serve_int.h"
 
@@ -70,6 +71,22 @@ void serve_json_knum(FILE *out, const char *key, double v) {
   fputc(',', out);
 }
 
+struct units_ctx {
+  FILE *out;
+  int k;
+};
+
+/* "key":"unit" for one evidence member; the key as the stored evidence spells it (a valid JSON
+ * string's content: written back between quotes unchanged). */
+static void unit_member(void *user, const char *key, size_t klen, const char *val, size_t vlen) {
+  struct units_ctx *c = user;
+  (void)val, (void)vlen;
+  fputs(c->k++ ? ",\"" : "\"", c->out);
+  fwrite(key, 1, klen, c->out);
+  fputs("\":", c->out);
+  gs_json_str(c->out, doctor_evidence_unit(key, klen));
+}
+
 void serve_json_finding(FILE *out, const struct store_finding *f) {
   fputc('{', out);
   serve_json_kstr(out, "rule", f->rule);
@@ -79,11 +96,17 @@ void serve_json_finding(FILE *out, const struct store_finding *f) {
   serve_json_knum(out, "speedup", f->speedup);
   serve_json_kstr(out, "title", f->title);
   serve_json_key(out, "evidence");
-  if (gs_json_object_valid(f->evidence))
+  int object = gs_json_object_valid(f->evidence);
+  if (object)
     fputs(f->evidence, out);
   else
     gs_json_str(out, f->evidence);
-  fputc(',', out);
+  /* each evidence member's unit (doctor_evidence_unit, the one table): the page formats by it */
+  fputs(",\"evidence_units\":{", out);
+  struct units_ctx uc = {out, 0};
+  if (object)
+    gs_json_members(f->evidence, unit_member, &uc);
+  fputs("},", out);
   serve_json_key(out, "fix");
   gs_json_str(out, f->fix);
   fputc('}', out);
