@@ -52,15 +52,10 @@ double dr_fin(double v, double dflt) {
   return isfinite(v) ? v : dflt;
 }
 
-int dr_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 double dr_median(double *v, size_t n) {
   if (!n)
     return NAN;
-  qsort(v, n, sizeof *v, dr_cmp_double);
+  qsort(v, n, sizeof *v, runview_cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

@@ -151,11 +151,6 @@ const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f,
   return buf;
 }
 
-int rp_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 const char *rp_param(const struct report_run *r, const char *key) {
   return runview_param(&r->view, key);
 }

@@ -32,9 +32,6 @@ const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const
  * findings share the same step time, so their gains do not add: fixing all: ~2.4x". */
 const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f, size_t nf);
 
-/* qsort comparator for doubles, ascending. */
-int rp_cmp_double(const void *a, const void *b);
-
 /* A run's param, or NULL. */
 const char *rp_param(const struct report_run *r, const char *key);
 /* "8 x NVIDIA H200" (or "2 GPUs: A, B"; "none"). */
