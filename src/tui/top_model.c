@@ -200,9 +200,8 @@ static void snap_finding(const struct runview *v, struct top_snap *s) {
   s->have_finding = 0;
   struct runview_window w;
   int rc = doctor_diagnose_live(v, 0, &f, &n, &w);
-  if (!rc)
-    keep_roles(v, w.from, w.to, s);
-  else {
+  keep_roles(v, w.from, w.to, s); /* w is set also when the diagnosis failed */
+  if (rc) {
     s->have_finding = -1;
     gs_term_escape(gs_last_error(), s->utf8, s->title, sizeof s->title);
   }
