@@ -280,7 +280,7 @@ static int sane(const struct runview_step *s) {
   return s->total >= 0 && s->total < 1e6 && s->t >= 0;
 }
 
-static void loop_add(struct runview_loop *l, const struct runview_step *s, int first) {
+void runview_loop_add(struct runview_loop *l, const struct runview_step *s, int first) {
   l->total += s->total;
   if (isfinite(s->data))
     l->data += s->data, l->data_total += s->total, l->ndata++;
@@ -355,7 +355,7 @@ static int load_chunk(struct step_load *L, const struct store_points *total, con
     }
     if (!sane(&steps[i]))
       continue;
-    loop_add(&v->loop, &steps[i], !v->nsteps_total);
+    runview_loop_add(&v->loop, &steps[i], !v->nsteps_total);
     v->nsteps_total++;
     rc = hold(L, &steps[i], index);
   }
@@ -378,7 +378,7 @@ static int settle_first(struct step_load *L) {
   v->nstretches = 1;
   struct runview_loop l = {0};
   for (size_t i = 0; i < v->nsteps; i++)
-    loop_add(&l, &v->steps[i], !i);
+    runview_loop_add(&l, &v->steps[i], !i);
   v->loop = l;
   return GS_OK;
 }

@@ -60,6 +60,10 @@ struct runview_loop {
   double first_total;      /* the first kept step's length, s */
 };
 
+/* Adds step s to the sums l (first: s is the first step summed, which sets t_first and first_total).
+ * The one accumulation of step phases: the view's whole-run sums and runview_step_figures use it. */
+void runview_loop_add(struct runview_loop *l, const struct runview_step *s, int first);
+
 struct runview {
   struct store *st; /* borrowed: the caller keeps it open while the view lives */
   struct store_run run;

@@ -29,20 +29,11 @@ static double held_span(const struct runview_step *s, size_t n) {
   return span;
 }
 
-/* Sums of one stretch of steps, as struct runview_loop keeps them for the whole run. */
+/* Sums of the steps s[0..n), as struct runview_loop keeps them for the whole run. */
 static void sum_steps(const struct runview_step *s, size_t n, struct runview_loop *l) {
   memset(l, 0, sizeof *l);
-  for (size_t i = 0; i < n; i++) {
-    l->total += s[i].total;
-    if (isfinite(s[i].data))
-      l->data += s[i].data, l->data_total += s[i].total, l->ndata++;
-    if (isfinite(s[i].h2d))
-      l->h2d += s[i].h2d, l->h2d_total += s[i].total, l->nh2d++;
-    if (isfinite(s[i].compute))
-      l->compute += s[i].compute, l->ncompute++;
-    if (isfinite(s[i].samples))
-      l->samples += s[i].samples, l->nsamples++;
-  }
+  for (size_t i = 0; i < n; i++)
+    runview_loop_add(l, &s[i], !i);
 }
 
 /* Means, shares and throughput from sums over steps steps covering span seconds. */
