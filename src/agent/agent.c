@@ -652,6 +652,27 @@ static void agent_loop(struct agent *a) {
     fprintf(stderr, "\r\033[K");
 }
 
+/* Loads the closed run once into v and stores its diagnosis, with the fresh findings in v->findings
+ * for the summary. Returns 0, or the load's GS_E code with its message in why (n bytes); v is valid
+ * for runview_done either way. */
+static int agent_diagnose(struct agent *a, struct runview *v, char *why, size_t n) {
+  int rc = runview_load(a->st, a->run.id, v);
+  if (rc) {
+    snprintf(why, n, "%s", gs_last_error());
+    fprintf(stderr, "gpuscope: diagnosis failed: %s\n", why);
+    return rc;
+  }
+  struct store_finding *f = NULL;
+  size_t nf = 0;
+  if (doctor_run_view(v, &f, &nf))
+    fprintf(stderr, "gpuscope: diagnosis failed: %s\n", gs_last_error());
+  if (f || nf) {
+    free(v->findings);
+    v->findings = f, v->nfindings = nf;
+  }
+  return GS_OK;
+}
+
 /* The end: last samples, collectors closed, the final flush, the run closed with the job's status,
  * the diagnosis and the summary. */
 static void agent_finish(struct agent *a) {
@@ -700,9 +721,9 @@ static void agent_finish(struct agent *a) {
   char unkept[2304];
   if (store_write_summary(a->st, unkept, sizeof unkept))
     fprintf(stderr, "gpuscope: %s\n", unkept);
-  size_t nfind = 0;
-  if (doctor_run(a->st, a->run.id, NULL, &nfind))
-    fprintf(stderr, "gpuscope: diagnosis failed: %s\n", gs_last_error());
+  struct runview v;
+  char why[320];
+  int loaded = !agent_diagnose(a, &v, why, sizeof why);
   if (!o->quiet) {
     /* Collector and client lines first, so the summary ends with the diagnosis. */
     if (col_summary)
@@ -713,8 +734,12 @@ static void agent_finish(struct agent *a) {
     if (left > 0)
       fprintf(stderr, "  %d process%s of the job still running after it exited (use --wait-tree to wait)\n", left,
               left == 1 ? "" : "es");
-    report_summary(stderr, a->st, a->run.id);
+    if (!loaded)
+      fprintf(stderr, "gpuscope: cannot summarise run %s: %s\n", a->run.id, why);
+    else
+      report_summary(stderr, &v);
   }
+  runview_done(&v);
   free(col_summary);
 }
 

@@ -188,7 +188,7 @@ int cmd_check(int argc, char **argv) {
   struct report_run r, base;
   memset(&r, 0, sizeof r);
   memset(&base, 0, sizeof base);
-  char bid[sizeof r.run.id];
+  char bid[sizeof r.view.run.id];
   struct report_check *c = calloc(1, sizeof *c);
   if (!c)
     rc = cli_error(GS_EXIT_FAIL, "out of memory");

@@ -104,14 +104,14 @@ static int close_fail(struct store *st) {
 /* Prints `, "key": ` and value as a JSON string: one field of an object already opened. */
 static void json_field(const char *key, const char *value) {
   printf(", \"%s\": ", key);
-  report_json_str(stdout, value);
+  gs_json_str(stdout, value);
 }
 
 /* Opens a series' JSON object in a list (first: no comma before it) with its source, name, labels
  * and unit; the caller adds the rest and closes it. */
 static void json_series_open(const struct store_series *s, int first) {
   printf("%s\n {\"source\": ", first ? "" : ",");
-  report_json_str(stdout, s->source);
+  gs_json_str(stdout, s->source);
   json_field("name", s->name);
   json_field("labels", s->labels);
   json_field("unit", s->unit);
@@ -150,7 +150,7 @@ int cmd_runs(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       struct store_run *r = &runs[i];
       printf("%s\n {\"id\": ", i ? "," : "");
-      report_json_str(stdout, r->id);
+      gs_json_str(stdout, r->id);
       json_field("name", r->name);
       json_field("status", r->status);
       printf(", \"start_wall_ns\": %lld, \"duration_s\": ", (long long)r->start_wall_ns);
@@ -176,10 +176,10 @@ int cmd_runs(int argc, char **argv) {
       if (r->end_wall_ns)
         gs_fmt_duration(r->end_wall_ns - r->start_wall_ns, dur, sizeof dur);
       char id[32], name[17], status[16], cmd[61];
-      report_term_copy(id, sizeof id, r->id);
-      report_term_copy(name, sizeof name, r->name[0] ? r->name : "-");
-      report_term_copy(status, sizeof status, r->status);
-      report_term_copy(cmd, sizeof cmd, r->command);
+      gs_term_copy(id, sizeof id, r->id);
+      gs_term_copy(name, sizeof name, r->name[0] ? r->name : "-");
+      gs_term_copy(status, sizeof status, r->status);
+      gs_term_copy(cmd, sizeof cmd, r->command);
       printf("%-26s  %-16s  %-8s  %-19s  %10s  %s\n", id, name, status, start, dur, cmd);
     }
     if (o.group) { /* the group as one experiment: how many runs, on how many hosts */
@@ -214,13 +214,13 @@ struct show_ctx {
 
 /* The series' source, name, labels and unit as four CSV fields (no newline). */
 static void csv_series(const struct store_series *s) {
-  report_csv_field(stdout, s->source);
+  gs_csv_field(stdout, s->source);
   putchar(',');
-  report_csv_field(stdout, s->name);
+  gs_csv_field(stdout, s->name);
   putchar(',');
-  report_csv_field(stdout, s->labels);
+  gs_csv_field(stdout, s->labels);
   putchar(',');
-  report_csv_field(stdout, s->unit);
+  gs_csv_field(stdout, s->unit);
 }
 
 static int print_sample(void *u, int64_t t, double v) {
@@ -256,20 +256,20 @@ static int show_events(struct store *st, const struct store_run *run, const stru
       continue;
     if (o->csv) {
       printf("%.6f,", (double)e->t / GS_NS_PER_S);
-      report_csv_field(stdout, e->kind);
+      gs_csv_field(stdout, e->kind);
       putchar(',');
-      report_csv_field(stdout, e->name);
+      gs_csv_field(stdout, e->name);
       putchar(',');
       if (isfinite(e->value))
         printf("%.15g", e->value);
       putchar(',');
-      report_csv_field(stdout, e->labels);
+      gs_csv_field(stdout, e->labels);
       putchar(',');
-      report_csv_field(stdout, e->text);
+      gs_csv_field(stdout, e->text);
       putchar('\n');
     } else if (o->json) {
       printf("%s\n {\"t_s\": %.6f, \"kind\": ", first ? "" : ",", (double)e->t / GS_NS_PER_S);
-      report_json_str(stdout, e->kind);
+      gs_json_str(stdout, e->kind);
       json_field("name", e->name);
       printf(", \"value\": ");
       gs_json_num(stdout, e->value);
@@ -278,9 +278,9 @@ static int show_events(struct store *st, const struct store_run *run, const stru
       printf("}");
     } else {
       char kind[32], name[128], labels[256];
-      printf("%10.3f  %-16s %-24s %-20s ", (double)e->t / GS_NS_PER_S, report_term_copy(kind, sizeof kind, e->kind),
-             report_term_copy(name, sizeof name, e->name), report_term_copy(labels, sizeof labels, e->labels));
-      report_term(stdout, e->text);
+      printf("%10.3f  %-16s %-24s %-20s ", (double)e->t / GS_NS_PER_S, gs_term_copy(kind, sizeof kind, e->kind),
+             gs_term_copy(name, sizeof name, e->name), gs_term_copy(labels, sizeof labels, e->labels));
+      gs_term_text(stdout, e->text, 0);
       putchar('\n');
     }
     first = 0;
@@ -300,9 +300,9 @@ static int show_params(struct store *st, const struct store_run *run, const stru
     printf("{");
     for (size_t i = 0; i < n; i++) {
       printf("%s\n ", i ? "," : "");
-      report_json_str(stdout, kv[i].key);
+      gs_json_str(stdout, kv[i].key);
       printf(": ");
-      report_json_str(stdout, kv[i].value);
+      gs_json_str(stdout, kv[i].value);
     }
     printf("%s}\n", n ? "\n" : "");
   } else {
@@ -310,13 +310,13 @@ static int show_params(struct store *st, const struct store_run *run, const stru
       printf("key,value\n");
     for (size_t i = 0; i < n; i++) {
       if (o->csv) {
-        report_csv_field(stdout, kv[i].key);
+        gs_csv_field(stdout, kv[i].key);
         putchar(',');
-        report_csv_field(stdout, kv[i].value);
+        gs_csv_field(stdout, kv[i].value);
       } else {
         char key[160];
-        printf("%-32s ", report_term_copy(key, sizeof key, kv[i].key));
-        report_term(stdout, kv[i].value);
+        printf("%-32s ", gs_term_copy(key, sizeof key, kv[i].key));
+        gs_term_text(stdout, kv[i].value, 0);
       }
       putchar('\n');
     }
@@ -334,12 +334,12 @@ static int show_notes(struct store *st, const struct store_run *run, const struc
     printf("[");
     for (size_t i = 0; i < n; i++) {
       printf("%s", i ? ", " : "");
-      report_json_str(stdout, notes[i]);
+      gs_json_str(stdout, notes[i]);
     }
     printf("]\n");
   } else {
     for (size_t i = 0; i < n; i++) {
-      report_term(stdout, notes[i]);
+      gs_term_text(stdout, notes[i], 0);
       putchar('\n');
     }
   }
@@ -376,17 +376,17 @@ int cmd_show(int argc, char **argv) {
     printf("source,name,labels,unit,t_s,value\n");
   if (o.json) {
     printf("{\"run\": ");
-    report_json_str(stdout, run.id);
+    gs_json_str(stdout, run.id);
     printf(", \"series\": [");
   }
   for (size_t i = 0; i < n && !rc; i++) {
     if (!series_matches(&series[i], o.metric))
       continue;
     struct show_ctx c = {.s = &series[i], .json = o.json, .csv = o.csv, .first = 1};
-    report_term_copy(c.source, sizeof c.source, series[i].source);
-    report_term_copy(c.name, sizeof c.name, series[i].name);
-    report_term_copy(c.labels, sizeof c.labels, series[i].labels);
-    report_term_copy(c.unit, sizeof c.unit, series[i].unit);
+    gs_term_copy(c.source, sizeof c.source, series[i].source);
+    gs_term_copy(c.name, sizeof c.name, series[i].name);
+    gs_term_copy(c.labels, sizeof c.labels, series[i].labels);
+    gs_term_copy(c.unit, sizeof c.unit, series[i].unit);
     if (o.json) {
       json_series_open(&series[i], !shown);
       printf(", \"points\": [");
@@ -402,7 +402,7 @@ int cmd_show(int argc, char **argv) {
   if (!rc && o.metric && !shown) {
     char glob[256];
     fprintf(stderr, "gpuscope: no series of run %s matches '%s' (see 'gpuscope metrics %s')\n", run.id,
-            report_term_copy(glob, sizeof glob, o.metric), run.id);
+            gs_term_copy(glob, sizeof glob, o.metric), run.id);
   }
   free(series);
   st->close(st);
@@ -422,11 +422,11 @@ static int print_catalog(const struct read_opts *o) {
         continue;
       if (o->json) {
         printf("%s\n {\"source\": ", first ? "" : ",");
-        report_json_str(stdout, c->name);
+        gs_json_str(stdout, c->name);
         json_field("name", d->name);
         json_field("unit", d->unit);
         printf(", \"kind\": \"%s\", \"help\": ", gs_kind_name(d->kind));
-        report_json_str(stdout, d->help);
+        gs_json_str(stdout, d->help);
         printf("}");
       } else {
         printf("%-9s %-36s %-6s %s\n", c->name, d->name, d->unit, d->help);
@@ -473,9 +473,9 @@ int cmd_metrics(int argc, char **argv) {
       printf(", \"kind\": \"%s\", \"count\": %lld}", gs_kind_name(s->kind), (long long)s->count);
     } else {
       char src[32], name[160], labels[256], unit[16];
-      printf("%-10s %-36s %-28s %-6s %-8s %8lld\n", report_term_copy(src, sizeof src, s->source),
-             report_term_copy(name, sizeof name, s->name), report_term_copy(labels, sizeof labels, s->labels),
-             report_term_copy(unit, sizeof unit, s->unit), gs_kind_name(s->kind), (long long)s->count);
+      printf("%-10s %-36s %-28s %-6s %-8s %8lld\n", gs_term_copy(src, sizeof src, s->source),
+             gs_term_copy(name, sizeof name, s->name), gs_term_copy(labels, sizeof labels, s->labels),
+             gs_term_copy(unit, sizeof unit, s->unit), gs_kind_name(s->kind), (long long)s->count);
     }
     shown++;
   }

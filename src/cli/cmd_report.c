@@ -92,11 +92,11 @@ static int report_load_or_exit(struct store *st, const char *ref, int rediagnose
  * again). Returns 0 or GS_EXIT_FAIL. */
 static int report_diag_status(const char *cmd, const struct report_run *r) {
   if (r->save_error[0])
-    fprintf(stderr, "gpuscope: %s: run %s: the findings were not saved in the store: %s\n", cmd, r->run.id,
+    fprintf(stderr, "gpuscope: %s: run %s: the findings were not saved in the store: %s\n", cmd, r->view.run.id,
             r->save_error);
   if (!r->diag_rc)
     return 0;
-  return cli_error(GS_EXIT_FAIL, "%s: run %s: the diagnosis could not run: %s", cmd, r->run.id, r->diag_error);
+  return cli_error(GS_EXIT_FAIL, "%s: run %s: the diagnosis could not run: %s", cmd, r->view.run.id, r->diag_error);
 }
 
 /* Writes a file through write(out, user): "-" is stdout. Returns 0 or an exit code (printed). */
@@ -140,7 +140,7 @@ struct html_job {
 /* The HTML report is the web app's run page, self-contained (serve/page.c): one front end. */
 static int write_html(FILE *out, void *user) {
   struct html_job *j = user;
-  char *ref = (char *)j->r->run.id;
+  char *ref = (char *)j->r->view.run.id;
   return serve_page_write(out, j->st, &ref, 1);
 }
 
@@ -171,8 +171,8 @@ int cmd_report(int argc, char **argv) {
     struct html_job j = {group ? group : st, &r};
     rc = report_write_file(o.html, write_html, &j);
     if (!rc && !o.json && strcmp(o.html, "-"))
-      printf("gpuscope: wrote %s (run %s, %zu finding%s)\n", o.html, r.run.id, r.nfindings,
-             r.nfindings == 1 ? "" : "s");
+      printf("gpuscope: wrote %s (run %s, %zu finding%s)\n", o.html, r.view.run.id, r.view.nfindings,
+             r.view.nfindings == 1 ? "" : "s");
   }
   if (!rc && o.json)
     rc = report_json(stdout, &r) ? cli_error(GS_EXIT_FAIL, "%s", gs_last_error()) : 0;
@@ -200,7 +200,7 @@ static int write_compare_html(FILE *out, void *user) {
   if (!ids)
     return gs_fail(GS_ENOMEM, "out of memory");
   for (size_t i = 0; i < j->n; i++)
-    ids[i] = (char *)j->runs[i].run.id;
+    ids[i] = (char *)j->runs[i].view.run.id;
   int rc = serve_page_write(out, j->st, ids, j->n);
   free(ids);
   return rc;

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Error codes: functions return 0 or one of these (negative). */
 enum {
@@ -50,14 +51,43 @@ const char *gs_fmt_bytes(double bytes, char *buf, size_t n);
 /* Decodes one UTF-8 code point at s (NUL-terminated); invalid or overlong bytes give U+FFFD and
  * consume one byte. Returns the bytes consumed (0 at the end). */
 size_t gs_utf8_next(const char *s, uint32_t *cp);
+/* Grows k parallel arrays to twice *cap elements (first_cap when *cap is 0): cols[i] is the address of
+ * the i-th array's pointer (an int64_t **, a double **, ...) and size[i] its element's size. An array
+ * that grew is kept grown even when another could not; *cap rises only when all did. Returns 0, or
+ * -1 when memory ran out (no message: the caller says what it was growing). The one growth step of
+ * the arrays the store's readers fill (struct store_points, the rollup accumulator). */
+int gs_grow_columns(size_t *cap, size_t first_cap, size_t k, void *const cols[], const size_t size[]);
+
 /* Writes code point c as UTF-8 to out (a FILE *). */
 void gs_utf8_put(void *out_file, uint32_t c);
 /* Writes s as a JSON string literal to out (a FILE *): '"' and '\\' escaped, newline and tab as
  * \n and \t, other control characters and DEL as \u00XX, invalid UTF-8 replaced by U+FFFD. NULL
- * writes "". The one JSON string writer: the report's rp_json_str and every command use it. */
+ * writes "". The one JSON string writer: every command, report and serve use it. */
 void gs_json_str(void *out_file, const char *s);
-/* Writes a number as JSON (null when not finite). */
+/* Writes a number as JSON (null when not finite). The one JSON number writer. */
 void gs_json_num(void *out_file, double v);
+
+/* ---- untrusted text out (core/text.c): every command's output goes through these ---- */
+
+/* 1 when s is exactly one valid JSON object (RFC 8259; depth at most 32), else 0. */
+int gs_json_object_valid(const char *s);
+/* Calls fn for each top-level member of a valid JSON object: key without quotes (escapes left as
+ * they are) and the value's raw text. Does nothing when obj is not valid. */
+void gs_json_members(const char *obj,
+                     void (*fn)(void *user, const char *key, size_t klen, const char *val, size_t vlen), void *user);
+/* Text escaped for HTML (&, <, >, ", '; other control characters but newline and tab as a space),
+ * invalid UTF-8 replaced. */
+void gs_html_text(FILE *out, const char *s);
+/* Text for a terminal: control characters (escape sequences included) dropped, tabs (and newlines
+ * unless newlines is set) as spaces, the bidirectional controls (gs_utf8_is_bidi) shown as
+ * "<U+202E>", invalid UTF-8 replaced. */
+void gs_term_text(FILE *out, const char *s, int newlines);
+/* The same (newlines as spaces) into dst (n bytes with the NUL), cut at a character boundary: for
+ * padded table columns. Returns dst. */
+const char *gs_term_copy(char *dst, size_t n, const char *s);
+/* s as one RFC 4180 CSV field: always quoted, '"' doubled, newlines kept inside the quotes, other
+ * control characters dropped, invalid UTF-8 replaced. */
+void gs_csv_field(FILE *out, const char *s);
 
 /* NVML's clock-event ("throttle") reasons, named as NVML names them: the one table the collector
  * (event names), the doctor (which bits cut clocks for heat or power) and the reports read. The

@@ -11,6 +11,24 @@
 
 static _Thread_local char last_error[512];
 
+int gs_grow_columns(size_t *cap, size_t first_cap, size_t k, void *const cols[], const size_t size[]) {
+  size_t want = *cap ? *cap * 2 : first_cap;
+  int ok = want > *cap;
+  for (size_t i = 0; i < k && ok; i++) {
+    /* through memcpy: cols[i] points at a typed pointer (int64_t *, double *), not at a void * */
+    void *old, *grown;
+    memcpy(&old, cols[i], sizeof old);
+    grown = want <= SIZE_MAX / size[i] ? realloc(old, want * size[i]) : NULL;
+    if (grown)
+      memcpy(cols[i], &grown, sizeof grown);
+    ok = grown != NULL;
+  }
+  if (!ok)
+    return -1;
+  *cap = want;
+  return 0;
+}
+
 const char *gs_last_error(void) {
   return last_error;
 }

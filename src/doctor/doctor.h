@@ -77,6 +77,13 @@ int doctor_proc_roles(const struct runview *v, int64_t from, int64_t to, struct 
 /* "launcher", "trainer", "loader worker" or "" for other. */
 const char *doctor_role_name(enum doctor_role role);
 
+/* The unit of an evidence value, from its key (klen bytes; the doctor's naming): "share" (0-1),
+ * "pct" (0-100), "bytes", "bytes_s", "s", "cores", "mhz", "w", "c" (degrees), "j", "h" (hours), "x"
+ * (a speed-up or ratio), or "" (a count, a plain number, text). The one table of evidence units:
+ * report's text formats by it, and the API sends it beside each finding's evidence
+ * ("evidence_units") for the web page. Can't fail; never NULL. */
+const char *doctor_evidence_unit(const char *key, size_t klen);
+
 /* Is a gap of gap_s between two steps, where the typical gap is typical_s, a stall? The doctor's
  * test (DR_STALL_MIN_S longer and DR_STALL_FACTOR times as long), exported so a chart of the gaps
  * marks exactly the stalls a periodic_stall finding counts. */

@@ -260,8 +260,6 @@ void dr_set_estimate(struct store_finding *f, const struct dr_run *d, double sha
 void dr_not_judged(struct dr_run *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* v, or dflt when v is not finite. */
 double dr_fin(double v, double dflt);
-/* qsort comparator for doubles, ascending. */
-int dr_cmp_double(const void *a, const void *b);
 /* Median of v[0..n) (sorts v in place); NAN when n == 0. */
 double dr_median(double *v, size_t n);
 /* A number that may be unknown, for a title or a fix: "12 MHz" (decimals, unit; "" none), or "—"

@@ -7,21 +7,55 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
+
+/* Evidence units by the key's ending, first match wins (so _bytes_s before _s). */
+static const struct {
+  const char *suffix, *unit;
+} EVIDENCE_UNITS[] = {
+    {"_bytes_s", "bytes_s"},
+    {"_bytes", "bytes"},
+    {"bytes_per_worker", "bytes"},
+    {"_share", "share"},
+    {"_estimate", "share"},
+    {"_pct", "pct"},
+    {"_s_per_batch", "s"},
+    {"_s", "s"},
+    {"_cores", "cores"},
+    {"_cores_min", "cores"},
+    {"_cores_max", "cores"},
+    {"_mhz", "mhz"},
+    {"_w", "w"},
+    {"_c", "c"},
+    {"_j", "j"},
+    {"_hours", "h"},
+    {"_speedup", "x"},
+    {"speedup_by_workers", "x"},
+    {"_ratio", "x"},
+    {"_scale", "x"},
+    {"slower_by", "x"},
+};
+
+const char *doctor_evidence_unit(const char *key, size_t klen) {
+  if ((klen == 7 && !memcmp(key, "speedup", 7)))
+    return "x";
+  for (size_t i = 0; i < sizeof EVIDENCE_UNITS / sizeof *EVIDENCE_UNITS; i++) {
+    size_t sl = strlen(EVIDENCE_UNITS[i].suffix);
+    if (klen >= sl && !memcmp(key + klen - sl, EVIDENCE_UNITS[i].suffix, sl))
+      return EVIDENCE_UNITS[i].unit;
+  }
+  return "";
+}
 
 double dr_fin(double v, double dflt) {
   return isfinite(v) ? v : dflt;
 }
 
-int dr_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 double dr_median(double *v, size_t n) {
   if (!n)
     return NAN;
-  qsort(v, n, sizeof *v, dr_cmp_double);
+  qsort(v, n, sizeof *v, runview_cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

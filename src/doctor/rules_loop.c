@@ -666,7 +666,7 @@ static size_t step_stalls(const struct dr_run *d, struct stall *out, size_t cap,
     free(gaps);
     return 0;
   }
-  qsort(gaps, m, sizeof *gaps, dr_cmp_double);
+  qsort(gaps, m, sizeof *gaps, runview_cmp_double);
   double med = gaps[(m - 1) / 2];
   free(gaps);
   *typical = med;

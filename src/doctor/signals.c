@@ -17,14 +17,10 @@
 /* The steps of the view whose whole step lies in [from, to] (all of them for the usual window), as a
  * borrowed stretch of the view's array. */
 static void window_steps(struct dr_run *d, int64_t from, int64_t to) {
-  const struct runview *v = d->v;
-  size_t a = 0, b = v->nsteps;
-  while (a < b && (v->steps[a].t < from || v->steps[a].t - (int64_t)(v->steps[a].total * GS_NS_PER_S) < from))
-    a++;
-  while (b > a && v->steps[b - 1].t > to)
-    b--;
-  d->steps = v->steps + a;
-  d->nsteps = b - a;
+  size_t first, n;
+  runview_steps_in(d->v, from, to, &first, &n);
+  d->steps = d->v->steps + first;
+  d->nsteps = n;
 }
 
 /* The analysis window: within [from, to] (clipped to the run), the stretch of the training steps when

@@ -9,100 +9,20 @@
 
 #include "doctor/doctor_int.h"
 
-static double quantile_sorted(const double *v, size_t n, double q) {
-  if (!n)
-    return NAN;
-  double pos = q * (double)(n - 1);
-  size_t i = (size_t)pos;
-  double frac = pos - (double)i;
-  return i + 1 < n ? v[i] * (1 - frac) + v[i + 1] * frac : v[i];
-}
-
-/* The time the held steps in the window cover: each stretch from its first step's start to its last
- * step's end. */
-static double held_span(const struct dr_run *d) {
-  double span = 0;
-  for (size_t i = 0, j; i < d->nsteps; i = j) {
-    for (j = i + 1; j < d->nsteps && d->steps[j].stretch == d->steps[i].stretch;)
-      j++;
-    span += (double)(d->steps[j - 1].t - d->steps[i].t) / GS_NS_PER_S + d->steps[i].total;
-  }
-  return span;
-}
-
-/* A view holding a sample of a long run's steps (runview.h): over the usual window (every held step),
- * the means and shares are the whole run's sums; over a narrower one, throughput is the held steps'
- * samples over the time they cover, not over the whole window. The median stays the sample's. */
-static void sampled_figures(struct dr_run *d, double samples, size_t ns) {
-  const struct runview_loop *l = &d->v->loop;
-  if (d->nsteps < d->v->nsteps) {
-    double span = held_span(d);
-    d->samples_per_s = ns && span > 0 ? samples / span : NAN;
-    return;
-  }
-  if (!(l->total > 0))
-    return;
-  d->step_mean = l->total / (double)d->v->nsteps_total;
-  d->data_mean = d->data_share = d->h2d_mean = d->h2d_share = d->compute_mean = NAN;
-  d->samples_per_step = d->samples_per_s = NAN;
-  if (l->ndata && l->data_total > 0)
-    d->data_mean = l->data / (double)l->ndata, d->data_share = fmin(1, l->data / l->data_total);
-  if (l->nh2d && l->h2d_total > 0)
-    d->h2d_mean = l->h2d / (double)l->nh2d, d->h2d_share = fmin(1, l->h2d / l->h2d_total);
-  if (l->ncompute)
-    d->compute_mean = l->compute / (double)l->ncompute;
-  if (l->nsamples) {
-    d->samples_per_step = l->samples / (double)l->nsamples;
-    if (d->window_s > 0)
-      d->samples_per_s = l->samples / d->window_s;
-  }
-}
-
+/* The window's steps' figures, from the run view's one definition (runview_step_figures): over the
+ * usual window of a view holding a sample of a long run, the whole run's sums. */
 static void step_figures(struct dr_run *d) {
   d->step_mean = d->step_median = d->data_mean = d->h2d_mean = d->compute_mean = NAN;
   d->data_share = d->h2d_share = d->samples_per_step = d->samples_per_s = NAN;
   if (d->nsteps < DR_MIN_STEPS)
     return;
-  double *tot = malloc(d->nsteps * sizeof *tot);
-  if (!tot)
-    return;
-  /* Each phase's mean and share over the steps that reported that phase (a step without a data=
-   * field is not a step without data wait): its own count, and the total of those same steps. */
-  double sum = 0, data = 0, h2d = 0, comp = 0, samples = 0, tot_d = 0, tot_h = 0;
-  size_t nd = 0, nh = 0, nc = 0, ns = 0;
-  for (size_t i = 0; i < d->nsteps; i++) {
-    const struct runview_step *s = &d->steps[i];
-    tot[i] = s->total;
-    sum += s->total;
-    if (isfinite(s->data))
-      data += s->data, tot_d += s->total, nd++;
-    if (isfinite(s->h2d))
-      h2d += s->h2d, tot_h += s->total, nh++;
-    if (isfinite(s->compute))
-      comp += s->compute, nc++;
-    if (isfinite(s->samples))
-      samples += s->samples, ns++;
-  }
-  qsort(tot, d->nsteps, sizeof *tot, dr_cmp_double);
-  double n = (double)d->nsteps;
-  d->step_median = quantile_sorted(tot, d->nsteps, 0.5);
-  free(tot);
-  d->step_mean = sum / n;
-  if (sum <= 0)
-    return;
-  if (nd && tot_d > 0)
-    d->data_mean = data / (double)nd, d->data_share = fmin(1, data / tot_d);
-  if (nh && tot_h > 0)
-    d->h2d_mean = h2d / (double)nh, d->h2d_share = fmin(1, h2d / tot_h);
-  if (nc)
-    d->compute_mean = comp / (double)nc;
-  if (ns) {
-    d->samples_per_step = samples / (double)ns;
-    if (d->window_s > 0)
-      d->samples_per_s = samples / d->window_s;
-  }
-  if (runview_steps_sampled(d->v))
-    sampled_figures(d, samples, ns);
+  struct runview_step_figures f;
+  runview_step_figures(d->v, (size_t)(d->steps - d->v->steps), d->nsteps, &f);
+  d->step_mean = f.mean_step_s, d->step_median = f.median_step_s;
+  d->data_mean = f.data_mean_s, d->data_share = f.data_share;
+  d->h2d_mean = f.h2d_mean_s, d->h2d_share = f.h2d_share;
+  d->compute_mean = f.compute_mean_s;
+  d->samples_per_step = f.samples_per_step, d->samples_per_s = f.samples_per_s;
 }
 
 static void params_signals(struct dr_run *d) {

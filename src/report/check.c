@@ -41,17 +41,17 @@ static int every_step_counts_samples(const struct report_run *r) {
 /* The first finding of r (they are ranked) whose rule is one of rules (comma-separated; NULL: any
  * but the verdicts: healthy, insufficient_data), or NULL. */
 static const struct store_finding *explaining(const struct report_run *r, const char *rules) {
-  for (size_t i = 0; i < r->nfindings; i++) {
-    const char *id = r->findings[i].rule;
+  for (size_t i = 0; i < r->view.nfindings; i++) {
+    const char *id = r->view.findings[i].rule;
     if (!rules) {
       if (!doctor_is_verdict(id))
-        return &r->findings[i];
+        return &r->view.findings[i];
       continue;
     }
     size_t n = strlen(id);
     for (const char *p = rules; (p = strstr(p, id)); p += n)
       if ((p == rules || p[-1] == ',') && (p[n] == ',' || !p[n]))
-        return &r->findings[i];
+        return &r->view.findings[i];
   }
   return NULL;
 }
@@ -99,13 +99,13 @@ static void check_speedup(struct report_check *c, const struct report_run *r, co
            below && tied ? " (below the budget, but within the runs' own spread)" : "");
   if (it->status == REPORT_CHECK_FAIL) {
     /* what the run has that the baseline did not: a finding that appeared, else its top one */
-    for (size_t i = 0; i < r->nfindings && !it->rule[0]; i++) {
-      const struct store_finding *f = &r->findings[i];
+    for (size_t i = 0; i < r->view.nfindings && !it->rule[0]; i++) {
+      const struct store_finding *f = &r->view.findings[i];
       if (doctor_is_verdict(f->rule))
         continue;
       int in_base = 0;
-      for (size_t j = 0; j < base->nfindings; j++)
-        in_base |= !strcmp(base->findings[j].rule, f->rule);
+      for (size_t j = 0; j < base->view.nfindings; j++)
+        in_base |= !strcmp(base->view.findings[j].rule, f->rule);
       if (!in_base)
         explain(it, f);
     }
@@ -215,12 +215,12 @@ static void item_figures(const struct report_check_item *it, char *buf, size_t n
 int report_check_text(FILE *out, const struct report_run *r, const struct report_run *base,
                       const struct report_check *c) {
   fputs("gpuscope check: run ", out);
-  report_term(out, r->run.name[0] ? r->run.name : r->run.id);
+  gs_term_text(out, r->view.run.name[0] ? r->view.run.name : r->view.run.id, 0);
   if (base) {
     fputs(" against ", out);
-    report_term(out, base->run.name[0] ? base->run.name : base->run.id);
-    if (base->run.name[0])
-      fprintf(out, " (run %s)", base->run.id); /* which of that name's runs the baseline is */
+    gs_term_text(out, base->view.run.name[0] ? base->view.run.name : base->view.run.id, 0);
+    if (base->view.run.name[0])
+      fprintf(out, " (run %s)", base->view.run.id); /* which of that name's runs the baseline is */
   }
   fputc('\n', out);
   for (size_t i = 0; i < c->n; i++) {
@@ -230,11 +230,11 @@ int report_check_text(FILE *out, const struct report_run *r, const struct report
     fprintf(out, "  %-7s %s", status_word(it->status), fig);
     if (it->status == REPORT_CHECK_UNKNOWN || (it->why[0] && !strcmp(it->name, "min_speedup"))) {
       fputs(": ", out);
-      report_term(out, it->why);
+      gs_term_text(out, it->why, 0);
     }
     if (it->rule[0]) {
       fprintf(out, " — %s: ", it->rule);
-      report_term(out, it->title);
+      gs_term_text(out, it->title, 0);
       if (isfinite(it->finding_speedup) && it->finding_speedup > 1.0001)
         fprintf(out, " (~%.1fx if fixed)", it->finding_speedup);
     }
@@ -250,9 +250,9 @@ static void json_run(FILE *out, const struct report_run *r) {
     return;
   }
   fputs("{\"id\": ", out);
-  report_json_str(out, r->run.id);
+  gs_json_str(out, r->view.run.id);
   fputs(", \"name\": ", out);
-  report_json_str(out, r->run.name);
+  gs_json_str(out, r->view.run.name);
   fputc('}', out);
 }
 
@@ -266,25 +266,25 @@ int report_check_json(FILE *out, const struct report_run *r, const struct report
   for (size_t i = 0; i < c->n; i++) {
     const struct report_check_item *it = &c->items[i];
     fprintf(out, "%s{\"budget\": ", i ? ", " : "");
-    report_json_str(out, it->name);
+    gs_json_str(out, it->name);
     fputs(", \"status\": ", out);
-    report_json_str(out, it->status == REPORT_CHECK_OK ? "ok" : it->status == REPORT_CHECK_FAIL ? "fail" : "unknown");
+    gs_json_str(out, it->status == REPORT_CHECK_OK ? "ok" : it->status == REPORT_CHECK_FAIL ? "fail" : "unknown");
     fputs(", \"measured\": ", out);
-    report_json_num(out, it->measured);
+    gs_json_num(out, it->measured);
     fputs(", \"ci\": ", out);
-    report_json_num(out, it->ci);
+    gs_json_num(out, it->ci);
     fputs(", \"limit\": ", out);
-    report_json_num(out, it->limit);
+    gs_json_num(out, it->limit);
     fputs(", \"why\": ", out);
-    report_json_str(out, it->why);
+    gs_json_str(out, it->why);
     fputs(", \"explained_by\": ", out);
     if (it->rule[0]) {
       fputs("{\"rule\": ", out);
-      report_json_str(out, it->rule);
+      gs_json_str(out, it->rule);
       fputs(", \"title\": ", out);
-      report_json_str(out, it->title);
+      gs_json_str(out, it->title);
       fputs(", \"speedup\": ", out);
-      report_json_num(out, it->finding_speedup);
+      gs_json_num(out, it->finding_speedup);
       fputc('}', out);
     } else {
       fputs("null", out);
@@ -349,7 +349,7 @@ static void junit_case(FILE *out, const struct report_run *base, const struct re
   }
   if (base) {
     fputs("\nbaseline: ", out);
-    xml_text(out, base->run.name[0] ? base->run.name : base->run.id);
+    xml_text(out, base->view.run.name[0] ? base->view.run.name : base->view.run.id);
   }
   fprintf(out, "</%s>\n    </testcase>\n", el);
 }
@@ -369,25 +369,25 @@ int report_check_junit(FILE *out, const struct report_run *r, const struct repor
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n",
           c->n, failures, errors);
   fputs("  <testsuite name=\"gpuscope check ", out);
-  xml_text(out, r->run.name[0] ? r->run.name : r->run.id);
+  xml_text(out, r->view.run.name[0] ? r->view.run.name : r->view.run.id);
   fprintf(out, "\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"0\"", c->n, failures, errors);
   /* when the run started (UTC, as JUnit's timestamp: no zone), where, and how long it ran */
-  time_t t = (time_t)(r->run.start_wall_ns / 1000000000);
+  time_t t = (time_t)(r->view.run.start_wall_ns / 1000000000);
   struct tm tm;
   char when[32];
-  if (r->run.start_wall_ns > 0 && gmtime_r(&t, &tm) && strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm))
+  if (r->view.run.start_wall_ns > 0 && gmtime_r(&t, &tm) && strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm))
     fprintf(out, " timestamp=\"%s\"", when);
-  if (r->run.host[0]) {
+  if (r->view.run.host[0]) {
     fputs(" hostname=\"", out);
-    xml_text(out, r->run.host);
+    xml_text(out, r->view.run.host);
     fputc('"', out);
   }
-  if (isfinite(r->duration_s) && r->duration_s >= 0)
-    fprintf(out, " time=\"%.3f\"", r->duration_s);
+  if (isfinite(r->view.duration_s) && r->view.duration_s >= 0)
+    fprintf(out, " time=\"%.3f\"", r->view.duration_s);
   fputs(">\n    <properties>\n", out);
-  junit_property(out, "run", r->run.id);
+  junit_property(out, "run", r->view.run.id);
   if (base)
-    junit_property(out, "baseline", base->run.id);
+    junit_property(out, "baseline", base->view.run.id);
   fputs("    </properties>\n", out);
   for (size_t i = 0; i < c->n; i++)
     junit_case(out, base, &c->items[i]);

@@ -10,17 +10,9 @@
 
 #define COL 26 /* characters per run column in the text table */
 
-double rp_speedup(const struct report_run *base, const struct report_run *r) {
-  double a = base->steps.samples_per_s, b = r->steps.samples_per_s;
-  if (a > 0 && b > 0)
-    return b / a;
-  a = base->steps.median_step_s, b = r->steps.median_step_s;
-  return a > 0 && b > 0 ? a / b : NAN;
-}
-
 int rp_has_rule(const struct report_run *r, const char *rule) {
-  for (size_t i = 0; i < r->nfindings; i++)
-    if (!strcmp(r->findings[i].rule, rule))
+  for (size_t i = 0; i < r->view.nfindings; i++)
+    if (!strcmp(r->view.findings[i].rule, rule))
       return 1;
   return 0;
 }
@@ -53,6 +45,20 @@ void report_params_differ(const struct runview *const *views, size_t n, void (*f
     }
 }
 
+void report_param_values_json(FILE *out, const struct runview *const *views, size_t n, const char *key) {
+  fputc('[', out);
+  for (size_t j = 0; j < n; j++) {
+    const char *v = runview_param(views[j], key);
+    if (j)
+      fputc(',', out);
+    if (v)
+      gs_json_str(out, v);
+    else
+      fputs("null", out);
+  }
+  fputc(']', out);
+}
+
 void rp_differing_params(const struct report_run *runs, size_t n, void (*fn)(void *, const char *), void *user) {
   const struct runview **views = n ? malloc(n * sizeof *views) : NULL;
   if (!views)
@@ -77,7 +83,7 @@ static const char *cell(char *buf, size_t n, int row, const struct report_run *r
   case ROW_THROUGHPUT:
     return rp_num(buf, n, r->steps.samples_per_s, 1, "");
   case ROW_SPEEDUP: {
-    double s = rp_speedup(&runs[0], r);
+    double s = runview_step_speedup(&runs[0].steps, &r->steps);
     if (!isfinite(s))
       return rp_num(buf, n, s, 2, "");
     snprintf(buf, n, "%.2fx", s);
@@ -104,11 +110,11 @@ static const char *cell(char *buf, size_t n, int row, const struct report_run *r
 static void rule_list(char *buf, size_t n, const struct report_run *r, const struct report_run *other) {
   size_t o = 0;
   buf[0] = 0;
-  for (size_t k = 0; k < r->nfindings && o + 2 < n; k++) {
+  for (size_t k = 0; k < r->view.nfindings && o + 2 < n; k++) {
     char id[32];
-    if (other && rp_has_rule(other, r->findings[k].rule))
+    if (other && rp_has_rule(other, r->view.findings[k].rule))
       continue;
-    o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? ", " : "", rp_ident(id, sizeof id, r->findings[k].rule));
+    o += (size_t)snprintf(buf + o, n - o, "%s%s", o ? ", " : "", rp_ident(id, sizeof id, r->view.findings[k].rule));
   }
   if (o >= n)
     o = n - 1;
@@ -123,7 +129,7 @@ static void text_cell(FILE *out, const char *s) {
   size_t chars = 0;
   for (const char *p = s; *p; p++)
     chars += ((unsigned char)*p & 0xc0) != 0x80;
-  rp_text(out, s, 0);
+  gs_term_text(out, s, 0);
   for (size_t i = chars; i < COL; i++)
     fputc(' ', out);
 }
@@ -147,7 +153,7 @@ static void text_origin(void *user, const char *key) {
   for (size_t j = 0; j < t->n; j++) {
     const char *v = rp_param(&t->runs[j], key);
     fputs(j ? " → " : "", t->out);
-    rp_text(t->out, v ? v : "—", 0);
+    gs_term_text(t->out, v ? v : "—", 0);
   }
   fputc('\n', t->out);
 }
@@ -199,14 +205,14 @@ int rp_job_metric(const struct report_run *r, const char *name, struct rp_metric
 void rp_job_metrics(const struct report_run *runs, size_t n, void (*fn)(void *user, const char *name), void *user) {
   size_t shown = 0;
   for (size_t i = 0; i < n; i++)
-    for (size_t k = 0; k < runs[i].nseries && shown < RP_MAX_METRICS; k++) {
-      const struct store_series *s = &runs[i].series[k];
+    for (size_t k = 0; k < runs[i].view.nseries && shown < RP_MAX_METRICS; k++) {
+      const struct store_series *s = &runs[i].view.series[k];
       if (strcmp(s->source, "client") || s->labels[0] || !strncmp(s->name, "step.", 5) || !s->count)
         continue;
       int seen = 0;
       for (size_t j = 0; j <= i && !seen; j++)
-        for (size_t m = 0; m < runs[j].nseries && !seen; m++) {
-          const struct store_series *o = &runs[j].series[m];
+        for (size_t m = 0; m < runs[j].view.nseries && !seen; m++) {
+          const struct store_series *o = &runs[j].view.series[m];
           if ((j < i || m < k) && !strcmp(o->source, "client") && !o->labels[0] && !strcmp(o->name, s->name) &&
               o->count)
             seen = 1;
@@ -223,7 +229,7 @@ static void text_metric(void *user, const char *name) {
   if (!t->any)
     fputs("\njob metrics (last / best)\n", t->out);
   t->any = 1;
-  char k[8 + sizeof t->runs->series->name]; /* the whole name: a long one widens its row */
+  char k[8 + sizeof t->runs->view.series->name]; /* the whole name: a long one widens its row */
   snprintf(k, sizeof k, "  %s", name);
   text_cell(t->out, k);
   for (size_t j = 0; j < t->n; j++) {
@@ -242,7 +248,8 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
   text_cell(out, "");
   for (size_t i = 0; i < n; i++) {
     char head[COL];
-    snprintf(head, sizeof head, "%.12s%s%.10s", runs[i].run.id, runs[i].run.name[0] ? " " : "", runs[i].run.name);
+    snprintf(head, sizeof head, "%.12s%s%.10s", runs[i].view.run.id, runs[i].view.run.name[0] ? " " : "",
+             runs[i].view.run.name);
     text_cell(out, head);
   }
   fputc('\n', out);
@@ -264,15 +271,15 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
   for (size_t i = 0; i < n; i++) {
     char all[512], app[512], gone[512];
     rule_list(all, sizeof all, &runs[i], NULL);
-    fprintf(out, "  %.12s: ", runs[i].run.id);
-    rp_text(out, all, 0);
+    fprintf(out, "  %.12s: ", runs[i].view.run.id);
+    gs_term_text(out, all, 0);
     if (i) {
       rule_list(app, sizeof app, &runs[i], &runs[0]);
       rule_list(gone, sizeof gone, &runs[0], &runs[i]);
       fputs("\n      appeared: ", out);
-      rp_text(out, app, 0);
+      gs_term_text(out, app, 0);
       fputs("; disappeared: ", out);
-      rp_text(out, gone, 0);
+      gs_term_text(out, gone, 0);
     }
     fputc('\n', out);
   }

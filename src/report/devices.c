@@ -88,9 +88,9 @@ static void write_json_device(FILE *out, unsigned index, const struct nvml_facts
 static void write_text_device(FILE *out, unsigned index, const struct nvml_facts *f, int lost) {
   /* The driver's text is bytes, not checked text: the terminal writer's escaping, as for the store's. */
   char mem[32], cc[16], name[4 * sizeof f->name], uuid[4 * sizeof f->uuid], bus[4 * sizeof f->pci_bus_id], t[400];
-  report_term_copy(name, sizeof name, f->name);
-  report_term_copy(uuid, sizeof uuid, f->uuid);
-  report_term_copy(bus, sizeof bus, f->pci_bus_id);
+  gs_term_copy(name, sizeof name, f->name);
+  gs_term_copy(uuid, sizeof uuid, f->uuid);
+  gs_term_copy(bus, sizeof bus, f->pci_bus_id);
   fprintf(out, "GPU %u: %s (UUID: %s)%s\n", index, name[0] ? name : "?", uuid[0] ? uuid : "?", lost ? "  LOST" : "");
   if (lost)
     return;
@@ -103,8 +103,8 @@ static void write_text_device(FILE *out, unsigned index, const struct nvml_facts
           f->fam_basic || f->fam_samples || f->fam_per_process || f->fam_gpm ? "" : " none");
   for (int i = 0; i < f->n_mig; i++) {
     const struct nvml_mig_facts *m = &f->mig[i];
-    report_term_copy(t, sizeof t, m->profile);
-    report_term_copy(uuid, sizeof uuid, m->uuid);
+    gs_term_copy(t, sizeof t, m->profile);
+    gs_term_copy(uuid, sizeof uuid, m->uuid);
     fprintf(out, "  MIG %s  GPU instance %u, compute instance %u  memory %s  (UUID: %s)\n", t[0] ? t : "?", m->gi,
             m->ci, m->mem_total >= 0 ? gs_fmt_bytes((double)m->mem_total, mem, sizeof mem) : "?", uuid[0] ? uuid : "?");
   }

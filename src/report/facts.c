@@ -11,8 +11,8 @@
 
 static double stat_mean(const struct report_run *r, const char *source, const char *name, const char *labels,
                         double *max, double *min) {
-  struct series_stats s;
-  if (report_view_stats(&r->view, source, name, labels, &s) || !s.n) {
+  struct runview_stats s;
+  if (runview_stats(&r->view, source, name, labels, INT64_MIN, INT64_MAX, &s) || !s.n) {
     if (max)
       *max = NAN;
     if (min)
@@ -30,9 +30,9 @@ static double stat_mean(const struct report_run *r, const char *source, const ch
  * that gave no figure at all (every call failing), whose figures then all stay unknown. */
 static int load_gpus(struct report_run *r) {
   int max = -1;
-  for (size_t i = 0; i < r->nseries; i++) {
-    int g = !strcmp(r->series[i].source, "nvml") ? runview_gpu_label(r->series[i].labels) : -1;
-    if (g > max && r->series[i].count > 0)
+  for (size_t i = 0; i < r->view.nseries; i++) {
+    int g = !strcmp(r->view.series[i].source, "nvml") ? runview_gpu_label(r->view.series[i].labels) : -1;
+    if (g > max && r->view.series[i].count > 0)
       max = g;
   }
   double cnt = runview_param_num(&r->view, "gpu.count");
@@ -64,9 +64,10 @@ static int load_gpus(struct report_run *r) {
     x->power = stat_mean(r, "nvml", "gpu.power_w", lab, NULL, NULL);
     stat_mean(r, "nvml", "gpu.power_limit_w", lab, &x->power_limit, NULL);
     stat_mean(r, "nvml", "gpu.temp_c", lab, &x->temp_max, NULL);
-    struct series_stats e;
+    struct runview_stats e;
     x->energy_j = NAN;
-    if (!report_view_stats(&r->view, "nvml", "gpu.energy_j", lab, &e) && e.n >= 2 && e.last >= e.first)
+    if (!runview_stats(&r->view, "nvml", "gpu.energy_j", lab, INT64_MIN, INT64_MAX, &e) && e.n >= 2 &&
+        e.last >= e.first)
       x->energy_j = e.last - e.first;
   }
   return GS_OK;
@@ -81,7 +82,7 @@ static void figures(struct report_run *r) {
     const struct report_gpu *g = &r->gpus[i];
     if (isfinite(g->util)) {
       util += g->util, nu++;
-      idle += (1 - fmin(fmax(g->util, 0), 100) / 100) * r->duration_s / 3600;
+      idle += (1 - fmin(fmax(g->util, 0), 100) / 100) * r->view.duration_s / 3600;
     }
     if (isfinite(g->sm_active))
       sm += g->sm_active, ns++;
@@ -92,7 +93,7 @@ static void figures(struct report_run *r) {
   }
   if (nu) {
     r->gpu_util = util / nu;
-    r->gpu_idle_hours = isfinite(r->duration_s) ? idle : NAN;
+    r->gpu_idle_hours = isfinite(r->view.duration_s) ? idle : NAN;
   }
   if (ns)
     r->sm_active = sm / ns;
@@ -101,29 +102,17 @@ static void figures(struct report_run *r) {
     if (r->steps.samples > 0)
       r->energy_per_sample = energy / r->steps.samples;
   }
-  if (r->ngpus && isfinite(r->duration_s))
-    r->gpu_hours = r->ngpus * r->duration_s / 3600;
+  if (r->ngpus && isfinite(r->view.duration_s))
+    r->gpu_hours = r->ngpus * r->view.duration_s / 3600;
   r->host_cpu = stat_mean(r, "host", "host.cpu.busy_pct", "cpu=total", NULL, NULL);
   r->job_cpu = stat_mean(r, "proctree", "tree.cpu_pct", "", NULL, NULL);
   stat_mean(r, "proctree", "tree.rss_bytes", "", &r->job_rss_peak, NULL);
 }
 
 /* Points the names every format reads at the view's (borrowed, freed with the view). */
-static void borrow_view(struct report_run *r) {
-  const struct runview *v = &r->view;
-  r->run = v->run;
-  r->series = v->series, r->nseries = v->nseries;
-  r->events = v->events, r->nevents = v->nevents;
-  r->params = v->params, r->nparams = v->nparams;
-  r->notes = v->notes, r->nnotes = v->nnotes;
-  r->findings = v->findings, r->nfindings = v->nfindings;
-  r->duration_s = v->duration_s;
-}
-
 int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r) {
   memset(r, 0, sizeof *r);
   int rc = runview_load(st, ref, &r->view);
-  borrow_view(r);
   if (rc)
     return rc;
   struct runview *v = &r->view;
@@ -144,8 +133,8 @@ int report_run_load(struct store *st, const char *ref, int rediagnose, struct re
     v->findings = f, v->nfindings = nf;
     r->diagnosed = !r->diag_rc;
   }
-  borrow_view(r);
-  if ((rc = report_view_step_stats(v, &r->steps)) || (rc = load_gpus(r)))
+  runview_step_figures(v, 0, v->nsteps, &r->steps);
+  if ((rc = load_gpus(r)))
     return rc;
   figures(r);
   return GS_OK;

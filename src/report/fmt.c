@@ -1,6 +1,6 @@
-/* report/fmt: writing what the store holds — which is untrusted: any bytes in names, titles, params
- * and evidence — safely into JSON, HTML and a terminal, and formatting numbers that may be absent.
- * A small JSON checker decides whether a finding's evidence may be embedded as an object. */
+/* report/fmt: formatting numbers that may be absent, evidence values in their units, and the few
+ * facts of a run every format prints. Untrusted store text goes out through core's writers
+ * (core/text.c: JSON, HTML, terminal, CSV). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,213 +8,6 @@
 
 #include "doctor/doctor.h"
 #include "report/report_int.h"
-
-size_t rp_utf8_next(const char *s, uint32_t *cp) {
-  return gs_utf8_next(s, cp);
-}
-
-static void put_utf8(FILE *out, uint32_t c) {
-  gs_utf8_put(out, c);
-}
-
-void rp_json_str(FILE *out, const char *s) {
-  gs_json_str(out, s);
-}
-
-/* One number writer for every JSON gpuscope prints (show, metrics, runs, report, compare, serve):
- * core's, so `show --json` and `report --json` give a value the same digits. */
-void rp_json_num(FILE *out, double v) {
-  gs_json_num(out, v);
-}
-
-/* ---- a JSON checker (RFC 8259 grammar; no allocation) ---- */
-
-static const char *ws(const char *p) {
-  while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-    p++;
-  return p;
-}
-
-static const char *j_value(const char *p, int depth);
-
-static const char *j_string(const char *p) {
-  if (*p != '"')
-    return NULL;
-  for (p++; *p; p++) {
-    unsigned char ch = (unsigned char)*p;
-    if (ch == '"')
-      return p + 1;
-    if (ch < 0x20)
-      return NULL;
-    if (ch == '\\') {
-      p++;
-      if (*p == 'u') {
-        for (int i = 1; i <= 4; i++)
-          if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f') || (p[i] >= 'A' && p[i] <= 'F')))
-            return NULL;
-        p += 4;
-      } else if (!*p || !strchr("\"\\/bfnrt", *p)) {
-        return NULL;
-      }
-    } else if (ch >= 0x80) {
-      uint32_t c;
-      size_t k = rp_utf8_next(p, &c);
-      if (c == 0xfffd && k == 1)
-        return NULL;
-      p += k - 1;
-    }
-  }
-  return NULL;
-}
-
-static const char *j_number(const char *p) {
-  if (*p == '-')
-    p++;
-  if (*p == '0')
-    p++;
-  else if (*p >= '1' && *p <= '9')
-    while (*p >= '0' && *p <= '9')
-      p++;
-  else
-    return NULL;
-  if (*p == '.') {
-    p++;
-    if (!(*p >= '0' && *p <= '9'))
-      return NULL;
-    while (*p >= '0' && *p <= '9')
-      p++;
-  }
-  if (*p == 'e' || *p == 'E') {
-    p++;
-    if (*p == '+' || *p == '-')
-      p++;
-    if (!(*p >= '0' && *p <= '9'))
-      return NULL;
-    while (*p >= '0' && *p <= '9')
-      p++;
-  }
-  return p;
-}
-
-static const char *j_container(const char *p, int depth, char close) {
-  if (depth > 32)
-    return NULL;
-  p = ws(p + 1);
-  if (*p == close)
-    return p + 1;
-  for (;;) {
-    if (close == '}') {
-      if (!(p = j_string(p)))
-        return NULL;
-      p = ws(p);
-      if (*p != ':')
-        return NULL;
-      p = ws(p + 1);
-    }
-    if (!(p = j_value(p, depth + 1)))
-      return NULL;
-    p = ws(p);
-    if (*p == close)
-      return p + 1;
-    if (*p != ',')
-      return NULL;
-    p = ws(p + 1);
-  }
-}
-
-static const char *j_value(const char *p, int depth) {
-  p = ws(p);
-  switch (*p) {
-  case '{':
-    return j_container(p, depth, '}');
-  case '[':
-    return j_container(p, depth, ']');
-  case '"':
-    return j_string(p);
-  case 't':
-    return strncmp(p, "true", 4) ? NULL : p + 4;
-  case 'f':
-    return strncmp(p, "false", 5) ? NULL : p + 5;
-  case 'n':
-    return strncmp(p, "null", 4) ? NULL : p + 4;
-  default:
-    return j_number(p);
-  }
-}
-
-int rp_json_object_valid(const char *s) {
-  if (!s)
-    return 0;
-  const char *p = ws(s);
-  if (*p != '{')
-    return 0;
-  p = j_value(p, 0);
-  return p && !*ws(p);
-}
-
-void rp_json_members(const char *obj, void (*fn)(void *, const char *, size_t, const char *, size_t), void *user) {
-  if (!rp_json_object_valid(obj))
-    return;
-  const char *p = ws(ws(obj) + 1);
-  while (*p == '"') {
-    const char *kend = j_string(p);
-    const char *v = ws(ws(kend) + 1);
-    const char *vend = j_value(v, 1);
-    fn(user, p + 1, (size_t)(kend - p - 2), v, (size_t)(vend - v));
-    p = ws(vend);
-    if (*p != ',')
-      break;
-    p = ws(p + 1);
-  }
-}
-
-/* ---- HTML and terminal text ---- */
-
-void rp_html(FILE *out, const char *s) {
-  uint32_t c;
-  size_t k;
-  for (const char *p = s ? s : ""; (k = rp_utf8_next(p, &c)); p += k) {
-    switch (c) {
-    case '&':
-      fputs("&amp;", out);
-      break;
-    case '<':
-      fputs("&lt;", out);
-      break;
-    case '>':
-      fputs("&gt;", out);
-      break;
-    case '"':
-      fputs("&quot;", out);
-      break;
-    case '\'':
-      fputs("&#39;", out);
-      break;
-    default:
-      if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f)
-        fputc(' ', out);
-      else
-        put_utf8(out, c);
-    }
-  }
-}
-
-void rp_text(FILE *out, const char *s, int newlines) {
-  uint32_t c;
-  size_t k;
-  for (const char *p = s ? s : ""; (k = rp_utf8_next(p, &c)); p += k) {
-    if (c == '\n' && newlines)
-      fputc('\n', out);
-    else if (c == '\t' || c == '\n')
-      fputc(' ', out);
-    else if (c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0))
-      continue; /* no escape sequences from the store reach the terminal */
-    else if (gs_utf8_is_bidi(c))
-      fprintf(out, "<U+%04X>", (unsigned)c);
-    else
-      put_utf8(out, c);
-  }
-}
 
 const char *rp_ident(char *dst, size_t n, const char *s) {
   size_t o = 0;
@@ -263,11 +56,6 @@ const char *rp_duration(char *buf, size_t n, double seconds) {
   return gs_fmt_duration((int64_t)(seconds * GS_NS_PER_S), buf, n);
 }
 
-static int ends_with(const char *k, size_t klen, const char *suffix) {
-  size_t sl = strlen(suffix);
-  return klen >= sl && !memcmp(k + klen - sl, suffix, sl);
-}
-
 struct speedups {
   char *buf;
   size_t n, o;
@@ -301,7 +89,7 @@ const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const
   }
   if (raw[0] == '{' && klen >= 7 && !memcmp(key, "speedup", 7)) {
     struct speedups sp = {buf, n, 0};
-    rp_json_members(raw, speedup_member, &sp);
+    gs_json_members(raw, speedup_member, &sp);
     if (sp.o)
       return buf;
   }
@@ -315,29 +103,30 @@ const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const
     snprintf(buf, n, "%s", raw);
     return buf;
   }
-  if (ends_with(key, klen, "_share"))
+  const char *u = doctor_evidence_unit(key, klen);
+  if (!strcmp(u, "share"))
     snprintf(buf, n, "%.*f%%", fabs(v) < 0.1 ? 1 : 0, v * 100);
-  else if (ends_with(key, klen, "_pct"))
+  else if (!strcmp(u, "pct"))
     snprintf(buf, n, "%.0f%%", v);
-  else if (ends_with(key, klen, "_bytes_s"))
+  else if (!strcmp(u, "bytes_s"))
     snprintf(buf, n, fabs(v) >= 1e9 ? "%.2f GB/s" : "%.0f MB/s", fabs(v) >= 1e9 ? v / 1e9 : v / 1e6);
-  else if (ends_with(key, klen, "_bytes") || ends_with(key, klen, "bytes_per_worker"))
+  else if (!strcmp(u, "bytes"))
     rp_bytes(buf, n, v);
-  else if (ends_with(key, klen, "_s") || ends_with(key, klen, "_s_per_batch"))
+  else if (!strcmp(u, "s"))
     snprintf(buf, n, fabs(v) < 1 ? "%.1f ms" : "%.2f s", fabs(v) < 1 ? v * 1e3 : v);
-  else if (ends_with(key, klen, "_cores") || ends_with(key, klen, "_cores_min") || ends_with(key, klen, "_cores_max"))
+  else if (!strcmp(u, "cores"))
     snprintf(buf, n, "%.2f cores", v);
-  else if (ends_with(key, klen, "_mhz"))
+  else if (!strcmp(u, "mhz"))
     snprintf(buf, n, "%.0f MHz", v);
-  else if (ends_with(key, klen, "_w"))
+  else if (!strcmp(u, "w"))
     snprintf(buf, n, "%.0f W", v);
-  else if (ends_with(key, klen, "_c"))
+  else if (!strcmp(u, "c"))
     snprintf(buf, n, "%.0f °C", v);
-  else if (ends_with(key, klen, "_j"))
+  else if (!strcmp(u, "j"))
     snprintf(buf, n, "%.0f J", v);
-  else if ((klen >= 7 && !memcmp(key, "speedup", 7)) || ends_with(key, klen, "_speedup"))
+  else if (!strcmp(u, "x"))
     snprintf(buf, n, "%.2fx", v);
-  else if (ends_with(key, klen, "_hours"))
+  else if (!strcmp(u, "h"))
     snprintf(buf, n, "%.2f h", v);
   else if (v == floor(v) && fabs(v) < 1e15)
     snprintf(buf, n, "%.0f", v);
@@ -360,11 +149,6 @@ const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f,
            "to the same step)",
            c.findings, c.overlapping ? " (some change the same part)" : "", c.speedup);
   return buf;
-}
-
-int rp_cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 const char *rp_param(const struct report_run *r, const char *key) {

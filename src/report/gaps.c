@@ -26,7 +26,7 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
   const char *v;
   if (rp_gpu_data_stopped(kv, n)) {
     fprintf(out, "%sGPU data stopped at ", indent);
-    rp_text(out, kv_get(kv, n, "nvml.data_stopped_at_s"), 0);
+    gs_term_text(out, kv_get(kv, n, "nvml.data_stopped_at_s"), 0);
     fputs(" s (a driver call did not return): the GPU figures cover only the run's start, and no verdict "
           "below is one on the GPUs\n",
           out);
@@ -34,13 +34,13 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
   }
   if ((v = kv_get(kv, n, "ingest.client_dropped")) && strcmp(v, "0")) {
     fprintf(out, "%sthe job's client dropped ", indent);
-    rp_text(out, v, 0);
+    gs_term_text(out, v, 0);
     fputs(" messages it could not send: step figures are built on part of the steps\n", out);
     lines++;
   }
   if ((v = kv_get(kv, n, "ingest.steps_over_cap")) && strcmp(v, "0")) {
     fprintf(out, "%s", indent);
-    rp_text(out, v, 0);
+    gs_term_text(out, v, 0);
     fputs(" steps over the agent's cap of 1000 a second were counted, not stored: step figures are built on "
           "the steps kept\n",
           out);
@@ -48,7 +48,7 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
   }
   if ((v = kv_get(kv, n, "ingest.metrics_over_cap")) && strcmp(v, "0")) {
     fprintf(out, "%s", indent);
-    rp_text(out, v, 0);
+    gs_term_text(out, v, 0);
     fputs(" metric values over the agent's cap of 1000 a second per series were counted, not stored\n", out);
     lines++;
   }

@@ -2,6 +2,7 @@
  * figures, GPUs and findings (evidence as an object when it is valid JSON, else as the raw text
  * under "evidence_text") as one JSON document for tools and tests. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "doctor/doctor.h"
@@ -12,7 +13,7 @@ static void key(FILE *out, const char *k, int *first) {
     fputc(',', out);
   *first = 0;
   fprintf(out, "\n  ");
-  rp_json_str(out, k);
+  gs_json_str(out, k);
   fputs(": ", out);
 }
 
@@ -20,44 +21,44 @@ static void kv_num(FILE *out, const char *k, double v, int *first) {
   if (!*first)
     fputc(',', out);
   *first = 0;
-  rp_json_str(out, k);
+  gs_json_str(out, k);
   fputc(':', out);
-  rp_json_num(out, v);
+  gs_json_num(out, v);
 }
 
 static void kv_str(FILE *out, const char *k, const char *v, int *first) {
   if (!*first)
     fputc(',', out);
   *first = 0;
-  rp_json_str(out, k);
+  gs_json_str(out, k);
   fputc(':', out);
-  rp_json_str(out, v);
+  gs_json_str(out, v);
 }
 
 static void run_object(FILE *out, const struct report_run *r) {
   int f = 1;
   fputc('{', out);
-  kv_str(out, "id", r->run.id, &f);
-  kv_str(out, "name", r->run.name, &f);
-  kv_str(out, "group", r->run.group, &f);
-  kv_str(out, "status", r->run.status, &f);
-  kv_str(out, "command", r->run.command, &f);
-  kv_str(out, "cwd", r->run.cwd, &f);
-  kv_str(out, "host", r->run.host, &f);
-  kv_str(out, "user", r->run.user, &f);
-  kv_str(out, "tags", r->run.tags, &f);
-  kv_num(out, "start_wall_ns", (double)r->run.start_wall_ns, &f);
-  kv_num(out, "end_wall_ns", r->run.end_wall_ns ? (double)r->run.end_wall_ns : NAN, &f);
-  kv_num(out, "duration_s", r->duration_s, &f);
-  kv_num(out, "exit_code", r->run.exit_code, &f);
+  kv_str(out, "id", r->view.run.id, &f);
+  kv_str(out, "name", r->view.run.name, &f);
+  kv_str(out, "group", r->view.run.group, &f);
+  kv_str(out, "status", r->view.run.status, &f);
+  kv_str(out, "command", r->view.run.command, &f);
+  kv_str(out, "cwd", r->view.run.cwd, &f);
+  kv_str(out, "host", r->view.run.host, &f);
+  kv_str(out, "user", r->view.run.user, &f);
+  kv_str(out, "tags", r->view.run.tags, &f);
+  kv_num(out, "start_wall_ns", (double)r->view.run.start_wall_ns, &f);
+  kv_num(out, "end_wall_ns", r->view.run.end_wall_ns ? (double)r->view.run.end_wall_ns : NAN, &f);
+  kv_num(out, "duration_s", r->view.duration_s, &f);
+  kv_num(out, "exit_code", r->view.run.exit_code, &f);
   fputc('}', out);
 }
 
 static void params_object(FILE *out, const struct report_run *r) {
   int f = 1;
   fputc('{', out);
-  for (size_t i = 0; i < r->nparams; i++)
-    kv_str(out, r->params[i].key ? r->params[i].key : "", r->params[i].value, &f);
+  for (size_t i = 0; i < r->view.nparams; i++)
+    kv_str(out, r->view.params[i].key ? r->view.params[i].key : "", r->view.params[i].value, &f);
   fputc('}', out);
 }
 
@@ -121,7 +122,7 @@ static void finding_object(FILE *out, const struct store_finding *x) {
   kv_num(out, "lost_s", x->lost_s, &f);
   kv_num(out, "speedup", x->speedup, &f);
   kv_str(out, "title", x->title, &f);
-  if (rp_json_object_valid(x->evidence)) {
+  if (gs_json_object_valid(x->evidence)) {
     fputs(",\"evidence\":", out);
     fputs(x->evidence, out);
   } else {
@@ -134,9 +135,9 @@ static void finding_object(FILE *out, const struct store_finding *x) {
 
 static void findings_array(FILE *out, const struct report_run *r) {
   fputc('[', out);
-  for (size_t i = 0; i < r->nfindings; i++) {
+  for (size_t i = 0; i < r->view.nfindings; i++) {
     fputs(i ? ",\n    " : "\n    ", out);
-    finding_object(out, &r->findings[i]);
+    finding_object(out, &r->view.findings[i]);
   }
   fputc(']', out);
 }
@@ -157,7 +158,7 @@ int report_json(FILE *out, const struct report_run *r) {
   /* A diagnosis that failed: "error" says why and findings is null, never an empty list. */
   if (r->diag_rc) {
     key(out, "error", &first);
-    rp_json_str(out, r->diag_error);
+    gs_json_str(out, r->diag_error);
   }
   key(out, "findings", &first);
   if (r->diag_rc)
@@ -167,7 +168,7 @@ int report_json(FILE *out, const struct report_run *r) {
   /* The findings' gains combined by one step-time model (doctor_combine); null with fewer than two. */
   key(out, "combined", &first);
   struct doctor_combined c;
-  doctor_combine(r->findings, r->nfindings, &c);
+  doctor_combine(r->view.findings, r->view.nfindings, &c);
   if (c.findings < 2) {
     fputs("null", out);
   } else {
@@ -185,10 +186,10 @@ int report_json(FILE *out, const struct report_run *r) {
   }
   key(out, "notes", &first);
   fputc('[', out);
-  for (size_t i = 0; i < r->nnotes; i++) {
+  for (size_t i = 0; i < r->view.nnotes; i++) {
     if (i)
       fputc(',', out);
-    rp_json_str(out, r->notes[i]);
+    gs_json_str(out, r->view.notes[i]);
   }
   fputs("]\n}\n", out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the report") : GS_OK;
@@ -199,10 +200,10 @@ int report_json(FILE *out, const struct report_run *r) {
 static void rules_array(FILE *out, const struct report_run *r, const struct report_run *other, int missing_in_other) {
   int f = 1;
   fputc('[', out);
-  for (size_t k = 0; k < r->nfindings; k++)
-    if (!other || (missing_in_other && !rp_has_rule(other, r->findings[k].rule))) {
+  for (size_t k = 0; k < r->view.nfindings; k++)
+    if (!other || (missing_in_other && !rp_has_rule(other, r->view.findings[k].rule))) {
       fputs(f ? "" : ",", out), f = 0;
-      rp_json_str(out, r->findings[k].rule);
+      gs_json_str(out, r->view.findings[k].rule);
     }
   fputc(']', out);
 }
@@ -212,24 +213,16 @@ struct param_diff {
   const struct report_run *runs;
   size_t n;
   int first;
+  const struct runview **views; /* the runs' views, for report_param_values_json */
 };
 
 static void param_diff(void *user, const char *key) {
   struct param_diff *p = user;
   fputs(p->first ? "\n  " : ",\n  ", p->out);
   p->first = 0;
-  rp_json_str(p->out, key);
-  fputs(": [", p->out);
-  for (size_t j = 0; j < p->n; j++) {
-    const char *v = rp_param(&p->runs[j], key);
-    if (j)
-      fputc(',', p->out);
-    if (v)
-      rp_json_str(p->out, v);
-    else
-      fputs("null", p->out);
-  }
-  fputc(']', p->out);
+  gs_json_str(p->out, key);
+  fputs(": ", p->out);
+  report_param_values_json(p->out, p->views, p->n, key);
 }
 
 /* One job metric across the runs: {"better": "lower"|"higher", "runs": [{"n", "last", "best"}, ...]},
@@ -240,7 +233,7 @@ static void metric_json(void *user, const char *name) {
     fputc(',', d->out);
   d->first = 0;
   fputs("\n  ", d->out);
-  rp_json_str(d->out, name);
+  gs_json_str(d->out, name);
   struct rp_metric m;
   rp_job_metric(&d->runs[0], name, &m);
   fprintf(d->out, ": {\"better\": \"%s\", \"runs\": [", m.lower_better ? "lower" : "higher");
@@ -252,9 +245,9 @@ static void metric_json(void *user, const char *name) {
       continue;
     }
     fprintf(d->out, "{\"n\": %zu, \"last\": ", m.n);
-    rp_json_num(d->out, m.last);
+    gs_json_num(d->out, m.last);
     fputs(", \"best\": ", d->out);
-    rp_json_num(d->out, m.best);
+    gs_json_num(d->out, m.best);
     fputc('}', d->out);
   }
   fputs("]}", d->out);
@@ -270,7 +263,7 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
     fputs(",\"figures\":", out);
     figures_object(out, r);
     fputs(",\"speedup_vs_first\":", out);
-    rp_json_num(out, rp_speedup(&runs[0], r));
+    gs_json_num(out, runview_step_speedup(&runs[0].steps, &r->steps));
     fputs(",\"rules\":", out);
     rules_array(out, r, NULL, 0);
     fputs(",\"appeared\":", out);
@@ -284,21 +277,27 @@ int report_compare_json(FILE *out, const struct report_run *runs, size_t n) {
     else
       fputs("[]", out);
     fputs(",\"findings\":[", out);
-    for (size_t k = 0; k < r->nfindings; k++) {
+    for (size_t k = 0; k < r->view.nfindings; k++) {
       if (k)
         fputc(',', out);
-      finding_object(out, &r->findings[k]);
+      finding_object(out, &r->view.findings[k]);
     }
     fputs("]}", out);
   }
   fputs("\n],\n\"params_differing\": {", out);
-  struct param_diff pd = {out, runs, n, 1};
-  rp_differing_params(runs, n, param_diff, &pd);
+  const struct runview **views = n ? malloc(n * sizeof *views) : NULL;
+  for (size_t i = 0; i < n && views; i++)
+    views[i] = &runs[i].view;
+  struct param_diff pd = {out, runs, n, 1, views};
+  if (views) /* out of memory: no params listed */
+    rp_differing_params(runs, n, param_diff, &pd);
   fputs("},\n\"origin_differing\": {", out);
-  struct param_diff od = {out, runs, n, 1};
-  rp_origin_differ(runs, n, param_diff, &od);
+  struct param_diff od = {out, runs, n, 1, views};
+  if (views)
+    rp_origin_differ(runs, n, param_diff, &od);
+  free(views);
   fputs("},\n\"job_metrics\": {", out);
-  struct param_diff md = {out, runs, n, 1};
+  struct param_diff md = {out, runs, n, 1, NULL};
   rp_job_metrics(runs, n, metric_json, &md);
   fputs("}\n}\n", out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the comparison") : GS_OK;

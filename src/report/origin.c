@@ -54,7 +54,7 @@ static void pieces(FILE *out, const struct report_run *r, const char *head, cons
       continue;
     fputs(any++ ? ", " : head, out);
     fputs(labels[i], out);
-    rp_text(out, v, 0);
+    gs_term_text(out, v, 0);
   }
   if (any)
     fputc('\n', out);
@@ -67,16 +67,16 @@ static void git_line(FILE *out, const struct report_run *r) {
   if (!commit)
     return;
   fputs("  git:      ", out);
-  rp_text(out, commit, 0);
+  gs_term_text(out, commit, 0);
   if (branch) {
     fputs(" on ", out);
-    rp_text(out, branch, 0);
+    gs_term_text(out, branch, 0);
   }
   if (dirty && !strcmp(dirty, "true")) {
     fputs(", dirty", out);
     if (sha) {
       fputs(" (diff ", out);
-      rp_text(out, bytes ? bytes : "?", 0);
+      gs_term_text(out, bytes ? bytes : "?", 0);
       fputs(" bytes, sha256 ", out);
       fprintf(out, "%.12s", sha);
       fputs(rp_param(r, "git.diff") ? "; kept: show RUN --params)" : ")", out);
@@ -93,10 +93,10 @@ void rp_origin_text(FILE *out, const struct report_run *r) {
   const char *ver = rp_param(r, "python.version"), *exe = rp_param(r, "python.executable");
   if (ver || exe) {
     fputs("  python:   ", out);
-    rp_text(out, ver ? ver : "", 0);
+    gs_term_text(out, ver ? ver : "", 0);
     if (exe) {
       fputs(ver ? " (" : "(", out);
-      rp_text(out, exe, 0);
+      gs_term_text(out, exe, 0);
       fputc(')', out);
     }
     pieces(out, r, "; ", py + 2, py_l + 2, 3);

@@ -12,52 +12,11 @@
 #include "runview/runview.h"
 #include "store/store.h"
 
-/* Statistics of one series (or of several matching series, pooled). n == 0 when absent. */
-struct series_stats {
-  size_t n;
-  double mean, min, max, sum, p50, p95;
-  double first, last; /* first and last values in time order */
-  int64_t t_first, t_last;
-};
-
-/* Computes stats over the whole run of every series matching source (NULL any), name, labels (NULL
- * any), with the run view's one rollup policy (runview_stats: raw samples, or a long series' 10 s /
- * 1 min rollups past RUNVIEW_QUICK_POINTS / RUNVIEW_SLOW_POINTS, n then counting buckets).
- * Non-finite samples are skipped. Returns 0 (out->n may be 0) or a GS_E code. */
-int report_view_stats(const struct runview *v, const char *source, const char *name, const char *labels,
-                      struct series_stats *out);
-
-/* The training-loop view from the client's step series (all NAN/0 when the job sent none). */
-struct step_stats {
-  size_t steps;      /* every kept step of the run */
-  size_t steps_held; /* those the median is taken over: steps, unless the view holds a sample */
-  size_t stretches;  /* how many stretches of consecutive steps those come in (1 when all are held) */
-  double samples, samples_per_s, median_step_s, data_share, h2d_share, compute_share;
-};
-/* From the view's joined steps (warm-up dropped); each phase's share over the steps that reported that
- * phase, not over all of them. When the view holds a sample of a long run's steps, the median is the
- * sample's and the rest the whole run's (runview.h). Returns 0 or a GS_E code. */
-int report_view_step_stats(const struct runview *v, struct step_stats *out);
-
-/* ---- writing untrusted store text (export.c): every command's output goes through these ---- */
-
-/* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
-void report_json_str(FILE *out, const char *s);
-/* A number as JSON, or null when not finite. */
-void report_json_num(FILE *out, double v);
-/* s for a terminal: escape sequences and control characters dropped, tabs and newlines as spaces,
- * invalid UTF-8 replaced. */
-void report_term(FILE *out, const char *s);
-/* The same into dst (n bytes with the NUL), cut at a character boundary: for padded table columns.
- * Returns dst. */
-const char *report_term_copy(char *dst, size_t n, const char *s);
-/* s as one RFC 4180 CSV field: always quoted, '"' doubled, newlines kept inside the quotes, other
- * control characters dropped, invalid UTF-8 replaced. */
-void report_csv_field(FILE *out, const char *s);
-
-/* Prints the short end-of-run summary of run_id (what `gpuscope run` shows at the end), ending with
- * the top findings. */
-void report_summary(FILE *out, struct store *st, const char *run_id);
+/* Writes the short end-of-run summary of the run loaded in v (what `gpuscope run` shows at the end),
+ * ending with the top findings of v->findings (the caller puts a fresh diagnosis there). v is only
+ * read. Returns 0, or GS_EIO when writing to out failed; loading the run is the caller's, and so is
+ * saying why it could not be loaded (nothing is printed into the summary for it). */
+int report_summary(FILE *out, const struct runview *v);
 
 /* One GPU's figures over the whole run (NAN when absent). */
 struct report_gpu {
@@ -69,28 +28,16 @@ struct report_gpu {
 /* Everything a report or a comparison shows about one run, loaded once. Numbers are NAN when the run
  * lacks their source. */
 struct report_run {
-  struct runview view; /* the run, loaded once; the doctor ran on this same view when it ran */
-  /* Borrowed from view (the names every format reads): */
-  struct store_run run;
-  struct store_series *series;
-  size_t nseries;
-  struct store_event *events;
-  size_t nevents;
-  struct gs_kv *params;
-  size_t nparams;
-  char **notes;
-  size_t nnotes;
-  struct store_finding *findings;
-  size_t nfindings;
-  int diagnosed; /* the doctor ran for this report because the run had no findings yet */
+  struct runview view; /* the run, loaded once (its record, series, params, findings: view.run, ...);
+                          the doctor ran on this same view when it ran */
+  int diagnosed;       /* the doctor ran for this report because the run had no findings yet */
   /* The doctor failed (diag_rc a GS_E code, 0 when it did not): why, and the run then has no
    * findings (never an empty list passed off as a diagnosis). save_error: the diagnosis ran but the
    * store refused its findings (a read-only store, a full disk), "" when they were kept or not new. */
   int diag_rc;
   char diag_error[320];
   char save_error[320];
-  struct step_stats steps;
-  double duration_s;
+  struct runview_step_figures steps; /* runview_step_figures over every held step */
   struct report_gpu *gpus;
   int ngpus;
   double gpu_util, sm_active, gpu_mem_peak, energy_j, energy_per_sample, gpu_hours, gpu_idle_hours;
@@ -119,6 +66,10 @@ void report_params_differ(const struct runview *const *views, size_t n, void (*f
 void report_origin_differ(const struct runview *const *views, size_t n, void (*fn)(void *user, const char *key),
                           void *user);
 const char *report_origin_label(const char *key);
+
+/* The values of param key in each of the n views, as one JSON array (a string, or null where absent):
+ * a differing param's row, in compare's JSON and serve's. */
+void report_param_values_json(FILE *out, const struct runview *const *views, size_t n, const char *key);
 void report_run_done(struct report_run *r);
 
 /* The reports of one run. color: use ANSI colours (the CLI decides: a TTY and no NO_COLOR). Each

@@ -1,6 +1,6 @@
-/* report/report_int: what the report's files share — writing untrusted store text safely into JSON,
- * HTML and a terminal, checking and walking the findings' evidence JSON, and formatting numbers
- * that may be absent. Implemented in fmt.c. */
+/* report/report_int: what the report's files share — formatting numbers that may be absent and
+ * evidence values in their units (fmt.c), a run's data gaps (gaps.c), compare's pieces (compare.c).
+ * Untrusted text goes out through core's writers (core.h, core/text.c). */
 #ifndef GS_REPORT_INT_H
 #define GS_REPORT_INT_H
 
@@ -9,27 +9,6 @@
 #include <stdio.h>
 
 #include "report/report.h"
-
-/* Decodes one UTF-8 code point at p (NUL-terminated); invalid or overlong bytes give U+FFFD and
- * consume one byte. Returns the bytes consumed (0 at the end). */
-size_t rp_utf8_next(const char *p, uint32_t *cp);
-
-/* s as a JSON string literal: escaped, invalid UTF-8 replaced. NULL writes "". */
-void rp_json_str(FILE *out, const char *s);
-/* A number, or null when not finite. */
-void rp_json_num(FILE *out, double v);
-/* 1 when s is exactly one valid JSON object (depth at most 32), else 0. */
-int rp_json_object_valid(const char *s);
-/* Calls fn for each top-level member of a valid JSON object: key without quotes (escapes left as
- * they are) and the value's raw text. Does nothing when obj is not valid. */
-void rp_json_members(const char *obj,
-                     void (*fn)(void *user, const char *key, size_t klen, const char *val, size_t vlen), void *user);
-
-/* Text escaped for HTML (&, <, >, ", '), invalid UTF-8 replaced. */
-void rp_html(FILE *out, const char *s);
-/* Text for a terminal: control characters (escape sequences included) dropped, the bidirectional
- * controls (gs_utf8_is_bidi) shown escaped, newlines kept when newlines is set, invalid UTF-8 replaced. */
-void rp_text(FILE *out, const char *s, int newlines);
 
 /* Copies an identifier (a rule id) keeping only A-Z a-z 0-9 _ . - ("?" when nothing is left). */
 const char *rp_ident(char *dst, size_t n, const char *s);
@@ -43,17 +22,15 @@ const char *rp_bytes(char *buf, size_t n, double v);
 
 /* A duration in seconds ("1m 30s" style), or "—" when not finite or not positive. */
 const char *rp_duration(char *buf, size_t n, double seconds);
-/* One evidence value (raw JSON text val[0..vlen)) for people, in the unit its key names: *_share and
- * *_pct as %, *_s as ms or s, *_bytes as GiB, *_bytes_s as GB/s or MB/s, *_cores as cores, *_mhz,
- * *_w, *_c, *_j; null as "—"; a string without its quotes. Other numbers as they are. The raw
- * numbers stay in --json. Returns buf. */
+/* One evidence value (raw JSON text val[0..vlen)) for people, in the unit doctor_evidence_unit gives
+ * its key (the one table, which the web page reads through the API): shares and percentages as %,
+ * seconds as ms or s, bytes as GiB, byte rates as GB/s or MB/s, cores, MHz, W, °C, J, hours, speed-ups
+ * as 1.23x; null as "—"; a string without its quotes. Other numbers as they are. The raw numbers stay
+ * in --json. Returns buf. */
 const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const char *val, size_t vlen);
 /* The combined estimate line for a run's findings ("" when fewer than two count), e.g. "these 3
  * findings share the same step time, so their gains do not add: fixing all: ~2.4x". */
 const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f, size_t nf);
-
-/* qsort comparator for doubles, ascending. */
-int rp_cmp_double(const void *a, const void *b);
 
 /* A run's param, or NULL. */
 const char *rp_param(const struct report_run *r, const char *key);
@@ -72,8 +49,6 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
 
 /* ---- compare (compare.c) ---- */
 
-/* Throughput of r relative to base (samples/s, else inverse median step); NAN when neither has both. */
-double rp_speedup(const struct report_run *base, const struct report_run *r);
 /* Does r have a finding with this rule? */
 int rp_has_rule(const struct report_run *r, const char *rule);
 /* Calls fn once for each param key whose value differs between the runs (absent counts as a value),

@@ -38,7 +38,7 @@ static void print_findings(FILE *out, const struct runview *v) {
     return;
   if (nf == 1 && doctor_is_verdict(f[0].rule)) {
     fputs("  diagnosis: ", out);
-    rp_text(out, f[0].title, 0);
+    gs_term_text(out, f[0].title, 0);
     fputc('\n', out);
     return;
   }
@@ -51,7 +51,7 @@ static void print_findings(FILE *out, const struct runview *v) {
     else
       gain[0] = 0;
     fprintf(out, "    %zu. %-16s %-12s %-15s ", i + 1, rp_ident(rule, sizeof rule, f[i].rule), cost, gain);
-    rp_text(out, f[i].title, 0);
+    gs_term_text(out, f[i].title, 0);
     fputc('\n', out);
   }
   if (nf > SUMMARY_FINDINGS)
@@ -59,37 +59,31 @@ static void print_findings(FILE *out, const struct runview *v) {
   char comb[320];
   if (rp_combined_line(comb, sizeof comb, f, nf)[0]) {
     fputs("    ", out);
-    rp_text(out, comb, 0);
+    gs_term_text(out, comb, 0);
     fputc('\n', out);
   }
 }
 
-void report_summary(FILE *out, struct store *st, const char *run_id) {
-  struct runview v;
-  if (runview_load(st, run_id, &v)) {
-    fprintf(out, "gpuscope: cannot summarise run %s: %s\n", run_id, gs_last_error());
-    runview_done(&v);
-    return;
-  }
-  const struct store_run run = v.run;
+int report_summary(FILE *out, const struct runview *v) {
+  const struct store_run run = v->run;
   char dur[32], b1[32], b2[32];
   double span = run.end_wall_ns > 0 ? ((double)run.end_wall_ns - (double)run.start_wall_ns) / GS_NS_PER_S : NAN;
   rp_duration(dur, sizeof dur, span);
   fprintf(out, "gpuscope: run %s", run.id);
   if (run.name[0]) {
     fputs(" (", out);
-    rp_text(out, run.name, 0);
+    gs_term_text(out, run.name, 0);
     fputc(')', out);
   }
   fputs(" — ", out);
-  rp_text(out, run.status, 0);
+  gs_term_text(out, run.status, 0);
   fprintf(out, ", %s (exit %d)\n", dur, run.exit_code);
-  struct series_stats cpu, cg, tree, rss, mem;
-  report_view_stats(&v, "host", "host.cpu.busy_pct", "cpu=total", &cpu);
-  report_view_stats(&v, "host", "host.cgroup.cpu_used_pct_of_limit", "", &cg);
-  report_view_stats(&v, "proctree", "tree.cpu_pct", "", &tree);
-  report_view_stats(&v, "proctree", "tree.rss_bytes", "", &rss);
-  report_view_stats(&v, "host", "host.mem.used_bytes", "", &mem);
+  struct runview_stats cpu, cg, tree, rss, mem;
+  runview_stats(v, "host", "host.cpu.busy_pct", "cpu=total", INT64_MIN, INT64_MAX, &cpu);
+  runview_stats(v, "host", "host.cgroup.cpu_used_pct_of_limit", "", INT64_MIN, INT64_MAX, &cg);
+  runview_stats(v, "proctree", "tree.cpu_pct", "", INT64_MIN, INT64_MAX, &tree);
+  runview_stats(v, "proctree", "tree.rss_bytes", "", INT64_MIN, INT64_MAX, &rss);
+  runview_stats(v, "host", "host.mem.used_bytes", "", INT64_MIN, INT64_MAX, &mem);
   if (cpu.n) {
     fprintf(out, "  host CPU: mean %.0f%%, peak %.0f%%", cpu.mean, cpu.max);
     if (cg.n)
@@ -101,16 +95,16 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
   if (tree.n)
     fprintf(out, "  job: CPU mean %.0f%% (100%% = one core), peak %.0f%%; RSS peak %s\n", tree.mean, tree.max,
             gs_fmt_bytes(rss.max, b2, sizeof b2));
-  int ngpus = summary_gpu_count(&v);
+  int ngpus = summary_gpu_count(v);
   for (int g = 0; g < ngpus; g++) {
     char lab[16], key[48], u1[16], u2[16];
     snprintf(lab, sizeof lab, "gpu=%d", g);
-    struct series_stats util, mu, sm;
-    report_view_stats(&v, "nvml", "gpu.util_pct", lab, &util);
-    report_view_stats(&v, "nvml", "gpu.mem_used_bytes", lab, &mu);
-    report_view_stats(&v, "nvml", "gpu.sm_active_pct", lab, &sm);
+    struct runview_stats util, mu, sm;
+    runview_stats(v, "nvml", "gpu.util_pct", lab, INT64_MIN, INT64_MAX, &util);
+    runview_stats(v, "nvml", "gpu.mem_used_bytes", lab, INT64_MIN, INT64_MAX, &mu);
+    runview_stats(v, "nvml", "gpu.sm_active_pct", lab, INT64_MIN, INT64_MAX, &sm);
     snprintf(key, sizeof key, "gpu.%d.mig_mode", g);
-    const char *mig = runview_param(&v, key);
+    const char *mig = runview_param(v, key);
     fprintf(out, "  GPU %d: util mean %s, min %s", g, rp_num(u1, sizeof u1, util.n ? util.mean : NAN, 0, "%"),
             rp_num(u2, sizeof u2, util.n ? util.min : NAN, 0, "%"));
     if (!util.n && mig && !strncmp(mig, "enabled", 7))
@@ -119,8 +113,9 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
       fprintf(out, "; SM active mean %.0f%%", sm.mean);
     fprintf(out, "; memory peak %s\n", rp_bytes(b1, sizeof b1, mu.n ? mu.max : NAN));
   }
-  struct step_stats steps;
-  if (!report_view_step_stats(&v, &steps) && steps.steps) {
+  struct runview_step_figures steps;
+  runview_step_figures(v, 0, v->nsteps, &steps);
+  if (steps.steps) {
     fprintf(out, "  steps: %zu, %s samples/s, median step %s", steps.steps,
             rp_num(b1, sizeof b1, steps.samples_per_s, 1, ""),
             rp_num(b2, sizeof b2, steps.median_step_s * 1e3, 1, "ms"));
@@ -128,7 +123,7 @@ void report_summary(FILE *out, struct store *st, const char *run_id) {
       fprintf(out, ", waiting for data %.0f%% of step time", steps.data_share * 100);
     fputc('\n', out);
   }
-  rp_data_gaps(out, "  ! ", v.params, v.nparams);
-  print_findings(out, &v);
-  runview_done(&v);
+  rp_data_gaps(out, "  ! ", v->params, v->nparams);
+  print_findings(out, v);
+  return fflush(out) || ferror(out) ? gs_fail(GS_EIO, "cannot write the run's summary") : GS_OK;
 }

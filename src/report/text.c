@@ -41,9 +41,9 @@ static void ev_member(void *user, const char *key, size_t klen, const char *val,
     fputs("\n              ", p->out);
     p->col = 14;
   }
-  rp_text(p->out, k, 0);
+  gs_term_text(p->out, k, 0);
   fputc('=', p->out);
-  rp_text(p->out, v, 0);
+  gs_term_text(p->out, v, 0);
   fputc(' ', p->out);
   p->col += w;
 }
@@ -52,7 +52,7 @@ static void ev_member(void *user, const char *key, size_t klen, const char *val,
 static void fix_line(FILE *out, const char *line) {
   if (line[0] == ' ' || strlen(line) <= 94) {
     fputs("      ", out);
-    rp_text(out, line, 0);
+    gs_term_text(out, line, 0);
     fputc('\n', out);
     return;
   }
@@ -67,7 +67,7 @@ static void fix_line(FILE *out, const char *line) {
     char part[128];
     snprintf(part, sizeof part, "%.*s", (int)len, p);
     fputs("      ", out);
-    rp_text(out, part, 0);
+    gs_term_text(out, part, 0);
     fputc('\n', out);
     p += len;
     while (*p == ' ')
@@ -83,7 +83,7 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
     *c = (char)(*c >= 'a' && *c <= 'z' ? *c - 32 : *c);
   fprintf(out, "\n %zu. %s%s%-6s%s %s%s%s — ", i + 1, s->bold, severity_color(s, f->severity, rule), sev, s->reset,
           s->bold, rule, s->reset);
-  rp_text(out, f->title, 0);
+  gs_term_text(out, f->title, 0);
   fputc('\n', out);
   if (!doctor_is_verdict(rule)) {
     fprintf(out, "    cost:     %.0f%% of the training time", (isfinite(f->share) ? f->share : 0) * 100);
@@ -93,14 +93,14 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
       fprintf(out, "; estimated %.2fx faster if fixed", f->speedup);
     fputc('\n', out);
   }
-  if (rp_json_object_valid(f->evidence)) {
+  if (gs_json_object_valid(f->evidence)) {
     fputs("    evidence: ", out);
     struct ev_print p = {out, 14};
-    rp_json_members(f->evidence, ev_member, &p);
+    gs_json_members(f->evidence, ev_member, &p);
     fputc('\n', out);
   } else if (f->evidence[0]) {
     fputs("    evidence (not valid JSON): ", out);
-    rp_text(out, f->evidence, 0);
+    gs_term_text(out, f->evidence, 0);
     fputc('\n', out);
   }
   if (f->fix[0])
@@ -118,33 +118,33 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
 /* The run's identity: id, name, status, command, host, GPUs and the job's own parameters. */
 static void print_header(FILE *out, const struct style *s, const struct report_run *r) {
   char dur[32], when[32], gpus[256];
-  fprintf(out, "%sgpuscope report%s %s", s->bold, s->reset, r->run.id);
-  if (r->run.name[0]) {
+  fprintf(out, "%sgpuscope report%s %s", s->bold, s->reset, r->view.run.id);
+  if (r->view.run.name[0]) {
     fputs(" (", out);
-    rp_text(out, r->run.name, 0);
+    gs_term_text(out, r->view.run.name, 0);
     fputc(')', out);
   }
-  rp_duration(dur, sizeof dur, r->duration_s);
+  rp_duration(dur, sizeof dur, r->view.duration_s);
   fprintf(out, " — ");
-  rp_text(out, r->run.status, 0);
-  fprintf(out, ", %s, exit %d\n", dur, r->run.exit_code);
+  gs_term_text(out, r->view.run.status, 0);
+  fprintf(out, ", %s, exit %d\n", dur, r->view.run.exit_code);
   fputs("  command:  ", out);
-  rp_text(out, r->run.command, 0);
+  gs_term_text(out, r->view.run.command, 0);
   fputs("\n  host:     ", out);
-  rp_text(out, r->run.host, 0);
-  fprintf(out, ", started %s; GPUs: ", rp_when(r->run.start_wall_ns, when, sizeof when));
-  rp_text(out, rp_gpus(r, gpus, sizeof gpus), 0);
+  gs_term_text(out, r->view.run.host, 0);
+  fprintf(out, ", started %s; GPUs: ", rp_when(r->view.run.start_wall_ns, when, sizeof when));
+  gs_term_text(out, rp_gpus(r, gpus, sizeof gpus), 0);
   fputc('\n', out);
   rp_origin_text(out, r);
   int shown = 0;
-  for (size_t i = 0; i < r->nparams; i++) {
-    const char *k = r->params[i].key ? r->params[i].key : "";
+  for (size_t i = 0; i < r->view.nparams; i++) {
+    const char *k = r->view.params[i].key ? r->view.params[i].key : "";
     if (report_param_is_internal(k) || rp_param_is_origin(k))
       continue;
     fputs(shown++ ? " " : "  params:   ", out);
-    rp_text(out, k, 0);
+    gs_term_text(out, k, 0);
     fputc('=', out);
-    rp_text(out, r->params[i].value, 0);
+    gs_term_text(out, r->view.params[i].value, 0);
   }
   if (shown)
     fputc('\n', out);
@@ -191,7 +191,7 @@ static void print_gaps(FILE *out, const struct style *s, const struct report_run
   size_t gap_len = 0;
   snprintf(gaps, sizeof gaps, "  %s!%s ", s->yellow, s->reset);
   FILE *g = open_memstream(&gap_text, &gap_len);
-  int ngaps = g ? rp_data_gaps(g, gaps, r->params, r->nparams) : 0;
+  int ngaps = g ? rp_data_gaps(g, gaps, r->view.params, r->view.nparams) : 0;
   if (g && !fclose(g) && ngaps)
     fprintf(out, "\n%sgaps in the data%s\n%s", s->bold, s->reset, gap_text);
   free(gap_text);
@@ -202,22 +202,22 @@ static void print_findings(FILE *out, const struct style *s, const struct report
   fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s->bold, s->reset, r->diagnosed ? " (diagnosed now)" : "");
   if (r->diag_rc) {
     fputs("  none: the diagnosis could not run: ", out);
-    rp_text(out, r->diag_error, 0);
+    gs_term_text(out, r->diag_error, 0);
     fputc('\n', out);
-  } else if (!r->nfindings) {
+  } else if (!r->view.nfindings) {
     fputs("  none stored for this run\n", out);
   }
-  for (size_t i = 0; i < r->nfindings; i++)
-    print_finding(out, s, i, &r->findings[i]);
+  for (size_t i = 0; i < r->view.nfindings; i++)
+    print_finding(out, s, i, &r->view.findings[i]);
   char comb[320];
-  if (rp_combined_line(comb, sizeof comb, r->findings, r->nfindings)[0]) {
+  if (rp_combined_line(comb, sizeof comb, r->view.findings, r->view.nfindings)[0]) {
     fprintf(out, "\n %sTogether:%s\n", s->bold, s->reset);
     fix_line(out, comb);
   }
-  for (size_t i = 0; i < r->nnotes; i++) {
+  for (size_t i = 0; i < r->view.nnotes; i++) {
     fputs(i ? "\n  " : "\nnotes\n  ", out);
-    rp_text(out, r->notes[i], 0);
-    if (i + 1 == r->nnotes)
+    gs_term_text(out, r->view.notes[i], 0);
+    if (i + 1 == r->view.nnotes)
       fputc('\n', out);
   }
 }

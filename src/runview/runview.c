@@ -9,42 +9,8 @@
 #include <string.h>
 #include <strings.h>
 
-/* A growing (t, v) pair of arrays; non-finite values are not kept. */
-struct pts {
-  int64_t *t;
-  double *v;
-  size_t n, cap;
-  int oom;
-};
-
-static int pts_put(void *user, int64_t t, double v) {
-  struct pts *p = user;
-  if (!isfinite(v))
-    return 0;
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 256;
-    int64_t *nt = realloc(p->t, cap * sizeof *nt);
-    if (nt)
-      p->t = nt;
-    double *nv = realloc(p->v, cap * sizeof *nv);
-    if (nv)
-      p->v = nv;
-    if (!nt || !nv)
-      return p->oom = 1;
-    p->cap = cap;
-  }
-  p->t[p->n] = t;
-  p->v[p->n++] = v;
-  return 0;
-}
-
-static void pts_done(struct pts *p) {
-  free(p->t), free(p->v);
-  memset(p, 0, sizeof *p);
-}
-
-static int pts_read(const struct runview *v, int64_t id, int64_t from, int64_t to, struct pts *p) {
-  int rc = v->st->samples_read(v->st, id, from, to, pts_put, p);
+static int pts_read(const struct runview *v, int64_t id, int64_t from, int64_t to, struct store_points *p) {
+  int rc = v->st->samples_read(v->st, id, from, to, store_points_put, p);
   if (p->oom)
     rc = gs_fail(GS_ENOMEM, "out of memory");
   return rc < 0 ? rc : GS_OK;
@@ -52,10 +18,10 @@ static int pts_read(const struct runview *v, int64_t id, int64_t from, int64_t t
 
 int runview_samples(const struct runview *v, int64_t series_id, int64_t from, int64_t to, int64_t **t, double **vals,
                     size_t *n) {
-  struct pts p = {0};
+  struct store_points p = {0};
   int rc = pts_read(v, series_id, from, to, &p);
   if (rc)
-    pts_done(&p);
+    store_points_done(&p);
   *t = p.t, *vals = p.v, *n = p.n;
   return rc;
 }
@@ -153,12 +119,12 @@ int runview_rank_label(const char *labels) {
 
 /* ---- windowed statistics ---- */
 
-static int cmp_double(const void *a, const void *b) {
+int runview_cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
 
-static double quantile(const double *sorted, size_t n, double q) {
+double runview_quantile(const double *sorted, size_t n, double q) {
   if (!n)
     return NAN;
   double pos = q * (double)(n - 1);
@@ -250,10 +216,10 @@ int runview_stats(const struct runview *v, const char *source, const char *name,
   if (g.oom)
     rc = gs_fail(GS_ENOMEM, "out of memory");
   if (!rc && g.nall) {
-    qsort(g.all, g.nall, sizeof *g.all, cmp_double);
+    qsort(g.all, g.nall, sizeof *g.all, runview_cmp_double);
     out->mean = out->sum / (double)g.nall;
-    out->p50 = quantile(g.all, g.nall, 0.5);
-    out->p95 = quantile(g.all, g.nall, 0.95);
+    out->p50 = runview_quantile(g.all, g.nall, 0.5);
+    out->p95 = runview_quantile(g.all, g.nall, 0.95);
   } else if (!out->n) {
     out->sum = NAN;
   }
@@ -264,7 +230,7 @@ int runview_stats(const struct runview *v, const char *source, const char *name,
 /* ---- the training loop ---- */
 
 /* Sets the phase at offset off of each step from p, matched by timestamp (both in time order). */
-static void join_phase(struct runview_step *steps, size_t n, const struct pts *p, size_t off) {
+static void join_phase(struct runview_step *steps, size_t n, const struct store_points *p, size_t off) {
   size_t j = 0;
   for (size_t i = 0; i < n; i++) {
     while (j < p->n && p->t[j] < steps[i].t)
@@ -280,7 +246,7 @@ static void join_phase(struct runview_step *steps, size_t n, const struct pts *p
 #define STEP_CHUNK 65536
 
 struct chunk {
-  struct pts p;
+  struct store_points p;
   int stopped;
   int64_t stop_t;
 };
@@ -295,7 +261,7 @@ static int chunk_put(void *user, int64_t t, double v) {
     c->stopped = 1, c->stop_t = t;
     return 1;
   }
-  return pts_put(&c->p, t, v);
+  return store_points_put(&c->p, t, v);
 }
 
 /* What load_steps carries from chunk to chunk. */
@@ -314,7 +280,7 @@ static int sane(const struct runview_step *s) {
   return s->total >= 0 && s->total < 1e6 && s->t >= 0;
 }
 
-static void loop_add(struct runview_loop *l, const struct runview_step *s, int first) {
+void runview_loop_add(struct runview_loop *l, const struct runview_step *s, int first) {
   l->total += s->total;
   if (isfinite(s->data))
     l->data += s->data, l->data_total += s->total, l->ndata++;
@@ -363,7 +329,7 @@ static int hold(struct step_load *L, const struct runview_step *s, size_t index)
 }
 
 /* One chunk of step.total_s: its phases joined by timestamp, each step summed and held or not. */
-static int load_chunk(struct step_load *L, const struct pts *total, const long *phase_idx) {
+static int load_chunk(struct step_load *L, const struct store_points *total, const long *phase_idx) {
   static const size_t off[] = {offsetof(struct runview_step, data), offsetof(struct runview_step, h2d),
                                offsetof(struct runview_step, compute), offsetof(struct runview_step, samples)};
   struct runview *v = L->v;
@@ -374,12 +340,12 @@ static int load_chunk(struct step_load *L, const struct pts *total, const long *
     steps[i] = (struct runview_step){.t = total->t[i], .total = total->v[i]};
   int rc = GS_OK;
   for (size_t k = 0; k < sizeof off / sizeof *off && !rc; k++) {
-    struct pts p = {0};
+    struct store_points p = {0};
     if (phase_idx[k] >= 0)
       rc = pts_read(v, v->series[phase_idx[k]].id, total->t[0], total->t[total->n - 1], &p);
     if (!rc)
       join_phase(steps, total->n, &p, off[k]);
-    pts_done(&p);
+    store_points_done(&p);
   }
   for (size_t i = 0; i < total->n && !rc; i++) {
     size_t index = L->seen++;
@@ -389,7 +355,7 @@ static int load_chunk(struct step_load *L, const struct pts *total, const long *
     }
     if (!sane(&steps[i]))
       continue;
-    loop_add(&v->loop, &steps[i], !v->nsteps_total);
+    runview_loop_add(&v->loop, &steps[i], !v->nsteps_total);
     v->nsteps_total++;
     rc = hold(L, &steps[i], index);
   }
@@ -412,7 +378,7 @@ static int settle_first(struct step_load *L) {
   v->nstretches = 1;
   struct runview_loop l = {0};
   for (size_t i = 0; i < v->nsteps; i++)
-    loop_add(&l, &v->steps[i], !i);
+    runview_loop_add(&l, &v->steps[i], !i);
   v->loop = l;
   return GS_OK;
 }
@@ -469,7 +435,7 @@ static int load_steps(struct runview *v) {
   rc = rc < 0 ? rc : GS_OK;
   if (!rc)
     rc = settle_first(&L);
-  pts_done(&c.p);
+  store_points_done(&c.p);
   return rc;
 }
 

@@ -60,6 +60,10 @@ struct runview_loop {
   double first_total;      /* the first kept step's length, s */
 };
 
+/* Adds step s to the sums l (first: s is the first step summed, which sets t_first and first_total).
+ * The one accumulation of step phases: the view's whole-run sums and runview_step_figures use it. */
+void runview_loop_add(struct runview_loop *l, const struct runview_step *s, int first);
+
 struct runview {
   struct store *st; /* borrowed: the caller keeps it open while the view lives */
   struct store_run run;
@@ -85,6 +89,40 @@ struct runview {
   size_t nstretches;   /* stretches the held steps come in (1 when all are held, 0 when none) */
   struct runview_loop loop;
 };
+
+/* The training loop's figures over a stretch of the held steps — the one definition the report, the
+ * doctor, serve and `top` read. Each phase's mean and share are over the steps that reported that
+ * phase (a step without a data= field is not a step without data wait): its sum over the total of
+ * those same steps, at most 1. Throughput is over the time the steps cover (each stretch from its
+ * first step's start to its last step's end: time the loop spent outside its steps, evaluation or
+ * checkpoints, counts against it). Over every held step of a view that holds a sample of a long run,
+ * everything but the median comes from the sums over the whole run (struct runview_loop). NAN where
+ * the steps did not measure it (no steps: steps 0 and all NAN). */
+struct runview_step_figures {
+  size_t steps;      /* the steps counted: the whole run's for a sampled view's every held step */
+  size_t steps_held; /* those held, the median is taken over */
+  size_t stretches;  /* how many stretches of consecutive steps those come in */
+  double mean_step_s, median_step_s;
+  double data_mean_s, data_share, h2d_mean_s, h2d_share, compute_mean_s;
+  double compute_share;       /* 1 - data - h2d: the rest of the step (NAN without data shares) */
+  double samples;             /* summed over the steps that reported them (0 when none did) */
+  double samples_per_step;    /* over the steps that reported samples */
+  double samples_per_s;       /* NAN unless some step reported samples */
+  double steps_per_s, span_s; /* steps over the time they cover, and that time */
+};
+/* Figures of the held steps v->steps[first .. first + n) (n clipped to the view). Can't fail. */
+void runview_step_figures(const struct runview *v, size_t first, size_t n, struct runview_step_figures *out);
+/* Throughput of x relative to base: the ratio of their samples per second, else the inverse ratio of
+ * their median steps; NAN when neither pair is known. compare's speed-up, in the report and serve. */
+double runview_step_speedup(const struct runview_step_figures *base, const struct runview_step_figures *x);
+/* The held steps wholly inside [from, to] (the step from its start, its end minus its total, to its
+ * end), as v->steps[*first .. *first + *n): all of them for INT64_MIN, INT64_MAX. Can't fail. */
+void runview_steps_in(const struct runview *v, int64_t from, int64_t to, size_t *first, size_t *n);
+
+/* The q-quantile (0..1, linear between order statistics) of sorted[0..n), NAN when n == 0. */
+double runview_quantile(const double *sorted, size_t n, double q);
+/* qsort comparator for doubles, ascending. */
+int runview_cmp_double(const void *a, const void *b);
 
 /* 1 when the view holds only a sample of the run's steps (nsteps < nsteps_total), else 0. */
 int runview_steps_sampled(const struct runview *v);

@@ -1,8 +1,8 @@
 /* serve/api: the JSON API (docs/api.md) — the runs list, one run (its record, params, notes, series,
  * events, findings, step split and GPU table), series windows, findings and compare. Every answer is
- * built on a run view (runview.h); views and runs-list rows of finished runs are cached, since a
- * finished run no longer changes. Called under the server's store lock. Store text is untrusted: it
- * goes out through the report's JSON string writer; absent numbers are null. */
+ * built on a run view (views.c holds them; runs-list rows of finished runs are cached here too, since a
+ * finished run no longer changes). Called under the server's store lock. Store text is untrusted: it
+ * goes out through core's JSON string writer (reply.c's members); absent numbers are null. */
 #include <math.h>
 #include "serve/mhd_api.h"
 #include <stdlib.h>
@@ -10,164 +10,10 @@
 #include <time.h>
 
 #include "doctor/doctor.h"
-#include "report/report_int.h"
+#include "report/report.h"
 #include "serve/serve_int.h"
 
 enum { SPARK_POINTS = 40 };
-
-double serve_sec(int64_t ns) {
-  return (double)ns / GS_NS_PER_S;
-}
-
-void serve_json_key(FILE *out, const char *key) {
-  rp_json_str(out, key);
-  fputc(':', out);
-}
-
-static void jstr(FILE *out, const char *key, const char *v) {
-  serve_json_key(out, key);
-  rp_json_str(out, v);
-  fputc(',', out);
-}
-
-static void jnum(FILE *out, const char *key, double v) {
-  serve_json_key(out, key);
-  rp_json_num(out, v);
-  fputc(',', out);
-}
-
-void serve_json_finding(FILE *out, const struct store_finding *f) {
-  fputc('{', out);
-  jstr(out, "rule", f->rule);
-  jstr(out, "severity", f->severity);
-  jnum(out, "share", f->share);
-  jnum(out, "lost_s", f->lost_s);
-  jnum(out, "speedup", f->speedup);
-  jstr(out, "title", f->title);
-  serve_json_key(out, "evidence");
-  if (rp_json_object_valid(f->evidence))
-    fputs(f->evidence, out);
-  else
-    rp_json_str(out, f->evidence);
-  fputc(',', out);
-  serve_json_key(out, "fix");
-  rp_json_str(out, f->fix);
-  fputc('}', out);
-}
-
-void serve_json_findings(FILE *out, const struct store_finding *f, size_t n) {
-  fputc('[', out);
-  for (size_t i = 0; i < n; i++) {
-    if (i)
-      fputc(',', out);
-    serve_json_finding(out, &f[i]);
-  }
-  fputc(']', out);
-}
-
-/* ---- views ---- */
-
-void serve_cached_view_done(struct serve_cached_view *c) {
-  if (c->loaded)
-    runview_done(&c->v);
-  if (c->group)
-    c->group->close(c->group);
-  free(c->run_json);
-  free(c->diag);
-  memset(c, 0, sizeof *c);
-}
-
-void serve_caches_done(struct serve *s) {
-  for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-    serve_cached_view_done(&s->views[i]);
-  for (size_t i = 0; i < s->nsummaries; i++)
-    free(s->summaries[i].json);
-  free(s->summaries);
-  for (size_t i = 0; i < SERVE_LIVE_LIST; i++)
-    free(s->live[i].f);
-}
-
-int serve_view_load(struct serve *s, const char *ref, struct runview *v, struct store **group) {
-  *group = NULL;
-  int rc = runview_load(s->st, ref, v);
-  if (rc != GS_ENOENT)
-    return rc;
-  runview_done(v);
-  if (!(*group = store_group_open(s->st, ref))) {
-    memset(v, 0, sizeof *v);
-    return GS_ENOENT;
-  }
-  return runview_load(*group, ref, v);
-}
-
-/* The record of ref — a run's, else a group's (its store opened into *group, else NULL) — with the
- * error reply set on failure. */
-static int record_get(struct serve *s, const char *ref, struct store_run *run, struct store **group,
-                      struct serve_reply *r) {
-  *group = NULL;
-  int rc = s->st->run_get(s->st, ref, run);
-  if (rc == GS_ENOENT && (*group = store_group_open(s->st, ref)) && (rc = (*group)->run_get(*group, ref, run)))
-    (*group)->close(*group), *group = NULL;
-  if (rc)
-    serve_reply_error(r,
-                      rc == GS_ENOENT   ? MHD_HTTP_NOT_FOUND
-                      : rc == GS_EAMBIG ? MHD_HTTP_CONFLICT
-                                        : 500,
-                      "%s", gs_last_error());
-  return rc;
-}
-
-int serve_view_get(struct serve *s, const char *ref, struct serve_reply *r, const struct runview **out,
-                   struct serve_cached_view *fresh, struct serve_cached_view **entry) {
-  struct store_run run;
-  struct store *group;
-  memset(fresh, 0, sizeof *fresh);
-  *entry = NULL;
-  int rc = record_get(s, ref, &run, &group, r);
-  if (rc)
-    return rc;
-  int finished = strcmp(run.status, "running") != 0;
-  if (finished)
-    for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-      if (s->views[i].loaded && !strcmp(s->views[i].id, run.id) && s->views[i].end_wall_ns == run.end_wall_ns &&
-          !strcmp(s->views[i].v.run.status, run.status) && !s->views[i].group == !group) {
-        s->views[i].used = ++s->clock;
-        *out = &s->views[i].v;
-        *entry = &s->views[i];
-        if (group)
-          group->close(group);
-        return GS_OK;
-      }
-  struct serve_cached_view *c = fresh;
-  if (finished) {
-    long k = -1; /* the least recently used slot no stream reads */
-    for (size_t i = 0; i < SERVE_VIEW_CACHE; i++)
-      if (!s->views[i].pins && (k < 0 || !s->views[i].loaded || s->views[i].used < s->views[k].used)) {
-        k = (long)i;
-        if (!s->views[i].loaded)
-          break;
-      }
-    if (k >= 0) {
-      c = &s->views[k];
-      serve_cached_view_done(c);
-    } else
-      finished = 0; /* every slot is being streamed from: this view is the request's own */
-  }
-  c->group = group;
-  rc = runview_load(group ? group : s->st, run.id, &c->v);
-  c->loaded = 1;
-  if (rc) {
-    serve_cached_view_done(c);
-    serve_reply_error(r, 500, "%s", gs_last_error());
-    return rc;
-  }
-  snprintf(c->id, sizeof c->id, "%s", run.id);
-  c->end_wall_ns = run.end_wall_ns;
-  c->used = ++s->clock;
-  *out = &c->v;
-  *entry = finished ? c : NULL;
-  return GS_OK;
-}
 
 /* The run's findings: the stored ones, else the doctor's diagnosis (kept with a cached view; else
  * *owned is set and the caller frees *f). *stored says which. Returns 0 or a GS_E code. */
@@ -198,72 +44,6 @@ static int findings_for(struct serve_cached_view *e, const struct runview *v, st
 }
 
 /* ---- headline figures of one run ---- */
-
-struct steps_fig {
-  size_t n;
-  double samples_per_s, median_step_s, data_share, h2d_share, compute_share;
-};
-
-static int cmp_d(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-/* A view holding a sample of a long run's steps (runview.h): the count, shares and throughput from the
- * sums over every step, the median from the sample. */
-static void steps_figures_whole(const struct runview *v, struct steps_fig *f) {
-  const struct runview_loop *l = &v->loop;
-  f->n = v->nsteps_total;
-  f->data_share = f->h2d_share = f->compute_share = f->samples_per_s = NAN;
-  if (l->total > 0) {
-    f->data_share = l->ndata ? l->data / l->total : NAN;
-    f->h2d_share = l->nh2d ? l->h2d / l->total : NAN;
-    f->compute_share = l->ndata ? 1 - f->data_share - (l->nh2d ? f->h2d_share : 0) : NAN;
-  }
-  double wall = serve_sec(l->t_last - l->t_first) + l->first_total;
-  if (l->nsamples && wall > 0)
-    f->samples_per_s = l->samples / wall;
-}
-
-/* The training loop's figures, as the report computes them: throughput over the wall time from the
- * first kept step's start to the last step's end. */
-static void steps_figures(const struct runview *v, struct steps_fig *f) {
-  f->n = v->nsteps;
-  f->samples_per_s = f->median_step_s = f->data_share = f->h2d_share = f->compute_share = NAN;
-  if (!v->nsteps)
-    return;
-  double total = 0, data = 0, h2d = 0, samples = 0;
-  size_t nd = 0, nh = 0, ns = 0;
-  double *sorted = malloc(v->nsteps * sizeof *sorted);
-  for (size_t i = 0; i < v->nsteps; i++) {
-    const struct runview_step *st = &v->steps[i];
-    if (sorted)
-      sorted[i] = st->total;
-    total += st->total;
-    if (isfinite(st->data))
-      data += st->data, nd++;
-    if (isfinite(st->h2d))
-      h2d += st->h2d, nh++;
-    if (isfinite(st->samples))
-      samples += st->samples, ns++;
-  }
-  if (sorted) {
-    qsort(sorted, v->nsteps, sizeof *sorted, cmp_d);
-    size_t n = v->nsteps;
-    f->median_step_s = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-    free(sorted);
-  }
-  if (total > 0) {
-    f->data_share = nd ? data / total : NAN;
-    f->h2d_share = nh ? h2d / total : NAN;
-    f->compute_share = nd ? 1 - f->data_share - (nh ? f->h2d_share : 0) : NAN;
-  }
-  double wall = serve_sec(v->steps[v->nsteps - 1].t - v->steps[0].t) + v->steps[0].total;
-  if (ns && wall > 0)
-    f->samples_per_s = samples / wall;
-  if (runview_steps_sampled(v))
-    steps_figures_whole(v, f);
-}
 
 /* Mean of a series' stats over the run (NAN absent); also its min and max when asked. */
 static double stat(const struct runview *v, const char *name, const char *labels, double *min, double *max) {
@@ -357,17 +137,17 @@ static void jwall(FILE *out, const char *key, int64_t ns) {
 }
 
 static void run_record(FILE *out, const struct store_run *run, double duration_s) {
-  jstr(out, "id", run->id);
-  jstr(out, "name", run->name);
-  jstr(out, "group", run->group);
-  jstr(out, "status", run->status);
-  jstr(out, "host", run->host);
-  jstr(out, "user", run->user);
-  jstr(out, "command", run->command);
-  jstr(out, "tags", run->tags);
+  serve_json_kstr(out, "id", run->id);
+  serve_json_kstr(out, "name", run->name);
+  serve_json_kstr(out, "group", run->group);
+  serve_json_kstr(out, "status", run->status);
+  serve_json_kstr(out, "host", run->host);
+  serve_json_kstr(out, "user", run->user);
+  serve_json_kstr(out, "command", run->command);
+  serve_json_kstr(out, "tags", run->tags);
   jwall(out, "start", run->start_wall_ns);
   jwall(out, "end", run->end_wall_ns);
-  jnum(out, "duration_s", duration_s);
+  serve_json_knum(out, "duration_s", duration_s);
 }
 
 /* The top finding worth showing: the first that is not a verdict (healthy, insufficient_data), else
@@ -381,15 +161,15 @@ static const struct store_finding *top_finding(const struct store_finding *f, si
 
 /* A run's row: record, throughput, GPU use, top finding, sparkline. Without a trailing brace. */
 static void summary_members(FILE *out, const struct runview *v, const struct store_finding *f, size_t nf) {
-  struct steps_fig sf;
-  steps_figures(v, &sf);
+  struct runview_step_figures sf;
+  runview_step_figures(v, 0, v->nsteps, &sf);
   run_record(out, &v->run, v->duration_s);
-  jnum(out, "samples_per_s", sf.samples_per_s);
-  jnum(out, "median_step_s", sf.median_step_s);
-  jnum(out, "data_share", sf.data_share);
-  jnum(out, "steps", (double)sf.n);
-  jnum(out, "gpus", (double)(max_gpu(v) + 1));
-  jnum(out, "gpu_util", stat(v, "gpu.util_pct", NULL, NULL, NULL));
+  serve_json_knum(out, "samples_per_s", sf.samples_per_s);
+  serve_json_knum(out, "median_step_s", sf.median_step_s);
+  serve_json_knum(out, "data_share", sf.data_share);
+  serve_json_knum(out, "steps", (double)sf.steps);
+  serve_json_knum(out, "gpus", (double)(max_gpu(v) + 1));
+  serve_json_knum(out, "gpu_util", stat(v, "gpu.util_pct", NULL, NULL, NULL));
   serve_json_key(out, "top_finding");
   const struct store_finding *top = top_finding(f, nf);
   if (top)
@@ -404,7 +184,7 @@ static void summary_members(FILE *out, const struct runview *v, const struct sto
   for (int i = 0; i < SPARK_POINTS; i++) {
     if (i)
       fputc(',', out);
-    rp_json_num(out, sp[i]);
+    gs_json_num(out, sp[i]);
   }
   fputs("],", out);
 }
@@ -482,7 +262,7 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
       fputc('{', r->out);
       run_record(r->out, &runs[i], NAN);
       fputs("\"error\":", r->out);
-      rp_json_str(r->out, gs_last_error());
+      gs_json_str(r->out, gs_last_error());
       fputc('}', r->out);
       continue;
     }
@@ -492,7 +272,7 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
       live_for_list(s, runs[i].id, &f, &nf); /* a running run: its live diagnosis */
     fputc('{', m);
     summary_members(m, &v, f, nf);
-    jnum(m, "findings", (double)v.nfindings);
+    serve_json_knum(m, "findings", (double)v.nfindings);
     fprintf(m, "\"top_finding_live\":%s,", !finished && !v.nfindings && nf ? "true" : "false");
     fseek(m, -1, SEEK_CUR); /* the last comma */
     fputc('}', m);
@@ -541,24 +321,24 @@ static void gpu_table(FILE *out, const struct runview *v) {
     const char *name = runview_param(v, key);
     double umin, mpeak, mtot, plim, tmax;
     fputc('{', out);
-    jnum(out, "index", g);
-    jstr(out, "name", name ? name : "");
-    jnum(out, "util", stat(v, "gpu.util_pct", lab, &umin, NULL));
-    jnum(out, "util_min", umin);
-    jnum(out, "sm_active", stat(v, "gpu.sm_active_pct", lab, NULL, NULL));
-    jnum(out, "tensor_active", stat(v, "gpu.tensor_active_pct", lab, NULL, NULL));
-    jnum(out, "dram_active", stat(v, "gpu.dram_active_pct", lab, NULL, NULL));
+    serve_json_knum(out, "index", g);
+    serve_json_kstr(out, "name", name ? name : "");
+    serve_json_knum(out, "util", stat(v, "gpu.util_pct", lab, &umin, NULL));
+    serve_json_knum(out, "util_min", umin);
+    serve_json_knum(out, "sm_active", stat(v, "gpu.sm_active_pct", lab, NULL, NULL));
+    serve_json_knum(out, "tensor_active", stat(v, "gpu.tensor_active_pct", lab, NULL, NULL));
+    serve_json_knum(out, "dram_active", stat(v, "gpu.dram_active_pct", lab, NULL, NULL));
     stat(v, "gpu.mem_used_bytes", lab, NULL, &mpeak);
     stat(v, "gpu.mem_total_bytes", lab, NULL, &mtot);
-    jnum(out, "mem_peak_bytes", mpeak);
-    jnum(out, "mem_total_bytes", mtot);
-    jnum(out, "power_w", stat(v, "gpu.power_w", lab, NULL, NULL));
+    serve_json_knum(out, "mem_peak_bytes", mpeak);
+    serve_json_knum(out, "mem_total_bytes", mtot);
+    serve_json_knum(out, "power_w", stat(v, "gpu.power_w", lab, NULL, NULL));
     stat(v, "gpu.power_limit_w", lab, NULL, &plim);
-    jnum(out, "power_limit_w", plim);
+    serve_json_knum(out, "power_limit_w", plim);
     stat(v, "gpu.temp_c", lab, NULL, &tmax);
-    jnum(out, "temp_max_c", tmax);
+    serve_json_knum(out, "temp_max_c", tmax);
     serve_json_key(out, "throttled_share");
-    rp_json_num(out, throttled_share(v, lab));
+    gs_json_num(out, throttled_share(v, lab));
     fputc('}', out);
   }
   fputc(']', out);
@@ -569,16 +349,16 @@ static void series_entries(FILE *out, const struct runview *v) {
   for (size_t i = 0; i < v->nseries; i++) {
     const struct store_series *x = &v->series[i];
     fputs(i ? ",{" : "{", out);
-    jnum(out, "id", (double)x->id);
-    jstr(out, "source", x->source);
-    jstr(out, "name", x->name);
-    jstr(out, "labels", x->labels);
-    jstr(out, "unit", x->unit);
-    jstr(out, "kind", gs_kind_name(x->kind));
-    jnum(out, "count", (double)x->count);
-    jnum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
+    serve_json_knum(out, "id", (double)x->id);
+    serve_json_kstr(out, "source", x->source);
+    serve_json_kstr(out, "name", x->name);
+    serve_json_kstr(out, "labels", x->labels);
+    serve_json_kstr(out, "unit", x->unit);
+    serve_json_kstr(out, "kind", gs_kind_name(x->kind));
+    serve_json_knum(out, "count", (double)x->count);
+    serve_json_knum(out, "t_first", x->count > 0 ? serve_sec(x->t_first) : NAN);
     serve_json_key(out, "t_last");
-    rp_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
+    gs_json_num(out, x->count > 0 ? serve_sec(x->t_last) : NAN);
     fputc('}', out);
   }
 }
@@ -588,13 +368,13 @@ static void event_entries(FILE *out, const struct runview *v) {
   for (size_t i = 0; i < v->nevents; i++) {
     const struct store_event *e = &v->events[i];
     fputs(i ? ",{" : "{", out);
-    jnum(out, "t", serve_sec(e->t));
-    jstr(out, "kind", e->kind);
-    jstr(out, "name", e->name);
-    jstr(out, "labels", e->labels);
-    jstr(out, "text", e->text);
+    serve_json_knum(out, "t", serve_sec(e->t));
+    serve_json_kstr(out, "kind", e->kind);
+    serve_json_kstr(out, "name", e->name);
+    serve_json_kstr(out, "labels", e->labels);
+    serve_json_kstr(out, "text", e->text);
     serve_json_key(out, "value");
-    rp_json_num(out, e->value);
+    gs_json_num(out, e->value);
     fputc('}', out);
   }
 }
@@ -621,22 +401,22 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   }
   fputs("{\"run\":{", out);
   summary_members(out, v, f, nf);
-  jnum(out, "exit_code", v->run.exit_code);
-  jnum(out, "interval_s", v->run.interval_ns > 0 ? serve_sec(v->run.interval_ns) : NAN);
-  jstr(out, "cwd", v->run.cwd);
+  serve_json_knum(out, "exit_code", v->run.exit_code);
+  serve_json_knum(out, "interval_s", v->run.interval_ns > 0 ? serve_sec(v->run.interval_ns) : NAN);
+  serve_json_kstr(out, "cwd", v->run.cwd);
   fseek(out, -1, SEEK_CUR);
   fputs("},\"params\":{", out);
   for (size_t i = 0; i < v->nparams; i++) {
     if (i)
       fputc(',', out);
     serve_json_key(out, v->params[i].key ? v->params[i].key : "");
-    rp_json_str(out, v->params[i].value);
+    gs_json_str(out, v->params[i].value);
   }
   fputs("},\"notes\":[", out);
   for (size_t i = 0; i < v->nnotes; i++) {
     if (i)
       fputc(',', out);
-    rp_json_str(out, v->notes[i]);
+    gs_json_str(out, v->notes[i]);
   }
   fputs("],\"series\":[", out);
   series_entries(out, v);
@@ -645,27 +425,27 @@ static void api_run(struct serve *s, const char *ref, struct serve_reply *r) {
   fputs("],\"findings\":", out);
   if (diag_error[0]) {
     fputs("null,\"findings_error\":", out);
-    rp_json_str(out, diag_error);
+    gs_json_str(out, diag_error);
   } else {
     serve_json_findings(out, f, nf);
   }
   fprintf(out, ",\"findings_stored\":%s,\"steps\":{", stored ? "true" : "false");
-  struct steps_fig sf;
-  steps_figures(v, &sf);
-  jnum(out, "n", (double)sf.n);
-  jnum(out, "samples_per_s", sf.samples_per_s);
-  jnum(out, "median_step_s", sf.median_step_s);
-  jnum(out, "data_share", sf.data_share);
-  jnum(out, "h2d_share", sf.h2d_share);
+  struct runview_step_figures sf;
+  runview_step_figures(v, 0, v->nsteps, &sf);
+  serve_json_knum(out, "n", (double)sf.steps);
+  serve_json_knum(out, "samples_per_s", sf.samples_per_s);
+  serve_json_knum(out, "median_step_s", sf.median_step_s);
+  serve_json_knum(out, "data_share", sf.data_share);
+  serve_json_knum(out, "h2d_share", sf.h2d_share);
   serve_json_key(out, "compute_share");
-  rp_json_num(out, sf.compute_share);
+  gs_json_num(out, sf.compute_share);
   fputs("},\"host\":{", out);
-  jnum(out, "cpu_busy_pct", stat(v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
+  serve_json_knum(out, "cpu_busy_pct", stat(v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
   double rss;
-  jnum(out, "job_cpu_pct", stat(v, "tree.cpu_pct", "", NULL, NULL));
+  serve_json_knum(out, "job_cpu_pct", stat(v, "tree.cpu_pct", "", NULL, NULL));
   stat(v, "tree.rss_bytes", "", NULL, &rss);
   serve_json_key(out, "job_rss_peak_bytes");
-  rp_json_num(out, rss);
+  gs_json_num(out, rss);
   fputs("},\"gpus\":", out);
   gpu_table(out, v);
   fputs("}\n", out);
@@ -810,9 +590,9 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
     goto done;
   }
   fprintf(r->out, "{\"run\":");
-  rp_json_str(r->out, v->run.id);
+  gs_json_str(r->out, v->run.id);
   fprintf(r->out, ",\"stored\":%s,\"live\":%s,\"window_s\":", stored ? "true" : "false", want_live ? "true" : "false");
-  rp_json_num(r->out, w.span_s);
+  gs_json_num(r->out, w.span_s);
   fputs(",\"findings\":", r->out);
   serve_json_findings(r->out, f, nf);
   fputs("}\n", r->out);
@@ -827,7 +607,7 @@ done:
 struct cmp_run {
   struct runview v;
   struct store *group; /* a group's store (serve_view_load), else NULL */
-  struct steps_fig sf;
+  struct runview_step_figures sf;
   struct store_finding *f;
   size_t nf;
   int diagnosed;
@@ -846,31 +626,15 @@ static void differ_one(void *user, const char *key) {
   struct differ_ctx *c = user;
   fputs(c->k++ ? ",{" : "{", c->out);
   serve_json_key(c->out, "key");
-  rp_json_str(c->out, key);
+  gs_json_str(c->out, key);
   if (c->label) {
     fputc(',', c->out);
     serve_json_key(c->out, "label");
-    rp_json_str(c->out, report_origin_label(key));
+    gs_json_str(c->out, report_origin_label(key));
   }
-  fputs(",\"values\":[", c->out);
-  for (size_t j = 0; j < c->n; j++) {
-    const char *v = runview_param(c->views[j], key);
-    if (j)
-      fputc(',', c->out);
-    if (v)
-      rp_json_str(c->out, v);
-    else
-      fputs("null", c->out);
-  }
-  fputs("]}", c->out);
-}
-
-static double speedup(const struct cmp_run *base, const struct cmp_run *x) {
-  double a = base->sf.samples_per_s, b = x->sf.samples_per_s;
-  if (a > 0 && b > 0)
-    return b / a;
-  a = base->sf.median_step_s, b = x->sf.median_step_s;
-  return a > 0 && b > 0 ? a / b : NAN;
+  fputs(",\"values\":", c->out);
+  report_param_values_json(c->out, c->views, c->n, key);
+  fputc('}', c->out);
 }
 
 static int has_rule(const struct cmp_run *x, const char *rule) {
@@ -903,7 +667,7 @@ static int compare_load(struct serve *s, const char *list, struct cmp_run *runs,
                         "%s", gs_last_error());
       return -1;
     }
-    steps_figures(&x->v, &x->sf);
+    runview_step_figures(&x->v, 0, x->v.nsteps, &x->sf);
     x->f = x->v.findings;
     x->nf = x->v.nfindings;
     if (!x->nf && !doctor_diagnose_view(&x->v, INT64_MIN, INT64_MAX, &x->f, &x->nf))
@@ -927,8 +691,8 @@ static void compare_findings(FILE *out, const struct cmp_run *runs, size_t n) {
       if (seen)
         continue;
       fputs(k++ ? ",{" : "{", out);
-      jstr(out, "rule", f->rule);
-      jstr(out, "title", f->title);
+      serve_json_kstr(out, "rule", f->rule);
+      serve_json_kstr(out, "title", f->title);
       fputs("\"in\":[", out);
       for (size_t j = 0; j < n; j++)
         fprintf(out, "%s%s", j ? "," : "", has_rule(&runs[j], f->rule) ? "true" : "false");
@@ -940,7 +704,7 @@ static void compare_findings(FILE *out, const struct cmp_run *runs, size_t n) {
             lost = runs[j].f[m].lost_s;
         if (j)
           fputc(',', out);
-        rp_json_num(out, lost);
+        gs_json_num(out, lost);
       }
       fputs("]}", out);
     }
@@ -962,20 +726,20 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     goto done;
   FILE *out = r->out;
   fputs("{\"baseline\":", out);
-  rp_json_str(out, runs[0].v.run.id);
+  gs_json_str(out, runs[0].v.run.id);
   fputs(",\"runs\":[", out);
   for (size_t i = 0; i < n; i++) {
     fputs(i ? ",{" : "{", out);
     summary_members(out, &runs[i].v, runs[i].f, runs[i].nf);
-    jnum(out, "h2d_share", runs[i].sf.h2d_share);
-    jnum(out, "compute_share", runs[i].sf.compute_share);
-    jnum(out, "sm_active", stat(&runs[i].v, "gpu.sm_active_pct", NULL, NULL, NULL));
+    serve_json_knum(out, "h2d_share", runs[i].sf.h2d_share);
+    serve_json_knum(out, "compute_share", runs[i].sf.compute_share);
+    serve_json_knum(out, "sm_active", stat(&runs[i].v, "gpu.sm_active_pct", NULL, NULL, NULL));
     double peak;
     stat(&runs[i].v, "gpu.mem_used_bytes", NULL, NULL, &peak);
-    jnum(out, "gpu_mem_peak_bytes", peak);
-    jnum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
+    serve_json_knum(out, "gpu_mem_peak_bytes", peak);
+    serve_json_knum(out, "host_cpu_pct", stat(&runs[i].v, "host.cpu.busy_pct", "cpu=total", NULL, NULL));
     serve_json_key(out, "speedup");
-    rp_json_num(out, speedup(&runs[0], &runs[i]));
+    gs_json_num(out, runview_step_speedup(&runs[0].sf, &runs[i].sf));
     fputc('}', out);
   }
   /* Params whose value differs between the runs (absent counts as a value), in first-seen order. */

@@ -18,7 +18,6 @@
 #include <time.h>
 
 #include "doctor/doctor.h"
-#include "report/report_int.h"
 #include "serve/serve_int.h"
 
 enum { POLL_MS = 1000, BEAT_S = 10, MAX_POINTS_PER_EVENT = 20000 };
@@ -88,32 +87,24 @@ static int64_t *last_of(struct serve_live_hub *h, int64_t id, int64_t start) {
   return &n[h->nlast++].t;
 }
 
+/* The samples of one event: their times written as they come, the values kept for after them. */
 struct pts {
   FILE *out;
-  size_t n;
   int64_t last;
-  double *v;
-  size_t cap;
+  struct store_points kept;
 };
 
 static int put_t(void *user, int64_t t, double v) {
   struct pts *p = user;
   if (!isfinite(v))
     return 0;
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 256;
-    double *nv = realloc(p->v, cap * sizeof *nv);
-    if (!nv)
-      return -1;
-    p->v = nv;
-    p->cap = cap;
-  }
-  if (p->n)
+  if (store_points_put(&p->kept, t, v))
+    return -1;
+  if (p->kept.n > 1)
     fputc(',', p->out);
-  rp_json_num(p->out, serve_sec(t));
-  p->v[p->n++] = v;
+  gs_json_num(p->out, serve_sec(t));
   p->last = t;
-  return p->n >= MAX_POINTS_PER_EVENT;
+  return p->kept.n >= MAX_POINTS_PER_EVENT;
 }
 
 /* One series' samples in (after, upto], at most MAX_POINTS_PER_EVENT, as a member of a samples event
@@ -123,24 +114,24 @@ static int series_samples(FILE *out, struct store *st, const struct store_series
                           int *k, int64_t *last) {
   fputs((*k)++ ? ",{" : "event: samples\ndata: {\"series\":[{", out);
   fprintf(out, "\"id\":%lld,\"source\":", (long long)s->id);
-  rp_json_str(out, s->source);
+  gs_json_str(out, s->source);
   fputs(",\"name\":", out);
-  rp_json_str(out, s->name);
+  gs_json_str(out, s->name);
   fputs(",\"labels\":", out);
-  rp_json_str(out, s->labels);
+  gs_json_str(out, s->labels);
   fputs(",\"unit\":", out);
-  rp_json_str(out, s->unit);
+  gs_json_str(out, s->unit);
   fputs(",\"t\":[", out);
   struct pts p = {.out = out, .last = *last};
   int rc = st->samples_read(st, s->id, after + 1, upto, put_t, &p);
   fputs("],\"v\":[", out);
-  for (size_t j = 0; j < p.n; j++) {
+  for (size_t j = 0; j < p.kept.n; j++) {
     if (j)
       fputc(',', out);
-    rp_json_num(out, p.v[j]);
+    gs_json_num(out, p.kept.v[j]);
   }
   fputs("]}", out);
-  free(p.v);
+  store_points_done(&p.kept);
   *last = p.last;
   return rc < 0 ? rc : GS_OK;
 }
@@ -179,7 +170,7 @@ static void poll_findings(struct serve_live_hub *h, FILE *out, char **event) {
   FILE *m = open_memstream(&buf, &len);
   if (m) {
     fprintf(m, "{\"live\":true,\"window_s\":");
-    rp_json_num(m, w.span_s);
+    gs_json_num(m, w.span_s);
     fputs(",\"findings\":", m);
     serve_json_findings(m, f, n);
     fputc('}', m);
@@ -218,7 +209,7 @@ static int hub_events(struct serve_live_hub *h, char **buf, size_t *len, char **
   int rc = h->st->run_get(h->st, h->run_id, &run);
   if (rc) {
     fputs("event: error\ndata: {\"error\":", out);
-    rp_json_str(out, gs_last_error());
+    gs_json_str(out, gs_last_error());
     fputs("}\n\n", out);
     *ended = any = 1;
   } else if (poll_samples(h, out, &any) == GS_OK && strcmp(run.status, "running")) {
@@ -232,7 +223,7 @@ static int hub_events(struct serve_live_hub *h, char **buf, size_t *len, char **
       free(f);
     }
     fputs("event: status\ndata: {\"status\":", out);
-    rp_json_str(out, run.status);
+    gs_json_str(out, run.status);
     fputs("}\n\n", out);
     *ended = any = 1;
   } else if (now >= h->next_findings) {

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report_int.h"
 #include "serve/serve_int.h"
 
 enum { PAGE_POINTS = 500, PAGE_PROCS = 12 };
@@ -88,7 +87,7 @@ static int run_series(struct serve *srv, const char *id, FILE *out, int compare_
       group->close(group);
     return rc;
   }
-  rp_json_str(out, v.run.id);
+  gs_json_str(out, v.run.id);
   fputs(":[", out);
   int k = 0, ncpu = 0, nrss = 0, util_gpu = -1;
   /* the compare page overlays the util of each run's lowest-numbered GPU that has one (a MIG GPU 0
@@ -145,12 +144,12 @@ static int embed_json(struct serve *s, const struct store_run *runs, size_t n, c
   fprintf(j, "{\"mode\":\"%s\",\"hash\":", n == 1 ? "run" : "compare");
   char hash[1024];
   snprintf(hash, sizeof hash, "#/%s/%s", n == 1 ? "run" : "compare", list);
-  rp_json_str(j, hash);
+  gs_json_str(j, hash);
   fputs(",\"runs\":{", j);
   for (size_t i = 0; i < n && !rc && n == 1; i++) {
     char path[64];
     snprintf(path, sizeof path, "runs/%s", runs[i].id);
-    rp_json_str(j, runs[i].id);
+    gs_json_str(j, runs[i].id);
     fputc(':', j);
     struct kv_args none = {{0}, {0}};
     rc = api_into(s, path, &none, j);
@@ -211,7 +210,7 @@ int serve_page_write(FILE *out, struct store *st, char *const *refs, size_t n) {
   fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>gpuscope: ",
         out);
-  rp_html(out, n == 1 ? (runs[0].name[0] ? runs[0].name : runs[0].id) : "compare");
+  gs_html_text(out, n == 1 ? (runs[0].name[0] ? runs[0].name : runs[0].id) : "compare");
   fputs("</title>\n<style>\n", out);
   put_raw(out, (const char *)upcss->data, upcss->len);
   put_raw(out, (const char *)css->data, css->len);

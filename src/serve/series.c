@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report/report_int.h"
 #include "serve/serve_int.h"
 
 /* A window of at most this many raw samples is read raw; a longer one from rollups. */
@@ -18,33 +17,6 @@ enum { RAW_READ_MAX = 200000 };
 /* A rollup resolution is used when the whole series holds at most this many of its buckets
  * (rollups_read returns the whole series). */
 enum { ROLLUP_READ_MAX = 200000 };
-
-struct raw {
-  int64_t *t;
-  double *v;
-  size_t n, cap;
-};
-
-static int raw_put(void *user, int64_t t, double v) {
-  struct raw *r = user;
-  if (!isfinite(v))
-    return 0;
-  if (r->n == r->cap) {
-    size_t cap = r->cap ? r->cap * 2 : 1024;
-    int64_t *t2 = realloc(r->t, cap * sizeof *t2);
-    if (!t2)
-      return -1;
-    r->t = t2;
-    double *v2 = realloc(r->v, cap * sizeof *v2);
-    if (!v2)
-      return -1;
-    r->v = v2;
-    r->cap = cap;
-  }
-  r->t[r->n] = t;
-  r->v[r->n++] = v;
-  return 0;
-}
 
 struct buckets {
   size_t n;
@@ -76,7 +48,7 @@ static void arr(FILE *out, const char *key, const double *v, size_t n, const int
     if (cnt && !cnt[i])
       fputs("null", out);
     else
-      rp_json_num(out, v[i]);
+      gs_json_num(out, v[i]);
   }
   (void)n;
   fputc(']', out);
@@ -86,20 +58,20 @@ static void header(FILE *out, const struct store_series *s, const char *res, int
   fputc('{', out);
   fprintf(out, "\"id\":%lld,", (long long)s->id);
   serve_json_key(out, "source");
-  rp_json_str(out, s->source);
+  gs_json_str(out, s->source);
   fputc(',', out);
   serve_json_key(out, "name");
-  rp_json_str(out, s->name);
+  gs_json_str(out, s->name);
   fputc(',', out);
   serve_json_key(out, "labels");
-  rp_json_str(out, s->labels);
+  gs_json_str(out, s->labels);
   fputc(',', out);
   serve_json_key(out, "unit");
-  rp_json_str(out, s->unit);
+  gs_json_str(out, s->unit);
   fprintf(out, ",\"res\":\"%s\",\"from\":", res);
-  rp_json_num(out, serve_sec(from));
+  gs_json_num(out, serve_sec(from));
   fputs(",\"to\":", out);
-  rp_json_num(out, serve_sec(to));
+  gs_json_num(out, serve_sec(to));
   fputc(',', out);
 }
 
@@ -109,7 +81,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 /* Raw samples, with a null where consecutive samples lie further apart than 2.5 typical spacings. */
-static void write_raw(FILE *out, const struct raw *r) {
+static void write_raw(FILE *out, const struct store_points *r) {
   int64_t gap = INT64_MAX;
   if (r->n >= 3) {
     int64_t *d = malloc((r->n - 1) * sizeof *d);
@@ -127,10 +99,10 @@ static void write_raw(FILE *out, const struct raw *r) {
     if (i)
       fputc(',', out);
     if (i && r->t[i] - r->t[i - 1] > gap) {
-      rp_json_num(out, serve_sec(r->t[i - 1] + (r->t[i] - r->t[i - 1]) / 2));
+      gs_json_num(out, serve_sec(r->t[i - 1] + (r->t[i] - r->t[i - 1]) / 2));
       fputc(',', out);
     }
-    rp_json_num(out, serve_sec(r->t[i]));
+    gs_json_num(out, serve_sec(r->t[i]));
   }
   fputs("],\"mean\":[", out);
   for (size_t i = 0; i < r->n; i++) {
@@ -138,7 +110,7 @@ static void write_raw(FILE *out, const struct raw *r) {
       fputc(',', out);
     if (i && r->t[i] - r->t[i - 1] > gap)
       fputs("null,", out);
-    rp_json_num(out, r->v[i]);
+    gs_json_num(out, r->v[i]);
   }
   fputs("]}", out);
 }
@@ -175,12 +147,12 @@ static void write_buckets(FILE *out, const struct store_series *s, const char *r
       b->sum[i] /= (double)b->cnt[i];
   header(out, s, res, from, to);
   fprintf(out, "\"bucket_s\":");
-  rp_json_num(out, serve_sec(b->width));
+  gs_json_num(out, serve_sec(b->width));
   fputs(",\"t\":[", out);
   for (size_t i = a; i < e; i++) {
     if (i > a)
       fputc(',', out);
-    rp_json_num(out, serve_sec(b->from + b->width * (int64_t)i + b->width / 2));
+    gs_json_num(out, serve_sec(b->from + b->width * (int64_t)i + b->width / 2));
   }
   fputs("],", out);
   arr(out, "mean", b->sum, points, b->cnt, a, e);
@@ -207,9 +179,11 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
     to = s->t_last;
   double span_all = (double)s->t_last - (double)s->t_first + 1, span = (double)to - (double)from + 1;
   double est = (double)s->count * span / span_all;
-  struct raw raw = {0};
+  struct store_points raw = {0};
   if (est <= (double)points * 1.05 || est <= RAW_READ_MAX) {
-    rc = v->st->samples_read(v->st, s->id, from, to, raw_put, &raw);
+    rc = v->st->samples_read(v->st, s->id, from, to, store_points_put, &raw);
+    if (raw.oom)
+      rc = gs_fail(GS_ENOMEM, "out of memory");
     if (rc < 0)
       goto done;
     rc = GS_OK;
@@ -259,8 +233,7 @@ free_buckets:
   free(rmx);
   free(rmean);
 done:
-  free(raw.t);
-  free(raw.v);
+  store_points_done(&raw);
   return rc;
 }
 
@@ -299,7 +272,7 @@ struct serve_series_stream *serve_series_stream_new(struct serve *s, struct serv
   }
   memcpy(x->series, series, n * sizeof *series);
   fputs("{\"run\":", out);
-  rp_json_str(out, v->run.id);
+  gs_json_str(out, v->run.id);
   fputs(",\"series\":[", out);
   fclose(out);
   x->s = s;

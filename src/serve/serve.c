@@ -16,7 +16,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "report/report_int.h"
 #include "serve/serve_int.h"
 
 #define COOKIE_NAME "gpuscope_token"
@@ -69,45 +68,6 @@ int serve_addr_parse(const char *s, struct serve_addr *a) {
   static const unsigned char v6lo[16] = {[15] = 1};
   a->loopback = a->v6 ? !memcmp(bin, v6lo, 16) : bin[0] == 127;
   return GS_OK;
-}
-
-/* ---- replies ---- */
-
-int serve_reply_begin(struct serve_reply *r) {
-  memset(r, 0, sizeof *r);
-  r->status = MHD_HTTP_OK;
-  r->mime = "application/json";
-  r->out = open_memstream(&r->body, &r->len);
-  return r->out ? GS_OK : gs_fail(GS_ENOMEM, "out of memory");
-}
-
-void serve_reply_error(struct serve_reply *r, int status, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  r->status = status;
-  r->mime = "application/json";
-  if (r->out) /* what was written so far goes */
-    fclose(r->out);
-  free(r->body);
-  r->body = NULL;
-  r->len = 0;
-  r->out = open_memstream(&r->body, &r->len);
-  if (!r->out)
-    return;
-  fputs("{\"error\":", r->out);
-  /* the message may quote the request (a run reference): escaped like any store text */
-  rp_json_str(r->out, msg);
-  fputs("}\n", r->out);
-}
-
-void serve_reply_end(struct serve_reply *r) {
-  if (r->out) {
-    fclose(r->out);
-    r->out = NULL;
-  }
 }
 
 static void security_headers(struct MHD_Response *resp) {

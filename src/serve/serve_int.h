@@ -156,12 +156,16 @@ struct serve_args {
   void *user;
 };
 
+/* ---- replies (reply.c) ---- */
+
 /* Starts a reply (status 200, JSON). Returns 0 or GS_ENOMEM. */
 int serve_reply_begin(struct serve_reply *r);
 /* Replaces whatever was written with {"error": msg} and the status. */
 void serve_reply_error(struct serve_reply *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* Closes the stream: r->body / r->len are then the body (caller frees body). */
 void serve_reply_end(struct serve_reply *r);
+
+/* ---- views (views.c) ---- */
 
 /* Loads the view of ref in s->st: a run, or when no run is called ref the group ref (the runs of one
  * distributed job as one, store_group_open: *group is then its store, which the caller closes after
@@ -178,9 +182,12 @@ int serve_view_get(struct serve *s, const char *ref, struct serve_reply *r, cons
 /* The API, under s->mu: path is what follows "/api/" ("runs", "runs/REF/series", "compare"). */
 void serve_api(struct serve *s, const char *path, const struct serve_args *a, struct serve_reply *r);
 
-/* ---- JSON pieces (api.c) ---- */
+/* ---- JSON pieces (reply.c) ---- */
 /* "key": */
 void serve_json_key(FILE *out, const char *key);
+/* "key":"v", and "key":v (null when not finite), each with a trailing comma. */
+void serve_json_kstr(FILE *out, const char *key, const char *v);
+void serve_json_knum(FILE *out, const char *key, double v);
 void serve_json_finding(FILE *out, const struct store_finding *f);
 /* The findings array [ ... ]. */
 void serve_json_findings(FILE *out, const struct store_finding *f, size_t n);

@@ -16,24 +16,10 @@ enum { ROLLUP_BUCKET_MAX_BYTES = 19 };
 const int64_t STORE_ROLLUP_RES[STORE_N_ROLLUP_RES] = {GS_NS_PER_S, 10 * GS_NS_PER_S, 60 * GS_NS_PER_S};
 
 static int grow(struct rollup_acc *a) {
-  size_t c = a->cap ? a->cap * 2 : 64;
-  int64_t *t = realloc(a->t, c * sizeof *t);
-  if (t)
-    a->t = t;
-  double *mn = realloc(a->mn, c * sizeof *mn);
-  if (mn)
-    a->mn = mn;
-  double *mx = realloc(a->mx, c * sizeof *mx);
-  if (mx)
-    a->mx = mx;
-  double *me = realloc(a->mean, c * sizeof *me);
-  if (me)
-    a->mean = me;
-  if (!t || !mn || !mx || !me) {
-    a->oom = 1;
-    return -1;
-  }
-  a->cap = c;
+  void *const cols[] = {&a->t, &a->mn, &a->mx, &a->mean};
+  const size_t size[] = {sizeof *a->t, sizeof *a->mn, sizeof *a->mx, sizeof *a->mean};
+  if (gs_grow_columns(&a->cap, 64, 4, cols, size))
+    return -(a->oom = 1);
   return 0;
 }
 

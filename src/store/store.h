@@ -200,6 +200,26 @@ void store_notes_free(char **notes, size_t n);
  * Returns 1 when there is something to say, else 0 (buf ""). */
 int store_write_summary(const struct store *st, char *buf, size_t n);
 
+/* Points read from the store in a pair of growing arrays: the one buffer a samples_read callback
+ * fills (the run view's raw samples, store_samples_load, serve's charts and live stream). Start it
+ * zeroed; store_points_done frees it. */
+struct store_points {
+  int64_t *t;
+  double *v;
+  size_t n, cap;
+  int oom; /* growing failed: the callback returned 1, stopping the read */
+};
+/* Room for one more point in p (its arrays doubled when full). Returns 0, or -1 with p->oom set
+ * (p keeps what it holds). */
+int store_points_reserve(struct store_points *p);
+/* samples_read callbacks (user: a struct store_points) that append a point: every one, or only those
+ * with a finite value (missing is not zero: a non-finite sample is skipped, never kept). They return
+ * 0, or 1 (stop) when memory ran out (oom set). */
+int store_points_put_all(void *user, int64_t t, double v);
+int store_points_put(void *user, int64_t t, double v);
+/* Frees what p holds and zeroes it. */
+void store_points_done(struct store_points *p);
+
 /* Reads all samples of one series into malloc'd arrays (helper over samples_read), in time order.
  * Returns 0 with *t and *v the caller's to free (NULL when *n is 0), or a negative GS_E code
  * (GS_ENOMEM, or samples_read's: GS_ECORRUPT for a damaged chunk, GS_EBUSY, GS_EIO) with the

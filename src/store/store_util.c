@@ -3,6 +3,7 @@
  * in a list. A leaf: it calls only through struct store's function pointers. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,41 +24,41 @@ void store_notes_free(char **notes, size_t n) {
   free(notes);
 }
 
-struct load_ctx {
-  int64_t *t;
-  double *v;
-  size_t n, cap;
-  int oom;
-};
-
-static int load_one(void *u, int64_t t, double v) {
-  struct load_ctx *c = u;
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 256;
-    int64_t *nt = realloc(c->t, cap * sizeof *nt);
-    if (nt)
-      c->t = nt;
-    double *nv = realloc(c->v, cap * sizeof *nv);
-    if (nv)
-      c->v = nv;
-    if (!nt || !nv) {
-      c->oom = 1;
-      return 1;
-    }
-    c->cap = cap;
-  }
-  c->t[c->n] = t;
-  c->v[c->n++] = v;
+int store_points_reserve(struct store_points *p) {
+  if (p->n < p->cap)
+    return 0;
+  void *const cols[] = {&p->t, &p->v};
+  const size_t size[] = {sizeof *p->t, sizeof *p->v};
+  if (gs_grow_columns(&p->cap, 256, 2, cols, size))
+    return -(p->oom = 1);
   return 0;
 }
 
+int store_points_put_all(void *user, int64_t t, double v) {
+  struct store_points *p = user;
+  if (store_points_reserve(p))
+    return 1;
+  p->t[p->n] = t;
+  p->v[p->n++] = v;
+  return 0;
+}
+
+int store_points_put(void *user, int64_t t, double v) {
+  return isfinite(v) ? store_points_put_all(user, t, v) : 0;
+}
+
+void store_points_done(struct store_points *p) {
+  free(p->t), free(p->v);
+  memset(p, 0, sizeof *p);
+}
+
 int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double **v, size_t *n) {
-  struct load_ctx c = {0};
-  int rc = st->samples_read(st, series_id, INT64_MIN, INT64_MAX, load_one, &c);
+  struct store_points c = {0};
+  int rc = st->samples_read(st, series_id, INT64_MIN, INT64_MAX, store_points_put_all, &c);
   if (c.oom)
     rc = gs_fail(GS_ENOMEM, "out of memory");
   if (rc < 0) {
-    free(c.t), free(c.v);
+    store_points_done(&c);
     return rc;
   }
   *t = c.t;

@@ -127,13 +127,19 @@ static int hist_width(void) {
   return w < 1 ? 1 : w > TOP_HIST ? TOP_HIST : w;
 }
 
-/* Loads a fresh snapshot into *cur, keeping the last finding; returns 0 or the load's error. */
-static int reload(struct store *st, const char *id, const struct tui_ui *u, struct tui_snap *cur) {
+/* Loads a fresh snapshot into *cur, with a fresh finding when diagnose is set, else keeping the last
+ * one; returns 0 or the load's error. */
+static int reload(struct store *st, const char *id, const struct tui_ui *u, int diagnose, struct tui_snap *cur) {
   struct tui_snap next;
-  int rc = tui_snap_load(st, id, (size_t)hist_width(), u->utf8, &next);
+  int rc = tui_snap_load(st, id, (size_t)hist_width(), u->utf8, diagnose, &next);
   if (rc) {
     tui_snap_done(&next);
     return rc;
+  }
+  if (diagnose) {
+    tui_snap_done(cur);
+    *cur = next;
+    return GS_OK;
   }
   next.have_finding = cur->have_finding;
   memcpy(next.rule, cur->rule, sizeof next.rule);
@@ -200,8 +206,8 @@ static void screen_start(struct tui_ui *u) {
   tui_colors_init(u);
 }
 
-/* Reloads, diagnoses and draws until a key or a signal ends top; after the run ends, one last
- * diagnosis and the screen stays. */
+/* Reloads (diagnosing every FINDING_EVERY_NS, on the same load) and draws until a key or a signal
+ * ends top; after the run ends, one last load with its diagnosis and the screen stays. */
 static void tui_loop(struct store *st, const char *id, const struct tui_opts *o, struct tui_ui *u, struct tui_snap *cur,
                      struct launched *l) {
   int64_t refresh_ns = o->refresh_ns > 0 ? o->refresh_ns : GS_NS_PER_S;
@@ -211,23 +217,17 @@ static void tui_loop(struct store *st, const char *id, const struct tui_opts *o,
     int64_t now = gs_mono_ns();
     reap(l);
     if (now >= next_load && !final_done) {
-      int was_running = cur->running;
-      if (reload(st, id, u, cur) == GS_OK) {
-        dirty = 1;
-        if (!cur->running) { /* the run ended: one last diagnosis, then the screen stays */
-          next_finding = 0;
-          final_done = 1;
-        }
-        (void)was_running;
-      }
+      int diagnose = now >= next_finding;
       next_load = now + refresh_ns;
-    }
-    if (now >= next_finding && (cur->running || final_done == 1)) {
-      tui_finding_now(st, cur);
-      next_finding = now + FINDING_EVERY_NS;
-      if (final_done)
-        final_done = 2;
-      dirty = 1;
+      if (reload(st, id, u, diagnose, cur) == GS_OK) {
+        dirty = 1;
+        if (diagnose)
+          next_finding = now + FINDING_EVERY_NS;
+        if (!cur->running && diagnose)
+          final_done = 1; /* the run ended and this load diagnosed it: the screen stays */
+        else if (!cur->running)
+          next_load = next_finding = 0; /* the run ended: one last load, with its diagnosis */
+      }
     }
     if (dirty) {
       tui_draw(u, cur);
@@ -275,7 +275,7 @@ int tui_top(const struct tui_opts *o, int *job_status) {
     rc = find_run(st, o, &l, id, sizeof id);
   struct tui_snap cur = {0};
   if (!rc)
-    rc = tui_snap_load(st, id, TOP_HIST, u.utf8, &cur); /* fail before taking the screen */
+    rc = tui_snap_load(st, id, TOP_HIST, u.utf8, 0, &cur); /* fail before taking the screen */
   if (rc) {
     if (l.pid > 0 && l.status < 0) {
       kill(l.pid, SIGTERM);

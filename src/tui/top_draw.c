@@ -1,4 +1,4 @@
-/* tui/top_draw: lays a snapshot (tui.h) out on the ncurses screen for whatever size the terminal
+/* tui/tui_draw: lays a snapshot (tui.h) out on the ncurses screen for whatever size the terminal
  * has. Every frame is drawn whole into ncurses' virtual screen after erase() and sent with one
  * refresh(), so the terminal only receives the cells that changed (no flicker). Every string shown
  * went through gs_term_escape() when the snapshot was loaded; this file only clips it to the screen. */

@@ -169,79 +169,17 @@ static int load_procs(const struct runview *v, int64_t now, int utf8, struct tui
   return GS_OK;
 }
 
+/* The steps of the last TOP_STEP_WINDOW_S of data, as the run view defines their figures. */
 static void load_steps(const struct runview *v, int64_t now, struct tui_snap *s) {
   s->steps_total = v->nsteps_total; /* the run's, also when the view holds a sample of a long run */
-  s->step_s = s->data_share = s->h2d_share = s->compute_share = s->steps_per_s = s->samples_per_s = NAN;
-  int64_t from = now - TOP_STEP_WINDOW_S * GS_NS_PER_S;
-  double total = 0, data = 0, h2d = 0, compute = 0, samples = 0;
-  size_t n = 0, nh2d = 0, nsamples = 0;
-  int64_t t0 = INT64_MAX, t1 = INT64_MIN;
-  for (size_t i = v->nsteps; i-- > 0 && v->steps[i].t > from;) {
-    const struct runview_step *st = &v->steps[i];
-    n++;
-    total += st->total;
-    if (isfinite(st->data))
-      data += st->data;
-    if (isfinite(st->h2d))
-      h2d += st->h2d, nh2d++;
-    if (isfinite(st->compute))
-      compute += st->compute;
-    if (isfinite(st->samples))
-      samples += st->samples, nsamples++;
-    t0 = st->t < t0 ? st->t : t0;
-    t1 = st->t > t1 ? st->t : t1;
-  }
-  if (!n || !(total > 0))
-    return;
-  s->step_s = total / (double)n;
-  s->data_share = data / total;
-  s->h2d_share = nh2d ? h2d / total : NAN;
-  s->compute_share = compute / total;
-  /* The span the steps cover: from the first one's start to the last one's end. */
-  double span = (double)(t1 - t0) / GS_NS_PER_S + total / (double)n;
-  if (span > 0) {
-    s->steps_per_s = (double)n / span;
-    s->samples_per_s = nsamples == n ? samples / span : NAN;
-  }
-}
-
-int tui_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct tui_snap *s) {
-  memset(s, 0, sizeof *s);
-  s->cpu_total = s->step_s = s->data_share = s->h2d_share = s->compute_share = NAN;
-  s->steps_per_s = s->samples_per_s = s->speedup = s->share = NAN;
-  if (hist_s > TOP_HIST)
-    hist_s = TOP_HIST;
-  s->utf8 = utf8;
-  struct runview v;
-  int rc = runview_load(st, run_id, &v);
-  if (rc) {
-    runview_done(&v);
-    return rc;
-  }
-  s->run = v.run;
-  char buf[sizeof s->run.command];
-  snprintf(s->run.name, sizeof s->run.name, "%s", gs_term_escape(v.run.name, utf8, buf, sizeof s->run.name));
-  snprintf(s->run.command, sizeof s->run.command, "%s", gs_term_escape(v.run.command, utf8, buf, sizeof buf));
-  s->running = !strcmp(v.run.status, "running");
-  for (size_t i = 0; i < v.nseries; i++)
-    if (v.series[i].count > 0 && v.series[i].t_last > s->t_ns)
-      s->t_ns = v.series[i].t_last;
-  double ap = runview_param_num(&v, "attached.pid");
-  s->attached_pid = runview_param_bool(&v, "attached") == 1 && ap > 0 && ap < 1 << 30 ? (int)ap : 0;
-  if (!(rc = load_gpus(&v, s->t_ns, hist_s, utf8, s))) {
-    load_cores(&v, s->t_ns, s);
-    rc = load_procs(&v, s->t_ns, utf8, s);
-  }
-  load_steps(&v, s->t_ns, s);
-  runview_done(&v);
-  return rc;
-}
-
-void tui_snap_done(struct tui_snap *s) {
-  free(s->gpus);
-  free(s->procs);
-  s->gpus = NULL, s->procs = NULL;
-  s->ngpus = 0, s->nprocs = 0;
+  size_t first, n;
+  runview_steps_in(v, now - TOP_STEP_WINDOW_S * GS_NS_PER_S, INT64_MAX, &first, &n);
+  struct runview_step_figures f;
+  runview_step_figures(v, first, n, &f);
+  s->step_s = f.mean_step_s;
+  s->data_share = f.data_share, s->h2d_share = f.h2d_share, s->compute_share = f.compute_share;
+  s->steps_per_s = f.steps_per_s;
+  s->samples_per_s = f.samples_per_s;
 }
 
 /* The roles of the window's processes into s (what fits). */
@@ -255,20 +193,18 @@ static void keep_roles(const struct runview *v, int64_t from, int64_t to, struct
   free(r);
 }
 
-void tui_finding_now(struct store *st, struct tui_snap *s) {
+/* The doctor's current top finding on v into s, and the roles of the window's processes. */
+static void snap_finding(const struct runview *v, struct tui_snap *s) {
   struct store_finding *f = NULL;
   size_t n = 0;
   s->have_finding = 0;
-  struct runview v;
   struct runview_window w;
-  int rc = runview_load(st, s->run.id, &v);
-  if (!rc && !(rc = doctor_diagnose_live(&v, 0, &f, &n, &w)))
-    keep_roles(&v, w.from, w.to, s);
+  int rc = doctor_diagnose_live(v, 0, &f, &n, &w);
+  keep_roles(v, w.from, w.to, s); /* w is set also when the diagnosis failed */
   if (rc) {
     s->have_finding = -1;
     gs_term_escape(gs_last_error(), s->utf8, s->title, sizeof s->title);
   }
-  runview_done(&v);
   if (rc || !n) {
     free(f);
     return;
@@ -287,4 +223,43 @@ void tui_finding_now(struct store *st, struct tui_snap *s) {
   s->speedup = f[0].speedup;
   s->share = f[0].share;
   free(f);
+}
+
+int tui_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, int diagnose, struct tui_snap *s) {
+  memset(s, 0, sizeof *s);
+  s->cpu_total = s->step_s = s->data_share = s->h2d_share = s->compute_share = NAN;
+  s->steps_per_s = s->samples_per_s = s->speedup = s->share = NAN;
+  if (hist_s > TOP_HIST)
+    hist_s = TOP_HIST;
+  s->utf8 = utf8;
+  struct runview v;
+  int rc = runview_load(st, run_id, &v);
+  if (rc) {
+    runview_done(&v);
+    return rc;
+  }
+  s->run = v.run;
+  char buf[sizeof s->run.command];
+  snprintf(s->run.name, sizeof s->run.name, "%s", gs_term_escape(v.run.name, utf8, buf, sizeof s->run.name));
+  snprintf(s->run.command, sizeof s->run.command, "%s", gs_term_escape(v.run.command, utf8, buf, sizeof buf));
+  s->running = !strcmp(v.run.status, "running");
+  s->t_ns = v.t_newest_ns;
+  double ap = runview_param_num(&v, "attached.pid");
+  s->attached_pid = runview_param_bool(&v, "attached") == 1 && ap > 0 && ap < 1 << 30 ? (int)ap : 0;
+  if (!(rc = load_gpus(&v, s->t_ns, hist_s, utf8, s))) {
+    load_cores(&v, s->t_ns, s);
+    rc = load_procs(&v, s->t_ns, utf8, s);
+  }
+  load_steps(&v, s->t_ns, s);
+  if (!rc && diagnose)
+    snap_finding(&v, s);
+  runview_done(&v);
+  return rc;
+}
+
+void tui_snap_done(struct tui_snap *s) {
+  free(s->gpus);
+  free(s->procs);
+  s->gpus = NULL, s->procs = NULL;
+  s->ngpus = 0, s->nprocs = 0;
 }

@@ -80,17 +80,15 @@ struct tui_snap {
 
 #define TOP_STEP_WINDOW_S 10
 
-/* Loads a snapshot of run_id from st, with hist_s seconds of GPU history (<= TOP_HIST); text is
- * escaped by gs_term_escape(.., utf8, ..). Returns 0 or a GS_E code; free with tui_snap_done() either
- * way. The finding is not filled here (tui_finding_now). */
-int tui_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, struct tui_snap *s);
+/* Loads a snapshot of run_id from st — the run read once, as one run view — with hist_s seconds of
+ * GPU history (<= TOP_HIST); text is escaped by gs_term_escape(.., utf8, ..). With diagnose set, also
+ * the doctor's current top finding on that same view (have_finding 0 when none, -1 with the cause in
+ * title when the diagnosis failed) and the roles of its processes (trainer, loader worker,
+ * launcher); without, have_finding is 0 and the caller keeps its last one. This is the one place the
+ * live view asks the doctor, through the one live diagnosis (doctor_diagnose_live): the last
+ * RUNVIEW_LIVE_WINDOW_S seconds of a running run, the doctor's usual window once it finished.
+ * Returns 0 or a GS_E code; free with tui_snap_done() either way. */
+int tui_snap_load(struct store *st, const char *run_id, size_t hist_s, int utf8, int diagnose, struct tui_snap *s);
 void tui_snap_done(struct tui_snap *s);
-
-/* The doctor's current top finding for the snapshot's run into s (have_finding 0 when none, -1 with
- * the cause in title when the diagnosis failed), and the
- * roles of its processes (trainer, loader worker, launcher). This is the one place the live view asks
- * the doctor, through the one live diagnosis (doctor_diagnose_live): the last RUNVIEW_LIVE_WINDOW_S
- * seconds of a running run, the doctor's usual window once it finished. */
-void tui_finding_now(struct store *st, struct tui_snap *s);
 
 #endif

@@ -1,4 +1,4 @@
-/* tui_int: what the live view's loop (top.c) and its drawing (top_draw.c) share. */
+/* tui_int: what the live view's loop (top.c) and its drawing (tui_draw.c) share. */
 #ifndef GS_TUI_INT_H
 #define GS_TUI_INT_H
 

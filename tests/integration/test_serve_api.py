@@ -227,6 +227,20 @@ def test_findings_stored_and_live():
           "the live diagnosis of a finished run agrees with the stored one")
 
 
+def test_findings_name_each_evidence_fields_unit():
+    """The API says each evidence member's unit (the doctor's one table), so the page needs none of its own."""
+    f = server().json("/api/runs/slow/findings")["findings"]
+    with_ev = [x for x in f if isinstance(x["evidence"], dict) and x["evidence"]]
+    check(with_ev, f"findings with evidence: {f}")
+    for x in with_ev:
+        check(set(x["evidence_units"]) == set(x["evidence"]), f"{x['rule']}: a unit per member: {x['evidence_units']}")
+    units = {k: u for x in with_ev for k, u in x["evidence_units"].items()}
+    check(units.get("data_wait_share") == "share" and units.get("step_s") == "s" and units.get("num_workers") == "",
+          f"units by the doctor's naming: {units}")
+    page = server().json("/api/runs/slow")["findings"]
+    check(page and all("evidence_units" in x for x in page), "the run page's findings carry them too")
+
+
 def test_pages_and_assets():
     st, h, body = server().get("/")
     check(st == 200 and h["Content-Type"].startswith("text/html") and b"gpuscope" in body, f"/ -> {st}")

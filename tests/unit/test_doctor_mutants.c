@@ -18,13 +18,13 @@
 #include "doctor/doctor_int.h"
 
 /* Ties compare equal; the median of an even count is the mean of the middle two. Kills
- * dr_cmp_double's `x < y` -> `x <= y`. */
+ * runview_cmp_double's `x > y` -> `x >= y`. */
 static void test_compare_ties_are_equal_and_median_is_the_middle(void **state) {
   (void)state;
   double one = 1, two = 2, one_again = 1;
-  assert_int_equal(dr_cmp_double(&one, &two), -1);
-  assert_int_equal(dr_cmp_double(&two, &one), 1);
-  assert_int_equal(dr_cmp_double(&one, &one_again), 0);
+  assert_int_equal(runview_cmp_double(&one, &two), -1);
+  assert_int_equal(runview_cmp_double(&two, &one), 1);
+  assert_int_equal(runview_cmp_double(&one, &one_again), 0);
   double odd[] = {3, 1, 2}, even[] = {4, 1, 3, 2};
   assert_true(dr_median(odd, 3) == 2);
   assert_true(dr_median(even, 4) == 2.5);

@@ -168,7 +168,7 @@ static struct store_finding *fake_end(struct fake *f, size_t *n) {
   struct store_finding *out = NULL;
   assert_int_equal(doctor_run(f->st, f->run.id, &out, n), 0);
   for (size_t i = 0; i < *n; i++)
-    assert_true(rp_json_object_valid(out[i].evidence));
+    assert_true(gs_json_object_valid(out[i].evidence));
   return out;
 }
 
@@ -1408,7 +1408,7 @@ static void test_evidence_builder_stays_valid_when_full(void **state) {
   }
   dr_json_num(&j, "nan", NAN);
   assert_true(strlen(buf) < sizeof buf);
-  assert_true(rp_json_object_valid(buf));
+  assert_true(gs_json_object_valid(buf));
   char tiny[2];
   dr_json_begin(&j, tiny, sizeof tiny);
   dr_json_num(&j, "x", 1);
@@ -1738,7 +1738,7 @@ static void test_evidence_strings_are_cut_on_a_character_boundary(void **state) 
     dr_json_begin(&j, buf, sizeof buf);
     dr_json_str(&j, "marks", name + lead);
     assert_true(j.members == 1);
-    if (!rp_json_object_valid(buf))
+    if (!gs_json_object_valid(buf))
       fail_msg("lead %d: invalid JSON: %.80s...", lead, buf);
   }
 }

@@ -62,11 +62,11 @@ static void test_unknown_numbers_are_json_null(void **state) {
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
-  report_json_num(out, NAN);
+  gs_json_num(out, NAN);
   fputc(' ', out);
-  rp_json_num(out, -INFINITY);
+  gs_json_num(out, -INFINITY);
   fputc(' ', out);
-  report_json_num(out, 0);
+  gs_json_num(out, 0);
   fclose(out);
   assert_string_equal(buf, "null null 0");
   free(buf);
@@ -79,9 +79,9 @@ static void test_csv_fields_quote_and_clean_untrusted_text(void **state) {
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
-  report_csv_field(out, "a\"b\nc\x01\x1b[0md\xff");
+  gs_csv_field(out, "a\"b\nc\x01\x1b[0md\xff");
   fputc(',', out);
-  report_csv_field(out, "");
+  gs_csv_field(out, "");
   fclose(out);
   assert_string_equal(buf, "\"a\"\"b\nc[0md\xef\xbf\xbd\",\"\"");
   free(buf);
@@ -238,9 +238,9 @@ static void test_json_checker(void **state) {
                        "{\"a\":\"\\x\"}",
                        "{\"a\":tru}"};
   for (size_t i = 0; i < sizeof good / sizeof *good; i++)
-    assert_true(rp_json_object_valid(good[i]));
+    assert_true(gs_json_object_valid(good[i]));
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
-    if (rp_json_object_valid(bad[i]))
+    if (gs_json_object_valid(bad[i]))
       fail_msg("accepted %s", bad[i]);
   char deep[512] = "";
   for (int i = 0; i < 40; i++)
@@ -248,7 +248,7 @@ static void test_json_checker(void **state) {
   strcat(deep, "1");
   for (int i = 0; i < 40; i++)
     strcat(deep, "}");
-  assert_false(rp_json_object_valid(deep)); /* nesting is bounded */
+  assert_false(gs_json_object_valid(deep)); /* nesting is bounded */
 }
 
 static void test_utf8_is_repaired(void **state) {
@@ -256,9 +256,9 @@ static void test_utf8_is_repaired(void **state) {
   char *buf = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&buf, &len);
-  rp_json_str(out, "ok \xc3\xa9 \xff \xed\xa0\x80 \x1b[0m \"");
+  gs_json_str(out, "ok \xc3\xa9 \xff \xed\xa0\x80 \x1b[0m \"");
   fputc('\n', out);
-  rp_text(out, "a\x1b[31mb\x07\xc2\x9b c\n", 0);
+  gs_term_text(out, "a\x1b[31mb\x07\xc2\x9b c\n", 0);
   fclose(out);
   assert_string_equal(buf, "\"ok \xc3\xa9 \xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \\u001b[0m \\\"\"\n"
                            "a[31mb c ");

@@ -132,6 +132,55 @@ static void test_runview_steps_join_phases_and_leave_unmeasured_nan(void **state
   st->close(st);
 }
 
+/* The one definition of the step figures: a phase's share over the steps that reported it (here the
+ * four held steps with data=, 0.25 of their 1 s), throughput over the time the steps cover. */
+static void test_runview_step_figures_share_each_phase_over_the_steps_that_reported_it(void **state) {
+  (void)state;
+  struct store *st = make_run("figures", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "last", &v), 0);
+  struct runview_step_figures f;
+  runview_step_figures(&v, 0, v.nsteps, &f);
+  assert_int_equal(f.steps, 9); /* ten sent, the warm-up left out */
+  assert_int_equal(f.steps_held, 9);
+  assert_int_equal(f.stretches, 1);
+  assert_true(fabs(f.data_share - 0.25) < 1e-12);         /* 4 x 0.25 s of 4 s, not of all 9 s */
+  assert_true(fabs(f.compute_share - 0.75) < 1e-12);      /* the rest of those steps */
+  assert_true(isnan(f.h2d_share) && isnan(f.h2d_mean_s)); /* never measured */
+  assert_true(f.median_step_s == 1.0 && f.mean_step_s == 1.0);
+  assert_true(fabs(f.samples_per_s - 32) < 1e-9); /* 9 x 32 samples over 11..19 s and the first step's 1 s */
+  size_t first, n;
+  runview_steps_in(&v, 15 * SEC, INT64_MAX, &first, &n); /* the steps that start at 15 s or later */
+  assert_int_equal(n, 4);
+  assert_int_equal(v.steps[first].t, 16 * SEC);
+  runview_step_figures(&v, first, n, &f);
+  assert_int_equal(f.steps, 4);
+  assert_true(fabs(f.data_share - 0.25) < 1e-12); /* steps 16 and 18 s timed their data wait */
+  runview_done(&v);
+  st->close(st);
+}
+
+/* The live window: the last minute up to the newest sample while the run goes on, the usual window
+ * (INT64_MIN, INT64_MAX) once it finished. */
+static void test_runview_live_window_ends_at_the_newest_sample(void **state) {
+  (void)state;
+  struct store *st = make_run("live", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "last", &v), 0);
+  assert_int_equal(v.t_newest_ns, 99 * SEC);
+  struct runview_window w = runview_live_window(&v, 0);
+  assert_true(w.from == INT64_MIN && w.to == INT64_MAX && isnan(w.span_s)); /* finished */
+  snprintf(v.run.status, sizeof v.run.status, "running");
+  w = runview_live_window(&v, 0);
+  assert_int_equal(w.to, 99 * SEC);
+  assert_int_equal(w.from, (99 - RUNVIEW_LIVE_WINDOW_S) * SEC);
+  assert_true(w.span_s == RUNVIEW_LIVE_WINDOW_S);
+  w = runview_live_window(&v, 200 * SEC); /* longer than the run: from its start */
+  assert_true(w.from == 0 && w.span_s == 99);
+  runview_done(&v);
+  st->close(st);
+}
+
 static void test_runview_params_and_labels_are_strict(void **state) {
   (void)state;
   struct store *st = make_run("params", fill_short);
@@ -277,6 +326,8 @@ int main(void) {
       cmocka_unit_test(test_runview_absent_series_is_empty_not_zero),
       cmocka_unit_test(test_runview_steps_join_phases_and_leave_unmeasured_nan),
       cmocka_unit_test(test_runview_params_and_labels_are_strict),
+      cmocka_unit_test(test_runview_step_figures_share_each_phase_over_the_steps_that_reported_it),
+      cmocka_unit_test(test_runview_live_window_ends_at_the_newest_sample),
       cmocka_unit_test(test_runview_long_series_reads_rollups_and_keeps_a_dip),
       cmocka_unit_test(test_runview_unknown_run_is_enoent),
       cmocka_unit_test(test_runview_group_labels_match_without_the_host),

@@ -19,6 +19,7 @@
 #define SEC 1000000000LL
 
 static char dir[256];
+static int mixed_steps; /* fill(): the last ten steps alternate with and without data= */
 
 static int setup(void **state) {
   (void)state;
@@ -104,9 +105,11 @@ static void fill(struct gs_sink *s) {
   for (int k = 1; k <= 30; k++) { /* one 1 s step a second; the last ten wait 0.75 s for data */
     int64_t t = k * SEC;
     double data = k > 20 ? 0.75 : 0.25;
+    int timed = !mixed_steps || k <= 20 || k % 2 == 0; /* mixed: odd steps time only their compute */
     gs_sink_put(s, st_total, t, 1.0);
-    gs_sink_put(s, st_data, t, data);
-    gs_sink_put(s, st_comp, t, 1.0 - data);
+    if (timed)
+      gs_sink_put(s, st_data, t, data);
+    gs_sink_put(s, st_comp, t, timed ? 1.0 - data : 1.0);
     gs_sink_put(s, st_smp, t, 64);
   }
   gs_sink_param(s, "gpu.0.name", "Sim\x1b[5mGPU");
@@ -139,7 +142,7 @@ static void test_snapshot_keeps_unmeasured_figures_unknown(void **state) {
   (void)state;
   struct store *st = make_run();
   struct tui_snap s;
-  assert_int_equal(tui_snap_load(st, "last", 60, 1, &s), 0);
+  assert_int_equal(tui_snap_load(st, "last", 60, 1, 0, &s), 0);
   assert_false(s.running);
   assert_int_equal(s.t_ns, 30 * SEC);
   assert_int_equal(s.ngpus, 1);
@@ -161,7 +164,7 @@ static void test_snapshot_history_is_per_second_with_the_newest_last(void **stat
   (void)state;
   struct store *st = make_run();
   struct tui_snap s;
-  assert_int_equal(tui_snap_load(st, "last", 60, 1, &s), 0);
+  assert_int_equal(tui_snap_load(st, "last", 60, 1, 0, &s), 0);
   assert_int_equal(s.gpus[0].nhist, 60);
   assert_true(s.gpus[0].hist[59] == 40);      /* the second ending at 30 s */
   assert_true(s.gpus[0].hist[59 - 15] == 90); /* 15 s earlier: before the drop at 20 s */
@@ -174,7 +177,7 @@ static void test_snapshot_processes_in_order_with_names_and_gpu_memory(void **st
   (void)state;
   struct store *st = make_run();
   struct tui_snap s;
-  assert_int_equal(tui_snap_load(st, "last", 10, 1, &s), 0);
+  assert_int_equal(tui_snap_load(st, "last", 10, 1, 0, &s), 0);
   assert_int_equal(s.nprocs, 2);
   assert_int_equal(s.procs[0].pid, 100);
   assert_string_equal(s.procs[0].comm, "python3");
@@ -190,7 +193,7 @@ static void test_snapshot_steps_cover_the_last_window(void **state) {
   (void)state;
   struct store *st = make_run();
   struct tui_snap s;
-  assert_int_equal(tui_snap_load(st, "last", 10, 1, &s), 0);
+  assert_int_equal(tui_snap_load(st, "last", 10, 1, 0, &s), 0);
   assert_int_equal(s.steps_total, 29); /* the first step is warm-up (runview) */
   assert_true(fabs(s.data_share - 0.75) < 1e-9);
   assert_true(fabs(s.compute_share - 0.25) < 1e-9);
@@ -198,6 +201,22 @@ static void test_snapshot_steps_cover_the_last_window(void **state) {
   assert_true(fabs(s.step_s - 1.0) < 1e-9);
   assert_true(fabs(s.steps_per_s - 1.0) < 0.11);
   assert_true(fabs(s.samples_per_s - 64) < 7);
+  tui_snap_done(&s);
+  st->close(st);
+}
+
+/* A step that did not time its data wait is not a step without one: the window's data share is over
+ * the steps that reported it (runview_step_figures), as the report and serve compute it. */
+static void test_snapshot_shares_each_phase_over_the_steps_that_reported_it(void **state) {
+  (void)state;
+  mixed_steps = 1;
+  struct store *st = make_run();
+  mixed_steps = 0;
+  struct tui_snap s;
+  assert_int_equal(tui_snap_load(st, "last", 10, 1, 0, &s), 0);
+  assert_true(fabs(s.data_share - 0.75) < 1e-9);
+  assert_true(fabs(s.compute_share - 0.25) < 1e-9);
+  assert_true(fabs(s.step_s - 1.0) < 1e-9);
   tui_snap_done(&s);
   st->close(st);
 }
@@ -211,6 +230,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_snapshot_history_is_per_second_with_the_newest_last, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_processes_in_order_with_names_and_gpu_memory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_steps_cover_the_last_window, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_snapshot_shares_each_phase_over_the_steps_that_reported_it, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,7 @@ import { bytes, DASH, evidence, num, pct, pctv, rate, secs, speed, sps } from ".
 test("what was not measured is a dash, never zero", () => {
   for (const f of [num, pct, pctv, bytes, rate, secs, speed, sps])
     for (const v of [null, undefined, NaN, Infinity, "12"]) assert.equal(f(v), DASH, `${f.name}(${v})`);
-  assert.equal(evidence("data_share", null), DASH);
+  assert.equal(evidence(null, "share"), DASH);
 });
 
 test("zero is shown as zero", () => {
@@ -25,13 +25,15 @@ test("units scale", () => {
   assert.equal(sps(1108.3), "1108 samples/s");
 });
 
-test("evidence values take their unit from the key's suffix", () => {
-  assert.equal(evidence("data_share", 0.87), "87.0 %");
-  assert.equal(evidence("gpu_util_pct", 30), "30.0 %");
-  assert.equal(evidence("mem_free_bytes", 64 * 1024 ** 3), "64.0 GiB");
-  assert.equal(evidence("pcie_rx_bytes_s", 1e9), "1.00 GB/s");
-  assert.equal(evidence("median_step_s", 0.25), "250.0 ms");
-  assert.equal(evidence("power_w", 700), "700 W");
-  assert.equal(evidence("workers", 4), "4");
-  assert.equal(evidence("per_gpu", { "0": 10, "1": 20 }), "0: 10, 1: 20");
+test("evidence values are shown in the unit the API names for them", () => {
+  assert.equal(evidence(0.87, "share"), "87.0 %");
+  assert.equal(evidence(30, "pct"), "30.0 %");
+  assert.equal(evidence(64 * 1024 ** 3, "bytes"), "64.0 GiB");
+  assert.equal(evidence(1e9, "bytes_s"), "1.00 GB/s");
+  assert.equal(evidence(0.25, "s"), "250.0 ms");
+  assert.equal(evidence(700, "w"), "700 W");
+  assert.equal(evidence(1.5, "x"), "1.50×");
+  assert.equal(evidence(4, ""), "4");
+  assert.equal(evidence(0.25, undefined), "0.2500"); // no unit named: the number as it is
+  assert.equal(evidence({ "0": 10, "1": 20 }, "pct"), "0: 10.0 %, 1: 20.0 %");
 });

@@ -42,22 +42,28 @@ export function when(t) {
 }
 export function sps(v) { return fin(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) + " samples/s" : DASH; }
 
-// An evidence value in units, from its key's suffix (the doctor's naming: _s, _share, _pct, _bytes,
-// _bytes_s, _w, _c, _mhz).
-export function evidence(key, v) {
+// An evidence value in its unit, as the API names it for each evidence member ("evidence_units",
+// from the doctor's one table, doctor_evidence_unit): share, pct, bytes, bytes_s, s, cores, mhz, w,
+// c, j, h, x, or "" for a count or plain number. An object (a value per GPU) shows each member in
+// the same unit.
+const UNIT = {
+  share: (v) => pct(v, 1),
+  pct: (v) => pctv(v, 1),
+  bytes: bytes,
+  bytes_s: rate,
+  s: secs,
+  cores: (v) => num(v, 2, "cores"),
+  mhz: (v) => num(v, 0, "MHz"),
+  w: (v) => num(v, 0, "W"),
+  c: (v) => num(v, 0, "°C"),
+  j: (v) => num(v, 0, "J"),
+  h: (v) => num(v, 2, "h"),
+  x: speed,
+};
+export function evidence(v, unit) {
   if (v === null || v === undefined) return DASH;
-  if (typeof v === "object") return Object.entries(v).map(([k, x]) => k + ": " + evidence(key, x)).join(", ");
+  if (typeof v === "object") return Object.entries(v).map(([k, x]) => k + ": " + evidence(x, unit)).join(", ");
   if (typeof v !== "number") return String(v);
-  if (/_bytes_s$/.test(key)) return rate(v);
-  if (/_bytes$/.test(key)) return bytes(v);
-  if (/(_share|_estimate)$/.test(key)) return pct(v, 1);
-  if (/_pct$/.test(key)) return pctv(v, 1);
-  if (/_w$/.test(key)) return num(v, 0, "W");
-  if (/_c$/.test(key)) return num(v, 0, "°C");
-  if (/_mhz$/.test(key)) return num(v, 0, "MHz");
-  if (/_cores$/.test(key)) return num(v, 2, "cores");
-  if (/_hours$/.test(key)) return num(v, 2, "h");
-  if (/(_s|_step_s)$/.test(key) || key === "lost_s") return secs(v);
-  if (/speedup|slower_by|ratio|scale|_cv$/.test(key)) return fin(v) ? v.toFixed(2) + "×" : DASH;
+  if (UNIT[unit]) return UNIT[unit](v);
   return Number.isInteger(v) ? String(v) : v.toPrecision(4);
 }

@@ -53,7 +53,7 @@ export function findingsList(findings, live, window_s, error) {
       el("div", { class: "finding-meta" }, f.rule, " · ", f.severity, " · lost ", secs(f.lost_s), " (", pct(f.share, 1),
         ") · speed-up ", speed(f.speedup)),
       ev ? el("table", { class: "evidence" }, Object.entries(ev).map(([k, v]) =>
-        el("tr", {}, el("th", {}, k.replace(/_/g, " ")), el("td", {}, evidence(k, v))))) :
+        el("tr", {}, el("th", {}, k.replace(/_/g, " ")), el("td", {}, evidence(v, (f.evidence_units || {})[k]))))) :
         el("p", {}, String(f.evidence || "")),
       f.fix ? el("div", { class: "fix" }, copyButton(f.fix), el("pre", {}, f.fix)) : null));
   }
