@@ -28,7 +28,12 @@ struct agent_opts {
   const char *listen;     /* non-NULL: serve the run's /metrics there (`run --listen`, serve/metrics.h) */
   const char *token;      /* for listen: required off loopback */
   const char *host_label; /* for listen: "hostname" (NULL) or "Hostname" */
+  int64_t log_max;        /* bytes of the job's output kept in the store, the tail (0: AGENT_LOG_MAX_DEFAULT;
+                           * < 0: none, and the job writes to the agent's own stdout and stderr) */
 };
+
+/* The job's output kept by default: its last 8 MiB (`--log-max`). */
+#define AGENT_LOG_MAX_DEFAULT (8LL << 20)
 
 /* The default commit period: 10 ticks, at least 1 s and at most 10 s. A SIGKILLed agent loses at most
  * one period of samples (SIGTERM, SIGINT, SIGHUP and the job's exit flush everything); a commit costs

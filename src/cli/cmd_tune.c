@@ -24,6 +24,7 @@ static const char tune_usage[] =
     "  --budget T          start no trial after T (e.g. 10m); a running trial is stopped then\n"
     "  --grace T           how long a trial asked to stop has before SIGKILL (default 10s)\n"
     "  --mem-limit BYTES   address-space limit for each process of the job (RLIMIT_AS; 2G, 512M)\n"
+    "  --log-max BYTES     keep the last BYTES of each trial's output in the store (default 8M; 0 none)\n"
     "  --name NAME         the tune's name: run group, tag tune=NAME, trial runs NAME/01...\n"
     "  --interval T        the trials' sampling interval (default 100ms)\n"
     "  --json              print the result as JSON\n"
@@ -116,6 +117,8 @@ static int on_opt(int opt, const char *arg, void *user) {
     if (gs_parse_duration(arg, &o->grace_ns) || o->grace_ns < 100000000LL)
       return cli_error(GS_EXIT_USAGE, "tune: --grace wants a duration of at least 0.1 s, got '%s'", arg);
     break;
+  case 'l':
+    return cli_parse_log_max("tune", arg, &o->log_max) ? GS_EXIT_USAGE : -1;
   case 'M':
     if (parse_bytes(arg, &o->mem_limit))
       return cli_error(GS_EXIT_USAGE, "tune: --mem-limit wants bytes of at least 64M (e.g. 2G), got '%s'", arg);
@@ -155,21 +158,15 @@ static int tune_check_args(struct tune_cli *c, int argc, char **argv, int i) {
 }
 
 int cmd_tune(int argc, char **argv) {
-  static const struct option longopts[] = {{"param", required_argument, 0, 'p'},
-                                           {"steps", required_argument, 0, 'S'},
-                                           {"warmup", required_argument, 0, 'W'},
-                                           {"seconds", required_argument, 0, 'T'},
-                                           {"strategy", required_argument, 0, 'g'},
-                                           {"metric", required_argument, 0, 'm'},
-                                           {"budget", required_argument, 0, 'b'},
-                                           {"mem-limit", required_argument, 0, 'M'},
-                                           {"name", required_argument, 0, 'n'},
-                                           {"interval", required_argument, 0, 'i'},
-                                           {"json", no_argument, 0, 'j'},
-                                           {"store", required_argument, 0, 's'},
-                                           {"grace", required_argument, 0, 'G'},
-                                           {"help", no_argument, 0, 'h'},
-                                           {0, 0, 0, 0}};
+  static const struct option longopts[] = {
+      {"param", required_argument, 0, 'p'},    {"steps", required_argument, 0, 'S'},
+      {"warmup", required_argument, 0, 'W'},   {"seconds", required_argument, 0, 'T'},
+      {"strategy", required_argument, 0, 'g'}, {"metric", required_argument, 0, 'm'},
+      {"budget", required_argument, 0, 'b'},   {"mem-limit", required_argument, 0, 'M'},
+      {"log-max", required_argument, 0, 'l'},  {"name", required_argument, 0, 'n'},
+      {"interval", required_argument, 0, 'i'}, {"json", no_argument, 0, 'j'},
+      {"store", required_argument, 0, 's'},    {"grace", required_argument, 0, 'G'},
+      {"help", no_argument, 0, 'h'},           {0, 0, 0, 0}};
   struct tune_cli c = {.o = {.steps = 50, .warmup = 10, .interval_ns = 100000000LL, .progress = stderr}};
   /* Stop at the first operand: the command's own options belong to it. */
   char **args = calloc((size_t)argc + 2, sizeof *args);

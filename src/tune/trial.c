@@ -187,6 +187,7 @@ static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, char **argv,
                           .store_url = o->store_url,
                           .root = "/",
                           .quiet = 1,
+                          .log_max = o->log_max,
                           .stop_after_steps = o->seconds > 0 ? 0 : o->warmup + t->target_steps,
                           .stop_grace_ns = grace_ns(o)};
   int status = 1;
