@@ -27,6 +27,7 @@ int cmd_top(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 
 /* Prints "gpuscope: <msg>" on stderr and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

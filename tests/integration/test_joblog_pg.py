@@ -1,0 +1,105 @@
+"""Integration: the job's output on a PostgreSQL store (a real server, tests/pg/pgserver.py), as
+test_joblog.py proves it on SQLite: the bytes of each stream come back unchanged from the server
+(`gpuscope log --raw`), the bound holds there, and a run made while the server was down keeps its
+output in the spool, which the next run that reaches the server replays with the rest — the same
+bytes, once."""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pg"))
+from gstest import *  # noqa: E402,F401,F403
+from pgserver import PgServer  # noqa: E402
+
+NO_GPU = {"GPUSCOPE_NVML_LIB": "/nonexistent/libnvidia-ml.so.1"}
+OUT = b"a\rb\x1b[31mred\x1b[0m \xff\x00 bytes\n"
+ERR = b"Traceback (most recent call last):\n  File \"x\", line 1\nRuntimeError: CUDA out of memory\n"
+JOB = ("import os, sys; open(sys.argv[1], 'w').write(os.environ['GPUSCOPE_RUN_ID']);"
+       " sys.stdout.buffer.write(%r); sys.stdout.flush(); sys.stderr.buffer.write(%r); sys.stderr.flush()"
+       % (OUT, ERR))
+
+_pg, _boxes = [], []
+
+
+def pg():
+    if not _pg:
+        _pg.append(PgServer())
+    return _pg[0]
+
+
+def sandbox(db):
+    sb = Sandbox()
+    sb.env = pg().env(sb.env)
+    sb.env["GPUSCOPE_STORE"] = pg().url(db)
+    sb.env["GPUSCOPE_SPOOL_DIR"] = os.path.join(sb.dir, "spool")
+    sb.env.update(NO_GPU)
+    _boxes.append(sb)
+    return sb
+
+
+def run_job(sb, *opts):
+    idf = os.path.join(sb.dir, "id")
+    p = subprocess.run([BIN, "run", "-q", *opts, "--", PYTHON, "-c", JOB, idf], capture_output=True, env=sb.env,
+                       timeout=120)
+    check(p.stdout == OUT and ERR in p.stderr, (p.stdout, p.stderr))  # with what gpuscope says of an outage
+    with open(idf) as f:
+        return f.read()
+
+
+def log_raw(sb, ref, *args):
+    p = subprocess.run([BIN, "log", "--raw", *args, ref], capture_output=True, env=sb.env, timeout=60)
+    check(p.returncode == 0, f"log {args} exited {p.returncode}: {p.stderr!r}")
+    return p.stdout
+
+
+def test_output_comes_back_from_the_server_unchanged():
+    sb = sandbox("joblog")
+    ref = run_job(sb)
+    check(log_raw(sb, ref, "--stream", "out") == OUT, log_raw(sb, ref, "--stream", "out"))
+    check(log_raw(sb, ref, "--stream", "err") == ERR, log_raw(sb, ref, "--stream", "err"))
+    ev = sb.json("show", ref, "--events", "--json")
+    check([e["name"] for e in ev if e["kind"] == "log"] == ["traceback", "cuda_oom"] or
+          sorted(e["name"] for e in ev if e["kind"] == "log") == ["cuda_oom", "traceback"], ev)
+    check(pg().psql("SELECT count(*) FROM logs WHERE run_id = '%s'" % ref, "joblog") != "0")
+
+
+def test_a_run_while_the_server_is_down_keeps_its_output_through_the_spool():
+    sb = sandbox("joblog_spool")
+    run_job(sb)  # the database made, with its schema
+    pg().stop()
+    try:
+        ref = run_job(sb)  # ends in the spool
+        spool = os.path.join(sb.dir, "spool")
+        check(any(f.startswith("spool-") for f in os.listdir(spool)), os.listdir(spool))
+    finally:
+        pg().start()
+    run_job(sb)  # reaches the server: replays the spool left by the run before
+    check(not [f for f in os.listdir(spool) if f.startswith("spool-")], os.listdir(spool))
+    check(log_raw(sb, ref, "--stream", "out") == OUT, log_raw(sb, ref, "--stream", "out"))
+    check(log_raw(sb, ref, "--stream", "err") == ERR, log_raw(sb, ref, "--stream", "err"))
+    n = pg().psql("SELECT count(*), sum(length(data)) FROM logs WHERE run_id = '%s'" % ref, "joblog_spool")
+    check(n.split("|")[1] == str(len(OUT) + len(ERR)), n)  # each byte once
+
+
+def test_the_bound_holds_on_the_server():
+    sb = sandbox("joblog_bound")
+    job = "import sys\nfor i in range(3000):\n    sys.stdout.write('%06d ' % i + 'y' * 200 + '\\n')\n"
+    p = subprocess.run([BIN, "run", "-q", "--log-max", "64K", "--", PYTHON, "-c", job], capture_output=True,
+                       env=sb.env, timeout=120)
+    check(p.returncode == 0 and len(p.stdout) == 3000 * 208, (p.returncode, len(p.stdout), p.stderr))
+    ref = sb.json("runs", "--json")[0]["id"]
+    kept = log_raw(sb, ref)
+    check(0 < len(kept) <= 65536 and p.stdout.endswith(kept), len(kept))
+
+
+if __name__ == "__main__":
+    import signal
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # a ctest timeout still stops the server
+    try:
+        run_tests(globals())
+    finally:
+        for p in _pg:
+            p.close()
+        for b in _boxes:
+            b.close()
