@@ -300,5 +300,27 @@ def test_attach_says_why_it_keeps_no_output():
     check(rc == 1 and "not kept" in err, err)
 
 
+def test_serve_answers_the_output_from_a_chunk_or_its_tail():
+    from test_serve_api import Server
+    box = _box()
+    p = subprocess.run([BIN, "run", "-q", "--", "sh", "-c", "echo first; printf 'b\\033[1m\\377\\n' >&2"],
+                       capture_output=True, env={**box.env, **NO_GPU}, timeout=120)
+    check(p.returncode == 0, p.stderr)
+    ref = run_id(box)
+    srv = Server(box)
+    try:
+        a = srv.json(f"/api/runs/{ref}/log")
+        check(a["streams"] == "out,err" and a["capture"] is True and a["bytes"] == a["kept_bytes"] == 13, a)
+        check([(c["stream"], c["text"]) for c in a["chunks"]] == [("out", "first\n"), ("err", "b\x1b[1m\ufffd\n")], a)
+        check(a["next"] == a["chunks"][-1]["seq"] + 1 and a["more"] is False, a)
+        check(srv.json(f"/api/runs/{ref}/log?from={a['next']}")["chunks"] == [])
+        check([c["stream"] for c in srv.json(f"/api/runs/{ref}/log?tail=1")["chunks"]] == ["err"])
+        srv.json(f"/api/runs/{ref}/log?from=-1", status=400)
+        srv.json(f"/api/runs/{ref}/log?tail=x", status=400)
+        srv.json("/api/runs/no-such-run/log", status=404)
+    finally:
+        srv.stop()
+
+
 if __name__ == "__main__":
     run_tests(globals())
