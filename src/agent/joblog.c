@@ -81,6 +81,8 @@ struct joblog {
   pthread_mutex_t mu;
   int stop;
   struct jl_chunk *head, *tail;
+  struct jl_chunk *spare; /* chunks to reuse (at most nspare_max): a steady flood allocates nothing */
+  size_t nspare, nspare_max;
   int64_t buffered, seq, seen, dropped;
   /* the writer's own: the stored chunks (seq, bytes), oldest first, for the bound */
   int64_t (*kept)[2];
@@ -131,7 +133,13 @@ int joblog_open(struct joblog **out, int64_t max, struct gs_sink *sink, char *er
   struct joblog *j = calloc(1, sizeof *j);
   if (!j)
     return gs_fail(GS_ENOMEM, "out of memory");
-  *j = (struct joblog){.max = max, .sink = sink, .slave = -1, .pw = {-1, -1}, .tty_src = -1, .wake = {-1, -1}};
+  *j = (struct joblog){.max = max,
+                       .sink = sink,
+                       .slave = -1,
+                       .pw = {-1, -1},
+                       .tty_src = -1,
+                       .wake = {-1, -1},
+                       .nspare_max = (size_t)(max / JL_READ) + 4};
   pthread_mutex_init(&j->mu, NULL);
   int tty[2] = {isatty(1), isatty(2)}, m = -1;
   if ((tty[0] || tty[1]) && (m = jl_open_pty(j, tty[0] ? 1 : 2)) < 0)
@@ -238,6 +246,24 @@ static void jl_scan(struct joblog *j, struct jl_src *s, const uint8_t *b, size_t
 
 /* ---- the pump ---- */
 
+/* A chunk from the spares, else a new one; NULL when out of memory. Under mu. */
+static struct jl_chunk *jl_chunk_get(struct joblog *j) {
+  struct jl_chunk *c = j->spare;
+  if (!c)
+    return malloc(sizeof *c);
+  j->spare = c->next, j->nspare--;
+  return c;
+}
+
+/* Back to the spares (freed past nspare_max). Under mu. */
+static void jl_chunk_put(struct joblog *j, struct jl_chunk *c) {
+  if (j->nspare >= j->nspare_max) {
+    free(c);
+    return;
+  }
+  c->next = j->spare, j->spare = c, j->nspare++;
+}
+
 /* Keeps a copy of what was read: merged into the last chunk when it is of the same stream, recent
  * and has room, else a new chunk; the oldest chunks go when the buffer is over the bound. */
 static void jl_keep(struct joblog *j, int stream, const uint8_t *b, size_t n, int64_t t) {
@@ -245,7 +271,7 @@ static void jl_keep(struct joblog *j, int stream, const uint8_t *b, size_t n, in
   j->seen += (int64_t)n;
   struct jl_chunk *c = j->tail;
   if (!c || c->stream != stream || t - c->t > JL_MERGE_NS || c->len + n > JL_READ) {
-    c = malloc(sizeof *c);
+    c = jl_chunk_get(j);
     if (!c) {
       j->dropped += (int64_t)n;
       pthread_mutex_unlock(&j->mu);
@@ -266,7 +292,7 @@ static void jl_keep(struct joblog *j, int stream, const uint8_t *b, size_t n, in
     j->head = old->next;
     j->buffered -= (int64_t)old->len;
     j->dropped += (int64_t)old->len;
-    free(old);
+    jl_chunk_put(j, old);
   }
   pthread_mutex_unlock(&j->mu);
 }
@@ -468,11 +494,13 @@ void joblog_flush(struct joblog *j, struct store *st, const struct store_run *ru
     pthread_mutex_unlock(&j->mu);
   }
   free(v);
+  pthread_mutex_lock(&j->mu);
   while (list) {
     struct jl_chunk *next = list->next;
-    free(list);
+    jl_chunk_put(j, list);
     list = next;
   }
+  pthread_mutex_unlock(&j->mu);
 }
 
 void joblog_end(struct joblog *j) {
@@ -496,10 +524,15 @@ void joblog_free(struct joblog *j) {
     jl_close(&j->src[i].fd);
   jl_close(&j->wake[0]);
   jl_close(&j->wake[1]);
-  while (j->head) {
-    struct jl_chunk *next = j->head->next;
-    free(j->head);
-    j->head = next;
+  for (struct jl_chunk *l = j->head; l;) {
+    struct jl_chunk *next = l->next;
+    free(l);
+    l = next;
+  }
+  for (struct jl_chunk *l = j->spare; l;) {
+    struct jl_chunk *next = l->next;
+    free(l);
+    l = next;
   }
   free(j->kept);
   pthread_mutex_destroy(&j->mu);
