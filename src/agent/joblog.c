@@ -81,8 +81,8 @@ struct joblog {
   pthread_mutex_t mu;
   int stop;
   struct jl_chunk *head, *tail;
-  struct jl_chunk *spare; /* chunks to reuse (at most nspare_max): a steady flood allocates nothing */
-  size_t nspare, nspare_max;
+  struct jl_chunk *spare;            /* chunks to reuse: a steady flood allocates nothing */
+  size_t nspare, nalloc, nalloc_max; /* spare; allocated (live or spare); kept at most nalloc_max */
   int64_t buffered, seq, seen, dropped;
   /* the writer's own: the stored chunks (seq, bytes), oldest first, for the bound */
   int64_t (*kept)[2];
@@ -139,7 +139,7 @@ int joblog_open(struct joblog **out, int64_t max, struct gs_sink *sink, char *er
                        .pw = {-1, -1},
                        .tty_src = -1,
                        .wake = {-1, -1},
-                       .nspare_max = (size_t)(max / JL_READ) + 4};
+                       .nalloc_max = (size_t)(max / JL_READ) + 4};
   pthread_mutex_init(&j->mu, NULL);
   int tty[2] = {isatty(1), isatty(2)}, m = -1;
   if ((tty[0] || tty[1]) && (m = jl_open_pty(j, tty[0] ? 1 : 2)) < 0)
@@ -190,9 +190,11 @@ static void jl_event(struct joblog *j, int64_t t, const char *name, int stream, 
  * NCCL's own "NCCL error" / "NCCL WARN" with a timeout or an error, the kernel OOM killer's
  * "Killed" as the shell says it). */
 static const char *jl_line_event(const char *l) {
+  if (!strpbrk(l, "CNOK")) /* one pass: every word below has one of these capitals */
+    return NULL;
   if (strstr(l, "CUDA out of memory") || strstr(l, "OutOfMemoryError"))
     return "cuda_oom";
-  if (strstr(l, "NCCL") || strstr(l, "nccl")) {
+  if (strstr(l, "NCCL")) {
     if (strcasestr(l, "timeout") || strcasestr(l, "timed out"))
       return "nccl_timeout";
     if (strcasestr(l, "error") || strstr(l, "NCCL WARN"))
@@ -218,7 +220,7 @@ static void jl_line(struct joblog *j, struct jl_src *s) {
     jl_event(j, L->tb_t, "traceback", s->stream, text);
     L->in_tb = 0;
   }
-  if (strstr(l, "Traceback (most recent call last):")) {
+  if (l[0] == 'T' && !strncmp(l, "Traceback (most recent call last):", 34)) {
     L->in_tb = 1, L->tb_t = L->t;
     snprintf(L->tb_first, sizeof L->tb_first, "%s", l);
   }
@@ -228,18 +230,25 @@ static void jl_line(struct joblog *j, struct jl_src *s) {
     jl_event(j, L->t, ev, s->stream, l);
 }
 
-/* Cuts what was read into lines (\n, and \r: a progress bar's redraw is a line of its own). */
+/* Cuts what was read into lines (\n, and \r: a progress bar's redraw is a line of its own), with
+ * memchr: the agent passes a flood of output at the speed of a copy. */
 static void jl_scan(struct joblog *j, struct jl_src *s, const uint8_t *b, size_t n, int64_t t) {
   struct jl_lines *L = &s->lines;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n;) {
     if (!L->len)
       L->t = t;
-    if (b[i] == '\n' || b[i] == '\r') {
+    const uint8_t *nl = memchr(b + i, '\n', n - i);
+    size_t upto = nl ? (size_t)(nl - b) : n; /* a '\r' before the '\n' ends the line first */
+    const uint8_t *cr = memchr(b + i, '\r', upto - i), *e = cr ? cr : nl;
+    size_t seg = (e ? (size_t)(e - b) : n) - i, room = JL_LINE - L->len;
+    memcpy(L->line + L->len, b + i, seg < room ? seg : room);
+    L->len += seg < room ? seg : room;
+    i += seg;
+    if (e) {
       if (L->len)
         jl_line(j, s);
       L->len = 0;
-    } else if (L->len < JL_LINE) {
-      L->line[L->len++] = b[i] ? (char)b[i] : ' ';
+      i++;
     }
   }
 }
@@ -249,16 +258,21 @@ static void jl_scan(struct joblog *j, struct jl_src *s, const uint8_t *b, size_t
 /* A chunk from the spares, else a new one; NULL when out of memory. Under mu. */
 static struct jl_chunk *jl_chunk_get(struct joblog *j) {
   struct jl_chunk *c = j->spare;
-  if (!c)
-    return malloc(sizeof *c);
+  if (!c) {
+    if ((c = malloc(sizeof *c)))
+      j->nalloc++;
+    return c;
+  }
   j->spare = c->next, j->nspare--;
   return c;
 }
 
-/* Back to the spares (freed past nspare_max). Under mu. */
+/* Back to the spares, or freed while more than nalloc_max chunks are allocated (the buffer's bound
+ * worth: the chunks the writer holds during a flush come on top). Under mu. */
 static void jl_chunk_put(struct joblog *j, struct jl_chunk *c) {
-  if (j->nspare >= j->nspare_max) {
+  if (j->nalloc > j->nalloc_max) {
     free(c);
+    j->nalloc--;
     return;
   }
   c->next = j->spare, j->spare = c, j->nspare++;
