@@ -250,6 +250,26 @@ def test_log_command_picks_lines_and_says_what_it_cannot():
     check(rc == 2 and "--log-max" in err, err)
 
 
+NCCL_LINES = (
+    "[rank1]:[E ProcessGroupNCCL.cpp:563] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9,"
+    " OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n"
+    "host:123:456 [0] NCCL INFO Bootstrap : Using eth0\n"
+    "RuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1269, unhandled system error\n"
+    "epoch 3 loss 0.25\n"
+    "Killed\n")
+
+
+def test_nccl_and_killed_lines_become_events_and_others_do_not():
+    box = _box()
+    path = os.path.join(box.dir, "nccl.txt")
+    with open(path, "w") as f:
+        f.write(NCCL_LINES)
+    box.ok("run", "-q", "--", "cat", path, env=NO_GPU)
+    ev = [(e["name"], e["text"]) for e in box.json("show", run_id(box), "--events", "--json") if e["kind"] == "log"]
+    lines = NCCL_LINES.splitlines()
+    check(ev == [("nccl_timeout", lines[0]), ("nccl_error", lines[2]), ("killed", "Killed")], ev)
+
+
 FOLLOW_JOB = r"""
 import os, sys, time
 print("line 1", flush=True)
