@@ -2,7 +2,7 @@
 test_joblog.py proves it on SQLite: the bytes of each stream come back unchanged from the server
 (`gpuscope log --raw`), the bound holds there, and a run made while the server was down keeps its
 output in the spool, which the next run that reaches the server replays with the rest — the same
-bytes, once."""
+bytes, once — and a job on a pseudo-terminal is unchanged at its terminal and on the server."""
 import os
 import subprocess
 import sys
@@ -62,6 +62,17 @@ def test_output_comes_back_from_the_server_unchanged():
     check([e["name"] for e in ev if e["kind"] == "log"] == ["traceback", "cuda_oom"] or
           sorted(e["name"] for e in ev if e["kind"] == "log") == ["cuda_oom", "traceback"], ev)
     check(pg().psql("SELECT count(*) FROM logs WHERE run_id = '%s'" % ref, "joblog") != "0")
+
+
+def test_a_pseudo_terminal_job_is_unchanged_at_the_terminal_and_on_the_server():
+    from test_joblog import PRINTER, in_pty
+    sb = sandbox("joblog_pty")
+    direct, rc0 = in_pty([PYTHON, "-c", PRINTER], sb.env)
+    watched, rc1 = in_pty([BIN, "run", "-q", "--", PYTHON, "-c", PRINTER], sb.env)
+    check(rc0 == 0 and rc1 == 0 and watched == direct, f"the terminal saw\n{watched!r}\nnot\n{direct!r}")
+    ref = sb.json("runs", "--json")[0]["id"]
+    check(sb.json("show", ref, "--params", "--json")["log.streams"] == "tty,tty")
+    check(log_raw(sb, ref).replace(b"\n", b"\r\n") == direct, log_raw(sb, ref))
 
 
 def test_a_run_while_the_server_is_down_keeps_its_output_through_the_spool():
