@@ -129,7 +129,19 @@ static void jl_add_src(struct joblog *j, int fd, int stream, int dest) {
   j->src[j->nsrc++] = (struct jl_src){.fd = fd, .stream = stream, .dest = dest};
 }
 
+/* A closed stdout or stderr of the agent becomes /dev/null first, so a pipe made below can never
+ * take its number (and the pump write the job's output into its own pipe). */
+static void jl_fill_std(void) {
+  for (int fd = 1; fd <= 2; fd++)
+    if (fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = open("/dev/null", O_WRONLY);
+      if (n >= 0 && n != fd)
+        dup2(n, fd), close(n);
+    }
+}
+
 int joblog_open(struct joblog **out, int64_t max, struct gs_sink *sink, char *err, size_t errlen) {
+  jl_fill_std();
   struct joblog *j = calloc(1, sizeof *j);
   if (!j)
     return gs_fail(GS_ENOMEM, "out of memory");
