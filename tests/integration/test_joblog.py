@@ -303,6 +303,42 @@ def test_follow_prints_a_live_run_until_it_ends():
             job.kill(), job.wait()
 
 
+HANG_JOB = r"""
+import os, sys, time
+open(sys.argv[1], "w").write(str(os.getpid()))
+print("loading shard 7 of 9", flush=True)
+print("RuntimeError: DataLoader worker (pid 4242) is killed by signal: Bus error", file=sys.stderr, flush=True)
+while True:
+    time.sleep(1)
+"""
+
+
+def test_a_crashed_run_keeps_its_output_to_the_last_commit_and_the_report_shows_it():
+    box = _box()
+    pidf = os.path.join(box.dir, "hang.pid")
+    agent = subprocess.Popen([BIN, "run", "-q", "--", PYTHON, "-c", HANG_JOB, pidf], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env={**box.env, **NO_GPU})
+    job = None
+    try:
+        job = int(wait_file(pidf, proc=agent))
+        ref = wait_until(lambda: [r["id"] for r in box.json("runs", "--json") if r["status"] == "running"],
+                         "the run is listed", proc=agent)[0]
+        wait_until(lambda: "Bus error" in box.gs("log", ref)[1], "the output is committed", proc=agent)
+        agent.kill()  # SIGKILL: no last flush, no run end
+        agent.wait()
+    finally:
+        if agent.poll() is None:
+            agent.kill(), agent.wait()
+        if job:
+            try:
+                os.kill(job, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = box.ok("report", ref)
+    check(" crashed" in text.splitlines()[0], text.splitlines()[0])
+    check("| loading shard 7 of 9" in text and "| RuntimeError: DataLoader worker" in text, text)
+
+
 def test_attach_says_why_it_keeps_no_output():
     box = _box()
     target = subprocess.Popen(["sleep", "60"])
