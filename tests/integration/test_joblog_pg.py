@@ -4,6 +4,7 @@ test_joblog.py proves it on SQLite: the bytes of each stream come back unchanged
 output in the spool, which the next run that reaches the server replays with the rest — the same
 bytes, once — and a job on a pseudo-terminal is unchanged at its terminal and on the server."""
 import os
+import signal
 import subprocess
 import sys
 
@@ -91,6 +92,56 @@ def test_a_run_while_the_server_is_down_keeps_its_output_through_the_spool():
     check(log_raw(sb, ref, "--stream", "err") == ERR, log_raw(sb, ref, "--stream", "err"))
     n = pg().psql("SELECT count(*), sum(length(data)) FROM logs WHERE run_id = '%s'" % ref, "joblog_spool")
     check(n.split("|")[1] == str(len(OUT) + len(ERR)), n)  # each byte once
+
+
+HANG_JOB = r"""
+import os, sys, time
+print("before", flush=True)
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.02)
+for i in range(5000):
+    print("line %d of the job's output while its store hangs" % i)
+print("done", flush=True)
+"""
+
+
+def cluster_pids(server):
+    """The server's processes: the postmaster and its children (the backends that hold our connections)."""
+    with open(os.path.join(server.data, "postmaster.pid")) as f:
+        master = int(f.readline())
+    kids = subprocess.run(["ps", "-o", "pid=", "--ppid", str(master)], capture_output=True, text=True).stdout.split()
+    return [master] + [int(k) for k in kids]
+
+
+def test_a_hung_server_never_holds_the_jobs_output():
+    # The server stops answering (SIGSTOP, a peer that hangs; the agent told to wait for it far longer
+    # than this test) once the run is in it: the job's 5000 lines still reach its pipe at once, since
+    # the pump passes them on before the writer, stuck on the server, sees them.
+    sb = sandbox("joblog_hang")
+    run_job(sb)  # the database made
+    go = os.path.join(sb.dir, "go")
+    env = dict(sb.env, GPUSCOPE_PG_TIMEOUT_MS="600000")
+    p = subprocess.Popen([BIN, "run", "-q", "--", PYTHON, "-c", HANG_JOB, go], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, env=env)
+    stopped = []
+    try:
+        check(p.stdout.readline() == b"before\n")
+        wait_until(lambda: pg().psql("SELECT count(*) FROM logs l JOIN runs r ON r.id = l.run_id"
+                                     " WHERE r.status = 'running'", "joblog_hang") != "0", "the output reaches the server",
+                   proc=p)
+        stopped = cluster_pids(pg())
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+        open(go, "w").close()
+        lines = [p.stdout.readline() for _ in range(5001)]
+        check(lines[-1] == b"done\n" and lines[4999].startswith(b"line 4999 "), lines[-2:])
+        check(p.poll() is None, "the agent ended while its server hung (it should be waiting for it)")
+    finally:
+        for pid in stopped:
+            os.kill(pid, signal.SIGCONT)
+    check(p.wait(timeout=120) == 0)
+    ref = sb.json("runs", "--json")[0]["id"]
+    check(log_raw(sb, ref).endswith(b"done\n"), "the output, once the server answers again")
 
 
 def test_the_bound_holds_on_the_server():
