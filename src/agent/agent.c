@@ -41,10 +41,16 @@ struct writer {
   struct store_run *run;
   struct gs_sink *sink;
   struct alert_engine *alerts; /* evaluated after a flush, on this thread's store handle (NULL: none) */
+  struct joblog *log;          /* the job's output (NULL: not kept) */
   int failed;                  /* reported once */
 };
 
-static void writer_flush(struct writer *w) {
+/* One commit cycle: the job's output first, so that at the last one (final) what it says of the
+ * output (joblog_end's params) goes with the samples. */
+static void writer_flush(struct writer *w, int final) {
+  joblog_flush(w->log, w->st, w->run);
+  if (final)
+    joblog_end(w->log);
   struct gs_batch *b = gs_sink_take(w->sink);
   if (!b)
     return;
@@ -72,13 +78,13 @@ static void *writer_main(void *arg) {
       break;
     w->kicked = 0;
     pthread_mutex_unlock(&w->mu);
-    writer_flush(w);
+    writer_flush(w, 0);
     if (w->alerts)
       alert_engine_eval(w->alerts, w->st);
     pthread_mutex_lock(&w->mu);
   }
   pthread_mutex_unlock(&w->mu);
-  writer_flush(w); /* whatever is left */
+  writer_flush(w, 1); /* whatever is left */
   return NULL;
 }
 
@@ -137,9 +143,11 @@ static int sig_was_ignored(int sig) {
 /* Blocks the forwarded signals (those not inherited as ignored) and SIGCHLD, reads them through a
  * signalfd, and ignores SIGPIPE (a closed stderr must not kill gpuscope). Returns 0, or GS_EIO with a
  * message (the dispositions and mask are then as they were). */
-static int sig_setup(struct sigstate *ss) {
+static int sig_setup(struct sigstate *ss, int winch) {
   sigemptyset(&ss->mask);
   sigaddset(&ss->mask, SIGCHLD);
+  if (winch) /* the job's pseudo-terminal follows the agent's terminal's size */
+    sigaddset(&ss->mask, SIGWINCH);
   for (size_t i = 0; i < N_FORWARDED; i++)
     if (!(ss->ignored[i] = sig_was_ignored(FORWARDED[i])))
       sigaddset(&ss->mask, FORWARDED[i]);
@@ -208,7 +216,7 @@ static void join_argv(char *const *argv, char *buf, size_t n) {
 /* Forks and execs the job with the signal dispositions and mask gpuscope started with. An exec
  * failure comes back through a close-on-exec pipe as errno, so "not found" (127) and "not
  * executable" (126) are told apart. */
-static pid_t launch(char *const *argv, const struct sigstate *ss, int *exec_errno) {
+static pid_t launch(char *const *argv, const struct sigstate *ss, const struct joblog *log, int *exec_errno) {
   int pfd[2];
   *exec_errno = 0;
   if (pipe2(pfd, O_CLOEXEC))
@@ -221,6 +229,8 @@ static pid_t launch(char *const *argv, const struct sigstate *ss, int *exec_errn
   if (pid == 0) {
     close(pfd[0]);
     sig_restore_for_job(ss);
+    if (log)
+      joblog_child(log);
     execvp(argv[0], argv);
     int e = errno;
     ssize_t wr = write(pfd[1], &e, sizeof e);
@@ -407,6 +417,7 @@ struct agent {
   int64_t last_watch;
   struct expose *metrics; /* run --listen: the /metrics endpoint over the sink */
   struct alert_engine *alerts;
+  struct joblog *log; /* the job's output, passed on and kept (NULL: not kept) */
 };
 
 /* GPU data that stops while the NVML collector is on means a driver call has not returned (the
@@ -447,6 +458,27 @@ static void watch_gpu(struct agent *a, int64_t now) {
   }
 }
 
+/* The job's output: kept unless --log-max 0; an attached process's cannot be (why: a note, a param
+ * and a line). Returns 0 or GS_EIO with a message (the pipes or the thread cannot be made). */
+static int agent_log_setup(struct agent *a) {
+  static const char WHY[] = "its stdout and stderr are descriptors of another process, which gpuscope cannot read "
+                            "(gpuscope run -- CMD keeps a job's output)";
+  if (a->attach) {
+    gs_sink_param(a->sink, "log.capture", "off");
+    gs_sink_note(a->sink, "attach: the process's output is not kept: %s", WHY);
+    if (!a->o->quiet)
+      fprintf(stderr, "gpuscope: attach: the process's output is not kept: %s\n", WHY);
+    return GS_OK;
+  }
+  if (a->o->log_max < 0) {
+    gs_sink_param(a->sink, "log.capture", "off");
+    return GS_OK;
+  }
+  char err[256] = "";
+  int rc = joblog_open(&a->log, a->o->log_max ? a->o->log_max : AGENT_LOG_MAX_DEFAULT, a->sink, err, sizeof err);
+  return rc ? gs_fail(rc, "%s", err[0] ? err : gs_last_error()) : GS_OK;
+}
+
 /* Opens the store, records the run, the client channel, the signals and the writer. Returns 0 or a
  * GS_E code with a message; GS_ESTORE when the store cannot be opened or written. */
 static int agent_setup(struct agent *a) {
@@ -482,7 +514,9 @@ static int agent_setup(struct agent *a) {
   setenv("GPUSCOPE_RUN_ID", a->run.id, 1);
   if (!a->attach)
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-  if ((rc = sig_setup(&a->sig)))
+  if ((rc = agent_log_setup(a)))
+    return rc;
+  if ((rc = sig_setup(&a->sig, joblog_has_tty(a->log))))
     return rc;
   if (o->alerts && alert_config_active(o->alerts)) {
     struct alert_run_info ai = {.run_id = a->run.id,
@@ -497,6 +531,7 @@ static int agent_setup(struct agent *a) {
                          .run = &a->run,
                          .sink = a->sink,
                          .alerts = a->alerts,
+                         .log = a->log,
                          .flush_ns = o->flush_ns ? o->flush_ns : agent_flush_default(o->interval_ns)};
   if ((rc = writer_start(&a->w)))
     return rc;
@@ -510,9 +545,12 @@ static int agent_setup(struct agent *a) {
 /* Starts the job and opens the collectors on it. Returns 0 or a GS_E code (the job not started). */
 static int agent_start_job(struct agent *a) {
   const struct agent_opts *o = a->o;
-  a->job = a->attach ? o->attach_pid : launch(o->argv, &a->sig, &a->exec_errno);
+  a->job = a->attach ? o->attach_pid : launch(o->argv, &a->sig, a->log, &a->exec_errno);
   if (a->job < 0)
     return gs_fail(GS_EIO, "cannot start %s: %s", o->argv[0], strerror(errno));
+  int rc = a->log ? joblog_start(a->log) : GS_OK;
+  if (rc)
+    return rc;
   if (a->exec_errno) {
     fprintf(stderr, "gpuscope: %s: %s\n", o->argv[0],
             a->exec_errno == ENOENT ? "command not found" : strerror(a->exec_errno));
@@ -548,6 +586,12 @@ static void agent_signals(struct agent *a) {
       /* Attached: the process is not ours, so a signal is never passed on; it ends the run. */
       if (!a->job_done)
         a->job_done = attach_end(a->sink, a->job_status, "interrupted");
+    } else if (si.ssi_signo == SIGWINCH) {
+      /* The terminal's new size to the job's pseudo-terminal, then the signal to the job (which had
+       * it from the terminal too, perhaps before its size changed). */
+      joblog_winch(a->log);
+      if (!a->job_done)
+        sig_forward(a->job, SIGWINCH);
     } else if (si.ssi_signo == SIGCHLD) {
       int ws;
       pid_t p;
@@ -704,6 +748,7 @@ static void agent_finish(struct agent *a) {
     fprintf(mem, "  GPUs: none (%s)\n", a->no_gpu);
   if (mem)
     fclose(mem);
+  joblog_stop(a->log); /* what the job wrote last, before the last flush */
   writer_stop(&a->w);
   a->writer_on = 0;
   a->run.end_wall_ns = a->run.start_wall_ns + (end - a->run.mono_start_ns);
@@ -714,7 +759,7 @@ static void agent_finish(struct agent *a) {
                                                     : "failed");
   if (a->alerts) { /* the exit alert, what is still firing resolved, the drain; its counts flushed */
     alert_engine_finish(a->alerts, a->run.status, a->run.exit_code);
-    writer_flush(&a->w);
+    writer_flush(&a->w, 0); /* after the writer stopped: the job's output was ended by its last cycle */
   }
   if (a->st->run_end(a->st, &a->run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
@@ -764,9 +809,11 @@ int agent_run(const struct agent_opts *o, int *job_status) {
     gs_fail(rc, "%s", why);
   }
   expose_free(a.metrics); /* no scrape reads the sink after this */
+  joblog_stop(a.log);
   if (a.writer_on)
     writer_stop(&a.w);
   alert_engine_free(a.alerts); /* after the writer: it evaluates the rules */
+  joblog_free(a.log);
   for (size_t i = 0; i < a.ncols; i++)
     if (a.cols[i].ctx)
       a.cols[i].c->close(a.cols[i].ctx);

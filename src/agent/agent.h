@@ -36,7 +36,12 @@ struct agent_opts {
   int save_diff;          /* keep the git diff itself (param git.diff, at most 1 MiB), not only its hash */
   /* rules and destinations (NULL, or no rule: no alerts; alert/alert.h) */
   const struct alert_config *alerts;
+  int64_t log_max; /* bytes of the job's output kept in the store, the tail (0: AGENT_LOG_MAX_DEFAULT;
+                    * < 0: none, and the job writes to the agent's own stdout and stderr) */
 };
+
+/* The job's output kept by default: its last 8 MiB (`--log-max`). */
+#define AGENT_LOG_MAX_DEFAULT (8LL << 20)
 
 /* The default commit period: 10 ticks, at least 1 s and at most 10 s. A SIGKILLed agent loses at most
  * one period of samples (SIGTERM, SIGINT, SIGHUP and the job's exit flush everything); a commit costs

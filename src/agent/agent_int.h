@@ -60,4 +60,31 @@ struct expose;
 int agent_metrics_start(struct gs_sink *sink, const char *listen, const char *token, const char *host_label,
                         int64_t interval_ns, int quiet, struct expose **out);
 
+/* The job's output (joblog.c): passed through unchanged to where it went (a terminal through a
+ * pseudo-terminal, a pipe or file through a pipe) and kept in the store, its last max bytes. */
+struct joblog;
+struct store;
+/* Before the fork: the pseudo-terminal and pipes, and the params log.streams and log.max_bytes.
+ * Returns 0 with *out (free with joblog_free), or GS_ENOMEM / GS_EIO with the reason in err. */
+int joblog_open(struct joblog **out, int64_t max, struct gs_sink *sink, char *err, size_t errlen);
+/* In the job, before exec: its stdout and stderr onto the pseudo-terminal or pipes. */
+void joblog_child(const struct joblog *j);
+/* In the agent once the job is forked: closes the job's ends, starts the pump thread. Returns 0 or
+ * GS_EIO with a message. */
+int joblog_start(struct joblog *j);
+/* The agent's terminal changed size (SIGWINCH): the pseudo-terminal takes it. NULL: nothing. */
+void joblog_winch(struct joblog *j);
+/* 1 when the job's output goes through a pseudo-terminal. */
+int joblog_has_tty(const struct joblog *j);
+/* After the job ended: what it wrote last is passed on and kept, the pump stops, and the params
+ * log.bytes and log.dropped_bytes are set. Idempotent; NULL: nothing. */
+void joblog_stop(struct joblog *j);
+/* The writer thread, each flush: the buffered chunks into the store, the oldest trimmed to the
+ * bound. A failed append drops them (counted, its cause noted by joblog_end). NULL: nothing. */
+void joblog_flush(struct joblog *j, struct store *st, const struct store_run *run);
+/* The writer thread, before its last flush: the param log.kept_bytes and a note of a failure. */
+void joblog_end(struct joblog *j);
+/* Stops the pump if it runs and frees everything; NULL: nothing. */
+void joblog_free(struct joblog *j);
+
 #endif

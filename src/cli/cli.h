@@ -31,6 +31,7 @@ int cmd_check(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_copy(int argc, char **argv);
+int cmd_log(int argc, char **argv);
 
 /* Prints "gpuscope: <msg>" on stderr and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -48,6 +49,10 @@ int cli_parse_opts(int argc, char **argv, const struct option *longopts, const c
  * ("q"), after a "+" when options stop at the first operand (a command to run keeps its own). */
 int cli_parse_opts_short(int argc, char **argv, const char *shortopts, const struct option *longopts, const char *usage,
                          int (*on_opt)(int opt, const char *arg, void *user), void *user);
+
+/* --log-max's value: bytes with an optional K, M or G (binary), at least 64K; "0" keeps none (-1).
+ * Returns 0 with *out, or GS_EXIT_USAGE after saying why (cmd names the command). */
+int cli_parse_log_max(const char *cmd, const char *arg, int64_t *out);
 
 /* Opens the store named by url (NULL: the default) in mode; on failure prints the reason (exit code
  * GS_EXIT_STORE) and returns NULL. */

@@ -1,9 +1,12 @@
 /* cli/cli_util: what the sub-commands share (cli.h) — the one error line, option parsing with
  * getopt_long and its exit codes, opening the store and resolving a run reference with their
  * messages. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -134,4 +137,26 @@ int cli_alerts_load(struct cli_alerts *a, const char *cmd) {
       return cli_error(GS_EXIT_USAGE, "%s: %s", cmd, err);
   }
   return -1;
+}
+
+int cli_parse_log_max(const char *cmd, const char *arg, int64_t *out) {
+  char *end;
+  errno = 0;
+  double v = strtod(arg, &end), k = 1;
+  if (*end == 'k' || *end == 'K')
+    k = 1024, end++;
+  else if (*end == 'm' || *end == 'M')
+    k = 1024.0 * 1024, end++;
+  else if (*end == 'g' || *end == 'G')
+    k = 1024.0 * 1024 * 1024, end++;
+  if (*end == 'i' && k > 1)
+    end++;
+  if ((*end == 'B' || *end == 'b') && k > 1)
+    end++;
+  if (end == arg || *end || errno || !(v * k >= 0) || v * k > 1e12 || (v * k > 0 && v * k < 65536))
+    return cli_error(GS_EXIT_USAGE,
+                     "%s: --log-max wants bytes: 0 (keep none) or at least 64K, up to 1000G (e.g. 8M), got '%s'", cmd,
+                     arg);
+  *out = v * k == 0 ? -1 : (int64_t)(v * k);
+  return 0;
 }

@@ -39,6 +39,8 @@ static const char RUN_USAGE[] =
     "  --wait-tree        after CMD exits, wait for the processes it left running\n"
     "  --save-diff        keep the uncommitted git diff itself (at most 1 MiB), not only its hash\n"
     "  --quiet            no live line, no summary\n"
+    "  --log-max BYTES    keep the last BYTES of the job's output in the store (default 8M;\n"
+    "                     0 keeps none); the output itself goes where it would without gpuscope\n"
     "  --listen HOST:PORT serve the run's Prometheus metrics (/metrics, as `gpuscope agent`)\n"
     "  --token T          for --listen: require 'Authorization: Bearer T' (default\n"
     "                     $GPUSCOPE_TOKEN); required for an address other than loopback\n"
@@ -102,6 +104,8 @@ static int run_opt(int opt, const char *arg, void *user) {
   case 'q':
     o->quiet = 1;
     break;
+  case 'l':
+    return cli_parse_log_max("run", arg, &o->log_max) ? GS_EXIT_USAGE : -1;
   case 'w':
     o->wait_tree = 1;
     break;
@@ -134,6 +138,7 @@ int cmd_run(int argc, char **argv) {
                                            {"flush", required_argument, 0, 'f'},
                                            {"group", required_argument, 0, 'g'},
                                            {"quiet", no_argument, 0, 'q'},
+                                           {"log-max", required_argument, 0, 'l'},
                                            {"wait-tree", no_argument, 0, 'w'},
                                            {"root", required_argument, 0, 'r'},
                                            {"help", no_argument, 0, 'h'},

@@ -26,6 +26,7 @@ static const char tune_usage[] =
     "  --budget T          start no trial after T (e.g. 10m); a running trial is stopped then\n"
     "  --grace T           how long a trial asked to stop has before SIGKILL (default 10s)\n"
     "  --mem-limit BYTES   address-space limit for each process of the job (RLIMIT_AS; 2G, 512M)\n"
+    "  --log-max BYTES     keep the last BYTES of each trial's output in the store (default 8M; 0 none)\n"
     "  --name NAME         the tune's name: run group, tag tune=NAME, trial runs NAME/01...\n"
     "  --interval T        the trials' sampling interval (default 100ms)\n"
     "  --quality M[:min|:max]  a metric the job logs (gpuscope.log): a configuration whose\n"
@@ -99,6 +100,13 @@ static int on_opt_more(struct tune_cli *c, int opt, const char *arg) {
   struct tune_opts *o = &c->o;
   char buf[160];
   double v;
+  if (opt == 'l')
+    return cli_parse_log_max("tune", arg, &o->log_max) ? GS_EXIT_USAGE : -1;
+  if (opt == 'G') {
+    if (gs_parse_duration(arg, &o->grace_ns) || o->grace_ns < 100000000LL)
+      return cli_error(GS_EXIT_USAGE, "tune: --grace wants a duration of at least 0.1 s, got '%s'", arg);
+    return -1;
+  }
   if (opt == 'q') {
     const char *colon = strrchr(arg, ':');
     size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
@@ -195,10 +203,6 @@ static int on_opt(int opt, const char *arg, void *user) {
     if (gs_parse_duration(arg, &o->budget_ns) || o->budget_ns <= 0)
       return cli_error(GS_EXIT_USAGE, "tune: --budget wants a duration such as 10m, got '%s'", arg);
     break;
-  case 'G':
-    if (gs_parse_duration(arg, &o->grace_ns) || o->grace_ns < 100000000LL)
-      return cli_error(GS_EXIT_USAGE, "tune: --grace wants a duration of at least 0.1 s, got '%s'", arg);
-    break;
   case 'n':
     if (!arg[0] || strlen(arg) >= sizeof o->name || strpbrk(arg, ",="))
       return cli_error(GS_EXIT_USAGE, "tune: --name wants 1-%zu characters without ',' or '='", sizeof o->name - 1);
@@ -222,6 +226,8 @@ static int on_opt(int opt, const char *arg, void *user) {
   case 'P':
   case 'r':
   case 'M':
+  case 'l':
+  case 'G':
     return on_opt_more(c, opt, arg);
   case 's':
     o->store_url = arg;
@@ -318,6 +324,7 @@ static const struct option tune_longopts[] = {{"param", required_argument, 0, 'p
                                               {"metric", required_argument, 0, 'm'},
                                               {"budget", required_argument, 0, 'b'},
                                               {"mem-limit", required_argument, 0, 'M'},
+                                              {"log-max", required_argument, 0, 'l'},
                                               {"name", required_argument, 0, 'n'},
                                               {"interval", required_argument, 0, 'i'},
                                               {"json", no_argument, 0, 'j'},

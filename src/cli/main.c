@@ -26,6 +26,7 @@ static const struct command commands[] = {
     {"runs", cmd_runs, "list the runs in the store"},
     {"show", cmd_show, "print a run's raw samples, events, params or notes"},
     {"metrics", cmd_metrics, "list a run's series with unit and count"},
+    {"log", cmd_log, "print a run's output as the job wrote it (--stream, --grep RE, --follow)"},
     {"report", cmd_report, "diagnose a run: findings, evidence, fixes (--json, --html FILE)"},
     {"compare", cmd_compare, "compare runs side by side: throughput, GPU use, what changed"},
     {"check", cmd_check, "a CI gate: budgets on a run's speed-up, data wait, GPU use and findings (--junit)"},

@@ -19,7 +19,7 @@ int rp_has_rule(const struct report_run *r, const char *rule) {
 
 int report_param_is_internal(const char *key) {
   return !strncmp(key, "gpu.", 4) || !strncmp(key, "nvml.", 5) || !strncmp(key, "ingest.", 7) ||
-         !strncmp(key, "group.", 6);
+         !strncmp(key, "group.", 6) || !strncmp(key, "log.", 4);
 }
 
 void report_params_differ(const struct runview *const *views, size_t n, void (*fn)(void *, const char *), void *user) {

@@ -110,6 +110,17 @@ static void figures(struct report_run *r) {
 }
 
 /* Points the names every format reads at the view's (borrowed, freed with the view). */
+/* A run that did not finish well (failed, killed, crashed) gets the last lines of its output: the
+ * traceback, as a rule. A store that cannot read them leaves the report without (not a failed load). */
+static int load_log_tail(struct report_run *r) {
+  const char *st = r->view.run.status;
+  if (strcmp(st, "failed") && strcmp(st, "killed") && strcmp(st, "crashed"))
+    return GS_OK;
+  if (report_log_tail(r->view.st, r->view.run.id, REPORT_LOG_TAIL_LINES, &r->log_tail, &r->nlog_tail))
+    r->log_tail = NULL, r->nlog_tail = 0;
+  return GS_OK;
+}
+
 int report_run_load(struct store *st, const char *ref, int rediagnose, struct report_run *r) {
   memset(r, 0, sizeof *r);
   int rc = runview_load(st, ref, &r->view);
@@ -137,10 +148,13 @@ int report_run_load(struct store *st, const char *ref, int rediagnose, struct re
   if ((rc = load_gpus(r)))
     return rc;
   figures(r);
-  return GS_OK;
+  return load_log_tail(r);
 }
 
 void report_run_done(struct report_run *r) {
+  for (size_t i = 0; i < r->nlog_tail; i++)
+    free(r->log_tail[i]);
+  free(r->log_tail);
   runview_done(&r->view);
   free(r->gpus);
   memset(r, 0, sizeof *r);

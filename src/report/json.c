@@ -191,6 +191,14 @@ int report_json(FILE *out, const struct report_run *r) {
       fputc(',', out);
     gs_json_str(out, r->view.notes[i]);
   }
+  fputc(']', out);
+  key(out, "log_tail", &first); /* the last lines of a failed, killed or crashed run's output */
+  fputc('[', out);
+  for (size_t i = 0; i < r->nlog_tail; i++) {
+    if (i)
+      fputc(',', out);
+    gs_json_str(out, r->log_tail[i]);
+  }
   fputs("]\n}\n", out);
   return ferror(out) ? gs_fail(GS_EIO, "cannot write the report") : GS_OK;
 }

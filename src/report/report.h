@@ -7,6 +7,7 @@
 #ifndef GS_REPORT_H
 #define GS_REPORT_H
 
+#include <regex.h>
 #include <stdio.h>
 
 #include "runview/runview.h"
@@ -17,6 +18,41 @@
  * read. Returns 0, or GS_EIO when writing to out failed; loading the run is the caller's, and so is
  * saying why it could not be loaded (nothing is printed into the summary for it). */
 int report_summary(FILE *out, const struct runview *v);
+
+/* ---- the job's output read back (log.c) ---- */
+
+struct report_log_part { /* a stream's open line */
+  char *buf;
+  size_t len, cap;
+  int64_t t;
+};
+/* What `gpuscope log` asks for, and where it has read to (a follower calls report_log_read again). */
+struct report_log {
+  const char *stream; /* "out", "err" or "tty" (NULL: every stream) */
+  const regex_t *re;  /* only the lines it matches (NULL: all) */
+  int raw;            /* bytes as stored (no escaping; without re and times not even cut into lines) */
+  int times;          /* each line after its time since the run's start: "[   12.345s] " */
+  /* each line to emit instead of being written (report_log_tail): its text as a terminal showed it */
+  void (*emit)(void *user, const char *line, int64_t t);
+  void *emit_user;
+  int64_t next_seq;               /* the next chunk to read */
+  int64_t chunks, bytes;          /* chunks read; bytes of the chosen streams */
+  size_t lines_out;               /* lines written */
+  struct report_log_part part[3]; /* out, err, tty */
+};
+/* Writes what the store holds of run_id's output from l->next_seq on to out (see struct
+ * report_log); a line not yet ended waits for the next call or report_log_finish. A store without
+ * the job's output (a group, an older schema) has none. Returns 0, or the store's GS_E code,
+ * GS_EIO when writing failed, GS_ENOMEM. */
+int report_log_read(FILE *out, struct store *st, const char *run_id, struct report_log *l);
+/* Writes the lines that did not end (the run is over). */
+void report_log_finish(FILE *out, struct report_log *l);
+/* Frees what l holds (not l). */
+void report_log_done(struct report_log *l);
+/* The last max lines of run_id's output, every stream, each as a terminal last showed it (not yet
+ * escaped), oldest first: *lines malloc'd (free each, then it), *n of them (0 when none). Returns 0
+ * or a GS_E code (*lines NULL). */
+int report_log_tail(struct store *st, const char *run_id, size_t max, char ***lines, size_t *n);
 
 /* One GPU's figures over the whole run (NAN when absent). */
 struct report_gpu {
@@ -42,7 +78,12 @@ struct report_run {
   int ngpus;
   double gpu_util, sm_active, gpu_mem_peak, energy_j, energy_per_sample, gpu_hours, gpu_idle_hours;
   double host_cpu, job_cpu, job_rss_peak;
+  /* A failed, killed or crashed run: the last REPORT_LOG_TAIL_LINES lines of its output, oldest first,
+   * as a terminal last showed each (not escaped: every writer escapes them); NULL / 0 otherwise. */
+  char **log_tail;
+  size_t nlog_tail;
 };
+#define REPORT_LOG_TAIL_LINES 20
 
 /* Loads run ref (id, prefix, name or "last") into r, a struct the caller owns, with its findings;
  * when it has none yet, or when rediagnose is set, runs the doctor on the same view first (storing the

@@ -222,9 +222,22 @@ static void print_findings(FILE *out, const struct style *s, const struct report
   }
 }
 
+/* The last lines of a run that did not finish well, escaped for the terminal. */
+static void print_log_tail(FILE *out, const struct style *s, const struct report_run *r) {
+  if (!r->nlog_tail)
+    return;
+  fprintf(out, "\n%slast lines of its output%s (gpuscope log %s)\n", s->bold, s->reset, r->view.run.id);
+  for (size_t i = 0; i < r->nlog_tail; i++) {
+    fputs("  | ", out);
+    gs_term_text(out, r->log_tail[i], 0);
+    fputc('\n', out);
+  }
+}
+
 int report_text(FILE *out, const struct report_run *r, int color) {
   struct style s = style_of(color);
   print_header(out, &s, r);
+  print_log_tail(out, &s, r);
   print_training_loop(out, &s, r);
   print_gaps(out, &s, r);
   print_findings(out, &s, r);

@@ -801,6 +801,12 @@ void serve_api(struct serve *s, const char *path, const struct serve_args *a, st
       api_findings(s, ref, a, r);
       return;
     }
+    if (!strcmp(e, "/log")) {
+      int status = 500;
+      if (serve_log_json(s->st, ref, a->get(a->user, "from"), a->get(a->user, "tail"), r->out, &status))
+        serve_reply_error(r, status, "%s", gs_last_error());
+      return;
+    }
   }
   serve_reply_error(r, MHD_HTTP_NOT_FOUND, "no such API: /api/%s (see docs/api.md)", path);
 }

@@ -139,6 +139,7 @@ static const struct serve_asset *asset(const char *path) {
 }
 
 /* The page's window.GS_EMBED object: the answers the front end would fetch for these runs. */
+#define SERVE_PAGE_LOG_TAIL "65536"
 static int embed_json(struct serve *s, const struct store_run *runs, size_t n, const char *list, FILE *j) {
   int rc = GS_OK;
   fprintf(j, "{\"mode\":\"%s\",\"hash\":", n == 1 ? "run" : "compare");
@@ -153,6 +154,16 @@ static int embed_json(struct serve *s, const struct store_run *runs, size_t n, c
     fputc(':', j);
     struct kv_args none = {{0}, {0}};
     rc = api_into(s, path, &none, j);
+  }
+  fputs("},\"log\":{", j); /* a run's page: the last SERVE_PAGE_LOG_TAIL bytes of its output */
+  for (size_t i = 0; i < n && !rc && n == 1; i++) {
+    char path[64];
+    snprintf(path, sizeof path, "runs/%s/log", runs[i].id);
+    gs_json_str(j, runs[i].id);
+    fputc(':', j);
+    struct kv_args tail = {{"tail"}, {SERVE_PAGE_LOG_TAIL}};
+    if (api_into(s, path, &tail, j)) /* a group (the runs of one job as one) has no output of its own */
+      fputs("null", j);
   }
   fputs("},\"series\":{", j);
   for (size_t i = 0; i < n && !rc; i++) {

@@ -182,6 +182,11 @@ int serve_view_get(struct serve *s, const char *ref, struct serve_reply *r, cons
 /* The API, under s->mu: path is what follows "/api/" ("runs", "runs/REF/series", "compare"). */
 void serve_api(struct serve *s, const char *path, const struct serve_args *a, struct serve_reply *r);
 
+/* GET /api/runs/REF/log[?from=SEQ|tail=BYTES] (api_log.c): the job's output of run ref in st as JSON
+ * into out (under s->mu). Returns 0, or a GS_E code with a message and *status the HTTP status to
+ * answer with (404 no such run, 409 ambiguous, 400 bad arguments, 500). */
+int serve_log_json(struct store *st, const char *ref, const char *from, const char *tail, FILE *out, int *status);
+
 /* ---- JSON pieces (reply.c) ---- */
 /* "key": */
 void serve_json_key(FILE *out, const char *key);

@@ -386,6 +386,7 @@ static const struct line_kind kinds[] = {
       {"text", 's', 511},
       {"value", 'n', 0}}},
     {"note", {{"run", 's', 31}, {"text", 's', 65535}}},
+    {"log", {{"run", 's', 31}, {"seq", 'i', 0}, {"t", 'i', 0}, {"stream", 's', 7}, {"data", 's', 1 << 20}}},
     {"finding",
      {{"run", 's', 31},
       {"rule", 's', 31},
@@ -401,7 +402,7 @@ static const struct line_kind kinds[] = {
 };
 
 /* The sections a file may list: those this gpuscope imports (a newer one's is refused by name). */
-static const char *const sections[] = {"run", "param", "series", "points", "event", "note", "finding"};
+static const char *const sections[] = {"run", "param", "series", "points", "event", "note", "log", "finding"};
 
 static int check_fields(const struct line_kind *k, const struct mv_line *l, char *err, size_t n) {
   size_t want = 1; /* "type" */
@@ -509,6 +510,18 @@ static int check_points(struct mv_check *c, const struct mv_line *l, char *err, 
   return 0;
 }
 
+/* A chunk of the job's output: a known stream, and its bytes in base64 (the reader decodes them). */
+static int check_log(const struct mv_line *l, char *err, size_t n) {
+  const char *st = mv_str(l, "stream"), *d = mv_str(l, "data");
+  if (strcmp(st, "out") && strcmp(st, "err") && strcmp(st, "tty"))
+    return say(err, n, "output of stream '%.7s' (out, err or tty)", st);
+  size_t len = strlen(d), body = strspn(d, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
+  size_t pad = strspn(d + body, "=");
+  if (len % 4 || body + pad != len || pad > 2 || mv_int(l, "seq", -1) < 0)
+    return say(err, n, "an output chunk whose data is not base64, or whose seq is negative");
+  return 0;
+}
+
 static const struct line_kind *kind_of(const struct mv_line *l, char *err, size_t n) {
   const struct mv_field *t = mv_get(l, "type");
   if (!t || t->type != MV_STR) {
@@ -550,6 +563,8 @@ static int check_place(struct mv_check *c, const struct line_kind *k, const stru
     return check_series(c, l, err, n);
   if (!strcmp(k->type, "points"))
     return check_points(c, l, err, n);
+  if (!strcmp(k->type, "log"))
+    return check_log(l, err, n);
   if (!strcmp(k->type, "run_end")) {
     if (mv_int(l, "lines", -1) != c->run_lines)
       return say(err, n, "run %s's end counts %lld lines, the file holds %lld", c->run_id,

@@ -4,6 +4,7 @@
  *   pg_spool.c  outages: a local SQLite spool (through the SQLite back end) while the server is
  *               unreachable, replayed when it returns;
  *   pg_read.c   the readers: runs, series, samples, rollups, events, params, notes, findings;
+ *   pg_log.c    the job's output: its chunks appended (to the server or the spool) and read;
  *   pg_util.c   errors that name their cause (never a password), statements, small helpers.
  * pg_spool.c is the one file that calls both ways: it reconnects (store_pg.c) and replays through
  * the writer (pg_write.c), which hands it what the server cannot take. */
@@ -15,8 +16,9 @@
 #include "store/store_backend.h"
 
 /* The schema version of this back end: 3 packs rollups in blocks (version 2 had a row per bucket,
- * the tables of SQLite's version 2). A newer one is refused. */
-enum { PG_SCHEMA_VERSION = 3 };
+ * the tables of SQLite's version 2); 4 adds SQLite's version-3 tables (SCHEMA_V4). A newer one is
+ * refused. */
+enum { PG_SCHEMA_VERSION = 4 };
 /* While the server is unreachable, a reconnection is tried at most this often (by the writer
  * thread, so the job never waits for it). */
 #define PG_RETRY_NS (2LL * GS_NS_PER_S)
@@ -174,9 +176,20 @@ int pg_add_note(struct pg_store *s, const struct store_run *r, const char *text)
  * Returns 0, or the GS_E code of the step that failed (the rollups are then computed from the
  * chunks when read). The spool is not involved: pg_run_end decides what a failure means. */
 int pg_write_finish(struct pg_store *s, const struct store_run *r, int *ended);
+/* Writes chunks of the job's output of run_id to the server and trims the run to keep_from, in one
+ * transaction (chunks already there are left). 0 or a GS_E code (nothing written). */
+int pg_log_write(struct pg_store *s, const char *run_id, const struct store_log_chunk *c, size_t n, int64_t keep_from);
 /* Replaces the stored rollups of series sid by the buckets of levels[0..n) (one resolution each),
  * packed in blocks (rollup_block_encode) by one COPY. In the caller's transaction. */
 int pg_rollups_write(struct pg_store *s, int64_t sid, struct rollup_acc *const *levels, int n);
+
+/* ---- pg_log.c (the job's output) ---- */
+
+/* store->log_append: to the server, or to the run's spool while its samples go there. */
+int pg_log_append(struct store *base, const struct store_run *r, const struct store_log_chunk *c, size_t n,
+                  int64_t keep_from);
+/* store->log_read: the server's, or the spool's while it holds the run. */
+int pg_log_read(struct store *base, const char *run_id, int64_t from_seq, store_log_fn fn, void *user);
 
 /* ---- store_pg.c ---- */
 

@@ -256,6 +256,68 @@ static int replay_pieces(struct replay *p) {
   return rc ? rc : replay_rest(p, max);
 }
 
+/* The spool's output chunks on their way to the server, a transaction per PG_LOG_REPLAY_BYTES. */
+#define PG_LOG_REPLAY_BYTES (4u << 20)
+struct log_replay {
+  struct pg_store *w;
+  const char *run_id; /* the run's id in the server */
+  struct store_log_chunk *c;
+  uint8_t *buf;
+  size_t n, cap, used, bufcap;
+  int rc;
+};
+
+static int log_replay_flush(struct log_replay *x) {
+  for (size_t i = 0; i < x->n; i++) /* offsets into buf until now: it may have moved */
+    x->c[i].data = x->buf + (uintptr_t)x->c[i].data;
+  if (x->n && !x->rc)
+    x->rc = pg_log_write(x->w, x->run_id, x->c, x->n, 0);
+  x->n = x->used = 0;
+  return x->rc;
+}
+
+/* store_log_fn: one chunk of the spool kept (its bytes copied: they are valid during the call). */
+static int log_replay_chunk(void *u, const struct store_log_chunk *c) {
+  struct log_replay *x = u;
+  if ((x->used + c->len > PG_LOG_REPLAY_BYTES || x->n == x->cap) && log_replay_flush(x))
+    return 1;
+  if (x->n == x->cap) {
+    size_t cap = x->cap ? x->cap * 2 : 256;
+    struct store_log_chunk *v = realloc(x->c, cap * sizeof *v);
+    if (!v)
+      return x->rc = gs_fail(GS_ENOMEM, "out of memory"), 1;
+    x->c = v, x->cap = cap;
+  }
+  if (x->used + c->len > x->bufcap) {
+    size_t cap = x->used + c->len > PG_LOG_REPLAY_BYTES ? x->used + c->len : PG_LOG_REPLAY_BYTES;
+    uint8_t *b = realloc(x->buf, cap);
+    if (!b)
+      return x->rc = gs_fail(GS_ENOMEM, "out of memory"), 1;
+    x->buf = b, x->bufcap = cap;
+  }
+  if (c->len)
+    memcpy(x->buf + x->used, c->data, c->len);
+  x->c[x->n] = *c;
+  x->c[x->n++].data = (const uint8_t *)(uintptr_t)x->used; /* an offset until the flush */
+  x->used += c->len;
+  return 0;
+}
+
+/* Writes the spool's output chunks of spool_id to the server as run_id. Idempotent (a chunk there is
+ * left). A store without log_read (none today) has nothing to replay. */
+static int replay_logs(struct pg_store *w, struct store *sp, const char *spool_id, const char *run_id) {
+  if (sp->version < 5 || !sp->log_read)
+    return GS_OK;
+  struct log_replay x = {.w = w, .run_id = run_id};
+  int rc = sp->log_read(sp, spool_id, 0, log_replay_chunk, &x);
+  if (!rc)
+    rc = log_replay_flush(&x);
+  rc = rc ? rc : x.rc;
+  free(x.c);
+  free(x.buf);
+  return rc;
+}
+
 /* The sink id of a spooled series (its definitions are the ones the agent gave), or -1. */
 static int32_t sink_id(const struct pg_store *s, const struct store_series *x) {
   for (size_t i = 0; i < s->known.b.n_series; i++) {
@@ -303,7 +365,7 @@ int pg_spool_replay(struct pg_store *s, const struct store_run *r) {
                      .ids = ids,
                      .b = &b,
                      .mono0 = r->mono_start_ns};
-  if (!(rc = replay_pieces(&p))) {
+  if (!(rc = replay_pieces(&p)) && !(rc = replay_logs(s, sp, s->spool_run_id, r->id))) {
     s->replayed_points += p.total;
     remove_spool(s);
   }
@@ -402,7 +464,7 @@ static int recover_one(struct pg_store *s, const char *path, const char *server_
   struct store_run row = rr;
   struct replay p = {
       .w = &tmp, .r = &rr, .sp = sp, .spool_id = spool_id, .ser = ser, .nser = nser, .ids = ids, .b = &b};
-  if ((rc = pg_insert_run(&tmp, &row)) || (rc = replay_pieces(&p)))
+  if ((rc = pg_insert_run(&tmp, &row)) || (rc = replay_pieces(&p)) || (rc = replay_logs(&tmp, sp, spool_id, server_id)))
     goto fail;
   if (!rr.end_wall_ns)
     rr.end_wall_ns = rr.start_wall_ns;

@@ -518,3 +518,43 @@ fail:
 void pg_writer_done(struct pg_store *s) {
   store_writer_done(&s->w);
 }
+
+/* ---- the job's output (pg_log.c appends and reads; the spool's replay writes through here) ---- */
+
+/* Inserts chunks c[0..n) of run_id and trims the run to keep_from, in the caller's transaction. */
+static int log_rows(struct pg_store *s, const char *run_id, const struct store_log_chunk *c, size_t n,
+                    int64_t keep_from) {
+  for (size_t i = 0; i < n; i++) {
+    char seq[24], t[24];
+    snprintf(seq, sizeof seq, "%lld", (long long)c[i].seq);
+    snprintf(t, sizeof t, "%lld", (long long)c[i].t);
+    const char *p[] = {run_id, seq, c[i].stream, t, c[i].len ? (const char *)c[i].data : ""};
+    const int lens[] = {0, 0, 0, 0, (int)c[i].len}, fmts[] = {0, 0, 0, 0, 1};
+    PGresult *r = pg_run(s,
+                         "INSERT INTO logs(run_id, seq, stream, t, data) VALUES($1, $2::bigint, $3, $4::bigint, $5)"
+                         " ON CONFLICT DO NOTHING",
+                         5, p, lens, fmts, 0);
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? GS_OK : pg_fail(s, r, "cannot keep the job's output");
+    PQclear(r);
+    if (rc)
+      return rc;
+  }
+  if (keep_from <= 0)
+    return GS_OK;
+  char from[24];
+  snprintf(from, sizeof from, "%lld", (long long)keep_from);
+  const char *p[] = {run_id, from};
+  PGresult *r =
+      pg_query(s, "DELETE FROM logs WHERE run_id = $1 AND seq < $2::bigint", 2, p, "cannot trim the job's output");
+  PQclear(r);
+  return r ? GS_OK : GS_EIO;
+}
+
+int pg_log_write(struct pg_store *s, const char *run_id, const struct store_log_chunk *c, size_t n, int64_t keep_from) {
+  int rc = pg_exec(s, "BEGIN", "cannot keep the job's output");
+  if (rc)
+    return rc;
+  if ((rc = log_rows(s, run_id, c, n, keep_from)) || (rc = pg_exec(s, "COMMIT", "cannot keep the job's output")))
+    pg_rollback(s);
+  return rc;
+}

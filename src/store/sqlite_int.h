@@ -2,8 +2,10 @@
  *   store_sqlite.c  opening (modes, read-only media, whose file it is), schema and migration;
  *   sqlite_write.c  the writer: runs, appends (kept and retried when they fail), run end, rollups;
  *   sqlite_read.c   the readers: runs, series, samples, rollups, events, params, notes, findings;
- *   sqlite_util.c   errors that name their cause, the one row-reading loop, small helpers.
- * Calls go one way only: store_sqlite.c -> sqlite_write.c -> sqlite_read.c -> sqlite_util.c. */
+ *   sqlite_util.c   errors that name their cause, the one row-reading loop, small helpers;
+ *   sqlite_log.c    the job's output: its chunks written and read.
+ * Calls go one way only: store_sqlite.c -> sqlite_write.c -> sqlite_read.c -> sqlite_util.c, and
+ * store_sqlite.c -> sqlite_log.c -> sqlite_util.c. */
 #ifndef GS_STORE_SQLITE_INT_H
 #define GS_STORE_SQLITE_INT_H
 
@@ -100,6 +102,12 @@ int sq_events_read(struct store *base, const char *run_id, struct store_event **
 int sq_params_read(struct store *base, const char *run_id, struct gs_kv **out, size_t *n);
 int sq_notes_read(struct store *base, const char *run_id, char ***out, size_t *n);
 int sq_findings_read(struct store *base, const char *run_id, struct store_finding **out, size_t *n);
+
+/* ---- sqlite_log.c (the job's output) ---- */
+
+int sq_log_append(struct store *base, const struct store_run *r, const struct store_log_chunk *c, size_t n,
+                  int64_t keep_from);
+int sq_log_read(struct store *base, const char *run_id, int64_t from_seq, store_log_fn fn, void *user);
 
 /* ---- sqlite_write.c ---- */
 

@@ -15,9 +15,10 @@
 #include "core/core.h"
 
 /* 2: chunks may be decimal chunks (chunk.c), which a version-1 gpuscope would misread: it refuses
- * a version-2 store instead. The tables are unchanged. A back end may have moved on alone (its
- * struct store's schema_version: PostgreSQL's is 3, rollups packed in blocks). */
-enum { GS_STORE_SCHEMA_VERSION = 2 };
+ * a version-2 store instead. 3: new tables (SCHEMA_V3 in store_sqlite.c; the job's output: logs).
+ * A back end may have moved on alone (its struct store's schema_version: PostgreSQL's is 4, rollups
+ * packed in blocks since its 3). */
+enum { GS_STORE_SCHEMA_VERSION = 3 };
 
 struct store_run {
   char id[32];
@@ -67,6 +68,19 @@ struct store_finding {
 /* Callback for sample reads: return non-zero to stop. */
 typedef int (*store_sample_fn)(void *user, int64_t t, double v);
 
+/* ---- the job's output (schema 3; sqlite_log.c, pg_log.c) ---- */
+
+/* A piece of the job's output as the agent read it: bytes of one stream, unchanged. */
+struct store_log_chunk {
+  int64_t seq;    /* its place in the run's output, from 0, over every stream */
+  int64_t t;      /* ns since run start when its first byte was read */
+  char stream[8]; /* "out", "err", or "tty" (a pseudo-terminal: stdout and stderr as one) */
+  const uint8_t *data;
+  size_t len;
+};
+/* Callback for log reads (data valid during the call only): return non-zero to stop. */
+typedef int (*store_log_fn)(void *user, const struct store_log_chunk *c);
+
 /* How a store is opened. Only STORE_WRITE creates, only STORE_WRITE and STORE_MIGRATE migrate; a
  * file is a gpuscope store only when its meta table says app = 'gpuscope', and any other file is
  * opened read-only and left as it was, whatever the mode. */
@@ -103,7 +117,7 @@ struct store_write_stats {
 enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };
 
 struct store {
-  int version; /* 2: schema_found and stats added; 3: schema_version; 4: run_import */
+  int version; /* 2: schema_found and stats added; 3: schema_version; 4: run_import; 5: log_append, log_read */
   const char *scheme;
   int schema_found;   /* the schema version the file had when opened (0: created now) */
   int schema_version; /* the back end's own version, that this gpuscope writes (0: GS_STORE_SCHEMA_VERSION) */
@@ -166,6 +180,16 @@ struct store {
    * (GS_ESTORE when the store cannot take it now, a server away: nothing is written). NULL in a
    * store that cannot take runs (a group). */
   int (*run_import)(struct store *st, const struct store_run *run);
+  /* ---- version 5: the job's output (NULL in a back end without it: a group of runs) ---- */
+  /* Stores chunks c[0..n) of run's output (a chunk already there, by run and seq, is left: a replay
+   * stores nothing twice) and deletes the run's chunks with seq < keep_from (the bound: the tail
+   * is kept), in one transaction. Returns 0 or a GS_E code with a message (nothing written). */
+  int (*log_append)(struct store *st, const struct store_run *run, const struct store_log_chunk *c, size_t n,
+                    int64_t keep_from);
+  /* Calls fn for each stored chunk of run_id with seq >= from_seq, in seq order, until fn returns
+   * non-zero. A run without output, or a store older than schema 3, has no chunks (0). Returns 0
+   * or a GS_E code with a message. */
+  int (*log_read)(struct store *st, const char *run_id, int64_t from_seq, store_log_fn fn, void *user);
 };
 
 /* Opens the store named by url ("sqlite:///abs/path", "sqlite://rel/path", or a bare path) in the

@@ -189,16 +189,44 @@ static int put_findings(struct xout *x) {
   return 0;
 }
 
+/* The job's output, a line per stored chunk, its bytes in base64 (output need not be UTF-8 text). */
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static void put_b64(FILE *o, const char *key, const uint8_t *d, size_t n) {
+  fprintf(o, ",\"%s\":\"", key);
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)d[i] << 16 | (i + 1 < n ? (uint32_t)d[i + 1] << 8 : 0) | (i + 2 < n ? d[i + 2] : 0);
+    char q[4] = {B64[v >> 18 & 63], B64[v >> 12 & 63], i + 1 < n ? B64[v >> 6 & 63] : '=',
+                 i + 2 < n ? B64[v & 63] : '='};
+    fwrite(q, 1, 4, o);
+  }
+  fputc('"', o);
+}
+
+static int log_chunk_out(void *user, const struct store_log_chunk *c) {
+  struct xout *x = user;
+  line_open(x, "log");
+  put_int(x->out, "seq", c->seq);
+  put_int(x->out, "t", c->t);
+  put_str(x->out, "stream", c->stream);
+  put_b64(x->out, "data", c->data, c->len);
+  fputs("}\n", x->out);
+  return 0;
+}
+
+static int put_log(struct xout *x) {
+  if (x->st->version < 5 || !x->st->log_read) /* a store without the job's output (a group) */
+    return GS_OK;
+  return x->st->log_read(x->st, x->run->id, 0, log_chunk_out, x);
+}
+
 /* The sections after the run line, in file order. A new one: its writer here, its reader in
  * readers[] below, its line's fields in move_parse.c (kinds[] and sections[]). */
 static const struct section {
   const char *name;
   int (*put)(struct xout *x);
-} sections[] = {{"param", put_params},
-                {"series", put_series},
-                {"event", put_events},
-                {"note", put_notes},
-                {"finding", put_findings}};
+} sections[] = {{"param", put_params}, {"series", put_series}, {"event", put_events},
+                {"note", put_notes},   {"log", put_log},       {"finding", put_findings}};
 
 static void put_run(struct xout *x) {
   const struct store_run *r = x->run;
@@ -367,6 +395,56 @@ static int read_note(struct xin *x, const struct mv_line *l) {
   return xin_other(x);
 }
 
+/* base64 text into out (room for 3/4 of its length): the bytes, or -1 for text that is not base64. */
+static long b64_decode(const char *s, size_t n, uint8_t *out) {
+  if (n % 4)
+    return -1;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i += 4) {
+    uint32_t v = 0;
+    int pad = 0;
+    for (int j = 0; j < 4; j++) {
+      const char *p = s[i + j] ? strchr(B64, s[i + j]) : NULL;
+      if (s[i + j] == '=' && i + 4 == n && j >= 2 && (j == 3 || s[i + 3] == '='))
+        pad++, v <<= 6;
+      else if (p && !pad)
+        v = v << 6 | (uint32_t)(p - B64);
+      else
+        return -1;
+    }
+    out[k++] = (uint8_t)(v >> 16);
+    if (pad < 2)
+      out[k++] = (uint8_t)(v >> 8);
+    if (pad < 1)
+      out[k++] = (uint8_t)v;
+  }
+  return (long)k;
+}
+
+/* A chunk of the job's output, stored as it came (a store without output storage drops it). */
+static int read_log(struct xin *x, const struct mv_line *l) {
+  if (x->dst->version < 5 || !x->dst->log_append)
+    return GS_OK;
+  const char *text = mv_str(l, "data"), *stream = mv_str(l, "stream");
+  size_t n = strlen(text);
+  if (strcmp(stream, "out") && strcmp(stream, "err") && strcmp(stream, "tty"))
+    return gs_fail(GS_ECORRUPT, "run %s: output of an unknown stream '%.16s'", x->run.id, stream);
+  uint8_t *data = malloc(n / 4 * 3 + 3);
+  if (!data)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  long len = b64_decode(text, n, data);
+  int rc;
+  if (len < 0) {
+    rc = gs_fail(GS_ECORRUPT, "run %s: output chunk %lld is not base64", x->run.id, (long long)mv_int(l, "seq", -1));
+  } else {
+    struct store_log_chunk c = {.seq = mv_int(l, "seq", 0), .t = mv_int(l, "t", 0), .data = data, .len = (size_t)len};
+    snprintf(c.stream, sizeof c.stream, "%s", stream);
+    rc = x->dst->log_append(x->dst, &x->run, &c, 1, 0);
+  }
+  free(data);
+  return rc;
+}
+
 static int read_finding(struct xin *x, const struct mv_line *l) {
   struct store_finding *f = realloc(x->find, (x->n_find + 1) * sizeof *f);
   if (!f)
@@ -401,8 +479,9 @@ static int read_run_end(struct xin *x, const struct mv_line *l) {
 static const struct reader {
   const char *type;
   int (*read)(struct xin *x, const struct mv_line *l);
-} readers[] = {{"run", read_run},     {"param", read_param}, {"series", read_series},   {"points", read_points},
-               {"event", read_event}, {"note", read_note},   {"finding", read_finding}, {"run_end", read_run_end}};
+} readers[] = {{"run", read_run},       {"param", read_param},     {"series", read_series},
+               {"points", read_points}, {"event", read_event},     {"note", read_note},
+               {"log", read_log},       {"finding", read_finding}, {"run_end", read_run_end}};
 
 static void xin_run_done(struct xin *x) {
   gs_sink_free(x->sink);

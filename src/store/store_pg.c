@@ -76,6 +76,14 @@ static const char *SCHEMA[] = {
     " PRIMARY KEY(run_id, rank))",
     NULL};
 
+/* Schema version 4: the tables this version adds, made when a database is created and when an
+ * older one is migrated (IF NOT EXISTS: either way); SQLite's SCHEMA_V3. */
+static const char *SCHEMA_V4[] = {
+    /* the job's output (pg_log.c): chunks of bytes as read, per run in seq order */
+    "CREATE TABLE IF NOT EXISTS logs(run_id text, seq bigint, stream text, t bigint, data bytea,"
+    " PRIMARY KEY(run_id, seq))",
+    NULL};
+
 static void quiet_notice(void *arg, const char *msg) {
   (void)arg, (void)msg; /* "relation exists, skipping" and the like are not for the user */
 }
@@ -275,6 +283,11 @@ static int migrate(struct pg_store *s) {
     /* Version 1 never existed on PostgreSQL (its tables are version 2's). */
     if (v < 3 && (rc = migrate_rollups(s)))
       goto fail;
+  }
+  for (int i = 0; v < 4 && SCHEMA_V4[i]; i++)
+    if ((rc = pg_exec(s, SCHEMA_V4[i], "cannot migrate the schema")))
+      goto fail;
+  if (v > 0 && v < PG_SCHEMA_VERSION) {
     snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'", PG_SCHEMA_VERSION);
     if ((rc = pg_exec(s, sql, "cannot migrate the schema")))
       goto fail;
@@ -422,7 +435,7 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
     long long ms = e && *e ? atoll(e) : 0;
     s->timeout_ns = ms > 0 ? ms * 1000000LL : PG_TIMEOUT_NS;
   }
-  s->base = (struct store){.version = 4,
+  s->base = (struct store){.version = 5,
                            .scheme = "postgresql",
                            .schema_version = PG_SCHEMA_VERSION,
                            .run_begin = pg_run_begin,
@@ -439,7 +452,9 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
                            .findings_write = pg_findings_write,
                            .findings_read = pg_findings_read,
                            .close = pg_close,
-                           .run_import = pg_run_import};
+                           .run_import = pg_run_import,
+                           .log_append = pg_log_append,
+                           .log_read = pg_log_read};
   int rc = pg_connect(s);
   /* gpuscope run goes on when the server is unreachable: its run is spooled (pg_spool.c). */
   if (rc && !(mode == STORE_WRITE && s->down)) {

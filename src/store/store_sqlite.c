@@ -50,6 +50,14 @@ static const char *SCHEMA_V1[] = {
     " speedup REAL, title TEXT, evidence TEXT, fix TEXT, PRIMARY KEY(run_id, rank)) WITHOUT ROWID",
     NULL};
 
+/* Schema version 3: the tables this version adds, made when a store is created and when an older
+ * one is migrated (IF NOT EXISTS: either way). */
+static const char *SCHEMA_V3[] = {
+    /* the job's output (sqlite_log.c): chunks of bytes as read, per run in seq order; a rowid
+     * table, since a chunk may be 64 KiB (too big for a WITHOUT ROWID row) */
+    "CREATE TABLE IF NOT EXISTS logs(run_id TEXT, seq INTEGER, stream TEXT, t INTEGER, data BLOB)",
+    "CREATE UNIQUE INDEX IF NOT EXISTS logs_run ON logs(run_id, seq)", NULL};
+
 /* ---- the file before SQLite opens it ---- */
 
 struct file_facts {
@@ -243,8 +251,10 @@ static int migrate(struct sqlite_store *s) {
     if ((rc = sq_exec(s, sql, "cannot create the schema")))
       goto fail;
   }
-  /* Version 2 adds decimal chunks and no table: only the number moves. Future migrations: if (v < 3)
-   * { ALTER ...; } then the number. */
+  /* Version 2 adds decimal chunks and no table: only the number moves. Version 3 adds tables. */
+  for (int i = 0; v < 3 && SCHEMA_V3[i]; i++)
+    if ((rc = sq_exec(s, SCHEMA_V3[i], "cannot migrate the schema")))
+      goto fail;
   if (v > 0 && v < GS_STORE_SCHEMA_VERSION) {
     snprintf(sql, sizeof sql, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'", GS_STORE_SCHEMA_VERSION);
     if ((rc = sq_exec(s, sql, "cannot migrate the schema")))
@@ -352,7 +362,7 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
   snprintf(s->path, sizeof s->path, "%s", path);
   s->mode = mode;
   s->w.elem = sizeof(struct wseries);
-  s->base = (struct store){.version = 4,
+  s->base = (struct store){.version = 5,
                            .schema_version = GS_STORE_SCHEMA_VERSION,
                            .scheme = "sqlite",
                            .run_begin = sq_run_begin,
@@ -369,7 +379,9 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
                            .findings_write = sq_findings_write,
                            .findings_read = sq_findings_read,
                            .close = sq_close,
-                           .run_import = sq_run_import};
+                           .run_import = sq_run_import,
+                           .log_append = sq_log_append,
+                           .log_read = sq_log_read};
   struct file_facts f;
   int rc = probe_file(path, mode, &f);
   if (!rc)

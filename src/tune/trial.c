@@ -281,6 +281,7 @@ static pid_t spawn(const struct tune_opts *o, struct tune_trial *t, int k, char 
                           .store_url = o->store_url,
                           .root = "/",
                           .quiet = 1,
+                          .log_max = o->log_max,
                           .stop_after_steps = o->seconds > 0 || o->samples > 0 ? 0 : o->warmup + t->target_steps,
                           .stop_after_samples = o->samples,
                           .stop_grace_ns = grace_ns(o),

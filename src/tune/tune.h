@@ -65,6 +65,7 @@ struct tune_opts {
   char name[96];         /* the tune's name: run group, tag tune=NAME, trial runs NAME/KK */
   const char *store_url; /* never NULL when tune_run is called */
   int64_t mem_limit;     /* bytes of address space per process of the job (RLIMIT_AS); 0 none */
+  int64_t log_max;       /* each trial's agent_opts.log_max (0: the default; < 0: none kept) */
   int64_t interval_ns;   /* the trials' sampling interval */
   int64_t grace_ns;      /* how long a job asked to stop has before SIGKILL (0: TUNE_GRACE_NS) */
   FILE *progress;        /* one line per trial as it ends (NULL: silent) */

@@ -59,6 +59,8 @@ for i in range(n):
     send(f"gs1 step {i} data={t1 - t0:.6f} compute={t2 - t1:.6f} samples=32 t={t2:.6f}")
     send(f"gs1 metric loss {2.0 / (1 + i * 0.05):.4f} {i}")
     if i == n // 2: send(f"gs1 mark epoch 1 t={t2:.6f}")
+    if i % 10 == 0: print(f"step {i} loss {2.0 / (1 + i * 0.05):.4f}", flush=True)
+print("NCCL WARN watchdog: collective timed out (a line the log panel finds)", file=sys.stderr, flush=True)
 `);
 
 function gsRun(name, scenario, data, compute, steps, params, wait = true) {
@@ -164,6 +166,10 @@ try {
     check(b.x > a.x && b.last > a.last, `the util chart grew: ${JSON.stringify(a)} -> ${JSON.stringify(b)}`);
     const findings = await page.$$eval("#findings article", (x) => x.map((f) => f.dataset.rule));
     check(findings.length >= 1, "live findings shown");
+    // the job's output, followed: its lines grow while it runs
+    await page.waitForFunction(() => +(document.querySelector("#log") || { dataset: {} }).dataset.lines > 0, { timeout: 15000 });
+    const n0 = await page.$$eval("#log-lines .log-line", (l) => l.length);
+    await page.waitForFunction((n) => document.querySelectorAll("#log-lines .log-line").length > n, { timeout: 20000 }, n0);
     await page.screenshot({ path: join(SHOTS, "run-live.png"), fullPage: true });
   });
 
@@ -182,6 +188,21 @@ try {
       check(p && p.values > 0, `chart ${id} has data: ${JSON.stringify(p)}`);
     }
     await page.screenshot({ path: join(SHOTS, "run-finished.png"), fullPage: true });
+  });
+
+  await step("finished run page: the job's output with a search box", async () => {
+    await page.waitForFunction(() => +(document.querySelector("#log") || { dataset: {} }).dataset.lines > 0, { timeout: 15000 });
+    const lines = await page.$$eval("#log-lines .log-line", (l) => l.map((x) => [x.dataset.stream, x.innerText]));
+    check(lines.length === 7, "six step lines and the stderr line: " + JSON.stringify(lines));
+    check(lines.filter(([s]) => s === "out").every(([, t]) => /step \d+ loss/.test(t)), "stdout's lines: " + JSON.stringify(lines));
+    check(lines.some(([s, t]) => s === "err" && /NCCL WARN/.test(t)), "stderr's line: " + JSON.stringify(lines));
+    await page.type("#log-search", "nccl.*timed");
+    await page.waitForFunction(() => document.querySelectorAll("#log-lines .log-line").length === 1, { timeout: 5000 });
+    check(/collective timed out/.test(await page.$eval("#log-lines .log-line", (x) => x.innerText)), "the search kept its line");
+    await page.$eval("#log-search", (i) => { i.value = ""; i.dispatchEvent(new Event("input")); });
+    check((await page.$$("#log-lines .log-line")).length === 7, "an empty search shows every line");
+    await page.$eval("#log", (x) => x.scrollIntoView());
+    await page.screenshot({ path: join(SHOTS, "run-log.png") });
   });
 
   await step("zoom by dragging sets every chart's window and fetches it; a double-click resets", async () => {
@@ -249,6 +270,7 @@ try {
       check(p && p.values > 0, `file page chart ${id} has data: ${JSON.stringify(p)}`);
     }
     check((await fresh.$$("#gpus tbody tr")).length === 8, "the file page's GPU table");
+    await fresh.waitForFunction(() => document.querySelectorAll("#log-lines .log-line").length === 7, { timeout: 15000 });
     await fresh.screenshot({ path: join(SHOTS, "file-run.png"), fullPage: true });
     await fresh.goto("file://" + cmp);
     await fresh.waitForFunction(() => document.body.dataset.ready, { timeout: 15000 });

@@ -49,11 +49,14 @@ def read_back(sb, store, rid):
             "samples": sb.json("show", rid, "--json", "--store", store),
             "events": sb.json("show", rid, "--events", "--json", "--store", store),
             "params": sb.json("show", rid, "--params", "--json", "--store", store),
-            "notes": sb.json("show", rid, "--notes", "--json", "--store", store)}
+            "notes": sb.json("show", rid, "--notes", "--json", "--store", store),
+            "log": sb.gs("log", rid, "--raw", "--times", "--store", store)}
 
 
 def same_runs(sb, store):
     check(len(sb.ids) == 3, "three runs to compare")
+    # the job's output goes with its run (the log section): at least one of the runs printed some
+    check(any(read_back(sb, sb.store, rid)["log"][0] == 0 for rid in sb.ids), "no run kept any output")
     for rid in sb.ids:
         a, b = read_back(sb, sb.store, rid), read_back(sb, store, rid)
         for part in a:
@@ -184,7 +187,7 @@ def test_damaged_line_refused():
 def test_newer_format_refused():
     sb = shared()
     refused(sb, whole(sb).replace('"version":1', '"version":2', 1), "upgrade gpuscope", "newer.jsonl")
-    refused(sb, whole(sb).replace(',finding"', ',finding,log"', 1), "'log' section", "section.jsonl")
+    refused(sb, whole(sb).replace(',finding"', ',finding,telemetry"', 1), "'telemetry' section", "section.jsonl")
 
 
 def test_run_there_in_another_state_refused():

@@ -123,7 +123,7 @@ static void test_every_rule_refuses_its_line(void **state) {
   } cases[] = {
       {{RUN}, 1, 0, "no header"},
       {{"{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":2,\"sections\":\"run\"}"}, 1, 0, "upgrade"},
-      {{"{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":1,\"sections\":\"run,log\"}"}, 1, 0, "'log'"},
+      {{"{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":1,\"sections\":\"run,telemetry\"}"}, 1, 0, "'telemetry'"},
       {{HDR, SER}, 2, 1, "outside a run"},
       {{HDR, RUN, PTS("1,2")}, 3, 2, "not declared"},
       {{HDR, RUN, SER, PTS("2,1")}, 4, 3, "back in time"},
@@ -134,7 +134,7 @@ static void test_every_rule_refuses_its_line(void **state) {
       {{HDR, RUN, "{\"type\":\"note\",\"run\":\"other\",\"text\":\"x\"}"}, 3, 2, "inside run abc"},
       {{HDR, RUN, "{\"type\":\"note\",\"run\":\"abc\",\"text\":\"x\",\"extra\":1}"}, 3, 2, "does not know"},
       {{HDR, RUN, "{\"type\":\"note\",\"run\":\"abc\"}"}, 3, 2, "without its field 'text'"},
-      {{HDR, RUN, "{\"type\":\"log\",\"run\":\"abc\"}"}, 3, 2, "type 'log'"},
+      {{HDR, RUN, "{\"type\":\"telemetry\",\"run\":\"abc\"}"}, 3, 2, "type 'telemetry'"},
       {{HDR, RUN, RUN}, 3, 2, "without its run_end"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

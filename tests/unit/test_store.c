@@ -427,6 +427,60 @@ static void test_store_events_at_one_time_with_different_values_are_all_kept(voi
   assert_true(seen[0] == 1 && seen[1] == 1 && seen[2] == 1);
 }
 
+struct log_read {
+  char data[4096];
+  size_t len, n;
+  int64_t seq[16], t[16];
+  char stream[16][8];
+};
+
+static int log_read_one(void *u, const struct store_log_chunk *c) {
+  struct log_read *x = u;
+  if (x->n < 16) {
+    x->seq[x->n] = c->seq, x->t[x->n] = c->t;
+    snprintf(x->stream[x->n], sizeof x->stream[0], "%s", c->stream);
+  }
+  x->n++;
+  if (x->len + c->len <= sizeof x->data)
+    memcpy(x->data + x->len, c->data, c->len), x->len += c->len;
+  return 0;
+}
+
+/* The job's output: chunks come back byte for byte (NUL, \r, ESC, bytes that are not UTF-8) in seq
+ * order with their stream and time; a chunk appended twice (a replay) is kept once; keep_from trims
+ * the oldest, and a read from a seq starts there. */
+static void test_store_log_chunks_roundtrip_and_trim(void **state) {
+  (void)state;
+  struct store *st = open_db("log");
+  struct store_run r;
+  begin(st, &r, "log");
+  assert_true(st->version >= 4 && st->log_append && st->log_read);
+  static const uint8_t a[] = {'a', '\r', 'b', 0x1b, '[', '3', '1', 'm', 0, 0xff, '\n'}, b[] = "err\n", c[] = "tail";
+  struct store_log_chunk v[3] = {{.seq = 0, .t = 5, .stream = "out", .data = a, .len = sizeof a},
+                                 {.seq = 1, .t = 7, .stream = "err", .data = b, .len = 4},
+                                 {.seq = 2, .t = 9, .stream = "tty", .data = c, .len = 4}};
+  assert_int_equal(st->log_append(st, &r, v, 2, 0), 0);
+  assert_int_equal(st->log_append(st, &r, v + 1, 2, 0), 0); /* seq 1 again, and 2 */
+  struct log_read x = {0};
+  assert_int_equal(st->log_read(st, r.id, 0, log_read_one, &x), 0);
+  assert_int_equal(x.n, 3);
+  assert_int_equal(x.len, sizeof a + 8);
+  assert_memory_equal(x.data, a, sizeof a);
+  assert_memory_equal(x.data + sizeof a, "err\ntail", 8);
+  assert_true(x.seq[0] == 0 && x.seq[1] == 1 && x.seq[2] == 2 && x.t[0] == 5 && x.t[2] == 9);
+  assert_string_equal(x.stream[0], "out");
+  assert_string_equal(x.stream[1], "err");
+  assert_string_equal(x.stream[2], "tty");
+  memset(&x, 0, sizeof x);
+  assert_int_equal(st->log_read(st, r.id, 2, log_read_one, &x), 0);
+  assert_true(x.n == 1 && x.seq[0] == 2);
+  assert_int_equal(st->log_append(st, &r, NULL, 0, 2), 0); /* the bound: keep from seq 2 on */
+  memset(&x, 0, sizeof x);
+  assert_int_equal(st->log_read(st, r.id, 0, log_read_one, &x), 0);
+  st->close(st);
+  assert_true(x.n == 1 && x.seq[0] == 2 && x.len == 4);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_store_samples_roundtrip_across_flushes),
@@ -438,6 +492,7 @@ int main(void) {
       cmocka_unit_test(test_store_finding_unknown_figures_stay_unknown),
       cmocka_unit_test(test_store_samples_readable_before_the_run_ends),
       cmocka_unit_test(test_store_events_at_one_time_with_different_values_are_all_kept),
+      cmocka_unit_test(test_store_log_chunks_roundtrip_and_trim),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }

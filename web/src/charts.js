@@ -209,7 +209,8 @@ function drawUnder(u, chart, ctx) {
   c.restore();
 }
 
-// Over the lines: the job's marks (epoch, eval, checkpoint) as vertical lines.
+// Over the lines: the job's marks (epoch, eval, checkpoint) as vertical lines, and the lines of
+// its output that matter (kind "log": CUDA out of memory, NCCL errors, Killed, tracebacks) in red.
 function drawOver(u, chart, ctx) {
   const c = u.ctx;
   c.save();
@@ -220,6 +221,9 @@ function drawOver(u, chart, ctx) {
   for (const m of ctx.marks) {
     const x = u.valToPos(m.t, "x", true);
     if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+    const log = m.kind === "log";
+    c.strokeStyle = log ? "rgba(200, 30, 30, 0.8)" : "rgba(80, 80, 80, 0.55)";
+    c.fillStyle = log ? "#b00" : "#555";
     c.beginPath(), c.moveTo(x, u.bbox.top), c.lineTo(x, u.bbox.top + u.bbox.height), c.stroke();
     c.fillText(m.name, x + 3, u.bbox.top + 10 * devicePixelRatio);
   }

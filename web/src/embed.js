@@ -17,6 +17,12 @@ export function embedApi(EMB) {
     const parts = p.split("/").map(decodeURIComponent);
     if (p === "compare") return EMB.compare;
     if (parts[0] === "runs" && parts.length === 2) return embRun(parts[1]);
+    if (parts[0] === "runs" && parts[2] === "log") {
+      // the file holds the output's last bytes (its tail); a follow-up from "next" has nothing more
+      const l = (EMB.log || {})[embRun(parts[1]).run.id];
+      if (!l) return { chunks: [], next: 0, more: false, capture: null };
+      return args.has("from") && +args.get("from") >= l.next ? { ...l, chunks: [] } : l;
+    }
     if (parts[0] === "runs" && parts[2] === "series") {
       const id = EMB.compare ? (EMB.compare.runs.find((x) => x.id === parts[1] || x.name === parts[1]) || {}).id
         : embRun(parts[1]).run.id;

@@ -6,6 +6,51 @@ import { chartData, chartPlan, fetchLines, makeChart, samplesRate, spansOf } fro
 import { $app, $live, cleanup, copyButton, crumbs, el, rerender, statusBadge } from "../dom.js";
 import { bytes, DASH, evidence, fin, isVerdict, num, pct, pctv, secs, speed, sps, when } from "../fmt.js";
 import { isOrigin, originRows } from "../origin.js";
+import { logFeed, logFinish, logMatcher } from "../log.js";
+
+// The job's output (gpuscope log): its lines with a search box; a live run's grow every 2 s. At most
+// LOG_SHOWN lines are in the page (the last ones); `gpuscope log` has them all.
+const LOG_SHOWN = 5000;
+function logPanel(id, running) {
+  const state = {}, list = el("div", { class: "log-lines", id: "log-lines" });
+  const note = el("p", { class: "muted", id: "log-note" });
+  const search = el("input", { type: "search", id: "log-search", placeholder: "search the output (regular expression)" });
+  const box = el("section", { class: "log", id: "log" }, el("h2", {}, "Output"), search, note, list);
+  let next = 0, match = logMatcher(""), timer = null, stopped = false;
+  const row = (l) => el("div", { class: "log-line st-" + l.stream, "data-stream": l.stream },
+    el("span", { class: "log-t" }, secs(l.t_s)), " ", l.text);
+  const draw = () => {
+    const shown = state.lines ? state.lines.filter(match).slice(-LOG_SHOWN) : [];
+    list.replaceChildren(...shown.map(row));
+    box.dataset.lines = String(shown.length);
+  };
+  search.addEventListener("input", () => { match = logMatcher(search.value.trim()); draw(); });
+  const say = (a) => {
+    const cut = fin(a.bytes) && fin(a.kept_bytes) && a.bytes > a.kept_bytes
+      ? `the first ${bytes(a.bytes - a.kept_bytes)} were cut (--log-max); ` : "";
+    note.textContent = a.capture === false ? "This run's output was not kept (an attached process, or --log-max 0)."
+      : a.capture === null ? "No output kept for this run."
+        : cut + (a.streams === "tty,tty" ? "stdout and stderr were one terminal (tty)" : "streams: " + (a.streams || DASH));
+  };
+  async function more() {
+    let a;
+    try { a = await api(`runs/${encodeURIComponent(id)}/log?from=${next}`); } catch (e) {
+      note.textContent = "The output could not be read: " + e.message;
+      return;
+    }
+    if (stopped) return;
+    say(a);
+    logFeed(state, a.chunks);
+    next = a.next;
+    if (a.more) return more();
+    if (a.status !== "running") logFinish(state);
+    draw();
+    if (a.status === "running" && running && !EMB) timer = setTimeout(more, 2000);
+  }
+  cleanup.push(() => { stopped = true; clearTimeout(timer); });
+  more();
+  return box;
+}
 
 function verdictCard(run) {
   const f = run.run.top_finding, gpus = run.gpus || [];
@@ -87,13 +132,13 @@ export async function pageRun(ref) {
   const hint = el("p", { class: "muted hint" }, "drag across a chart to zoom, double-click to reset");
   let findingsBox = findingsList(run.findings, false, null, run.findings_error);
   $app().replaceChildren(head, verdictCard(run), el("h2", {}, "GPUs"), gpuTable(run.gpus), originBox(run.params) || "", paramBox,
-    el("h2", {}, "Timeline"), hint, charts, findingsBox);
+    el("h2", {}, "Timeline"), hint, charts, findingsBox, R.id === R.group ? null : logPanel(id, running));
 
   const plan = chartPlan(run);
   const width = Math.max(480, Math.min(1400, $app().clientWidth - 20));
   const ctx = {
     width, syncKey: "run-" + id, spans: spansOf(run),
-    marks: run.events.filter((e) => e.kind === "mark"), charts: [], zooming: false, window: null,
+    marks: run.events.filter((e) => e.kind === "mark" || e.kind === "log"), charts: [], zooming: false, window: null,
     onZoom: null,
   };
   const ids = [...new Set(plan.flatMap((c) => [...c.lines.map((l) => l.s.id),
