@@ -27,6 +27,12 @@ int cmd_top(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+/* cmd_meta.c: edits of runs after the fact */
+int cmd_tag(int argc, char **argv);
+int cmd_note(int argc, char **argv);
+int cmd_rename(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
 
 /* Prints "gpuscope: <msg>" on stderr and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -2,8 +2,10 @@
  *   store_sqlite.c  opening (modes, read-only media, whose file it is), schema and migration;
  *   sqlite_write.c  the writer: runs, appends (kept and retried when they fail), run end, rollups;
  *   sqlite_read.c   the readers: runs, series, samples, rollups, events, params, notes, findings;
+ *   sqlite_meta.c   what a person edits (tags, name, notes, removal, compaction) and searches;
  *   sqlite_util.c   errors that name their cause, the one row-reading loop, small helpers.
- * Calls go one way only: store_sqlite.c -> sqlite_write.c -> sqlite_read.c -> sqlite_util.c. */
+ * Calls go one way only: store_sqlite.c -> sqlite_write.c, sqlite_meta.c -> sqlite_read.c ->
+ * sqlite_util.c. */
 #ifndef GS_STORE_SQLITE_INT_H
 #define GS_STORE_SQLITE_INT_H
 
@@ -91,6 +93,9 @@ int sq_runs_list(struct store *base, struct store_run **out, size_t *n);
 /* Runs matching "WHERE ..." (where, with ?1 bound to arg when not NULL), newest first, with their
  * status settled (see settle_status). */
 int sq_query_runs(struct sqlite_store *s, const char *where, const char *arg, struct store_run **out, size_t *n);
+/* The same with nargs text parameters (?1 .. ?N) and a where clause of any length. */
+int sq_query_runs_args(struct sqlite_store *s, const char *where, const char *const *args, int nargs,
+                       struct store_run **out, size_t *n);
 int sq_run_get(struct store *base, const char *ref, struct store_run *out);
 int sq_series_list(struct store *base, const char *run_id, struct store_series **out, size_t *n);
 int sq_samples_read(struct store *base, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn, void *user);
@@ -100,6 +105,15 @@ int sq_events_read(struct store *base, const char *run_id, struct store_event **
 int sq_params_read(struct store *base, const char *run_id, struct gs_kv **out, size_t *n);
 int sq_notes_read(struct store *base, const char *run_id, char ***out, size_t *n);
 int sq_findings_read(struct store *base, const char *run_id, struct store_finding **out, size_t *n);
+
+/* ---- sqlite_meta.c: what a person edits and searches (struct store's version-4 block) ---- */
+
+int sq_run_set_tags(struct store *base, const char *run_id, const char *tags);
+int sq_run_rename(struct store *base, const char *run_id, const char *name);
+int sq_run_add_note(struct store *base, const char *run_id, const char *text);
+int sq_run_delete(struct store *base, const char *run_id);
+int sq_compact(struct store *base);
+int sq_runs_find(struct store *base, const struct store_query *q, struct store_run **out, size_t *n);
 
 /* ---- sqlite_write.c ---- */
 

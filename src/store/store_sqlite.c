@@ -352,7 +352,7 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
   snprintf(s->path, sizeof s->path, "%s", path);
   s->mode = mode;
   s->w.elem = sizeof(struct wseries);
-  s->base = (struct store){.version = 3,
+  s->base = (struct store){.version = 4,
                            .schema_version = GS_STORE_SCHEMA_VERSION,
                            .scheme = "sqlite",
                            .run_begin = sq_run_begin,
@@ -368,7 +368,13 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
                            .notes_read = sq_notes_read,
                            .findings_write = sq_findings_write,
                            .findings_read = sq_findings_read,
-                           .close = sq_close};
+                           .close = sq_close,
+                           .run_set_tags = sq_run_set_tags,
+                           .run_rename = sq_run_rename,
+                           .run_add_note = sq_run_add_note,
+                           .run_delete = sq_run_delete,
+                           .compact = sq_compact,
+                           .runs_find = sq_runs_find};
   struct file_facts f;
   int rc = probe_file(path, mode, &f);
   if (!rc)
