@@ -335,8 +335,11 @@ static int parse_cmp(struct parser *ps) {
   if (k < 0)
     return k;
   struct store_field f;
-  if (store_field_lookup(name, &f))
-    return gs_fail(GS_EINVAL, "at character %d: %s", at(ps), gs_last_error());
+  if (store_field_lookup(name, &f)) {
+    char why[512];
+    snprintf(why, sizeof why, "%s", gs_last_error());
+    return gs_fail(GS_EINVAL, "at character %d: %s", at(ps), why);
+  }
   ps->p += len;
   int op = OP_EQ, rc = parse_op(ps, &op);
   if (rc)
