@@ -84,20 +84,8 @@ static void print_table(struct report_row *rows, size_t n, const struct store_fi
 static void print_json(struct report_row *rows, size_t n, const struct store_field *f, size_t nf) {
   printf("[");
   for (size_t i = 0; i < n; i++) {
-    printf("%s\n {", i ? "," : "");
-    for (size_t c = 0; c < nf; c++) {
-      const char *v[1];
-      printf("%s", c ? ", " : "");
-      report_json_str(stdout, f[c].name);
-      printf(": ");
-      if (!report_row_value(&rows[i], &f[c], v, 1))
-        printf("null");
-      else if (f[c].kind == STORE_FIELD_NUM)
-        report_json_num(stdout, strtod(v[0], NULL));
-      else
-        report_json_str(stdout, v[0]);
-    }
-    printf("}");
+    printf("%s\n ", i ? "," : "");
+    report_row_json(stdout, &rows[i], f, nf);
   }
   printf("%s]\n", n ? "\n" : "");
 }

@@ -195,6 +195,9 @@ int report_rows_find(struct store *st, const struct report_search *q, struct rep
  * a failed read sets row->failed and gives none). */
 size_t report_row_value(void *row, const struct store_field *f, const char **vals, size_t max);
 void report_rows_free(struct report_row *rows, size_t n);
+/* Writes the columns f[0..nf) of r as one JSON object: {"name": "a", "samples_per_s": 512.5, ...},
+ * numbers as numbers, missing values null. */
+void report_row_json(FILE *out, struct report_row *r, const struct store_field *f, size_t nf);
 /* Parses "name,param.batch_size,samples_per_s" into *out (malloc'd, *n columns). Returns 0, or
  * GS_EINVAL with a message naming the unknown column. */
 int report_columns_parse(const char *list, struct store_field **out, size_t *n);

@@ -144,6 +144,24 @@ size_t report_row_value(void *row, const struct store_field *f, const char **val
   return 0;
 }
 
+void report_row_json(FILE *out, struct report_row *r, const struct store_field *f, size_t nf) {
+  fputc('{', out);
+  for (size_t c = 0; c < nf; c++) {
+    const char *v[1];
+    if (c)
+      fputs(", ", out);
+    report_json_str(out, f[c].name);
+    fputs(": ", out);
+    if (!report_row_value(r, &f[c], v, 1))
+      fputs("null", out);
+    else if (f[c].kind == STORE_FIELD_NUM)
+      report_json_num(out, strtod(v[0], NULL));
+    else
+      report_json_str(out, v[0]);
+  }
+  fputc('}', out);
+}
+
 int report_columns_parse(const char *list, struct store_field **out, size_t *n) {
   *out = NULL;
   *n = 0;

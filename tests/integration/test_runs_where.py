@@ -13,6 +13,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pg"))
 from gstest import *  # noqa: E402,F401,F403
 from pgserver import PgServer  # noqa: E402
+from test_serve_api import Server  # noqa: E402
 
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 SCN = os.path.join(SRC, "tests/gpusim/scenarios")
@@ -128,6 +129,35 @@ def test_since_and_the_default_listing_filtered():
         check(sb.json("runs", "--store", url, "--since", "0s", "--json") == [], kind)
         out = sb.ok("runs", "--store", url, "--where", "param.batch_size > 64")
         check(len(out.splitlines()) == 2 and " c " in out, f"{kind}: {out}")
+
+
+def test_the_serve_api_answers_the_same_search_and_refuses_a_bad_one():
+    from urllib.parse import urlencode
+    for kind, sb, url in stores():
+        srv = Server(sb, "--store", url)
+        try:
+            where = "(param.batch_size >= 64 and gpu.name ~ A1) or tag.team = nlp"
+            q = urlencode({"where": where, "sort": "-samples_per_s", "columns": "name,param.batch_size,tag.team"})
+            got = srv.json("/api/runs?" + q)["runs"]
+            cli = sb.json("runs", "--store", url, "--where", where, "--sort", "-samples_per_s", "--columns",
+                          "name,param.batch_size,tag.team", "--json")
+            check([r["name"] for r in got] == [r["name"] for r in cli] and len(got) == 2, f"{kind}: {got} / {cli}")
+            check([r["columns"] for r in got] == cli, f"{kind}: columns {[r['columns'] for r in got]} / {cli}")
+            check(all("samples_per_s" in r and "notes" in r for r in got), f"{kind}: rows keep their figures")
+            check(len(srv.json("/api/runs")["runs"]) == 4 and len(srv.json("/api/runs?where=")["runs"]) == 4, kind)
+            for bad, named in (({"where": "param.batch_size >="}, "where: "), ({"sort": "bogus"}, "sort: "),
+                               ({"columns": "name,bogus"}, "columns: "), ({"where": EVIL}, "where: ")):
+                err = srv.json("/api/runs?" + urlencode(bad), status=400)["error"]
+                check(err.startswith(named), f"{kind}: {bad}: {err}")
+            before = {r["name"]: r for r in srv.json("/api/runs")["runs"]}  # a finished run's row is cached
+            sb.ok("tag", "a", "extra=1", "--store", url)
+            sb.ok("note", "a", "seen by serve", "--store", url)
+            after = {r["name"]: r for r in srv.json("/api/runs")["runs"]}
+            check(after["a"]["tags"] == before["a"]["tags"] + ",extra=1" and "seen by serve" in after["a"]["notes"],
+                  f"{kind}: a cached row kept the old tags or notes: {after['a']['tags']} {after['a']['notes']}")
+            sb.ok("tag", "a", "--rm", "extra", "--store", url)
+        finally:
+            srv.stop()
 
 
 MALFORMED = [
