@@ -207,14 +207,20 @@ int cmd_rm(int argc, char **argv) {
   size_t n = (size_t)(argc - optind);
   struct store_run *runs = st ? calloc(n, sizeof *runs) : NULL;
   rc = !st ? GS_EXIT_STORE : !runs ? cli_error(GS_EXIT_FAIL, "out of memory") : -1;
+  size_t k = 0; /* the runs named, each once (a name and an id may name the same run) */
   for (size_t i = 0; rc < 0 && i < n; i++) {
-    if ((rc = cli_get_run(st, argv[optind + (int)i], &runs[i])))
+    if ((rc = cli_get_run(st, argv[optind + (int)i], &runs[k])))
       break;
-    rc = !strcmp(runs[i].status, "running")
+    rc = !strcmp(runs[k].status, "running")
              ? cli_error(GS_EXIT_USAGE, "rm: run %s is running: it can be removed once it has ended (nothing removed)",
-                         runs[i].id)
+                         runs[k].id)
              : -1;
+    size_t j = 0;
+    while (j < k && strcmp(runs[j].id, runs[k].id))
+      j++;
+    k += j == k;
   }
+  n = k;
   if (rc < 0 && !o.yes && !confirm(n))
     rc = cli_error(GS_EXIT_USAGE, "rm: removing %zu run%s needs --yes (nothing removed)", n, n == 1 ? "" : "s");
   if (rc < 0)
