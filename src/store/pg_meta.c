@@ -165,8 +165,13 @@ int pg_run_delete(struct store *base, const char *run_id) {
 int pg_runs_find(struct store *base, const struct store_query *q, struct store_run **out, size_t *n) {
   struct pg_store *s = (struct pg_store *)base;
   struct store *sp = pg_spool_reader(s);
-  if (sp) /* the server away: the spool's runs, filtered by the caller */
-    return sp->runs_find(sp, &(struct store_query){0}, out, n);
+  if (sp) { /* the server away: the spool's runs (an SQLite store), searched there */
+    int rc = sp->runs_find(sp, q, out, n);
+    for (size_t i = 0; !rc && i < *n; i++)
+      if (!strcmp((*out)[i].id, s->spool_run_id)) /* the spool's id for the run is not the run's */
+        snprintf((*out)[i].id, sizeof(*out)[i].id, "%s", s->server_run_id);
+    return rc;
+  }
   struct store_sql sql;
   int rc = store_query_sql(q, STORE_SQL_PG, &sql);
   if (rc)
