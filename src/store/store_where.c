@@ -9,7 +9,7 @@
  * Grammar (precedence low to high):
  *   expr   := and ("or" and)*
  *   and    := unary ("and" unary)*
- *   unary  := "not" unary | "(" expr ")" | column op value
+ *   unary  := "not" unary | "(" expr ")" | column op value   (not and parentheses: 32 deep at most)
  *   op     := = | != | < | <= | > | >= | ~
  *   value  := a bare word (letters, digits, . _ - + : / @ %) | 'text' | "text" (a quote doubled
  *             inside), a bare word that reads as a number (store_where_number) being one */
@@ -164,11 +164,14 @@ struct node {
   double num;
 };
 
-enum { WHERE_MAX_NODES = 512, WHERE_MAX_DEPTH = 64, WHERE_MAX_LEN = 8192 };
+/* The SQL of a filter nests about as deep as the filter (chains are flat, not not is dropped), and
+ * SQLite's parser stack holds 100 levels: WHERE_MAX_DEPTH (of not and parentheses) keeps the
+ * deepest filter's SQL within it, on both back ends (test_runs_where runs filters at the limits). */
+enum { WHERE_MAX_CMPS = 256, WHERE_MAX_NODES = 1024, WHERE_MAX_DEPTH = 32, WHERE_MAX_LEN = 8192 };
 
 struct store_where {
   struct node *n;
-  int len, cap, root;
+  int len, cap, root, ncmp;
 };
 
 struct parser {
@@ -241,7 +244,9 @@ static int bad(const struct parser *ps, const char *what) {
 static int new_node(struct parser *ps, int type) {
   struct store_where *w = ps->w;
   if (w->len >= WHERE_MAX_NODES)
-    return gs_fail(GS_EINVAL, "at character %d: the filter has more than %d parts", at(ps), WHERE_MAX_NODES / 2);
+    return gs_fail(GS_EINVAL, "at character %d: the filter has more than %d parts", at(ps), WHERE_MAX_NODES);
+  if (type == N_CMP && ++w->ncmp > WHERE_MAX_CMPS)
+    return gs_fail(GS_EINVAL, "at character %d: the filter has more than %d comparisons", at(ps), WHERE_MAX_CMPS);
   if (w->len == w->cap) {
     int cap = w->cap ? w->cap * 2 : 16;
     struct node *n = realloc(w->n, (size_t)cap * sizeof *n);
@@ -663,6 +668,38 @@ static int pushable(const struct store_where *w, int k) {
   return pushable(w, n->l) && (n->r < 0 || pushable(w, n->r));
 }
 
+static int node_sql(struct store_sql *q, enum store_sql_dialect d, const struct store_where *w, int k);
+
+/* Writes the parts of the chain of and (or or) nodes at k — a chain flattened, so that a long
+ * `a or b or c ...` nests no deeper in the SQL than in the filter (SQLite's parser has a small
+ * stack) — each in parentheses, joined by sep; counts the parts written in *parts. A part SQL
+ * cannot decide is left out (only and-chains have such parts: an or is pushed whole or not). */
+static void chain_sql(struct store_sql *q, enum store_sql_dialect d, const struct store_where *w, int k, int type,
+                      const char *sep, int *parts) {
+  const struct node *n = &w->n[k];
+  if (n->type == type) {
+    chain_sql(q, d, w, n->l, type, sep, parts);
+    chain_sql(q, d, w, n->r, type, sep, parts);
+    return;
+  }
+  size_t mark = q->len;
+  /* a comparison or a NOT (...) binds tighter than AND and OR: only a chain of the other kind
+   * needs parentheses (each level of them costs SQLite's parser stack) */
+  int paren = n->type == N_AND || n->type == N_OR;
+  if (*parts)
+    put(q, sep);
+  if (paren)
+    put(q, "(");
+  if (node_sql(q, d, w, k)) {
+    if (paren)
+      put(q, ")");
+    ++*parts;
+  } else if (!q->oom) {
+    q->len = mark;
+    q->text[mark] = 0;
+  }
+}
+
 /* Writes the SQL of subtree k, as much of it as SQL decides (a superset); returns 0 when nothing
  * was written (no condition). */
 static int node_sql(struct store_sql *q, enum store_sql_dialect d, const struct store_where *w, int k) {
@@ -673,36 +710,21 @@ static int node_sql(struct store_sql *q, enum store_sql_dialect d, const struct 
     leaf_sql(q, d, n);
     return 1;
   }
-  if (n->type == N_NOT || n->type == N_OR) {
+  if (n->type == N_NOT && w->n[n->l].type == N_NOT) /* not not x is x, unknown included: no nesting */
+    return node_sql(q, d, w, w->n[n->l].l);
+  if (n->type == N_NOT) {
     if (!pushable(w, k))
       return 0;
-    put(q, n->type == N_NOT ? "NOT (" : "(");
+    put(q, "NOT (");
     node_sql(q, d, w, n->l);
-    if (n->type == N_OR) {
-      put(q, ") OR (");
-      node_sql(q, d, w, n->r);
-    }
     put(q, ")");
     return 1;
   }
-  /* and: what either side decides */
-  size_t mark = q->len;
-  put(q, "(");
-  int a = node_sql(q, d, w, n->l);
-  if (a)
-    put(q, ") AND (");
-  int b = node_sql(q, d, w, n->r);
-  if (!b && a && !q->oom) { /* drop the dangling ") AND (" */
-    q->len -= strlen(") AND (");
-    q->text[q->len] = 0;
-  }
-  if (!a && !b && !q->oom) {
-    q->len = mark;
-    q->text[mark] = 0;
+  if (n->type == N_OR && !pushable(w, k))
     return 0;
-  }
-  put(q, ")");
-  return 1;
+  int parts = 0;
+  chain_sql(q, d, w, k, n->type, n->type == N_OR ? " OR " : " AND ", &parts);
+  return parts > 0;
 }
 
 int store_query_sql(const struct store_query *q, enum store_sql_dialect d, struct store_sql *sql) {

@@ -88,7 +88,7 @@ static void test_a_bad_filter_names_its_token_and_place(void **state) {
   char deep[300];
   memset(deep, '(', 100);
   snprintf(deep + 100, sizeof deep - 100, "name = a");
-  expect_error(deep, "nested more than 64 deep");
+  expect_error(deep, "nested more than 32 deep");
 }
 
 static void test_the_sql_binds_every_value_and_pastes_none(void **state) {
