@@ -320,8 +320,14 @@ static int parse_value(struct parser *ps, int k) {
 static int check_cmp(struct parser *ps, const struct node *n, int at_op) {
   if (n->f.kind == STORE_FIELD_NUM && n->op == OP_SUB)
     return gs_fail(GS_EINVAL, "at character %d: column '%s' is a number; ~ wants a text column", at_op, n->f.name);
-  if (n->f.kind == STORE_FIELD_NUM && !n->lit_num)
-    return gs_fail(GS_EINVAL, "at character %d: column '%s' is a number and '%s' is not one", at_op, n->f.name, n->lit);
+  if (n->f.kind == STORE_FIELD_NUM && !n->lit_num) {
+    char lit[48]; /* the value, cut, its control characters shown as '?': the message goes to a terminal */
+    snprintf(lit, sizeof lit, "%s", n->lit);
+    for (char *c = lit; *c; c++)
+      if ((unsigned char)*c < 0x20 || *c == 0x7f)
+        *c = '?';
+    return gs_fail(GS_EINVAL, "at character %d: column '%s' is a number and '%s' is not one", at_op, n->f.name, lit);
+  }
   (void)ps;
   return GS_OK;
 }

@@ -191,6 +191,7 @@ MALFORMED = [
     ("(name = a", "')'"),
     ("name == a", "'='"),
     ("duration_s > fast", "'duration_s'"),
+    ("duration_s > '\x1b]0;owned\x07'", "'?]0;owned?' is not one"),
     ("exit_code ~ 1", "~"),
     ("name = 'open", "never closed"),
     ("name = a b", "'b'"),
@@ -205,7 +206,8 @@ def test_a_malformed_filter_column_or_age_is_a_usage_error_naming_it():
     for kind, sb, url in stores():
         for where, named in MALFORMED:
             rc, out, err = sb.gs("runs", "--store", url, "--where", where)
-            check(rc == 2 and err.startswith("gpuscope: --where: ") and named in err and not out,
+            check(rc == 2 and err.startswith("gpuscope: --where: ") and named in err and not out and
+                  "\x1b" not in err and "\x07" not in err,
                   f"{kind}: --where {where!r}: {rc} {out!r} {err!r}")
         for args, named in ((["--sort", "-bogus"], "'bogus'"), (["--columns", "name,bogus"], "'bogus'"),
                             (["--since", "soon"], "--since")):
