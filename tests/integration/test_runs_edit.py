@@ -6,6 +6,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pg"))
@@ -158,10 +159,18 @@ def test_gc_removes_ended_runs_older_than_the_age_and_keeps_tagged_ones():
     for kind, sb, url in stores():
         for r in sb.json("runs", "--json", "--store", url):  # earlier tests' runs
             sb.ok("rm", r["id"], "--yes", "--store", url)
+        # a run that ended 100 days ago, written through the store interface (bench/serve_gen)
+        old = subprocess.run([os.path.join(BUILD, "bench/serve_gen"), "--url", url, "--name", "old", "--hours", "0.01",
+                              "--start", str(time.time() - 100 * 86400)], capture_output=True, text=True, env=sb.env,
+                             timeout=120)
+        check(old.returncode == 0, f"{kind}: serve_gen: {old.stderr}")
+        old = old.stdout.strip()
         tagged = run(sb, url, "--tag", "keep=yes")
         plain = run(sb, url)
         out = sb.ok("gc", "--older-than", "90d", "--store", url)
-        check("removed 0 of 2 runs" in out, f"{kind}: {out!r}")
+        check(f"removed {old}" in out and "removed 1 of 3 runs" in out and row(sb, url, old) is None,
+              f"{kind}: {out!r}")
+        check(rows_of(kind, sb, url, old)["runs"] == 0 and not any(rows_of(kind, sb, url, old).values()), kind)
         out = sb.ok("gc", "--older-than", "0s", "--keep-tagged", "--dry-run", "--store", url)
         check(plain in out and tagged not in out and row(sb, url, plain), f"{kind}: {out!r}")
         out = sb.ok("gc", "--older-than", "0s", "--keep-tagged", "--store", url)
