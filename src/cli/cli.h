@@ -33,6 +33,25 @@ int cmd_import(int argc, char **argv);
 int cmd_copy(int argc, char **argv);
 int cmd_log(int argc, char **argv);
 
+/* cmd_meta.c: edits of runs after the fact */
+int cmd_tag(int argc, char **argv);
+int cmd_note(int argc, char **argv);
+int cmd_rename(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+
+/* cmd_search.c: `runs --where/--since/--sort/--columns` */
+struct report_row;
+struct cli_search {
+  const char *where, *since, *sort, *columns; /* NULL: not asked */
+};
+/* The runs of st that o selects, sorted, in *rows (free with report_rows_free). Returns 0, or the
+ * exit code after saying why (2 for a bad expression, age or column). */
+int cli_runs_search(struct store *st, const struct cli_search *o, struct report_row **rows, size_t *n);
+/* Prints the columns (comma-separated names) of rows as a table, JSON (json) or CSV (csv). Returns
+ * 0, 2 for an unknown column, 1 when a column could not be read. */
+int cli_runs_columns(struct report_row *rows, size_t n, const char *columns, int json, int csv);
+
 /* Prints "gpuscope: <msg>" on stderr and returns code. */
 int cli_error(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

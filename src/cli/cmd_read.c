@@ -11,9 +11,11 @@
 #include "cli/cli.h"
 #include "collect/collect.h"
 #include "report/report.h"
+#include "store/store.h"
 
 struct read_opts {
   const char *store, *metric, *run, *group;
+  struct cli_search search; /* runs only */
   int json, csv, events, notes, params, catalog;
   int64_t from, to;
 };
@@ -54,6 +56,18 @@ static int read_opt(int c, const char *arg, void *user) {
   case 'g':
     o->group = arg;
     break;
+  case 'w':
+    o->search.where = arg;
+    break;
+  case 'S':
+    o->search.since = arg;
+    break;
+  case 'o':
+    o->search.sort = arg;
+    break;
+  case 'L':
+    o->search.columns = arg;
+    break;
   }
   return -1;
 }
@@ -71,6 +85,10 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
                                            {"params", no_argument, 0, 'p'},
                                            {"catalog", no_argument, 0, 'C'},
                                            {"group", required_argument, 0, 'g'},
+                                           {"where", required_argument, 0, 'w'},
+                                           {"since", required_argument, 0, 'S'},
+                                           {"sort", required_argument, 0, 'o'},
+                                           {"columns", required_argument, 0, 'L'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
   memset(o, 0, sizeof *o);
@@ -83,6 +101,10 @@ static int parse_read_opts(int argc, char **argv, struct read_opts *o, const cha
     return cli_error(GS_EXIT_USAGE, "%s: --json and --csv exclude each other", argv[0]);
   if (want_run && o->group)
     return cli_error(GS_EXIT_USAGE, "%s: --group is an option of 'gpuscope runs'", argv[0]);
+  const struct cli_search *q = &o->search;
+  if (want_run && (q->where || q->since || q->sort || q->columns))
+    return cli_error(GS_EXIT_USAGE, "%s: --where, --since, --sort and --columns are options of 'gpuscope runs'",
+                     argv[0]);
   if (want_run && !o->catalog) { /* --catalog lists what gpuscope collects, in no run */
     if (optind >= argc)
       return cli_error(GS_EXIT_USAGE, "%s: which run? (an id, a unique id prefix, a name, or 'last')", argv[0]);
@@ -124,12 +146,66 @@ static void fmt_time(int64_t wall_ns, char *buf, size_t n) {
   strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
 }
 
+/* The runs as `runs --json` prints them. */
+static void print_runs_json(const struct store_run *runs, size_t n) {
+  printf("[");
+  for (size_t i = 0; i < n; i++) {
+    const struct store_run *r = &runs[i];
+    printf("%s\n {\"id\": ", i ? "," : "");
+    gs_json_str(stdout, r->id);
+    json_field("name", r->name);
+    json_field("status", r->status);
+    printf(", \"start_wall_ns\": %lld, \"duration_s\": ", (long long)r->start_wall_ns);
+    gs_json_num(stdout, r->end_wall_ns ? (double)(r->end_wall_ns - r->start_wall_ns) / GS_NS_PER_S : NAN);
+    printf(", \"exit_code\": ");
+    if (r->exit_code >= 0)
+      printf("%d", r->exit_code);
+    else
+      printf("null");
+    json_field("command", r->command);
+    json_field("host", r->host);
+    json_field("group", r->group);
+    json_field("tags", r->tags);
+    printf("}");
+  }
+  printf("%s]\n", n ? "\n" : "");
+}
+
+/* The runs that --where / --since / --sort select, in *runs; with --columns, printed here (*done
+ * set). Returns -1 to go on, else the exit code. */
+static int search_runs(struct store *st, const struct read_opts *o, struct store_run **runs, size_t *n, int *done) {
+  struct report_row *rows = NULL;
+  size_t nr = 0;
+  int rc = cli_runs_search(st, &o->search, &rows, &nr);
+  if (rc)
+    return rc;
+  if (o->search.columns) {
+    rc = cli_runs_columns(rows, nr, o->search.columns, o->json, o->csv);
+    *done = 1;
+  } else if ((*runs = calloc(nr ? nr : 1, sizeof **runs))) {
+    for (size_t i = 0; i < nr; i++)
+      (*runs)[i] = rows[i].run;
+    *n = nr;
+    rc = -1;
+  } else {
+    rc = cli_error(GS_EXIT_FAIL, "out of memory");
+  }
+  report_rows_free(rows, nr);
+  return rc;
+}
+
 int cmd_runs(int argc, char **argv) {
   struct read_opts o;
   int rc = parse_read_opts(argc, argv, &o,
-                           "usage: gpuscope runs [--group NAME] [--json] [--store URL]\n\n"
+                           "usage: gpuscope runs [--group NAME] [--where EXPR] [--since AGE] [--sort [-]COLUMN]\n"
+                           "                     [--columns A,B,...] [--json|--csv] [--store URL]\n\n"
                            "Lists the runs, newest first (--group: the runs of one group, such as the\n"
-                           "nodes of one distributed job).\n",
+                           "nodes of one distributed job). --where keeps the runs an expression matches:\n"
+                           "  'param.batch_size >= 64 and tag.team = vision and gpu.name ~ A100'\n"
+                           "(= != < <= > >= ~, and, or, not, parentheses; a missing value matches nothing);\n"
+                           "--since 7d the runs started since; --sort -samples_per_s the highest first;\n"
+                           "--columns name,param.batch_size,samples_per_s,top_finding what to print.\n"
+                           "The columns and the grammar: docs/runs.md.\n",
                            0);
   if (rc >= 0)
     return rc;
@@ -138,7 +214,14 @@ int cmd_runs(int argc, char **argv) {
     return GS_EXIT_STORE;
   struct store_run *runs = NULL;
   size_t n = 0;
-  if (st->runs_list(st, &runs, &n))
+  const struct cli_search *q = &o.search;
+  if (q->where || q->since || q->sort || q->columns) {
+    int done = 0;
+    if ((rc = search_runs(st, &o, &runs, &n, &done)) >= 0 || done) {
+      st->close(st);
+      return rc < 0 ? GS_EXIT_OK : rc;
+    }
+  } else if (st->runs_list(st, &runs, &n))
     return close_fail(st);
   size_t kept = 0;
   for (size_t i = 0; i < n; i++) /* --group NAME: that group's runs only */
@@ -146,27 +229,7 @@ int cmd_runs(int argc, char **argv) {
       runs[kept++] = runs[i];
   n = kept;
   if (o.json) {
-    printf("[");
-    for (size_t i = 0; i < n; i++) {
-      struct store_run *r = &runs[i];
-      printf("%s\n {\"id\": ", i ? "," : "");
-      gs_json_str(stdout, r->id);
-      json_field("name", r->name);
-      json_field("status", r->status);
-      printf(", \"start_wall_ns\": %lld, \"duration_s\": ", (long long)r->start_wall_ns);
-      gs_json_num(stdout, r->end_wall_ns ? (double)(r->end_wall_ns - r->start_wall_ns) / GS_NS_PER_S : NAN);
-      printf(", \"exit_code\": ");
-      if (r->exit_code >= 0)
-        printf("%d", r->exit_code);
-      else
-        printf("null");
-      json_field("command", r->command);
-      json_field("host", r->host);
-      json_field("group", r->group);
-      json_field("tags", r->tags);
-      printf("}");
-    }
-    printf("%s]\n", n ? "\n" : "");
+    print_runs_json(runs, n);
   } else {
     printf("%-26s  %-16s  %-8s  %-19s  %10s  %s\n", "ID", "NAME", "STATUS", "START", "DURATION", "COMMAND");
     for (size_t i = 0; i < n; i++) {

@@ -39,7 +39,7 @@ int gs_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 int64_t gs_mono_ns(void);
 int64_t gs_wall_ns(void);
 
-/* Parses a duration such as "100ms", "0.5s", "2s", "250us", "1m", or a bare number of seconds.
+/* Parses a duration such as "100ms", "0.5s", "2s", "250us", "1m", "90d", or a bare number of seconds.
  * Returns 0 and sets *ns, or GS_EINVAL with a message. */
 int gs_parse_duration(const char *s, int64_t *ns);
 

@@ -75,8 +75,10 @@ int gs_parse_duration(const char *s, int64_t *ns) {
     mult = 60e9;
   else if (!strcmp(end, "h"))
     mult = 3600e9;
+  else if (!strcmp(end, "d"))
+    mult = 86400e9;
   else
-    return gs_fail(GS_EINVAL, "'%s': unknown unit '%s' (use ms, s, m or h)", s, end);
+    return gs_fail(GS_EINVAL, "'%s': unknown unit '%s' (use ms, s, m, h or d)", s, end);
   double r = v * mult;
   if (r > 9e18)
     return gs_fail(GS_EINVAL, "'%s' is too long", s);

@@ -167,4 +167,40 @@ struct nvml_devices; /* collect.h */
  * Returns 0 or GS_EIO when writing failed. */
 int report_devices(FILE *out, const struct nvml_devices *d, int json);
 
+/* ---- the runs a search finds (rows.c): `runs --where/--sort/--columns`, serve's /api/runs ---- */
+
+/* One run found, and the columns read for it so far (each read once, when first asked). */
+struct report_row {
+  struct store_run run;
+  struct store *st; /* borrowed */
+  int loaded;       /* STORE_NEEDS_* read */
+  int failed;       /* a read failed (the columns it gives are then missing) */
+  struct gs_kv *params;
+  size_t nparams;
+  char top_finding[32]; /* the first stored finding that is not a verdict, else the first ("" none) */
+  double samples_per_s, steps, median_step_s, data_share, gpu_util; /* NAN unknown */
+  char buf[64];
+};
+/* A search: the filter (NULL: every run), the earliest start (0: any), the sort column (NULL: the
+ * store's order, newest first) and its direction. */
+struct report_search {
+  const struct store_where *where;
+  int64_t since_wall_ns;
+  const struct store_field *sort;
+  int sort_desc;
+};
+/* The runs of st that match q, sorted, in *rows (free with report_rows_free). Returns 0, or a GS_E
+ * code with the message (a store that cannot search, a read that failed) and nothing to free. */
+int report_rows_find(struct store *st, const struct report_search *q, struct report_row **rows, size_t *n);
+/* A store_value_fn over a struct report_row: column f's values for that run (reads what it needs;
+ * a failed read sets row->failed and gives none). */
+size_t report_row_value(void *row, const struct store_field *f, const char **vals, size_t max);
+void report_rows_free(struct report_row *rows, size_t n);
+/* Writes the columns f[0..nf) of r as one JSON object: {"name": "a", "samples_per_s": 512.5, ...},
+ * numbers as numbers, missing values null. */
+void report_row_json(FILE *out, struct report_row *r, const struct store_field *f, size_t nf);
+/* Parses "name,param.batch_size,samples_per_s" into *out (malloc'd, *n columns). Returns 0, or
+ * GS_EINVAL with a message naming the unknown column. */
+int report_columns_parse(const char *list, struct store_field **out, size_t *n);
+
 #endif

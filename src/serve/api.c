@@ -228,7 +228,161 @@ static void live_for_list(struct serve *s, const char *id, struct store_finding 
   *n = slot->n;
 }
 
-static void api_runs(struct serve *s, struct serve_reply *r) {
+/* One run's summary for the list, kept in s's cache once the run has finished (until it is renamed
+ * or tagged). */
+static void runs_summary(struct serve *s, FILE *out, const struct store_run *run) {
+  int finished = strcmp(run->status, "running") != 0;
+  struct serve_cached_summary *c = NULL;
+  for (size_t k = 0; finished && k < s->nsummaries && !c; k++)
+    if (!strcmp(s->summaries[k].id, run->id) && s->summaries[k].end_wall_ns == run->end_wall_ns)
+      c = &s->summaries[k];
+  if (c && (strcmp(c->name, run->name) || strcmp(c->tags, run->tags))) { /* renamed or tagged since */
+    free(c->json);
+    *c = s->summaries[--s->nsummaries];
+    c = NULL;
+  }
+  if (c) {
+    fputs(c->json, out);
+    return;
+  }
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  struct runview v;
+  memset(&v, 0, sizeof v);
+  if (!m || runview_load(s->st, run->id, &v)) {
+    if (m)
+      fclose(m);
+    free(buf);
+    runview_done(&v);
+    fputc('{', out);
+    run_record(out, run, NAN);
+    fputs("\"error\":", out);
+    gs_json_str(out, gs_last_error());
+    fputc('}', out);
+    return;
+  }
+  struct store_finding *f = v.findings;
+  size_t nf = v.nfindings;
+  if (!finished && !nf)
+    live_for_list(s, run->id, &f, &nf); /* a running run: its live diagnosis */
+  fputc('{', m);
+  summary_members(m, &v, f, nf);
+  serve_json_knum(m, "findings", (double)v.nfindings);
+  fprintf(m, "\"top_finding_live\":%s,", !finished && !v.nfindings && nf ? "true" : "false");
+  fseek(m, -1, SEEK_CUR); /* the last comma */
+  fputc('}', m);
+  fclose(m);
+  runview_done(&v);
+  fwrite(buf, 1, len, out);
+  if (finished && s->nsummaries < SERVE_SUMMARY_CACHE) {
+    struct serve_cached_summary *ns = realloc(s->summaries, (s->nsummaries + 1) * sizeof *ns);
+    if (ns) {
+      s->summaries = ns;
+      c = &ns[s->nsummaries++];
+      snprintf(c->id, sizeof c->id, "%s", run->id);
+      snprintf(c->name, sizeof c->name, "%s", run->name);
+      snprintf(c->tags, sizeof c->tags, "%s", run->tags);
+      c->end_wall_ns = run->end_wall_ns;
+      c->json = buf;
+      buf = NULL;
+    }
+  }
+  free(buf);
+}
+
+/* One run's row of the list: its summary, and its notes as they are now (`gpuscope note` adds
+ * some to a finished run; null when they cannot be read). */
+static void runs_row(struct serve *s, FILE *out, const struct store_run *run) {
+  runs_summary(s, out, run);
+  char **notes = NULL;
+  size_t n = 0;
+  fseek(out, -1, SEEK_CUR); /* the row's closing brace */
+  fputs(",\"notes\":", out);
+  if (s->st->notes_read(s->st, run->id, &notes, &n)) {
+    fputs("null}", out);
+    return;
+  }
+  fputc('[', out);
+  for (size_t i = 0; i < n; i++) {
+    if (i)
+      fputc(',', out);
+    gs_json_str(out, notes[i]);
+  }
+  fputs("]}", out);
+  store_notes_free(notes, n);
+}
+
+/* A search's argument: NULL when absent or empty (a form's empty field). */
+static const char *search_arg(const struct serve_args *a, const char *key) {
+  const char *v = a->get(a->user, key);
+  return v && *v ? v : NULL;
+}
+
+/* The search's filter, age, sort and columns from the arguments into q, *w and *f; 0, or -1 with
+ * the reply set (400 naming the argument). */
+static int search_args(const struct serve_args *a, struct serve_reply *r, struct report_search *q,
+                       struct store_where **w, struct store_field *sort, struct store_field **f, size_t *nf) {
+  const char *where = search_arg(a, "where"), *since = search_arg(a, "since"), *by = search_arg(a, "sort"),
+             *cols = search_arg(a, "columns");
+  int64_t age;
+  const char *bad = NULL;
+  if (where && !(*w = store_where_parse(where)))
+    bad = "where";
+  else if (since && gs_parse_duration(since, &age))
+    bad = "since";
+  else if (by && store_field_lookup(by + (by[0] == '-'), sort))
+    bad = "sort";
+  else if (cols && report_columns_parse(cols, f, nf))
+    bad = "columns";
+  if (bad) {
+    serve_reply_error(r, MHD_HTTP_BAD_REQUEST, "%s: %s", bad, gs_last_error());
+    return -1;
+  }
+  *q = (struct report_search){.where = *w,
+                              .since_wall_ns = since ? gs_wall_ns() - age : 0,
+                              .sort = by ? sort : NULL,
+                              .sort_desc = by && by[0] == '-'};
+  return 0;
+}
+
+/* /api/runs?where=&since=&sort=&columns=: the runs a search finds, in its order, each row with the
+ * columns asked under "columns". */
+static void api_runs_search(struct serve *s, const struct serve_args *a, struct serve_reply *r) {
+  struct report_search q;
+  struct store_where *w = NULL;
+  struct store_field sort, *f = NULL;
+  size_t nf = 0, n = 0;
+  struct report_row *rows = NULL;
+  if (!search_args(a, r, &q, &w, &sort, &f, &nf)) {
+    if (report_rows_find(s->st, &q, &rows, &n)) {
+      serve_reply_error(r, 500, "%s", gs_last_error());
+    } else {
+      fputs("{\"runs\":[", r->out);
+      for (size_t i = 0; i < n; i++) {
+        if (i)
+          fputc(',', r->out);
+        runs_row(s, r->out, &rows[i].run);
+        if (nf) {
+          fseek(r->out, -1, SEEK_CUR); /* the row's closing brace */
+          fputs(",\"columns\":", r->out);
+          report_row_json(r->out, &rows[i], f, nf);
+          fputc('}', r->out);
+        }
+      }
+      fputs("]}\n", r->out);
+      report_rows_free(rows, n);
+    }
+  }
+  store_where_free(w);
+  free(f);
+}
+
+static void api_runs(struct serve *s, const struct serve_args *a, struct serve_reply *r) {
+  if (search_arg(a, "where") || search_arg(a, "since") || search_arg(a, "sort") || search_arg(a, "columns")) {
+    api_runs_search(s, a, r);
+    return;
+  }
   struct store_run *runs;
   size_t n;
   int rc = s->st->runs_list(s->st, &runs, &n);
@@ -240,57 +394,7 @@ static void api_runs(struct serve *s, struct serve_reply *r) {
   for (size_t i = 0; i < n; i++) {
     if (i)
       fputc(',', r->out);
-    int finished = strcmp(runs[i].status, "running") != 0;
-    struct serve_cached_summary *c = NULL;
-    for (size_t k = 0; finished && k < s->nsummaries && !c; k++)
-      if (!strcmp(s->summaries[k].id, runs[i].id) && s->summaries[k].end_wall_ns == runs[i].end_wall_ns)
-        c = &s->summaries[k];
-    if (c) {
-      fputs(c->json, r->out);
-      continue;
-    }
-    char *buf = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&buf, &len);
-    struct runview v;
-    memset(&v, 0, sizeof v);
-    if (!m || runview_load(s->st, runs[i].id, &v)) {
-      if (m)
-        fclose(m);
-      free(buf);
-      runview_done(&v);
-      fputc('{', r->out);
-      run_record(r->out, &runs[i], NAN);
-      fputs("\"error\":", r->out);
-      gs_json_str(r->out, gs_last_error());
-      fputc('}', r->out);
-      continue;
-    }
-    struct store_finding *f = v.findings;
-    size_t nf = v.nfindings;
-    if (!finished && !nf)
-      live_for_list(s, runs[i].id, &f, &nf); /* a running run: its live diagnosis */
-    fputc('{', m);
-    summary_members(m, &v, f, nf);
-    serve_json_knum(m, "findings", (double)v.nfindings);
-    fprintf(m, "\"top_finding_live\":%s,", !finished && !v.nfindings && nf ? "true" : "false");
-    fseek(m, -1, SEEK_CUR); /* the last comma */
-    fputc('}', m);
-    fclose(m);
-    runview_done(&v);
-    fwrite(buf, 1, len, r->out);
-    if (finished && s->nsummaries < SERVE_SUMMARY_CACHE) {
-      struct serve_cached_summary *ns = realloc(s->summaries, (s->nsummaries + 1) * sizeof *ns);
-      if (ns) {
-        s->summaries = ns;
-        c = &ns[s->nsummaries++];
-        snprintf(c->id, sizeof c->id, "%s", runs[i].id);
-        c->end_wall_ns = runs[i].end_wall_ns;
-        c->json = buf;
-        buf = NULL;
-      }
-    }
-    free(buf);
+    runs_row(s, r->out, &runs[i]);
   }
   fputs("]}\n", r->out);
   free(runs);
@@ -772,7 +876,7 @@ done:
 
 void serve_api(struct serve *s, const char *path, const struct serve_args *a, struct serve_reply *r) {
   if (!strcmp(path, "runs")) {
-    api_runs(s, r);
+    api_runs(s, a, r);
     return;
   }
   if (!strcmp(path, "compare")) {

@@ -37,6 +37,7 @@ void serve_cached_view_done(struct serve_cached_view *c);
 struct serve_cached_summary {
   char id[32];
   int64_t end_wall_ns;
+  char name[128], tags[1024]; /* as when cached: `gpuscope rename` and `tag` change them later */
   char *json;
 };
 

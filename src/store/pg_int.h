@@ -5,6 +5,7 @@
  *               unreachable, replayed when it returns;
  *   pg_read.c   the readers: runs, series, samples, rollups, events, params, notes, findings;
  *   pg_log.c    the job's output: its chunks appended (to the server or the spool) and read;
+ *   pg_meta.c   what a person edits (tags, name, notes, removal) and searches (runs_find);
  *   pg_util.c   errors that name their cause (never a password), statements, small helpers.
  * pg_spool.c is the one file that calls both ways: it reconnects (store_pg.c) and replays through
  * the writer (pg_write.c), which hands it what the server cannot take. */
@@ -134,8 +135,20 @@ int pg_events_read(struct store *base, const char *run_id, struct store_event **
 int pg_params_read(struct store *base, const char *run_id, struct gs_kv **out, size_t *n);
 int pg_notes_read(struct store *base, const char *run_id, char ***out, size_t *n);
 int pg_findings_read(struct store *base, const char *run_id, struct store_finding **out, size_t *n);
+/* Runs matching the clause where (its nargs text parameters $1..$N), newest first, their status
+ * settled; *out malloc'd. */
+int pg_query_runs_args(struct pg_store *s, const char *where, const char *const *args, int nargs,
+                       struct store_run **out, size_t *n);
 /* Closes runs still "running" whose agent is gone as crashed (in a writable store). */
 void pg_settle_running(struct pg_store *s);
+
+/* ---- pg_meta.c: what a person edits and searches (struct store's version-4 block) ---- */
+
+int pg_run_set_tags(struct store *base, const char *run_id, const char *tags);
+int pg_run_rename(struct store *base, const char *run_id, const char *name);
+int pg_run_add_note(struct store *base, const char *run_id, const char *text);
+int pg_run_delete(struct store *base, const char *run_id);
+int pg_runs_find(struct store *base, const struct store_query *q, struct store_run **out, size_t *n);
 
 /* ---- pg_spool.c ---- */
 

@@ -50,11 +50,15 @@ static void settle_status(struct pg_store *s, struct store_run *r, int64_t heart
   PQclear(res); /* best effort: the verdict is reported either way */
 }
 
-static int query_runs(struct pg_store *s, const char *where, const char *arg, struct store_run **out, size_t *n) {
-  char sql[600];
-  snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs %s ORDER BY start_wall_ns DESC, id DESC", where);
-  const char *p[] = {arg};
-  PGresult *res = pg_query(s, sql, arg ? 1 : 0, arg ? p : NULL, "cannot list runs");
+int pg_query_runs_args(struct pg_store *s, const char *where, const char *const *args, int nargs,
+                       struct store_run **out, size_t *n) {
+  size_t len = strlen(where) + sizeof("SELECT " RUN_COLS " FROM runs  ORDER BY start_wall_ns DESC, id DESC");
+  char *sql = malloc(len);
+  if (!sql)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  snprintf(sql, len, "SELECT " RUN_COLS " FROM runs %s ORDER BY start_wall_ns DESC, id DESC", where);
+  PGresult *res = pg_query(s, sql, nargs, nargs ? args : NULL, "cannot list runs");
+  free(sql);
   if (!res)
     return GS_EIO;
   int rows = PQntuples(res);
@@ -73,6 +77,10 @@ static int query_runs(struct pg_store *s, const char *where, const char *arg, st
   *out = v;
   *n = (size_t)rows;
   return GS_OK;
+}
+
+static int query_runs(struct pg_store *s, const char *where, const char *arg, struct store_run **out, size_t *n) {
+  return pg_query_runs_args(s, where, &arg, arg ? 1 : 0, out, n);
 }
 
 void pg_settle_running(struct pg_store *s) {

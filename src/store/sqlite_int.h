@@ -2,10 +2,11 @@
  *   store_sqlite.c  opening (modes, read-only media, whose file it is), schema and migration;
  *   sqlite_write.c  the writer: runs, appends (kept and retried when they fail), run end, rollups;
  *   sqlite_read.c   the readers: runs, series, samples, rollups, events, params, notes, findings;
+ *   sqlite_meta.c   what a person edits (tags, name, notes, removal, compaction) and searches;
  *   sqlite_util.c   errors that name their cause, the one row-reading loop, small helpers;
  *   sqlite_log.c    the job's output: its chunks written and read.
- * Calls go one way only: store_sqlite.c -> sqlite_write.c -> sqlite_read.c -> sqlite_util.c, and
- * store_sqlite.c -> sqlite_log.c -> sqlite_util.c. */
+ * Calls go one way only: store_sqlite.c -> sqlite_write.c, sqlite_meta.c -> sqlite_read.c ->
+ * sqlite_util.c, and store_sqlite.c -> sqlite_log.c -> sqlite_util.c. */
 #ifndef GS_STORE_SQLITE_INT_H
 #define GS_STORE_SQLITE_INT_H
 
@@ -93,6 +94,9 @@ int sq_runs_list(struct store *base, struct store_run **out, size_t *n);
 /* Runs matching "WHERE ..." (where, with ?1 bound to arg when not NULL), newest first, with their
  * status settled (see settle_status). */
 int sq_query_runs(struct sqlite_store *s, const char *where, const char *arg, struct store_run **out, size_t *n);
+/* The same with nargs text parameters (?1 .. ?N) and a where clause of any length. */
+int sq_query_runs_args(struct sqlite_store *s, const char *where, const char *const *args, int nargs,
+                       struct store_run **out, size_t *n);
 int sq_run_get(struct store *base, const char *ref, struct store_run *out);
 int sq_series_list(struct store *base, const char *run_id, struct store_series **out, size_t *n);
 int sq_samples_read(struct store *base, int64_t series_id, int64_t from, int64_t to, store_sample_fn fn, void *user);
@@ -108,6 +112,15 @@ int sq_findings_read(struct store *base, const char *run_id, struct store_findin
 int sq_log_append(struct store *base, const struct store_run *r, const struct store_log_chunk *c, size_t n,
                   int64_t keep_from);
 int sq_log_read(struct store *base, const char *run_id, int64_t from_seq, store_log_fn fn, void *user);
+
+/* ---- sqlite_meta.c: what a person edits and searches (struct store's version-6 block) ---- */
+
+int sq_run_set_tags(struct store *base, const char *run_id, const char *tags);
+int sq_run_rename(struct store *base, const char *run_id, const char *name);
+int sq_run_add_note(struct store *base, const char *run_id, const char *text);
+int sq_run_delete(struct store *base, const char *run_id);
+int sq_compact(struct store *base);
+int sq_runs_find(struct store *base, const struct store_query *q, struct store_run **out, size_t *n);
 
 /* ---- sqlite_write.c ---- */
 

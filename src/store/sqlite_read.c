@@ -82,14 +82,23 @@ static int run_row(sqlite3_stmt *st, void *u) {
 }
 
 int sq_query_runs(struct sqlite_store *s, const char *where, const char *arg, struct store_run **out, size_t *n) {
-  char sql[512];
-  snprintf(sql, sizeof sql, "SELECT " RUN_COLS " FROM runs %s ORDER BY start_wall_ns DESC, id DESC", where);
+  return sq_query_runs_args(s, where, &arg, arg ? 1 : 0, out, n);
+}
+
+int sq_query_runs_args(struct sqlite_store *s, const char *where, const char *const *args, int nargs,
+                       struct store_run **out, size_t *n) {
+  size_t len = strlen(where) + sizeof("SELECT " RUN_COLS " FROM runs  ORDER BY start_wall_ns DESC, id DESC");
+  char *sql = malloc(len);
+  if (!sql)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  snprintf(sql, len, "SELECT " RUN_COLS " FROM runs %s ORDER BY start_wall_ns DESC, id DESC", where);
   sqlite3_stmt *st;
   int rc = sq_prepare(s, sql, &st, "cannot list runs");
+  free(sql);
   if (rc)
     return rc;
-  if (arg)
-    sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+  for (int i = 0; i < nargs; i++)
+    sqlite3_bind_text(st, i + 1, args[i], -1, SQLITE_TRANSIENT);
   struct runs_ctx c = {s, {.elem = sizeof(struct store_run)}};
   if ((rc = sq_each_row(s, st, "cannot list runs", run_row, &c))) {
     free(c.v.v);

@@ -65,6 +65,13 @@ struct store_finding {
   char fix[4096];
 };
 
+/* A search of the runs (store_where.c): a filter, and a start no earlier than since_wall_ns. */
+struct store_where;
+struct store_query {
+  const struct store_where *where; /* NULL: every run */
+  int64_t since_wall_ns;           /* 0: any start */
+};
+
 /* Callback for sample reads: return non-zero to stop. */
 typedef int (*store_sample_fn)(void *user, int64_t t, double v);
 
@@ -117,7 +124,8 @@ struct store_write_stats {
 enum { STORE_PENDING_MAX_POINTS = 2 * 1024 * 1024, STORE_PENDING_MAX_EVENTS = 65536 };
 
 struct store {
-  int version; /* 2: schema_found and stats added; 3: schema_version; 4: run_import; 5: log_append, log_read */
+  int version; /* 2: schema_found and stats added; 3: schema_version; 4: run_import; 5: log_append, log_read;
+                * 6: the edits and runs_find */
   const char *scheme;
   int schema_found;   /* the schema version the file had when opened (0: created now) */
   int schema_version; /* the back end's own version, that this gpuscope writes (0: GS_STORE_SCHEMA_VERSION) */
@@ -190,6 +198,31 @@ struct store {
    * non-zero. A run without output, or a store older than schema 3, has no chunks (0). Returns 0
    * or a GS_E code with a message. */
   int (*log_read)(struct store *st, const char *run_id, int64_t from_seq, store_log_fn fn, void *user);
+  /* ---- what a person edits and searches (version 6; store_meta.c, store_where.c, sqlite_meta.c,
+   * pg_meta.c). Each write needs a store open to write (STORE_WRITE or STORE_MIGRATE: GS_EINVAL
+   * otherwise) and is one transaction; GS_ENOENT when no run has this id. ---- */
+  /* Sets the run's tags to `tags` ("k=v,k2=v2", already checked: store_tags_edit) and its tag.K
+   * params to the same pairs (the params every filter reads), dropping the tag.K params of keys
+   * it no longer has. */
+  int (*run_set_tags)(struct store *st, const char *run_id, const char *tags);
+  /* Gives the run a new name (at most 127 bytes). */
+  int (*run_rename)(struct store *st, const char *run_id, const char *name);
+  /* Adds a note (a person's words) to the run, at the time it is written (ns since the run's
+   * start). */
+  int (*run_add_note)(struct store *st, const char *run_id, const char *text);
+  /* Deletes the run and everything of it: every row of every table with a run_id column, and of
+   * every table with a series_id column that names one of its series (samples, rollups, events,
+   * params, notes, findings, and what later versions add). A run whose status in the store is
+   * "running" is refused with GS_EBUSY (settle it first: run_get records a dead agent's run as
+   * crashed on a writable store). */
+  int (*run_delete)(struct store *st, const char *run_id);
+  /* Gives the room of deleted runs back to the file system where the back end can (SQLite:
+   * VACUUM, then a WAL checkpoint that truncates); 0 where it has nothing to do. */
+  int (*compact)(struct store *st);
+  /* The runs that may match q (store_where.c), newest first, in *out (malloc'd; the caller frees):
+   * exactly those when store_where_pushed(q->where), else a superset that the caller narrows with
+   * store_where_match. Returns 0 or a GS_E code with the message. */
+  int (*runs_find)(struct store *st, const struct store_query *q, struct store_run **out, size_t *n);
 };
 
 /* Opens the store named by url ("sqlite:///abs/path", "sqlite://rel/path", or a bare path) in the
@@ -287,5 +320,75 @@ int store_import(struct store *dst, void *in_file, const char *name, store_impor
  * Returns 0 or a GS_E code with the message. */
 int store_copy(struct store *src, const struct store_run *runs, size_t n, struct store *dst, store_import_fn fn,
                void *user);
+
+/* ---- the runs' one filter language (store_where.c; docs/runs.md "Search") ----
+ * `param.batch_size >= 64 and tag.team = vision and gpu.name ~ A100 and samples_per_s > 500`:
+ * comparisons (= != < <= > >= ~) of a column with a value, joined by and / or / not and
+ * parentheses. A missing value never matches a comparison (SQL's three-valued logic: not of an
+ * unknown is unknown). The one parser: `runs --where`, serve's /api/runs and the web runs page. */
+
+/* A column, as the language names it. */
+enum store_field_kind {
+  STORE_FIELD_TEXT,     /* compared as text; ~ is a substring test */
+  STORE_FIELD_NUM,      /* a number; a value that is not one is refused */
+  STORE_FIELD_PARAM,    /* param.KEY, tag.KEY: text, compared as a number against a number (a value
+                         * that does not read as a number is then unknown) */
+  STORE_FIELD_GPU_NAME, /* every GPU's name: true when one of them matches */
+};
+/* What reading a column needs besides the run's record (store_field.needs). */
+enum { STORE_NEEDS_PARAMS = 1, STORE_NEEDS_FINDINGS = 2, STORE_NEEDS_VIEW = 4 };
+struct store_field {
+  int id;         /* which column (store_where.c's table) */
+  int kind;       /* enum store_field_kind */
+  int needs;      /* STORE_NEEDS_* */
+  int pushable;   /* the back ends' SQL reads it */
+  char name[160]; /* as spelled: "param.batch_size" */
+  char key[160];  /* the params key of param.KEY ("KEY") and tag.KEY ("tag.KEY") */
+};
+/* Looks a column up by name. Returns 0 with *f filled, or GS_EINVAL with a message naming the
+ * column and the columns there are. */
+int store_field_lookup(const char *name, struct store_field *f);
+/* The column names, for messages and help: "id, name, ... param.KEY, tag.KEY". */
+extern const char STORE_FIELD_NAMES[];
+
+struct store_where;
+/* Parses a filter. Returns it (free with store_where_free), or NULL with GS_EINVAL's message naming
+ * the column or token and its place ("at character 12"), GS_ENOMEM otherwise. */
+struct store_where *store_where_parse(const char *expr);
+void store_where_free(struct store_where *w);
+/* True when the back ends' SQL decides the whole filter (no column only C reads). */
+int store_where_pushed(const struct store_where *w);
+/* The STORE_NEEDS_* of every column the filter reads. */
+int store_where_needs(const struct store_where *w);
+/* The values of column f for one run: at most max into vals (owned by ctx, valid until the next
+ * call); returns how many (0: missing). Numbers as text. */
+typedef size_t (*store_value_fn)(void *ctx, const struct store_field *f, const char **vals, size_t max);
+/* Whether the run that fn reads matches w: 1 true, 0 false or unknown. */
+int store_where_match(const struct store_where *w, store_value_fn fn, void *ctx);
+/* Whether s is a number as the language reads one: [-+] digits [. digits] [e [-+] digits], at
+ * most 30 digits before and after the point and 2 of exponent (what both back ends can cast). */
+int store_where_number(const char *s, double *v);
+
+/* A query's SQL text and its parameters (text; pointers into the query's filter, or into since). */
+enum store_sql_dialect { STORE_SQL_SQLITE, STORE_SQL_PG };
+struct store_sql {
+  char *text;
+  size_t len, cap;
+  const char **args;
+  int nargs, cap_args;
+  int oom;
+  char since[24];
+};
+/* Writes into sql the condition of q for the runs table: " WHERE ..." (or "" for no condition),
+ * every value a parameter (?N or $N, from 1), never pasted into the text. The parts of the filter
+ * the SQL cannot decide are left out, so it selects a superset. Returns 0 or GS_ENOMEM.
+ * store_sql_done frees it. A SQLite connection needs the function gs_num (sqlite_meta.c). */
+int store_query_sql(const struct store_query *q, enum store_sql_dialect d, struct store_sql *sql);
+void store_sql_done(struct store_sql *sql);
+
+/* Edits a tags string ("k=v,k2=v2", at most n - 1 bytes) in place: sets each "k=v" of set (its
+ * key's old value replaced), then removes each key of rm. Returns 0, or GS_EINVAL with a message
+ * (a pair without '=', an empty key, a comma or '=' in a key, a comma in a value, too long). */
+int store_tags_edit(char *tags, size_t n, char *const *set, size_t nset, char *const *rm, size_t nrm);
 
 #endif

@@ -435,7 +435,7 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
     long long ms = e && *e ? atoll(e) : 0;
     s->timeout_ns = ms > 0 ? ms * 1000000LL : PG_TIMEOUT_NS;
   }
-  s->base = (struct store){.version = 5,
+  s->base = (struct store){.version = 6,
                            .scheme = "postgresql",
                            .schema_version = PG_SCHEMA_VERSION,
                            .run_begin = pg_run_begin,
@@ -454,7 +454,14 @@ static struct store *open_url(const char *scheme, const char *location, enum sto
                            .close = pg_close,
                            .run_import = pg_run_import,
                            .log_append = pg_log_append,
-                           .log_read = pg_log_read};
+                           .log_read = pg_log_read,
+
+                           .run_set_tags = pg_run_set_tags,
+                           .run_rename = pg_run_rename,
+                           .run_add_note = pg_run_add_note,
+                           .run_delete = pg_run_delete,
+                           .compact = NULL, /* autovacuum gives deleted rows' room back */
+                           .runs_find = pg_runs_find};
   int rc = pg_connect(s);
   /* gpuscope run goes on when the server is unreachable: its run is spooled (pg_spool.c). */
   if (rc && !(mode == STORE_WRITE && s->down)) {

@@ -362,7 +362,7 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
   snprintf(s->path, sizeof s->path, "%s", path);
   s->mode = mode;
   s->w.elem = sizeof(struct wseries);
-  s->base = (struct store){.version = 5,
+  s->base = (struct store){.version = 6,
                            .schema_version = GS_STORE_SCHEMA_VERSION,
                            .scheme = "sqlite",
                            .run_begin = sq_run_begin,
@@ -381,7 +381,14 @@ static struct store *sq_open(const char *path, enum store_mode mode) {
                            .close = sq_close,
                            .run_import = sq_run_import,
                            .log_append = sq_log_append,
-                           .log_read = sq_log_read};
+                           .log_read = sq_log_read,
+
+                           .run_set_tags = sq_run_set_tags,
+                           .run_rename = sq_run_rename,
+                           .run_add_note = sq_run_add_note,
+                           .run_delete = sq_run_delete,
+                           .compact = sq_compact,
+                           .runs_find = sq_runs_find};
   struct file_facts f;
   int rc = probe_file(path, mode, &f);
   if (!rc)

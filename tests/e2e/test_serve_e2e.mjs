@@ -1,7 +1,9 @@
 // End-to-end: `gpuscope serve` in a real headless Chromium (Debian's /usr/bin/chromium, driven by
 // puppeteer-core: no browser is ever downloaded). Two finished runs and one live run, all with the
 // simulated GPU (tests/gpusim) and a job that reports its steps over gs1; then the runs page, the
-// live run's page (charts have data and grow while the run goes on; the live finding appears), a
+// runs page from a URL with a search (gpuscope runs --where's filter, sort and columns) and the tags
+// and notes gpuscope tag and note added, the live run's page (charts have data and grow while the
+// run goes on; the live finding appears), a
 // finished run's page (zoom and reset), the compare page (bars with speed-ups), and the same pages
 // written by report --html and compare --html, opened from file:// with no network; then a group of two
 // runs (gpuscope run --group) served as one run and compared beside a run in a file. Screenshots go to
@@ -152,6 +154,35 @@ try {
     const sparks = await page.$$eval("#runs svg.spark path", (p) => p.map((x) => x.getTotalLength() > 0 || /l0\.01/.test(x.getAttribute("d"))));
     check(sparks.length === 3 && sparks.every(Boolean), "a drawn sparkline per run: " + sparks);
     await page.screenshot({ path: join(SHOTS, "runs.png"), fullPage: true });
+  });
+
+  await step("a filtered runs page from a URL: its search, columns, tags and notes; a bad filter says why", async () => {
+    for (const args of [["tag", "slow-loader", "team=vision"], ["note", "slow-loader", "loader starved <b>x</b>"]]) {
+      const r = spawnSync(BIN, args, { env, encoding: "utf8" });
+      check(r.status === 0, `gpuscope ${args[0]}: ${r.stderr}`);
+    }
+    const names = (t) => t.map((r) => r.querySelector("td:nth-child(2) a").textContent);
+    const where = "param.num_workers = 0 and tag.team = vision";
+    await open(page, base, "#/?" + new URLSearchParams({ where, columns: "param.batch_size,tag.team" }));
+    check((await page.$$eval("#runs tbody tr[data-run]", names)).join() === "slow-loader", "only the tagged run");
+    check(await page.$eval("#where", (e) => e.value) === where, "the filter shown in its box");
+    const cells = await page.$$eval("#runs tbody td.col", (t) => t.map((c) => c.dataset.col + "=" + c.textContent));
+    check(cells.join() === "param.batch_size=32,tag.team=vision", "the asked columns: " + cells);
+    check(await page.$eval("#runs .tag", (e) => e.textContent) === "team=vision", "the tag as a chip");
+    const note = await page.$eval("#runs .note", (e) => ({ text: e.textContent, tags: e.querySelectorAll("b").length }));
+    check(note.text.includes("loader starved <b>x</b>") && note.tags === 0, "the note, as text: " + JSON.stringify(note));
+    await open(page, base, "#/?" + new URLSearchParams({ where: "param.batch_size = 32 and not status = running",
+      sort: "-samples_per_s", columns: "samples_per_s" }));
+    const order = await page.$$eval("#runs tbody tr[data-run]", names);
+    const rates = await page.$$eval("#runs tbody td.col", (t) => t.map((c) => Number(c.textContent)));
+    check(order.join() === "fast-loader,slow-loader" && rates[0] > rates[1], `sorted by throughput: ${order} ${rates}`);
+    await page.screenshot({ path: join(SHOTS, "runs-search.png"), fullPage: true });
+    await open(page, base, "#/?" + new URLSearchParams({ where: "param.batch_size >=" }));
+    const err = await page.$eval("#where-error", (e) => (e.hidden ? "" : e.textContent));
+    check(/where: .*the end/.test(err) && !(await page.$("#runs tbody tr[data-run]")), "a bad filter says why: " + err);
+    await open(page, base, "#/run/slow-loader");
+    check((await page.$eval("#run-tags", (e) => e.textContent)).includes("team=vision"), "the run page's tags");
+    check((await page.$eval("#run-notes", (e) => e.textContent)).includes("loader starved <b>x</b>"), "its note");
   });
 
   await step("live run page: charts have data and grow while the run goes on; the live finding appears", async () => {

@@ -34,6 +34,12 @@ export function el(tag, attrs, ...kids) {
   return e;
 }
 
+// A run's tags ("k=v,k2=v2") as chips; null when it has none.
+export function tagChips(tags) {
+  const list = (tags || "").split(",").filter(Boolean);
+  return list.length ? el("span", { class: "tags" }, list.map((t) => el("span", { class: "tag" }, t))) : null;
+}
+
 export function statusBadge(s) { return el("span", { class: "badge st-" + s.replace(/[^a-z]/g, "") }, s); }
 
 export function sparkline(values, w = 120, h = 24) {

@@ -3,7 +3,7 @@
 // the charts and the server's re-diagnosis replaces the findings.
 import { api, EMB } from "../api.js";
 import { chartData, chartPlan, fetchLines, makeChart, samplesRate, spansOf } from "../charts.js";
-import { $app, $live, cleanup, copyButton, crumbs, el, rerender, statusBadge } from "../dom.js";
+import { $app, $live, cleanup, copyButton, crumbs, el, rerender, statusBadge, tagChips } from "../dom.js";
 import { bytes, DASH, evidence, fin, isVerdict, num, pct, pctv, secs, speed, sps, when } from "../fmt.js";
 import { isOrigin, originRows } from "../origin.js";
 import { logFeed, logFinish, logMatcher } from "../log.js";
@@ -123,7 +123,9 @@ export async function pageRun(ref) {
   const running = R.status === "running";
   const head = el("section", { class: "run-head" },
     el("h1", {}, R.name || id, " ", statusBadge(R.status)),
-    el("div", { class: "muted" }, id, " · ", R.host, " · ", when(R.start), " · ", R.command));
+    el("div", { class: "muted" }, id, " · ", R.host, " · ", when(R.start), " · ", R.command),
+    R.tags ? el("div", { id: "run-tags" }, tagChips(R.tags)) : null,
+    run.notes.length ? el("ul", { class: "notes", id: "run-notes" }, run.notes.map((n) => el("li", {}, n))) : null);
   const params = Object.entries(run.params).filter(([k]) => !/^gpu\.\d+\./.test(k) && !isOrigin(k));
   const paramBox = el("details", { class: "params" }, el("summary", {}, `params (${params.length}) and notes (${run.notes.length})`),
     el("table", {}, params.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))),
