@@ -123,7 +123,10 @@ static void test_every_rule_refuses_its_line(void **state) {
   } cases[] = {
       {{RUN}, 1, 0, "no header"},
       {{"{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":2,\"sections\":\"run\"}"}, 1, 0, "upgrade"},
-      {{"{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":1,\"sections\":\"run,telemetry\"}"}, 1, 0, "'telemetry'"},
+      {{"{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":1,\"sections\":\"run,telemetry\"}"},
+       1,
+       0,
+       "'telemetry'"},
       {{HDR, SER}, 2, 1, "outside a run"},
       {{HDR, RUN, PTS("1,2")}, 3, 2, "not declared"},
       {{HDR, RUN, SER, PTS("2,1")}, 4, 3, "back in time"},
