@@ -275,6 +275,10 @@ try {
     const params = await page.$eval("#params-differ", (p) => p.innerText);
     check(/num_workers/.test(params) && /pin_memory/.test(params), "differing params: " + params);
     check((await chartPoints(page, "step.total_s")).values > 0, "the overlaid step times");
+    // the job's own loss of both runs on one chart (the metric picker takes loss by default)
+    await page.waitForSelector('[data-chart="loss"]', { timeout: 15000 });
+    const loss = await page.$eval('[data-chart="loss"]', (w) => w.gsPlot.data.slice(1).map((d) => d.filter((v) => v !== null && v !== undefined).length));
+    check(loss.length === 2 && loss.every((n) => n > 0), "both runs' loss overlaid on one chart: " + JSON.stringify(loss));
     await page.click("#align-step");
     await page.waitForFunction(() => document.querySelector('[data-chart="step.total_s"]').gsPlot.series[0].label === "step");
     const byStep = await chartPoints(page, "step.total_s");
