@@ -26,12 +26,17 @@ struct alert_active {
   int firing;       /* 1 fired and not resolved */
   int seen;         /* observed in this evaluation */
   int misses;       /* evaluations in a row that said false while firing */
+  int hits;         /* evaluations in a row that said true while not firing */
 };
 
 /* A live finding is resolved only after this many evaluations in a row without it: the doctor's
  * figures over a sliding window wander around a gain threshold, and one alert per episode is the
  * promise. */
 #define FINDING_RESOLVE_MISSES 3
+/* ... and fires only once it is there in this many evaluations in a row: the first windows of a run
+ * judge on little (the host's CPU not read twice yet: "input_bound, cause open"), and a verdict that
+ * the next window takes back is not worth waking anyone for. */
+#define FINDING_FIRE_HITS 2
 
 struct alert_engine {
   struct alert_config c;
@@ -58,28 +63,6 @@ struct alert_obs {
  * default window); nothing else here names the diagnosis. */
 static int alert_live_findings(const struct runview *v, struct store_finding **f, size_t *n) {
   return doctor_diagnose_live(v, 0, f, n, NULL);
-}
-
-/* The kernel's count of OOM kills in the agent's cgroup (the job's too, unless it moved), -1 unknown. */
-static long cgroup_oom_kills(void) {
-  char line[4096], path[4200];
-  FILE *f = fopen("/proc/self/cgroup", "r");
-  long n = -1;
-  path[0] = 0;
-  while (f && fgets(line, sizeof line, f))
-    if (!strncmp(line, "0::", 3)) {
-      line[strcspn(line, "\n")] = 0;
-      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", line + 3);
-    }
-  if (f)
-    fclose(f);
-  if (!path[0] || !(f = fopen(path, "r")))
-    return -1;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "oom_kill %ld", &n) == 1)
-      break;
-  fclose(f);
-  return n;
 }
 
 static struct alert_active *active_find(struct alert_engine *e, int rule, const char *key, int create) {
@@ -129,7 +112,8 @@ static void alert_emit(struct alert_engine *e, int rule, const struct alert_obs 
   free(m);
 }
 
-/* One observation of rule for o->key: fires on the first true, resolves on a false after that. */
+/* One observation of rule for o->key: fires on the first true (a finding: on the FINDING_FIRE_HITS-th
+ * in a row), resolves on a false after that (a finding, a straggler: the FINDING_RESOLVE_MISSES-th). */
 static void alert_observe(struct alert_engine *e, int rule, const struct alert_obs *o) {
   struct alert_active *a = active_find(e, rule, o->key, o->cond == 1);
   if (!a)
@@ -139,9 +123,13 @@ static void alert_observe(struct alert_engine *e, int rule, const struct alert_o
     snprintf(a->labels, sizeof a->labels, "%s", o->labels);
   enum alert_kind k = e->c.rules[rule].kind;
   int need = k == ALERT_FINDING || k == ALERT_STRAGGLER ? FINDING_RESOLVE_MISSES : 1;
+  int hits = k == ALERT_FINDING ? FINDING_FIRE_HITS : 1;
   if (o->cond == 1)
     a->misses = 0;
-  if (o->cond == 1 && !a->firing) {
+  if (o->cond != 1)
+    a->hits = 0;
+  if (o->cond == 1 && !a->firing && ++a->hits >= hits) {
+    a->hits = 0;
     a->firing = 1;
     alert_emit(e, rule, o, "firing");
   } else if (o->cond == 0 && a->firing && (++a->misses >= need || e->finished)) {
@@ -327,8 +315,12 @@ static void eval_findings(struct alert_engine *e, int rule, const struct store_f
 static void resolve_unseen(struct alert_engine *e, int rule) {
   for (size_t i = 0; i < e->nact; i++) {
     struct alert_active *a = &e->act[i];
-    if (a->rule != rule || a->seen || !a->firing)
+    if (a->rule != rule || a->seen)
       continue;
+    if (!a->firing) { /* seen before, not this time: its count of evaluations in a row starts again */
+      a->hits = 0;
+      continue;
+    }
     struct alert_obs *o = obs_new(a->key, "");
     if (!o)
       return;
@@ -397,7 +389,7 @@ struct alert_engine *alert_engine_new(const struct alert_config *c, const struct
   snprintf(e->run_name, sizeof e->run_name, "%s", info->run_name ? info->run_name : "");
   snprintf(e->host, sizeof e->host, "%s", info->host ? info->host : "");
   e->sink = sink;
-  e->oom_at_start = cgroup_oom_kills();
+  e->oom_at_start = gs_cgroup_oom_kills();
   if (alert_queue_start(&e->q, &e->c)) {
     free(e);
     return NULL;
@@ -410,7 +402,7 @@ static void fire_exit(struct alert_engine *e, int rule, const char *status, int 
   struct alert_obs *o = obs_new("exit", "");
   if (!o)
     return;
-  long oom = cgroup_oom_kills();
+  long oom = gs_cgroup_oom_kills();
   int oomed = oom > e->oom_at_start && e->oom_at_start >= 0;
   o->cond = 1;
   o->value = exit_code;

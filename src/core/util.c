@@ -234,3 +234,25 @@ char *gs_term_escape(const char *in, int utf8, char *out, size_t n) {
     out[o] = 0;
   return out;
 }
+
+long gs_cgroup_oom_kills(void) {
+  char line[4096], path[4200];
+  FILE *f = fopen("/proc/self/cgroup", "r");
+  long n = -1;
+  if (!f)
+    return -1;
+  path[0] = 0;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "0::", 3)) {
+      line[strcspn(line, "\n")] = 0;
+      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", line + 3);
+    }
+  fclose(f);
+  if (!path[0] || !(f = fopen(path, "r")))
+    return -1;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "oom_kill %ld", &n) == 1)
+      break;
+  fclose(f);
+  return n;
+}

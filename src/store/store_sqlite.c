@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/sqlite_int.h"
@@ -332,6 +333,21 @@ static int open_read(struct sqlite_store *s, const struct file_facts *f) {
   return GS_OK;
 }
 
+/* WAL mode needs the file to itself for a moment: while another gpuscope creates or migrates the same
+ * store (two runs started at once), SQLite answers the pragma BUSY at once, without its busy handler.
+ * So it is tried again for as long as the busy timeout (10 s) lets any other write wait. */
+static int set_wal(struct sqlite_store *s) {
+  for (int i = 0; i < 500; i++) {
+    int rc = sqlite3_exec(s->db, "PRAGMA journal_mode = WAL", NULL, NULL, NULL) & 0xff;
+    if (rc == SQLITE_OK)
+      return GS_OK;
+    if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)
+      break;
+    nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+  }
+  return sq_exec(s, "PRAGMA journal_mode = WAL", "cannot set WAL mode"); /* the error, said once */
+}
+
 static int open_write(struct sqlite_store *s, const struct file_facts *f) {
   int rc;
   if (f->exists && !f->empty && (rc = open_checked(s, f)))
@@ -343,8 +359,7 @@ static int open_write(struct sqlite_store *s, const struct file_facts *f) {
   if (sqlite3_db_readonly(s->db, "main") == 1)
     return gs_fail(GS_EIO, "store %s is read-only: gpuscope %s needs to write it", s->path,
                    s->mode == STORE_WRITE ? "run" : "migrate");
-  if ((rc = migrate(s)) || (rc = sq_exec(s, "PRAGMA journal_mode = WAL", "cannot set WAL mode")) ||
-      (rc = sq_exec(s, "PRAGMA synchronous = NORMAL", "cannot set WAL mode")))
+  if ((rc = migrate(s)) || (rc = set_wal(s)) || (rc = sq_exec(s, "PRAGMA synchronous = NORMAL", "cannot set WAL mode")))
     return rc;
   return s->mode == STORE_WRITE ? sq_writer_prepare(s) : GS_OK;
 }

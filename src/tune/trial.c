@@ -58,29 +58,6 @@ void tune_config_label(const struct tune_opts *o, const int *config, char *buf, 
   }
 }
 
-/* The kernel's OOM kills so far in our cgroup (v2 memory.events oom_kill), or -1 when unknown. */
-static long cgroup_oom_kills(void) {
-  char line[1024], path[1200];
-  FILE *f = fopen("/proc/self/cgroup", "r");
-  long n = -1;
-  if (!f)
-    return -1;
-  path[0] = 0;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "0::", 3)) {
-      line[strcspn(line, "\n")] = 0;
-      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", line + 3);
-    }
-  fclose(f);
-  if (!path[0] || !(f = fopen(path, "r")))
-    return -1;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "oom_kill %ld", &n) == 1)
-      break;
-  fclose(f);
-  return n;
-}
-
 /* The end of the log (at most n - 1 bytes, control characters but newlines replaced) into buf. */
 static void log_end(int fd, char *buf, size_t n) {
   buf[0] = 0;
@@ -685,7 +662,7 @@ static int reached_end(const struct tune_opts *o, const struct tune_trial *t) {
  * the end of its log (NULL when unread), kills0 the cgroup's OOM kills before it started. */
 static void trial_classify(const struct tune_opts *o, struct tune_trial *t, int status, int termed, int interrupted,
                            const char *end, long kills0) {
-  long kills1 = kills0 >= 0 ? cgroup_oom_kills() : -1;
+  long kills1 = kills0 >= 0 ? gs_cgroup_oom_kills() : -1;
   int asked = termed || ((status == 128 + SIGTERM || status == 128 + SIGKILL) && reached_end(o, t));
   int by_us = asked || interrupted;
   char line[256];
@@ -755,7 +732,7 @@ int tune_trial_start(const struct tune_opts *o, struct tune_trial *t, int k, int
     snprintf(t->reason, sizeof t->reason, "pipe: %s", strerror(errno));
     goto fail;
   }
-  p->kills0 = cgroup_oom_kills();
+  p->kills0 = gs_cgroup_oom_kills();
   p->t0 = gs_mono_ns();
   fflush(NULL);
   if ((p->pid = spawn(o, t, k, argv, tags, p->log_fd, res[1], pinned ? &cores : NULL)) < 0) {

@@ -160,7 +160,9 @@ import gpuscope
 gpuscope.param(pin=True, none=None, text="a\nb", n=3)
 gpuscope.param(pin=True, n=4)
 """)
-        params = [ln for ln in r.lines() if ln.startswith("gs1 param")]
+        # the client's own origin params (python.*, torch.*: where the run came from) aside
+        params = [ln for ln in r.lines() if ln.startswith("gs1 param") and not ln.startswith(("gs1 param python.",
+                                                                                             "gs1 param torch."))]
         check(params == ["gs1 param pin true", "gs1 param none none", "gs1 param text a b", "gs1 param n 3",
                          "gs1 param n 4"], f"params sent: {params}")
     finally:
