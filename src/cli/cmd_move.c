@@ -95,10 +95,10 @@ int cmd_export(int argc, char **argv) {
   int to_stdout = !strcmp(o.out, "-");
   FILE *out = NULL;
   if ((rc = resolve(st, argc, argv, optind, &runs, &n)))
-    goto done;
+    goto fail;
   if (!(out = to_stdout ? stdout : fopen(o.out, "w"))) {
     rc = cli_error(GS_EXIT_FAIL, "export: cannot write %s: %s", o.out, strerror(errno));
-    goto done;
+    goto fail;
   }
   if ((rc = store_export(st, runs, n, out)))
     rc = fail_code(rc);
@@ -108,7 +108,7 @@ int cmd_export(int argc, char **argv) {
     remove(o.out); /* never a file that is not whole */
   else if (!to_stdout)
     fprintf(stderr, "gpuscope: exported %zu run%s to %s\n", n, n == 1 ? "" : "s", o.out);
-done:
+fail:
   free(runs);
   st->close(st);
   return rc;
@@ -173,17 +173,17 @@ int cmd_copy(int argc, char **argv) {
   size_t n = 0;
   struct said s = {0};
   if ((rc = resolve(src, argc, argv, optind, &runs, &n)))
-    goto done;
+    goto fail;
   if (!(dst = cli_open_store_mode(o.to, STORE_WRITE))) {
     rc = GS_EXIT_STORE;
-    goto done;
+    goto fail;
   }
   if ((rc = store_copy(src, runs, n, dst, say_run, &s)))
     rc = fail_code(rc);
   else
     fprintf(stderr, "gpuscope: %zu run%s added, %zu in the store already\n", s.written, s.written == 1 ? "" : "s",
             s.held);
-done:
+fail:
   free(runs);
   if (dst)
     dst->close(dst);

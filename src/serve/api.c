@@ -640,7 +640,7 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
   size_t k = 0;
   if (!pick) {
     serve_reply_error(r, 500, "out of memory");
-    goto done;
+    goto fail;
   }
   const char *labels = a->get(a->user, "labels");
   if (name) {
@@ -654,7 +654,7 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
         i++;
       if (i == v->nseries) {
         serve_reply_error(r, MHD_HTTP_NOT_FOUND, "no such series in run %s", v->run.id);
-        goto done;
+        goto fail;
       }
       pick[k++] = v->series[i];
     }
@@ -662,13 +662,13 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
     serve_reply_error(r, MHD_HTTP_BAD_REQUEST,
                       "%zu series of %.0f points: at most %d points in one answer (ask fewer points or series)", k,
                       points, SERVE_MAX_ANSWER_POINTS);
-    goto done;
+    goto fail;
   }
   int64_t fa = isfinite(from) ? sec_to_ns(from) : INT64_MIN, ta = isfinite(to) ? sec_to_ns(to) : INT64_MAX;
   r->stream = serve_series_stream_new(s, e, &fresh, v, pick, k, fa, ta, (size_t)points, band);
   if (!r->stream)
     serve_reply_error(r, 500, "out of memory");
-done:
+fail:
   free(pick);
   serve_cached_view_done(&fresh);
 }
@@ -691,7 +691,7 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
     free_f = 1;
   if (rc) {
     serve_reply_error(r, 500, "%s", gs_last_error());
-    goto done;
+    goto fail;
   }
   fprintf(r->out, "{\"run\":");
   gs_json_str(r->out, v->run.id);
@@ -702,7 +702,7 @@ static void api_findings(struct serve *s, const char *ref, const struct serve_ar
   fputs("}\n", r->out);
   if (free_f)
     free(f);
-done:
+fail:
   serve_cached_view_done(&fresh);
 }
 
@@ -827,7 +827,7 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
     return;
   }
   if (compare_load(s, list, runs, &n, r))
-    goto done;
+    goto fail;
   FILE *out = r->out;
   fputs("{\"baseline\":", out);
   gs_json_str(out, runs[0].v.run.id);
@@ -861,7 +861,7 @@ static void api_compare(struct serve *s, const struct serve_args *a, struct serv
   fputs("],\"findings\":[", out);
   compare_findings(out, runs, n);
   fputs("]}\n", out);
-done:
+fail:
   for (size_t i = 0; i < n; i++) {
     if (runs[i].diagnosed)
       free(runs[i].f);

@@ -185,12 +185,12 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
     if (raw.oom)
       rc = gs_fail(GS_ENOMEM, "out of memory");
     if (rc < 0)
-      goto done;
+      goto fail;
     rc = GS_OK;
     if (raw.n <= points) {
       header(out, s, "raw", from, to);
       write_raw(out, &raw);
-      goto done;
+      goto fail;
     }
   }
   struct buckets b = {.n = points, .from = from};
@@ -232,7 +232,7 @@ free_buckets:
   free(rmn);
   free(rmx);
   free(rmean);
-done:
+fail:
   store_points_done(&raw);
   return rc;
 }

@@ -603,10 +603,10 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   pthread_sigmask(SIG_BLOCK, &block, &old);
   struct MHD_Daemon *d = NULL;
   if ((rc = serve_conns_init(&s.conns)))
-    goto done;
+    goto fail;
   if (!(d = daemon_start(&s))) {
     rc = GS_EBUSY;
-    goto done;
+    goto fail;
   }
   printf("gpuscope serve: listening on http://%s%s%s:%d/\n", s.addr.v6 ? "[" : "", s.addr.host, s.addr.v6 ? "]" : "",
          s.addr.port);
@@ -614,7 +614,7 @@ int serve_run(const struct serve_opts *o, volatile sig_atomic_t *stop) {
   while (!*stop)
     sigsuspend(&old);
   rc = GS_OK;
-done:
+fail:
   daemon_stop(&s, d);
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   serve_caches_done(&s);

@@ -307,7 +307,7 @@ static int halving(struct ctx *c) {
   int rc = 0;
   if (!live || !idx || !ran || !rung_cfg) {
     rc = gs_fail(GS_ENOMEM, "out of memory");
-    goto out;
+    goto fail;
   }
   size_t nlive = n;
   for (size_t i = 0; i < n; i++)
@@ -336,7 +336,7 @@ static int halving(struct ctx *c) {
           live[i] = (int)j;
     nlive = keep;
   }
-out:
+fail:
   free(live), free(idx), free(ran), free(rung_cfg), free(cfg);
   return rc;
 }
