@@ -193,18 +193,9 @@ static void env_params(struct gs_sink *s) {
     gs_sink_param(s, "container.runtime", rt);
   else if (access("/.dockerenv", F_OK) == 0)
     gs_sink_param(s, "container.runtime", "docker");
-  FILE *f = fopen("/proc/self/cgroup", "r");
-  char line[1024];
-  while (f && fgets(line, sizeof line, f)) {
-    if (strncmp(line, "0::", 3))
-      continue;
-    line[strcspn(line, "\n")] = 0;
-    if (line[3] && strcmp(line + 3, "/")) /* the root cgroup says nothing */
-      gs_sink_param(s, "container.cgroup", line + 3);
-    break;
-  }
-  if (f)
-    fclose(f);
+  char cg[1024];
+  if (!gs_cgroup_path(cg, sizeof cg) && cg[0] && strcmp(cg, "/")) /* the root cgroup says nothing */
+    gs_sink_param(s, "container.cgroup", cg);
 }
 
 void agent_provenance(struct gs_sink *s, const char *cwd, int save_diff) {

@@ -42,6 +42,9 @@ int64_t gs_wall_ns(void);
 /* Parses a duration such as "100ms", "0.5s", "2s", "250us", "1m", "90d", or a bare number of seconds.
  * Returns 0 and sets *ns, or GS_EINVAL with a message. */
 int gs_parse_duration(const char *s, int64_t *ns);
+/* This process's cgroup v2 path (the "0::" line of /proc/self/cgroup: "/" for the root cgroup) into
+ * buf. Returns 0, or -1 when there is none (cgroup v1 only, no /proc, a path that does not fit). */
+int gs_cgroup_path(char *buf, size_t n);
 /* The kernel's count of OOM kills so far in this process's cgroup (v2: the oom_kill line of
  * /sys/fs/cgroup/<our cgroup>/memory.events); -1 when unknown (cgroup v1, no such file). A job
  * gpuscope launched shares the count unless it moved cgroups. Can't fail otherwise. */

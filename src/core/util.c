@@ -235,20 +235,28 @@ char *gs_term_escape(const char *in, int utf8, char *out, size_t n) {
   return out;
 }
 
-long gs_cgroup_oom_kills(void) {
-  char line[4096], path[4200];
+int gs_cgroup_path(char *buf, size_t n) {
+  char line[4096];
   FILE *f = fopen("/proc/self/cgroup", "r");
-  long n = -1;
-  if (!f)
-    return -1;
-  path[0] = 0;
-  while (fgets(line, sizeof line, f))
+  int rc = -1;
+  while (f && rc && fgets(line, sizeof line, f))
     if (!strncmp(line, "0::", 3)) {
       line[strcspn(line, "\n")] = 0;
-      snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", line + 3);
+      rc = snprintf(buf, n, "%s", line + 3) < (int)n ? 0 : -1;
     }
-  fclose(f);
-  if (!path[0] || !(f = fopen(path, "r")))
+  if (f)
+    fclose(f);
+  return rc;
+}
+
+long gs_cgroup_oom_kills(void) {
+  char cg[4096], path[4200], line[256];
+  long n = -1;
+  FILE *f;
+  if (gs_cgroup_path(cg, sizeof cg))
+    return -1;
+  snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", cg);
+  if (!(f = fopen(path, "r")))
     return -1;
   while (fgets(line, sizeof line, f))
     if (sscanf(line, "oom_kill %ld", &n) == 1)
