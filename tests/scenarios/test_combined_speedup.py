@@ -2,7 +2,8 @@
 """The doctor's "fixing all" estimate against a run with every fix made: one PyTorch training run with
 a costly per-sample transform loaded in the main process (num_workers=0) and a 1.5 s evaluation
 after every second of training (long enough to be a stall however slow the steps are), then the same loop with the fixes its findings name — the transform made cheap (input_bound:
-producing a batch costs nothing) and no evaluation stalls (periodic_stall); loader_workers' change
+producing a batch costs nothing; the transform burns a fixed CPU time per sample, so its share of the
+step does not hang on the CPU's speed) and no evaluation stalls (periodic_stall); loader_workers' change
 (more workers) adds nothing once loading costs nothing, in the model as in the run, and the second
 run keeps one process so both runs get the same share of a shared machine's CPUs. `gpuscope report --json`'s "combined" estimate of the first run (the step
 model with every change applied to the same step time, docs/diagnosis.md) must lie within ±30 % of the
@@ -21,8 +22,14 @@ from scenlib import SKIP, Sandbox, have_torch, log  # noqa: E402
 
 SECONDS = os.environ.get("GS_SCENARIO_SECONDS", "10")
 BASE = ["--seconds", SECONDS, "--width", "8", "--batch", "32", "--sync-ms", "40"]
-BEFORE = BASE + ["--work", "30", "--workers", "0", "--eval-every", "1", "--eval-s", "1.5"]
-EXPECT = {"input_bound", "loader_workers", "periodic_stall"}
+# The transform's cost is CPU time (--work-ms), not a number of passes: 30 passes were 30-45 % of the
+# step on a loaded machine and 18 % (under input_bound's 20 %) on an idle one. 1.5 ms a sample is
+# 48 ms a batch against the 40 ms wait: about 40 % of the step on an idle CPU, more on a busy one.
+BEFORE = BASE + ["--work-ms", "1.5", "--workers", "0", "--eval-every", "1", "--eval-s", "1.5"]
+EXPECT = {"input_bound", "periodic_stall"}
+# loader_workers fires where a core is free for a worker; on a machine whose CPUs are full (tests/load.sh)
+# the doctor rightly leaves it out. Its change adds nothing to the estimate once loading costs nothing.
+OPTIONAL = {"loader_workers"}
 TOLERANCE = 0.30
 REPORT = []
 
@@ -37,13 +44,14 @@ def one_round(sb, k):
     sb.run(before, "train.py", BEFORE)
     rep = sb.report(before)
     got = {f["rule"]: f for f in rep["findings"]}
-    if set(got) != EXPECT:
-        say(f"round {k}: the before run's findings are {sorted(got)}, not {sorted(EXPECT)}")
+    if not EXPECT <= set(got) <= EXPECT | OPTIONAL:
+        say(f"round {k}: the before run's findings are {sorted(got)}, not {sorted(EXPECT)} "
+            f"(and perhaps {sorted(OPTIONAL)})")
         return False
     sb.run(after, "train.py", BASE + ["--work", "0", "--workers", "0"])
     comb = rep["combined"]
-    if not comb or comb["findings"] != 3:
-        raise AssertionError(f"no combined estimate of the three findings: {comb}")
+    if not comb or comb["findings"] != len(got):
+        raise AssertionError(f"no combined estimate of the {len(got)} findings: {comb}")
     estimate = comb["speedup"]
     rc, out, err = sb.gs("compare", before, after, "--json")
     if rc != 0:

@@ -3,6 +3,9 @@
 scenario suite chooses with flags, so each doctor rule meets the situation it is written for:
 
   --work N        CPU-costly augmentation: N blur+flip passes per sample (input-bound loading)
+  --work-ms X     CPU-costly augmentation by CPU time: each sample burns X ms of the loading
+                  process's CPU (time.thread_time), so its cost against --sync-ms is the same on a
+                  fast CPU and a slow one (--work's passes take half as long on a CPU twice as fast)
   --workers N     DataLoader worker processes
   --latency-ms X  each sample waits X ms, using no CPU (remote storage, a slow network filesystem)
   --io-file F     each sample reads --io-kib KiB from F with O_DIRECT (storage-bound loading)
@@ -57,6 +60,10 @@ class Synthetic(Dataset):
             time.sleep(self.a.latency_ms / 1000.0)
         for _ in range(self.a.work):
             x = torch.nn.functional.avg_pool2d(x.unsqueeze(0), 3, 1, 1).squeeze(0).flip(-1)
+        if self.a.work_ms:
+            end = time.thread_time() + self.a.work_ms / 1000.0
+            while time.thread_time() < end:
+                x = x.flip(-1)
         return x, i % 10
 
 
@@ -66,6 +73,7 @@ def main():
     ap.add_argument("--workers", type=int, default=0)
     ap.add_argument("--batch", type=int, default=64)
     ap.add_argument("--work", type=int, default=0)
+    ap.add_argument("--work-ms", type=float, default=0)
     ap.add_argument("--latency-ms", type=float, default=0)
     ap.add_argument("--io-file", default="")
     ap.add_argument("--io-kib", type=int, default=1024)
