@@ -16,7 +16,7 @@
 /* ---- thresholds and model constants (docs/diagnosis.md states each; the rules use no others) ---- */
 #define DR_INPUT_SHARE 0.20           /* data wait, share of step time, that makes a run input-bound */
 #define DR_LOADER_CPU_IDLE 0.35       /* loader below this (cores per loading process, at most): latency */
-#define DR_LOADER_STARVED 0.25        /* a loading process waiting for a CPU this share of the time: starved */
+#define DR_LOADER_STARVED 0.25        /* loading that waited for a CPU this share of its time: starved */
 #define DR_WORKER_MEM_SAFETY 0.80     /* share of free memory new workers may take */
 #define DR_MAX_WORKERS 32             /* never advise more loader processes than this */
 #define DR_WORKER_HEADROOM 1.25       /* advise workers enough for loading this much slower */

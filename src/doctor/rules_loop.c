@@ -80,6 +80,21 @@ static double loader_runq(const struct dr_run *d) {
   return n ? sum / n : NAN;
 }
 
+/* How much of the loading the loaders spent waiting for a CPU, 0..1 (NAN unknown): workers only load,
+ * so their wait share is it; the training process loading without workers also computes, and while
+ * computing on a busy host it may wait for a CPU too — only its wait beyond the rest of the step (the
+ * part the data wait must hold, at least) counts, as a share of the data wait. A process that sleeps
+ * for its data and waits for a CPU only while it computes is not a starved loader. */
+static double loading_runq(const struct dr_run *d) {
+  double runq = loader_runq(d);
+  if (dr_current_workers(d) > 0 && d->nworkers > 0)
+    return runq;
+  double ds = d->data_share;
+  if (!isfinite(runq) || !(ds > 0))
+    return NAN;
+  return fmin(1, fmax(0, runq - (1 - ds)) / ds);
+}
+
 /* "0.80 cores" or "0.75-1.25 cores" into buf. */
 static const char *cores_text(char *buf, size_t n, double lo, double hi) {
   if (!isfinite(lo) || !isfinite(hi))
@@ -321,6 +336,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
   dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
   dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
   dr_json_num(&j, "loader_runq_wait_share", loader_runq(d));
+  dr_json_num(&j, "loading_runq_wait_share", loading_runq(d));
   dr_json_num(&j, "job_cpu_cores", d->job_cores);
   dr_json_num(&j, "usable_cores", dr_usable_cores(d));
   dr_json_num(&j, "num_workers", isfinite(d->num_workers) ? d->num_workers : d->nprocs ? d->nworkers : NAN);
@@ -396,6 +412,7 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
   dr_json_num(&j, "loader_cpu_cores_min", lcpu_lo);
   dr_json_num(&j, "loader_cpu_cores_max", lcpu_hi);
   dr_json_num(&j, "loader_runq_wait_share", loader_runq(d));
+  dr_json_num(&j, "loading_runq_wait_share", loading_runq(d));
   dr_json_num(&j, "dstate_share", dstate_share(d));
   dr_json_num(&j, "iowait_pct", d->iowait.mean);
   dr_json_num(&j, "job_read_bytes_s", d->tree_read.mean);
@@ -493,7 +510,7 @@ void dr_rule_input(struct dr_run *d, struct dr_findings *fs) {
   /* Latency: even the most the loader could have used is little, the CPU is known not full, and the
    * loader did not wait for a CPU (a starved loader uses little CPU too: its run-queue wait tells them
    * apart where the kernel keeps schedstat; docs/diagnosis.md). */
-  double runq = loader_runq(d);
+  double runq = loading_runq(d);
   if (isfinite(hi) && hi < DR_LOADER_CPU_IDLE && saturated(d) == 0 && !(runq >= DR_LOADER_STARVED)) {
     add_input_latency(d, fs, w0, lo, hi);
     return;

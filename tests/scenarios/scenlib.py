@@ -94,6 +94,41 @@ def throughput(stdout):
     return None
 
 
+class CpuPressure:
+    """How much of a stretch of wall time the machine's tasks waited for a CPU: the kernel's PSI
+    (/proc/pressure/cpu, "some" total, µs), read by the test itself around a run, not by the code under
+    test. `with CpuPressure() as p: ...` then p.share (0..1; None where the kernel has no PSI)."""
+
+    @staticmethod
+    def _total():
+        try:
+            with open("/proc/pressure/cpu") as f:
+                for line in f:
+                    if line.startswith("some "):
+                        return int(line.split("total=")[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        return None
+
+    def __enter__(self):
+        import time
+        self.t0, self.p0, self.share = time.monotonic(), self._total(), None
+        return self
+
+    def __exit__(self, *exc):
+        import time
+        p1, wall = self._total(), time.monotonic() - self.t0
+        if self.p0 is not None and p1 is not None and wall > 0:
+            self.share = min(1.0, (p1 - self.p0) / 1e6 / wall)
+        return False
+
+
+# At or above this share of a run's time waiting for a CPU (tests/load.sh's burners give 0.8-1.0) the
+# machine has no free core: the doctor rightly advises no more loader workers there (docs/diagnosis.md:
+# DR_CPU_CONTENDED), and a case that expects loader_workers on a free core expects it only below.
+FULL_CPU = 0.5
+
+
 def log(*a):
     print(*a, flush=True)
     sys.stdout.flush()

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """The doctor's estimate against a measured fix: one PyTorch training run with a costly per-sample
 transform loaded in the main process (num_workers=0), then the same run with num_workers=2, as its
-loader_workers finding advises on this 2-core machine. `gpuscope compare` must show the measured
+loader_workers finding advises on this 2-core machine (where a core is free: on a machine whose CPUs are
+full, tests/load.sh, the doctor advises no workers, and the round checks only that it found the run
+input-bound). `gpuscope compare` must show the measured
 speed-up, and the doctor's estimate for 2 workers (from the first run's evidence) must lie within
 ±30 % of it.
 
@@ -19,7 +21,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from scenlib import Sandbox, have_torch, log, skipped, throughput  # noqa: E402
+from scenlib import FULL_CPU, CpuPressure, Sandbox, have_torch, log, skipped, throughput  # noqa: E402
 
 ARGS = ["--seconds", os.environ.get("GS_SCENARIO_SECONDS", "10"), "--width", "8", "--batch", "32", "--work", "30",
         "--sync-ms", "40"]
@@ -37,10 +39,22 @@ def say(line):
 
 def one_round(sb, k):
     before, after = f"before-{k}", f"after-{k}"
-    out_b, _ = sb.run(before, "train.py", ARGS + ["--workers", "0"])
-    out_a, _ = sb.run(after, "train.py", ARGS + ["--workers", "2"])
+    with CpuPressure() as psi:
+        out_b, _ = sb.run(before, "train.py", ARGS + ["--workers", "0"])
     rep = sb.report(before)
     lw = [f for f in rep["findings"] if f["rule"] == "loader_workers"]
+    rules = sorted(f["rule"] for f in rep["findings"])
+    if not lw and psi.share is not None and psi.share >= FULL_CPU:
+        # No core is free (tests/load.sh): the doctor advises no workers there (a worker would only take
+        # CPU from the machine's other tasks), so there is no estimate to hold against a measure. What
+        # it must still say is that loading costs the time.
+        if "input_bound" not in rules:
+            raise AssertionError(f"the CPUs were full (pressure {psi.share * 100:.0f}%) and the before run has no "
+                                 f"input_bound: {rules}")
+        say(f"round {k}: the CPUs were full (tasks waited for a CPU {psi.share * 100:.0f}% of the run): the doctor "
+            f"found {rules} and advised no workers; no estimate to compare")
+        return "full"
+    out_a, _ = sb.run(after, "train.py", ARGS + ["--workers", "2"])
     if not lw:
         raise AssertionError(f"no loader_workers finding on the before run: {[f['rule'] for f in rep['findings']]}")
     ev = lw[0]["evidence"]
@@ -106,7 +120,10 @@ def main():
                 say(f"RETRY {name}: the first pair missed; running it once more")
                 retried.append(name)
                 ok = round_fn(sb, 2)
-            if ok:
+            if ok == "full":
+                say(f"ok: on full CPUs the doctor advised no workers and found the run input-bound (no {name} "
+                    f"estimate to compare)")
+            elif ok:
                 say(f"ok: the doctor's {name} estimate is within ±{TOLERANCE * 100:.0f}% of the measured speed-up")
             else:
                 say(f"FAIL: the {name} estimate missed the measured speed-up by more than ±{TOLERANCE * 100:.0f}% twice")

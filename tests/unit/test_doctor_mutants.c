@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
 
 /* Ties compare equal; the median of an even count is the mean of the middle two. Kills
@@ -207,6 +208,17 @@ static void test_own_labels_match_whole_members_only(void **state) {
   free(d);
 }
 
+/* An evidence key's unit: "speedup" alone is a factor, like a key ending in _speedup; another key of
+ * the same length has none. Kills doctor_evidence_unit's `klen == 7 && !memcmp(key, "speedup", 7)`
+ * -> `0` and its `!memcmp` -> `memcmp`. */
+static void test_evidence_unit_of_speedup_alone_is_a_factor(void **state) {
+  (void)state;
+  assert_string_equal(doctor_evidence_unit("speedup", 7), "x");
+  assert_string_equal(doctor_evidence_unit("workers", 7), "");
+  assert_string_equal(doctor_evidence_unit("est_speedup", 11), "x");
+  assert_string_equal(doctor_evidence_unit("speedup_s", 7), "x"); /* the key is its first klen bytes */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_compare_ties_are_equal_and_median_is_the_middle),
@@ -217,6 +229,7 @@ int main(void) {
       cmocka_unit_test(test_name_node_puts_the_host_and_rank_first),
       cmocka_unit_test(test_own_labels_match_whole_members_only),
       cmocka_unit_test(test_json_a_long_key_is_cut_to_what_fits),
+      cmocka_unit_test(test_evidence_unit_of_speedup_alone_is_a_factor),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
 #include "doctor/doctor.h"
 #include "doctor/doctor_int.h"
@@ -363,14 +364,20 @@ static void test_data_wait_with_idle_loader_is_latency(void **state) {
 }
 
 /* The same low CPU, but the loading process waited for a CPU 70 % of the time (schedstat's run delay:
- * the host's CPUs were taken by others): a starved loader, not latency — it is input-bound. A run-queue
+ * the host's CPUs were taken by others): a starved loader, not latency — it is input-bound. Without
+ * workers the training process also computes (20 % of the step here), and a wait that fits in that
+ * part of the step may all be the computing's: at 30 % at least 10 points of it fall in the data wait,
+ * 0.125 of the loading, under the starved line (the job of test_compare, which sleeps for its data, on
+ * a machine whose CPUs burners keep full); at 70 % at least 0.625 of the loading waited. A run-queue
  * wait of 5 % keeps the latency verdict. */
 static void test_a_starved_loader_is_not_latency(void **state) {
   (void)state;
   const struct {
-    double runq_pct;
+    double runq_pct, loading;
     const char *rule, *not_rule;
-  } cases[] = {{70, "input_bound", "input_latency"}, {5, "input_latency", "input_bound"}};
+  } cases[] = {{70, 0.625, "input_bound", "input_latency"},
+               {30, 0.125, "input_latency", "input_bound"},
+               {5, 0, "input_latency", "input_bound"}};
   for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
     struct fake f;
     fake_begin(&f, 20);
@@ -384,7 +391,11 @@ static void test_a_starved_loader_is_not_latency(void **state) {
     assert_null(find_or_null(fs, n, cases[c].not_rule));
     char want[64];
     snprintf(want, sizeof want, "\"loader_runq_wait_share\":%g", cases[c].runq_pct / 100);
-    assert_non_null(strstr(hit->evidence, want));
+    if (!strstr(hit->evidence, want))
+      fail_msg("want %s in %s", want, hit->evidence);
+    snprintf(want, sizeof want, "\"loading_runq_wait_share\":%g", cases[c].loading);
+    if (!strstr(hit->evidence, want))
+      fail_msg("want %s in %s", want, hit->evidence);
     fake_free(&f, fs);
   }
 }
@@ -1955,6 +1966,288 @@ static void test_mutants_window_length_is_end_minus_start(void **state) {
   fake_free(&f, NULL);
 }
 
+/* ---- the second mutation pass on the step model (docs/mutation.md, 2026-12-02) ---- */
+
+/* healthy's title gives the data wait as a percentage of the step, with a GPU and without one: 5 ms
+ * of a 50 ms step is 10 %. Kills verdict_basis's two `d->data_share * 100` -> `/ 100`. */
+static void test_mutants_healthy_title_gives_the_data_wait_in_percent(void **state) {
+  (void)state;
+  for (int with_gpu = 0; with_gpu < 2; with_gpu++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, with_gpu ? 8 : 2, with_gpu ? 20 : 55, 1.0);
+    steps(&f, 0.005, 0.045, 0, 0);
+    if (with_gpu)
+      gpu(&f, 0, 97, 80, 55, 68e9);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    expect_rules(fs, n, "healthy");
+    const char *want = with_gpu ? "GPU busy 97%, data wait 10% of the step" : "no GPU; data wait 10% of the step";
+    if (!strstr(fs[0].title, want))
+      fail_msg("title: %s", fs[0].title);
+    fake_free(&f, fs);
+  }
+}
+
+/* A GPU busy 97 % of the time and nearly filled (SM activity 94.5 %) with most of its memory free: a
+ * 4x batch amortises only the host's 2.6 % of the step and the unfilled 2.5 % of the GPU's: 0.75 x
+ * 5.1 % = 3.8 % less, 1.04x — above the 3 % any finding needs but under batch_too_small's own 5 %, so
+ * the step model drops it. Kills evaluate_changes' `if (sp < min_speedup || !(sp > 1)) continue` ->
+ * `if (0)`. */
+static void test_mutants_a_nearly_full_gpu_with_free_memory_gets_no_batch_advice(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.0002, 0.050, 0, 0);
+  gpu(&f, 0, 97, 94.5, 55, 12e9);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  assert_null(find_or_null(fs, n, "batch_too_small"));
+  expect_rules(fs, n, "healthy");
+  fake_free(&f, fs);
+}
+
+/* The live diagnosis fills the window it judged only when asked (NULL is allowed), gives the
+ * findings of a run it can load, and for a run it cannot load an error, no findings and the usual
+ * window. Kills live.c's `if (w)` -> `if (0)` / `if (1)` (both), and `if (!rc)` -> `if (rc)` /
+ * `if (1)`. */
+static void test_mutants_live_diagnosis_fills_its_window_only_when_asked(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 55, 1.0);
+  steps(&f, 0.0002, 0.050, 0, 0);
+  fake_close_run(&f);
+  struct runview v;
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  struct runview_window want = runview_live_window(&v, 5 * S), junk = {.from = -7, .to = -7, .span_s = -7};
+  struct runview_window w = junk;
+  struct store_finding *fs = NULL;
+  size_t n = 0;
+  assert_int_equal(doctor_diagnose_live(&v, 5 * S, &fs, &n, NULL), 0);
+  expect_rules(fs, n, "healthy");
+  free(fs);
+  assert_int_equal(doctor_diagnose_live(&v, 5 * S, &fs, &n, &w), 0);
+  expect_rules(fs, n, "healthy");
+  free(fs);
+  assert_true(w.from == want.from && w.to == want.to);
+  runview_done(&v);
+  w = junk;
+  assert_int_equal(doctor_diagnose_live_run(f.st, f.run.id, 5 * S, &fs, &n, &w), 0);
+  expect_rules(fs, n, "healthy");
+  free(fs);
+  assert_true(w.from == want.from && w.to == want.to);
+  assert_int_equal(doctor_diagnose_live_run(f.st, f.run.id, 5 * S, &fs, &n, NULL), 0);
+  expect_rules(fs, n, "healthy");
+  free(fs);
+  w = junk;
+  fs = (struct store_finding *)&w; /* overwritten: NULL on failure */
+  n = 7;
+  assert_int_not_equal(doctor_diagnose_live_run(f.st, "01nosuchrunxxxxxxxxxxxxxxx", 5 * S, &fs, &n, &w), 0);
+  assert_null(fs);
+  assert_int_equal(n, 0);
+  assert_true(w.from == INT64_MIN && w.to == INT64_MAX && isnan(w.span_s));
+  fake_free(&f, NULL);
+}
+
+/* loader_workers' fix states its model with the run's own figures: compute 10 ms, load 40 ms, a
+ * 50 ms step. Kills the fix's `* 1e3` -> `/ 1e3` (compute, load, the new and the old step). */
+static void test_mutants_loader_workers_fix_states_its_model_in_ms(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 50, 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *lw = find(fs, n, "loader_workers");
+  /* step 50 ms; load 40 ms; 2 workers: max(10, 20, 1 core x 50 ms / 2 cores) = 25 ms */
+  if (!strstr(lw->fix, "Model: step = max(compute 10 ms, load 40 ms / workers, the job's CPU per step / usable "
+                       "cores) = 25 ms, down from 50 ms."))
+    fail_msg("fix: %s", lw->fix);
+  fake_free(&f, fs);
+}
+
+/* Periodic stalls are counted one by one and their mean is the time each adds: 1 s pauses every 40
+ * steps of 50 ms. Kills step_stalls' count starting at 1 (`k = 0` -> `1`) and mean_stall_s's `lost /
+ * n` -> `lost * n`. */
+static void test_mutants_periodic_stalls_are_counted_and_averaged_exactly(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 30);
+  host_and_job(&f, 2, 55, 1.0);
+  steps(&f, 0.001, 0.049, 40, 1.0);
+  /* the pauses rank_steps puts in: after every 40th step that ends inside the run */
+  int want = 0;
+  double t = 0.5;
+  for (int k = 0; t + 0.050 < f.dur; k++) {
+    t += 0.050;
+    if (k % 40 == 39)
+      t += 1.0, want++;
+  }
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *p = find(fs, n, "periodic_stall");
+  char key[32];
+  snprintf(key, sizeof key, "\"stalls\":%d,", want);
+  if (!strstr(p->evidence, key) || !strstr(p->evidence, "\"mean_stall_s\":1,"))
+    fail_msg("%d stalls of 1 s; evidence: %s", want, p->evidence);
+  fake_free(&f, fs);
+}
+
+/* Five throttled stretches: the clock while throttled is read over each of them (1200 MHz), the
+ * clock otherwise over the rest (1980). Kills the interval list's `ivs[niv * 2]` -> `ivs[niv / 2]`. */
+static void test_mutants_throttled_clock_is_read_over_every_stretch(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  gpu_with(&f, 0, 97, 80, 55, 68e9, 0);
+  periodic(&f, "nvml", "gpu.throttle_reasons", "gpu=0", 4, 0.6, 0, 0x20 | 0x40);
+  periodic(&f, "nvml", "gpu.sm_clock_mhz", "gpu=0", 4, 0.6, 1980, 1200);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *t = find(fs, n, "throttled");
+  if (!strstr(t->evidence, "\"sm_clock_throttled_mhz\":1200,") ||
+      !strstr(t->evidence, "\"sm_clock_otherwise_mhz\":1980,"))
+    fail_msg("evidence: %s", t->evidence);
+  fake_free(&f, fs);
+}
+
+/* A cpuset reading of 0 cores is not a limit (the cgroup file read empty): the usable cores are the
+ * host's 2. Kills dr_load_host's `cs.n && cs.min >= 1` -> `||`. */
+static void test_mutants_a_cpuset_of_no_cores_is_no_limit(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 50, 1.0);
+  constant(&f, "host", "host.cpuset_cores", "", 0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *lw = find(fs, n, "loader_workers");
+  if (!strstr(lw->evidence, "\"usable_cores\":2,"))
+    fail_msg("evidence: %s", lw->evidence);
+  fake_free(&f, fs);
+}
+
+/* MIG instances: GPUs without util, the busy time read from their SM activity — of the GPUs that
+ * measured it only (a second instance without SM activity does not make the first one idle). The
+ * mixed-precision estimate is the same with the second one there. Kills used_sm_active's `used &&
+ * sm_active.n` -> `1`. */
+static void test_mutants_mig_busy_time_is_read_from_gpus_with_sm_activity(void **state) {
+  (void)state;
+  double speedup[2];
+  for (int second = 0; second < 2; second++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 1.0);
+    steps(&f, 0.001, 0.049, 0, 0);
+    gpu_with(&f, 0, NAN, 80, 1, 68e9, 1);
+    constant(&f, "nvml", "gpu.proc_mem_bytes", "gpu=0,pid=100", 60e9); /* without util, a process makes it used */
+    if (second) {
+      constant(&f, "nvml", "gpu.proc_mem_bytes", "gpu=1,pid=100", 20e9);
+      constant(&f, "nvml", "gpu.mem_used_bytes", "gpu=1", 30e9);
+      constant(&f, "nvml", "gpu.mem_total_bytes", "gpu=1", 80e9);
+      gs_sink_param(f.sink, "gpu.1.cc", "9.0");
+    }
+    gs_sink_param(f.sink, "precision", "fp32");
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    speedup[second] = find(fs, n, "mixed_precision")->speedup;
+    fake_free(&f, fs);
+  }
+  if (!(speedup[0] > 1.05) || fabs(speedup[1] - speedup[0]) > 1e-9)
+    fail_msg("mixed_precision %.4fx alone, %.4fx beside an instance without SM activity", speedup[0], speedup[1]);
+}
+
+/* host_code_bound's estimate keeps the host time that holds the GPU at 90 % of the compute path: GPU
+ * 34 % busy -> of a 1 s step, 0.34 s GPU, 0.038 s host kept, so 1 / 0.378 = 2.65x. Kills the
+ * change's `gpu * (1 / value - 1)` -> `gpu * (1 * value - 1)` (all the host time removed: 2.94x). */
+static void test_mutants_host_code_estimate_keeps_the_hosts_share_of_the_target(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 0.3);
+  steps(&f, 0.001, 0.049, 0, 0);
+  gpu(&f, 0, 34, 30, 20, 68e9);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *h = find(fs, n, "host_code_bound");
+  double ds = 0.001 / 0.050, gpu = 0.34, host = 1 - ds - gpu, keep = gpu * (1 / 0.9 - 1);
+  double want = 1 / (1 - host + keep);
+  if (fabs(h->speedup - want) > 0.01 * want)
+    fail_msg("host_code_bound %.3fx, want %.3fx; evidence %s", h->speedup, want, h->evidence);
+  fake_free(&f, fs);
+}
+
+/* A read that fails while the doctor judges (the store lost its samples table under a loaded view) is
+ * an error with its message, not a verdict on what could still be read. Kills dr_read_failed's `if
+ * (!d->read_rc)` -> `if (d->read_rc)` / `if (0)` (no read failure kept at all). */
+static void test_mutants_a_failed_read_is_an_error_not_a_verdict(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 55, 1.0);
+  steps(&f, 0.0002, 0.050, 0, 0);
+  fake_close_run(&f);
+  struct runview v;
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  char path[400];
+  snprintf(path, sizeof path, "%s/d%d.db", dir, dbn - 1);
+  sqlite3 *db;
+  assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  assert_int_equal(sqlite3_exec(db, "DROP TABLE chunks", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(db);
+  struct store_finding *fs = NULL;
+  size_t n = 0;
+  assert_int_not_equal(doctor_diagnose_view(&v, INT64_MIN, INT64_MAX, &fs, &n), 0);
+  if (!strstr(gs_last_error(), "cannot read the run's data"))
+    fail_msg("error: %s", gs_last_error());
+  assert_int_equal(n, 0);
+  free(fs);
+  runview_done(&v);
+  fake_free(&f, NULL);
+}
+
+/* A long run (more throttle readings than RUNVIEW_QUICK_POINTS: 6 h at 10 Hz) is judged from the
+ * collector's throttle_start/stop events and the clock's 10 s rollups: 54 stretches, the first 160 s
+ * of every 400 s, the SM clock 1200 MHz inside them and 1980 outside (a rollup straddling an edge
+ * mixes both: within 40 MHz). Kills gpu_throttle_long's interval list `ivs[niv * 2]` -> `ivs[niv /
+ * 2]` (the stretches' starts written over each other). */
+static void test_mutants_a_long_runs_throttled_clock_is_read_over_every_stretch(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 6 * 3600);
+  constant(&f, "nvml", "gpu.util_pct", "gpu=0", 97);
+  constant(&f, "nvml", "gpu.sm_clock_max_mhz", "gpu=0", 1980);
+  periodic(&f, "nvml", "gpu.throttle_reasons", "gpu=0", 400, 0.4, 0x20, 0);
+  periodic(&f, "nvml", "gpu.sm_clock_mhz", "gpu=0", 400, 0.4, 1200, 1980);
+  for (int64_t k = 0; k * 400 < 6 * 3600; k++) {
+    gs_sink_event(f.sink, T0 + k * 400 * S, "throttle_start", "SwThermalSlowdown", 0, "gpu=0", "");
+    gs_sink_event(f.sink, T0 + (k * 400 + 160) * S, "throttle_stop", "SwThermalSlowdown", 0, "gpu=0", "");
+  }
+  gs_sink_param(f.sink, "gpu.0.cc", "9.0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *t = find(fs, n, "throttled");
+  double hot[1], cool[1];
+  const char *h = strstr(t->evidence, "\"sm_clock_throttled_mhz\":"),
+             *c = strstr(t->evidence, "\"sm_clock_otherwise_mhz\":");
+  if (!h || !c)
+    fail_msg("evidence: %s", t->evidence);
+  hot[0] = strtod(h + strlen("\"sm_clock_throttled_mhz\":"), NULL);
+  cool[0] = strtod(c + strlen("\"sm_clock_otherwise_mhz\":"), NULL);
+  if (!(fabs(hot[0] - 1200) <= 40) || !(fabs(cool[0] - 1980) <= 40) || !strstr(t->evidence, "\"throttled_share\":0.4"))
+    fail_msg("evidence: %s", t->evidence);
+  fake_free(&f, fs);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
@@ -2014,6 +2307,17 @@ int main(void) {
       cmocka_unit_test(test_mutants_healthy_title_and_fix_give_their_figures),
       cmocka_unit_test(test_mutants_group_input_bound_names_its_host),
       cmocka_unit_test(test_mutants_window_length_is_end_minus_start),
+      cmocka_unit_test(test_mutants_healthy_title_gives_the_data_wait_in_percent),
+      cmocka_unit_test(test_mutants_a_nearly_full_gpu_with_free_memory_gets_no_batch_advice),
+      cmocka_unit_test(test_mutants_live_diagnosis_fills_its_window_only_when_asked),
+      cmocka_unit_test(test_mutants_loader_workers_fix_states_its_model_in_ms),
+      cmocka_unit_test(test_mutants_periodic_stalls_are_counted_and_averaged_exactly),
+      cmocka_unit_test(test_mutants_throttled_clock_is_read_over_every_stretch),
+      cmocka_unit_test(test_mutants_a_cpuset_of_no_cores_is_no_limit),
+      cmocka_unit_test(test_mutants_mig_busy_time_is_read_from_gpus_with_sm_activity),
+      cmocka_unit_test(test_mutants_host_code_estimate_keeps_the_hosts_share_of_the_target),
+      cmocka_unit_test(test_mutants_a_failed_read_is_an_error_not_a_verdict),
+      cmocka_unit_test(test_mutants_a_long_runs_throttled_clock_is_read_over_every_stretch),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
