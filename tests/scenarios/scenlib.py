@@ -94,39 +94,39 @@ def throughput(stdout):
     return None
 
 
-class CpuPressure:
-    """How much of a stretch of wall time the machine's tasks waited for a CPU: the kernel's PSI
-    (/proc/pressure/cpu, "some" total, µs), read by the test itself around a run, not by the code under
-    test. `with CpuPressure() as p: ...` then p.share (0..1; None where the kernel has no PSI)."""
+class IdleCores:
+    """How many of the machine's CPUs were idle over a stretch of wall time, on average: /proc/stat's
+    idle and iowait time, read by the test itself around a run (not by the code under test).
+    `with IdleCores() as c: ...` then c.cores (None where /proc/stat cannot be read)."""
 
     @staticmethod
-    def _total():
+    def _idle_s():
         try:
-            with open("/proc/pressure/cpu") as f:
-                for line in f:
-                    if line.startswith("some "):
-                        return int(line.split("total=")[1])
+            with open("/proc/stat") as f:
+                fields = f.readline().split()
+            return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
         except (OSError, ValueError, IndexError):
             return None
-        return None
 
     def __enter__(self):
         import time
-        self.t0, self.p0, self.share = time.monotonic(), self._total(), None
+        self.t0, self.i0, self.cores = time.monotonic(), self._idle_s(), None
         return self
 
     def __exit__(self, *exc):
         import time
-        p1, wall = self._total(), time.monotonic() - self.t0
-        if self.p0 is not None and p1 is not None and wall > 0:
-            self.share = min(1.0, (p1 - self.p0) / 1e6 / wall)
+        i1, wall = self._idle_s(), time.monotonic() - self.t0
+        if self.i0 is not None and i1 is not None and wall > 0:
+            self.cores = max(0.0, (i1 - self.i0) / wall)
         return False
 
 
-# At or above this share of a run's time waiting for a CPU (tests/load.sh's burners give 0.8-1.0) the
-# machine has no free core: the doctor rightly advises no more loader workers there (docs/diagnosis.md:
-# DR_CPU_CONTENDED), and a case that expects loader_workers on a free core expects it only below.
-FULL_CPU = 0.5
+# A core is free for a loader worker when at least this much CPU sat idle through the run, on
+# average; none is when less than NO_CORE did (tests/load.sh's burners leave ~0). The doctor advises
+# loader_workers where there is room (docs/diagnosis.md); a case that expects it on a free core expects
+# it only at FREE_CORE or more, forbids it below NO_CORE, and takes either in between.
+FREE_CORE = 0.75
+NO_CORE = 0.25
 
 
 def log(*a):
