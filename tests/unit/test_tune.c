@@ -171,6 +171,23 @@ static void test_rank_reports_a_tie_not_a_winner(void **state) {
   assert_true(tr[1].tied && tr[2].tied && !tr[0].tied);
 }
 
+/* The grid of test_tune_sweep on a loaded machine: the fastest by its rate (2068 ± 2056, a burst of
+ * prefetched batches) would tie every trial with it, the baseline four times slower too, and the
+ * baseline would be recommended. The best is the surely fastest (highest rate - ci): 1844 ± 591;
+ * only the other four-worker trials tie with it. Failed before: best 2, recommended 0. */
+static void test_rank_a_trial_of_wide_spread_is_not_the_best(void **state) {
+  (void)state;
+  struct tune_trial tr[5] = {ok_trial(416, 34, 1, 0), ok_trial(914, 28, 1, 0), ok_trial(2068, 2056, 1, 0),
+                             ok_trial(1844, 591, 1, 0), ok_trial(1746, 727, 1, 0)};
+  struct tune_result r = {.trials = tr, .n = 5};
+  struct tune_opts o = {0};
+  tune_rank(&o, &r);
+  assert_int_equal(r.best, 3);
+  assert_int_equal(r.winner, -1);
+  assert_int_equal(r.recommended, 2); /* the first of the tied in plan order */
+  assert_true(!tr[0].tied && !tr[1].tied && tr[2].tied && tr[3].tied && tr[4].tied);
+}
+
 static void test_rank_takes_halvings_last_rung(void **state) {
   (void)state;
   struct tune_trial tr[4] = {ok_trial(500, 1, 1, 0), ok_trial(100, 1, 1, 0), ok_trial(300, 1, 1, 1),
@@ -407,6 +424,7 @@ int main(void) {
       cmocka_unit_test(test_tie_uses_both_halfwidths),
       cmocka_unit_test(test_rank_skips_trials_over_the_memory_margin),
       cmocka_unit_test(test_rank_reports_a_tie_not_a_winner),
+      cmocka_unit_test(test_rank_a_trial_of_wide_spread_is_not_the_best),
       cmocka_unit_test(test_rank_takes_halvings_last_rung),
       cmocka_unit_test(test_doctor_move_takes_the_recommended_worker_count),
       cmocka_unit_test(test_doctor_move_shows_the_findings_estimate_for_the_value_applied),
