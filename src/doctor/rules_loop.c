@@ -433,7 +433,7 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
             "Keras / tf.data:\n"
             "  ds = files.interleave(tf.data.TFRecordDataset, cycle_length=%d,\n"
             "      num_parallel_calls=tf.data.AUTOTUNE).cache('/local/cache').prefetch(tf.data.AUTOTUNE)",
-            d->data_mean * 1e3, w0 > 0 ? "es" : "", lcpu_hi,
+            d->data_mean * 1e3, w0 > 1 ? "es" : "", lcpu_hi,
             isfinite(dstate_share(d)) ? "the disks show little wait"
                                       : "storage wait was not measured (no D-state readings of the job's processes)",
             rec, bs, rec, rec);

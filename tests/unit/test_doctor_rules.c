@@ -2248,6 +2248,57 @@ static void test_mutants_a_long_runs_throttled_clock_is_read_over_every_stretch(
   fake_free(&f, fs);
 }
 
+/* input_latency's fix names the loading processes as many as there are: the training process, one
+ * worker ("process"), two ("processes"; one worker was called "processes" before this test). Kills
+ * the plural's `w0 > 1` -> `w0 > 2` and `-> w0 > 0` (the mutation pass's `0` -> `1` found it). */
+static void test_mutants_input_latency_names_its_loading_processes(void **state) {
+  (void)state;
+  for (int w = 0; w <= 2; w++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 4, 15, 0.2);
+    for (int k = 0; k < w; k++) {
+      char lab[16];
+      snprintf(lab, sizeof lab, "pid=%d", 101 + k);
+      int id = gs_sink_series(f.sink, "proctree", "proc.cpu_pct", lab, "%", GS_GAUGE);
+      for (int64_t t = 10; t <= 200; t++)
+        gs_sink_put(f.sink, id, T0 + t * S / 10, 5);
+      gs_sink_event(f.sink, T0 + S, "proc_start", "python3", 101 + k, "", "");
+    }
+    steps(&f, 0.040, 0.010, 0, 0);
+    char nw[8];
+    snprintf(nw, sizeof nw, "%d", w);
+    gs_sink_param(f.sink, "num_workers", nw);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    const struct store_finding *l = find(fs, n, "input_latency");
+    const char *want = w > 1 ? "yet the loading processes used" : "yet the loading process used";
+    if (!strstr(l->fix, want))
+      fail_msg("%d workers: want \"%s\" in %s", w, want, l->fix);
+    fake_free(&f, fs);
+  }
+}
+
+/* loader_workers' advice keeps the workers alive between epochs unless the job already does
+ * (persistent_workers=True). Kills `pf = d->persistent_workers == 1 ? 1 : 0` -> `== 0` / `? 0`. */
+static void test_mutants_loader_workers_says_keep_them_alive_unless_they_are(void **state) {
+  (void)state;
+  for (int persistent = 0; persistent < 2; persistent++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 2, 50, 1.0);
+    steps(&f, 0.040, 0.010, 0, 0);
+    gs_sink_param(f.sink, "num_workers", "0");
+    gs_sink_param(f.sink, "persistent_workers", persistent ? "true" : "false");
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    const struct store_finding *lw = find(fs, n, "loader_workers");
+    if ((strstr(lw->fix, ", kept alive between epochs") != NULL) == persistent)
+      fail_msg("persistent_workers=%d: %s", persistent, lw->fix);
+    fake_free(&f, fs);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
@@ -2318,6 +2369,8 @@ int main(void) {
       cmocka_unit_test(test_mutants_host_code_estimate_keeps_the_hosts_share_of_the_target),
       cmocka_unit_test(test_mutants_a_failed_read_is_an_error_not_a_verdict),
       cmocka_unit_test(test_mutants_a_long_runs_throttled_clock_is_read_over_every_stretch),
+      cmocka_unit_test(test_mutants_input_latency_names_its_loading_processes),
+      cmocka_unit_test(test_mutants_loader_workers_says_keep_them_alive_unless_they_are),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
