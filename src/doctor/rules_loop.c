@@ -67,8 +67,12 @@ static void loader_cpu(const struct dr_run *d, double *lo, double *hi) {
 /* The share of the time the loading processes (the workers, or the training process without them)
  * waited for a CPU while runnable, their mean: NAN when not measured (no schedstat). A loader that
  * uses little CPU because it waits for one is starved, not waiting on latency. */
+static int workers_load(const struct dr_run *d) {
+  return dr_current_workers(d) > 0 && d->nworkers > 0;
+}
+
 static double loader_runq(const struct dr_run *d) {
-  int workers = dr_current_workers(d) > 0 && d->nworkers > 0;
+  int workers = workers_load(d);
   double sum = 0;
   int n = 0;
   for (size_t i = 0; i < d->nprocs; i++) {
@@ -87,7 +91,7 @@ static double loader_runq(const struct dr_run *d) {
  * for its data and waits for a CPU only while it computes is not a starved loader. */
 static double loading_runq(const struct dr_run *d) {
   double runq = loader_runq(d);
-  if (dr_current_workers(d) > 0 && d->nworkers > 0)
+  if (workers_load(d))
     return runq;
   double ds = d->data_share;
   if (!isfinite(runq) || !(ds > 0))
