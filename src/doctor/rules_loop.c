@@ -64,13 +64,14 @@ static void loader_cpu(const struct dr_run *d, double *lo, double *hi) {
   *lo = fmin(*hi, fmax(0, (m - (1 - ds) * c_max) / ds));
 }
 
-/* The share of the time the loading processes (the workers, or the training process without them)
- * waited for a CPU while runnable, their mean: NAN when not measured (no schedstat). A loader that
- * uses little CPU because it waits for one is starved, not waiting on latency. */
+/* Whether the loading is the workers' (the job has them), not the training process's. */
 static int workers_load(const struct dr_run *d) {
   return dr_current_workers(d) > 0 && d->nworkers > 0;
 }
 
+/* The share of the time the loading processes (the workers, or the training process without them)
+ * waited for a CPU while runnable, their mean: NAN when not measured (no schedstat). A loader that
+ * uses little CPU because it waits for one is starved, not waiting on latency. */
 static double loader_runq(const struct dr_run *d) {
   int workers = workers_load(d);
   double sum = 0;
