@@ -52,6 +52,18 @@ TESTS = {
     "src/store/pg_util.c": STORE_PG,
     "src/store/pg_spool.c": STORE_PG,
     "src/store/store_group.c": ["unit_test_store_mutants", "unit_test_doctor_rules", "unit_test_store"],
+    # The files that came after the first pass have tests of their own: the export file's parser and
+    # mover, the runs filter, the edits (tags, names, notes, removal), the job's log, the end a full
+    # disk could not take.
+    "src/store/move_parse.c": ["unit_test_move_parse", "it_test_move"],
+    "src/store/store_move.c": ["unit_test_move_parse", "it_test_move"],
+    "src/store/store_where.c": ["unit_test_store_where", "it_test_runs_where"],
+    "src/store/store_meta.c": ["unit_test_store_where", "it_test_runs_edit"],
+    "src/store/sqlite_meta.c": STORE_SQLITE + ["it_test_runs_edit", "it_test_runs_where"],
+    "src/store/pg_meta.c": STORE_PG + ["it_test_runs_edit", "it_test_runs_where"],
+    "src/store/sqlite_log.c": STORE_SQLITE + ["it_test_joblog"],
+    "src/store/pg_log.c": STORE_PG + ["it_test_joblog_pg"],
+    "src/store/sqlite_kept.c": STORE_SQLITE + ["it_test_store_full_disk"],
     "src/doctor": ["unit_test_doctor_mutants", "unit_test_doctor_rules", "unit_test_report", "it_test_doctor", "it_test_compare"],
     "src/ingest/ingest_parse.c": ["unit_test_ingest_parse", "unit_test_ingest_parse_mutants", "unit_test_ingest_poll",
                                   "unit_test_client_c", "it_test_ingest_malformed"],
@@ -61,7 +73,8 @@ FOLDERS = ["src/ingest/ingest_parse.c", "src/store", "src/doctor"]
 # The survivors named equivalent (docs/mutation.md): a mutant that no test can tell from the code.
 EQUIVALENT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "equivalent.txt")
 # The build targets a test needs beyond the executable its command names.
-EXTRA_TARGETS = {}
+EXTRA_TARGETS = {"it_test_move": ["serve_gen"], "it_test_runs_edit": ["serve_gen"], "it_test_runs_where": ["gpusim"],
+                 "it_test_store_full_disk": ["gpusim"]}
 
 
 def log(*a):
