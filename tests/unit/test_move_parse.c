@@ -26,6 +26,10 @@ static void test_strings_decode_escapes_and_surrogate_pairs(void **state) {
   assert_string_equal(mv_str(&l, "a"), "x\n\t\"\\/\xc3\xa9\xf0\x9f\x98\x80");
   assert_int_equal(mv_get(&l, "a")->len, 12);
   mv_line_done(&l);
+  /* upper-case hex digits are as good as lower-case (mutation: move_parse.c:47 'A' + 10 -> - 10) */
+  assert_int_equal(parse("{\"a\":\"\\u00C9\\u00c9\\u2E3a\"}", &l, err), 0);
+  assert_string_equal(mv_str(&l, "a"), "\xc3\x89\xc3\x89\xe2\xb8\xba");
+  mv_line_done(&l);
 }
 
 static void test_integers_stay_exact_and_doubles_read_back(void **state) {
@@ -139,6 +143,12 @@ static void test_every_rule_refuses_its_line(void **state) {
       {{HDR, RUN, "{\"type\":\"note\",\"run\":\"abc\"}"}, 3, 2, "without its field 'text'"},
       {{HDR, RUN, "{\"type\":\"telemetry\",\"run\":\"abc\"}"}, 3, 2, "type 'telemetry'"},
       {{HDR, RUN, RUN}, 3, 2, "without its run_end"},
+      /* a series' run id is held to 31 bytes like every run id (mutation: move_parse.c:372 31 -> 32) */
+      {{HDR, RUN, "{\"type\":\"series\",\"run\":\"0123456789abcdef0123456789abcdef\",\"id\":0,\"source\":\"s\","
+                  "\"name\":\"x\",\"labels\":\"\",\"unit\":\"\",\"kind\":\"gauge\"}"},
+       3,
+       2,
+       "'run' is over 31 bytes"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char err[256] = "";

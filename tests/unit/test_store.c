@@ -280,6 +280,13 @@ static void test_store_read_mode_reads_and_refuses_writes(void **state) {
   memset(&other, 0, sizeof other);
   assert_int_not_equal(st->run_begin(st, &other), 0);
   assert_int_not_equal(st->findings_write(st, r.id, NULL, 0), 0);
+  /* The edits too, each with the read-only error before it touches the database (mutation:
+   * pg_meta.c:146, a delete that went on past its failed begin to a server-side refusal, GS_EIO). */
+  assert_int_equal(st->run_delete(st, r.id), GS_EINVAL);
+  assert_int_equal(st->run_set_tags(st, r.id, "k=v"), GS_EINVAL);
+  assert_int_equal(st->run_rename(st, r.id, "renamed"), GS_EINVAL);
+  assert_int_equal(st->run_add_note(st, r.id, "a note"), GS_EINVAL);
+  assert_int_equal(st->run_get(st, "kept", &got), 0);
   st->close(st);
 }
 

@@ -521,6 +521,51 @@ static long long behind_int(const char *name, const char *sql) {
   return v;
 }
 
+/* Missing is not zero: a read whose query fails (its table gone, renamed behind the store's back) is
+ * an error, never an empty answer, nor rollups computed afresh as if none were stored. Kills
+ * pg_read.c's `if (!res) return GS_EIO` -> skipped in the runs list (line 62) and in the rollup
+ * blocks' read (line 240). */
+static void test_store_a_failed_read_is_an_error_not_an_empty_answer(void **state) {
+  (void)state;
+  struct store *st = open_db("gone");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  for (int i = 0; i < 1200; i++) /* 10 Hz for 2 min: the 10 s level is stored at the run's end */
+    gs_sink_put(s, id, 1000 + i * 100000000LL, i % 100);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.end_wall_ns = r.start_wall_ns + 120000000000LL;
+  assert_int_equal(st->run_end(st, &r), 0);
+  struct store_series *ser = NULL;
+  size_t nser = 0;
+  assert_int_equal(st->series_list(st, r.id, &ser, &nser), 0);
+  assert_int_equal(nser, 1);
+  int64_t *t = NULL;
+  double *mn = NULL, *mx = NULL, *mean = NULL;
+  size_t n = 0;
+  assert_int_equal(st->rollups_read(st, ser[0].id, 10000000000LL, &t, &mn, &mx, &mean, &n), 0);
+  assert_true(n >= 12);
+  free(t), free(mn), free(mx), free(mean);
+  exec_behind("gone", on_sqlite() ? "ALTER TABLE rollups RENAME TO rollups_gone"
+                                  : "ALTER TABLE rollup_blocks RENAME TO rollup_blocks_gone");
+  assert_int_not_equal(st->rollups_read(st, ser[0].id, 10000000000LL, &t, &mn, &mx, &mean, &n), 0);
+  exec_behind("gone", "ALTER TABLE runs RENAME TO runs_gone");
+  struct store_run *runs = NULL;
+  size_t nruns = 0;
+  assert_int_not_equal(st->runs_list(st, &runs, &nruns), 0);
+  free(ser);
+  st->close(st);
+}
+
 /* Every append records the agent's heartbeat on its run (what tells a live agent on another host
  * from a dead one). Kills sqlite_write.c's heartbeat bind of the run id at parameter 3 instead of
  * 2 (the UPDATE matching no run). */
@@ -727,6 +772,84 @@ static void test_pg_errors_name_the_cause_and_tell_busy_from_failed(void **state
   free(s);
 }
 
+/* A pg_store on a fresh connection to the database called name, as store_pg.c's open makes a
+ * writer's: non-blocking, every answer waited for until timeout_ms (free with drop_store). */
+static struct pg_store *store_on(const char *name, long long timeout_ms) {
+  struct pg_store *s = calloc(1, sizeof *s);
+  url_of(s->url, sizeof s->url, name);
+  snprintf(s->name, sizeof s->name, "pgtest");
+  s->connect = pg_connect;
+  s->mode = STORE_WRITE;
+  s->timeout_ns = timeout_ms * 1000000LL;
+  s->conn = PQconnectdb(s->url);
+  assert_int_equal(PQstatus(s->conn), CONNECTION_OK);
+  assert_int_equal(PQsetnonblocking(s->conn, 1), 0);
+  return s;
+}
+
+static void drop_store(struct pg_store *s) {
+  if (s->conn)
+    PQfinish(s->conn);
+  free(s);
+}
+
+/* PostgreSQL only: a server that does not answer within the store's timeout (here a statement that
+ * sleeps past it) is dropped, and the store says why then and at its next statement; a prepared
+ * statement is held to the same deadline. Kills pg_util.c's `if (left <= 0)` -> never (line 88: the
+ * wait goes on until the answer), `if (why)` -> never (48: the next statement's "unreachable" without
+ * the reason) and the prepared path's `!s->timeout_ns` -> `s->timeout_ns` (158: a blocking call
+ * without a deadline). */
+static void test_pg_a_server_that_does_not_answer_in_time_is_dropped(void **state) {
+  (void)state;
+  struct store *st = open_db("slow"); /* makes the database */
+  st->close(st);
+  struct pg_store *s = store_on("slow", 300);
+  assert_int_equal(pg_exec(s, "SELECT 1", "reading"), GS_OK);
+  assert_int_equal(pg_exec(s, "SELECT pg_sleep(3)", "sleeping"), GS_EIO);
+  assert_non_null(strstr(gs_last_error(), "no answer from the server in 0.3 s"));
+  assert_true(pg_conn_lost(s));
+  assert_int_equal(s->down, 1);
+  assert_int_equal(pg_exec(s, "SELECT 1", "again"), GS_EIO);
+  assert_non_null(strstr(gs_last_error(), "unreachable (no answer from the server in 0.3 s"));
+  drop_store(s);
+  s = store_on("slow", 300);
+  PGresult *res = pg_run_prepare(s, "nap", "SELECT pg_sleep(3)");
+  assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
+  PQclear(res);
+  assert_null(pg_run_prepared(s, "nap", 0, NULL, NULL, NULL));
+  assert_true(pg_conn_lost(s));
+  drop_store(s);
+}
+
+/* PostgreSQL only: the errors that mean the connection is gone (SQLSTATE class 08, and the
+ * server's shutdowns 57P01-57P03) drop it and mark the store down, though libpq still calls the
+ * socket fine; and a healthy connection is kept by a reconnection. Kills conn_broken's `||` -> `&&`
+ * among the four (pg_util.c:68) and pg_reconnect's `if (!s->down && !pg_conn_lost(s))` -> never
+ * (279: a new connection each time). */
+static void test_pg_shutdown_errors_mark_the_store_down_and_a_live_one_is_kept(void **state) {
+  (void)state;
+  struct store *st = open_db("shutdown");
+  st->close(st);
+  static const char *const gone[] = {"08006", "57P01", "57P02", "57P03"};
+  for (size_t i = 0; i < sizeof gone / sizeof *gone; i++) {
+    struct pg_store *s = store_on("shutdown", 5000);
+    char sql[200];
+    snprintf(sql, sizeof sql, "DO $$ BEGIN RAISE EXCEPTION 'going away' USING ERRCODE = '%s'; END $$", gone[i]);
+    PGresult *res = failing(s->conn, sql);
+    assert_int_equal(pg_fail(s, res, "writing"), GS_EIO);
+    PQclear(res);
+    if (!s->down || !strstr(gs_last_error(), "unreachable (") || !strstr(gs_last_error(), "going away"))
+      fail_msg("SQLSTATE %s: down %d, '%s'", gone[i], s->down, gs_last_error());
+    assert_true(pg_conn_lost(s));
+    drop_store(s);
+  }
+  struct pg_store *s = store_on("shutdown", 5000);
+  int pid = PQbackendPID(s->conn);
+  assert_int_equal(pg_reconnect(s, 1), GS_OK);
+  assert_int_equal(PQbackendPID(s->conn), pid);
+  drop_store(s);
+}
+
 /* The one number sql answers on the PostgreSQL store called name, read behind the store's back. */
 static long long pg_count(const char *name, const char *sql) {
   char url[700];
@@ -798,11 +921,14 @@ int main(void) {
       cmocka_unit_test(test_store_append_records_the_heartbeat),
       cmocka_unit_test(test_store_live_run_of_another_host_is_running),
       cmocka_unit_test(test_store_points_at_or_before_the_last_are_stored_once),
+      cmocka_unit_test(test_store_a_failed_read_is_an_error_not_an_empty_answer),
   };
   /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
   const struct CMUnitTest pg_tests[] = {
       cmocka_unit_test(test_pg_errors_name_the_cause_and_tell_busy_from_failed),
       cmocka_unit_test(test_pg_run_end_seals_chunks_and_stores_rollups),
+      cmocka_unit_test(test_pg_a_server_that_does_not_answer_in_time_is_dropped),
+      cmocka_unit_test(test_pg_shutdown_errors_mark_the_store_down_and_a_live_one_is_kept),
   };
   const char *url = getenv("GS_TEST_STORE_URL");
   if (url && !strncmp(url, "postgres", 8))
