@@ -144,8 +144,9 @@ static void test_every_rule_refuses_its_line(void **state) {
       {{HDR, RUN, "{\"type\":\"telemetry\",\"run\":\"abc\"}"}, 3, 2, "type 'telemetry'"},
       {{HDR, RUN, RUN}, 3, 2, "without its run_end"},
       /* a series' run id is held to 31 bytes like every run id (mutation: move_parse.c:372 31 -> 32) */
-      {{HDR, RUN, "{\"type\":\"series\",\"run\":\"0123456789abcdef0123456789abcdef\",\"id\":0,\"source\":\"s\","
-                  "\"name\":\"x\",\"labels\":\"\",\"unit\":\"\",\"kind\":\"gauge\"}"},
+      {{HDR, RUN,
+        "{\"type\":\"series\",\"run\":\"0123456789abcdef0123456789abcdef\",\"id\":0,\"source\":\"s\","
+        "\"name\":\"x\",\"labels\":\"\",\"unit\":\"\",\"kind\":\"gauge\"}"},
        3,
        2,
        "'run' is over 31 bytes"},
