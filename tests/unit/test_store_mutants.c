@@ -566,6 +566,45 @@ static void test_store_a_failed_read_is_an_error_not_an_empty_answer(void **stat
   st->close(st);
 }
 
+/* A run of one series at 100 Hz for 30 s (its 1 s level is worth storing) and a note, begun 5 s ago
+ * on the monotonic clock, appended and ended on st. */
+static void run_of_100hz(struct store *st, struct store_run *r) {
+  memset(r, 0, sizeof *r);
+  r->agent_pid = getpid();
+  r->start_wall_ns = gs_wall_ns();
+  r->mono_start_ns = gs_mono_ns() - 5 * GS_NS_PER_S;
+  assert_int_equal(st->run_begin(st, r), 0);
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  for (int i = 0; i < 3000; i++)
+    gs_sink_put(s, id, r->mono_start_ns + i * 10000000LL, i % 100);
+  gs_sink_note(s, "a note");
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, r, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(s);
+}
+
+/* A note's time is the time since its run began, and the finest rollup level (1 s) is stored when
+ * its buckets are full enough, as the coarser ones (the reads would compute it again, so only the
+ * tables tell). Kills pg_write.c's note time `gs_mono_ns() - r->mono_start_ns` -> `+` (line 222) and
+ * write_series_rollups' levels loop from 1 (368). */
+static void test_store_note_times_and_the_finest_rollups_are_stored(void **state) {
+  (void)state;
+  struct store *st = open_db("fine");
+  struct store_run r;
+  run_of_100hz(st, &r);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.end_wall_ns = r.start_wall_ns + 30 * GS_NS_PER_S;
+  assert_int_equal(st->run_end(st, &r), 0);
+  long long t = behind_int("fine", "SELECT t FROM notes WHERE text = 'a note'");
+  if (t < 5 * GS_NS_PER_S || t > 600 * GS_NS_PER_S)
+    fail_msg("the note's time since the run began: %lld ns (it began 5 s before the note)", t);
+  assert_true(behind_int("fine", on_sqlite() ? "SELECT count(*) FROM rollups WHERE res_ns = 1000000000"
+                                             : "SELECT count(*) FROM rollup_blocks WHERE res_ns = 1000000000") > 0);
+  st->close(st);
+}
+
 /* Every append records the agent's heartbeat on its run (what tells a live agent on another host
  * from a dead one). Kills sqlite_write.c's heartbeat bind of the run id at parameter 3 instead of
  * 2 (the UPDATE matching no run). */
@@ -850,6 +889,35 @@ static void test_pg_shutdown_errors_mark_the_store_down_and_a_live_one_is_kept(v
   drop_store(s);
 }
 
+/* PostgreSQL only: a run's end that the server refuses part of (a constraint added behind the store's
+ * back) is an error, not an end that looks whole; a second end writes the rollups again in place.
+ * Kills pg_write.c's seal `if (!r) return GS_EIO` -> skipped (line 403), copy_in's `if
+ * (PQresultStatus(res) != PGRES_COMMAND_OK)` -> never (324: a refused COPY taken as written) and the
+ * rollups' DELETE skipped by `!rc && (res = ...)` -> `||` (349: the old blocks kept beside the new). */
+static void test_pg_a_refused_run_end_is_an_error_and_a_second_end_replaces(void **state) {
+  (void)state;
+  struct store *st = open_db("refused");
+  struct store_run r;
+  run_of_100hz(st, &r);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.end_wall_ns = r.start_wall_ns + 30 * GS_NS_PER_S;
+  exec_behind("refused", "ALTER TABLE chunks ADD CONSTRAINT refuse CHECK (false) NOT VALID");
+  assert_int_not_equal(st->run_end(st, &r), 0);
+  assert_true(pg_count("refused", "SELECT count(*) FROM open_chunks") > 0);
+  exec_behind("refused", "ALTER TABLE chunks DROP CONSTRAINT refuse");
+  exec_behind("refused", "ALTER TABLE rollup_blocks ADD CONSTRAINT refuse CHECK (false) NOT VALID");
+  assert_int_not_equal(st->run_end(st, &r), 0);
+  assert_int_equal(pg_count("refused", "SELECT count(*) FROM rollup_blocks"), 0);
+  exec_behind("refused", "ALTER TABLE rollup_blocks DROP CONSTRAINT refuse");
+  assert_int_equal(st->run_end(st, &r), 0);
+  long long blocks = pg_count("refused", "SELECT count(*) FROM rollup_blocks");
+  assert_true(blocks > 0);
+  assert_int_equal(st->run_end(st, &r), 0);
+  assert_int_equal(pg_count("refused", "SELECT count(*) FROM rollup_blocks"), blocks);
+  assert_int_equal(pg_count("refused", "SELECT count(*) FROM open_chunks"), 0);
+  st->close(st);
+}
+
 /* The one number sql answers on the PostgreSQL store called name, read behind the store's back. */
 static long long pg_count(const char *name, const char *sql) {
   char url[700];
@@ -922,6 +990,7 @@ int main(void) {
       cmocka_unit_test(test_store_live_run_of_another_host_is_running),
       cmocka_unit_test(test_store_points_at_or_before_the_last_are_stored_once),
       cmocka_unit_test(test_store_a_failed_read_is_an_error_not_an_empty_answer),
+      cmocka_unit_test(test_store_note_times_and_the_finest_rollups_are_stored),
   };
   /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
   const struct CMUnitTest pg_tests[] = {
@@ -929,6 +998,7 @@ int main(void) {
       cmocka_unit_test(test_pg_run_end_seals_chunks_and_stores_rollups),
       cmocka_unit_test(test_pg_a_server_that_does_not_answer_in_time_is_dropped),
       cmocka_unit_test(test_pg_shutdown_errors_mark_the_store_down_and_a_live_one_is_kept),
+      cmocka_unit_test(test_pg_a_refused_run_end_is_an_error_and_a_second_end_replaces),
   };
   const char *url = getenv("GS_TEST_STORE_URL");
   if (url && !strncmp(url, "postgres", 8))
