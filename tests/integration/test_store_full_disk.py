@@ -93,6 +93,13 @@ def test_sqlite_disk_full_to_the_end_keeps_the_run_elsewhere():
               f"the agent does not say where it kept the run ({kept}):\n{err}")
         check("(full) — finished" in err and "(exit 0)" in err, f"the summary does not read the kept end:\n{err}")
         check(run_status(sb, "full") == ("finished", 0), "a reader does not read the run's end where it is kept")
+        # a run in another store leaves the kept file alone: its run is not that store's to finish
+        # (mutation: sqlite_kept.c's `if (!run_open_here(s, id))` skipped)
+        other = "sqlite://" + os.path.join(sb.dir, "other.db")
+        sb.ok("run", "--name", "elsewhere", "--", "true", env={"GPUSCOPE_STORE": other})
+        check(kept[0] in os.listdir(spool), f"a run in another store took the kept file: {os.listdir(spool)}")
+        check([r["name"] for r in sb.json("runs", "--json", env={"GPUSCOPE_STORE": other})] == ["elsewhere"],
+              "another store holds more than its own run")
         os.unlink(filler)
         sb.ok("run", "--name", "next", "--", "true")
         values = [float(r["value"]) for r in sb.csv("show", "full", "--metric", "tick", "--csv")]
