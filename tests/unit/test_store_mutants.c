@@ -524,9 +524,17 @@ static long long behind_int(const char *name, const char *sql) {
 /* Missing is not zero: a read whose query fails (its table gone, renamed behind the store's back) is
  * an error, never an empty answer, nor rollups computed afresh as if none were stored. Kills
  * pg_read.c's `if (!res) return GS_EIO` -> skipped in the runs list (line 62) and in the rollup
- * blocks' read (line 240). */
+ * blocks' read (line 240), and sqlite_log.c's "an old store has no logs table" test widened to a
+ * store of today (`&&` -> `||`, line 75). */
+static int count_chunk(void *u, const struct store_log_chunk *c) {
+  (void)c;
+  ++*(int *)u;
+  return 0;
+}
+
 static void test_store_a_failed_read_is_an_error_not_an_empty_answer(void **state) {
   (void)state;
+  int nchunks = 0;
   struct store *st = open_db("gone");
   struct store_run r;
   memset(&r, 0, sizeof r);
@@ -558,6 +566,11 @@ static void test_store_a_failed_read_is_an_error_not_an_empty_answer(void **stat
   exec_behind("gone", on_sqlite() ? "ALTER TABLE rollups RENAME TO rollups_gone"
                                   : "ALTER TABLE rollup_blocks RENAME TO rollup_blocks_gone");
   assert_int_not_equal(st->rollups_read(st, ser[0].id, 10000000000LL, &t, &mn, &mx, &mean, &n), 0);
+  static const uint8_t out[] = "step 1\n";
+  struct store_log_chunk c = {.seq = 0, .t = 5, .stream = "out", .data = out, .len = sizeof out - 1};
+  assert_int_equal(st->log_append(st, &r, &c, 1, 0), 0);
+  exec_behind("gone", "ALTER TABLE logs RENAME TO logs_gone");
+  assert_int_not_equal(st->log_read(st, r.id, 0, count_chunk, &nchunks), 0);
   exec_behind("gone", "ALTER TABLE runs RENAME TO runs_gone");
   struct store_run *runs = NULL;
   size_t nruns = 0;
@@ -602,6 +615,25 @@ static void test_store_note_times_and_the_finest_rollups_are_stored(void **state
     fail_msg("the note's time since the run began: %lld ns (it began 5 s before the note)", t);
   assert_true(behind_int("fine", on_sqlite() ? "SELECT count(*) FROM rollups WHERE res_ns = 1000000000"
                                              : "SELECT count(*) FROM rollup_blocks WHERE res_ns = 1000000000") > 0);
+  st->close(st);
+}
+
+/* An edit of a run the store does not hold is GS_ENOENT, and changes nothing. Kills sqlite_meta.c's
+ * note `if (!(rc = run_stmt(...)))` -> `if ((rc = ...))` (line 94: the insert of no row taken as
+ * done). */
+static void test_store_edits_of_an_unknown_run_are_not_found(void **state) {
+  (void)state;
+  struct store *st = open_db("unknown");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &r), 0);
+  assert_int_equal(st->run_add_note(st, "01nosuchrun", "a note"), GS_ENOENT);
+  assert_int_equal(st->run_set_tags(st, "01nosuchrun", "k=v"), GS_ENOENT);
+  assert_int_equal(st->run_rename(st, "01nosuchrun", "n"), GS_ENOENT);
+  assert_int_equal(st->run_delete(st, "01nosuchrun"), GS_ENOENT);
+  assert_int_equal(behind_int("unknown", "SELECT count(*) FROM notes"), 0);
   st->close(st);
 }
 
@@ -991,6 +1023,7 @@ int main(void) {
       cmocka_unit_test(test_store_points_at_or_before_the_last_are_stored_once),
       cmocka_unit_test(test_store_a_failed_read_is_an_error_not_an_empty_answer),
       cmocka_unit_test(test_store_note_times_and_the_finest_rollups_are_stored),
+      cmocka_unit_test(test_store_edits_of_an_unknown_run_are_not_found),
   };
   /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
   const struct CMUnitTest pg_tests[] = {
