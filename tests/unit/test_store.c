@@ -278,7 +278,7 @@ static void test_store_read_mode_reads_and_refuses_writes(void **state) {
   assert_string_equal(got.id, r.id);
   struct store_run other;
   memset(&other, 0, sizeof other);
-  assert_int_not_equal(st->run_begin(st, &other), 0);
+  assert_int_equal(st->run_begin(st, &other), GS_EINVAL); /* refused before it writes (sqlite_run.c:41) */
   assert_int_not_equal(st->findings_write(st, r.id, NULL, 0), 0);
   /* The edits too, each with the read-only error before it touches the database (mutation:
    * pg_meta.c:146, a delete that went on past its failed begin to a server-side refusal, GS_EIO). */

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -637,6 +638,38 @@ static void test_store_edits_of_an_unknown_run_are_not_found(void **state) {
   st->close(st);
 }
 
+/* A run whose agent is gone is settled as crashed by the first reader that may write, in the store
+ * itself (so every later reader, read-only ones too, reads it crashed), and left as it is by a
+ * read-only one. Kills sqlite_read.c's UPDATE prepared with length `-1` -> `-0` (line 58: an empty
+ * statement, nothing written). */
+static void test_store_a_dead_agents_run_is_recorded_crashed(void **state) {
+  (void)state;
+  struct store *st = open_db("dead");
+  struct store_run r, got;
+  pid_t child = fork();
+  if (child == 0)
+    _exit(0);
+  waitpid(child, NULL, 0);
+  memset(&r, 0, sizeof r);
+  gethostname(r.host, sizeof r.host - 1);
+  r.agent_pid = child; /* an agent that is gone */
+  r.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &r), 0);
+  st->close(st);
+  char url[700];
+  url_of(url, sizeof url, "dead");
+  st = store_open_mode(url, STORE_READ);
+  assert_int_equal(st->run_get(st, r.id, &got), 0);
+  assert_string_equal(got.status, "crashed");
+  st->close(st);
+  assert_int_equal(behind_int("dead", "SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+  st = open_db("dead");
+  assert_int_equal(st->run_get(st, r.id, &got), 0);
+  assert_string_equal(got.status, "crashed");
+  st->close(st);
+  assert_int_equal(behind_int("dead", "SELECT count(*) FROM runs WHERE status = 'crashed'"), 1);
+}
+
 /* Every append records the agent's heartbeat on its run (what tells a live agent on another host
  * from a dead one). Kills sqlite_write.c's heartbeat bind of the run id at parameter 3 instead of
  * 2 (the UPDATE matching no run). */
@@ -1024,6 +1057,7 @@ int main(void) {
       cmocka_unit_test(test_store_a_failed_read_is_an_error_not_an_empty_answer),
       cmocka_unit_test(test_store_note_times_and_the_finest_rollups_are_stored),
       cmocka_unit_test(test_store_edits_of_an_unknown_run_are_not_found),
+      cmocka_unit_test(test_store_a_dead_agents_run_is_recorded_crashed),
   };
   /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
   const struct CMUnitTest pg_tests[] = {
