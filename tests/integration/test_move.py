@@ -208,4 +208,20 @@ def test_running_run_and_unknown_run_refused():
     check(rc == 2 and "the store the runs are in" in err, f"exit {rc}: {err}")
 
 
+def test_job_output_is_exported_as_standard_base64():
+    # The job's output as the file carries it: standard base64 with its padding, whatever the length's
+    # remainder by 3 (mutation: store_move.c's `i + 1 < n` -> `<=`, a data byte for the padding).
+    sb = Sandbox()
+    try:
+        sb.ok("run", "--name", "out", "--", "sh", "-c", "printf abcd; printf e >&2")
+        path = os.path.join(sb.dir, "out.jsonl")
+        sb.ok("export", sb.json("runs", "--json")[0]["id"], "-o", path)
+        with open(path) as f:
+            logs = [json.loads(line) for line in f if '"type":"log"' in line]
+        got = sorted((x["stream"], x["data"]) for x in logs)
+        check(got == [("err", "ZQ=="), ("out", "YWJjZA==")], f"the log lines: {got}")
+    finally:
+        sb.close()
+
+
 run_tests(globals())

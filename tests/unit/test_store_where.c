@@ -129,6 +129,15 @@ static void test_tags_are_set_replaced_and_removed_in_place(void **state) {
   }
   char *big[] = {"k=0123456789012345678901234567890123456789012345678901234567890123456789"};
   assert_int_equal(store_tags_edit(tags, sizeof tags, big, 1, NULL, 0), GS_EINVAL);
+  assert_non_null(strstr(gs_last_error(), "at most 63 bytes in all")); /* the room, not the buffer */
+  /* pairs before others go with their comma and the rest moves up whole (mutation: store_meta.c:18,
+   * the memmove one byte short: the old end's bytes left behind) */
+  char three[64] = "a=1,bb=22,c=3";
+  char *mid[] = {"bb"}, *first[] = {"a"};
+  assert_int_equal(store_tags_edit(three, sizeof three, NULL, 0, mid, 1), 0);
+  assert_string_equal(three, "a=1,c=3");
+  assert_int_equal(store_tags_edit(three, sizeof three, NULL, 0, first, 1), 0);
+  assert_string_equal(three, "c=3");
 }
 
 int main(void) {
