@@ -983,6 +983,42 @@ static void test_pg_a_refused_run_end_is_an_error_and_a_second_end_replaces(void
   st->close(st);
 }
 
+/* PostgreSQL only: agents that start at once on a server without their database all open it (one
+ * creates it; the others' CREATE DATABASE fails with 42P04, or 23505 when both ran together, and is
+ * taken as done); and a URL that names no database uses the user's name, as libpq does. Kills
+ * create_database's `(!strcmp(state, "42P04") || !strcmp(state, "23505"))` -> `&&` (store_pg.c:143:
+ * one agent of those that start together fails) and url_dbname's user fallback removed (118). */
+static void test_pg_agents_starting_at_once_all_open_their_new_database(void **state) {
+  (void)state;
+  for (int round = 0; round < 3; round++) {
+    char name[32], url[700];
+    snprintf(name, sizeof name, "together%d", round);
+    url_of(url, sizeof url, name);
+    pid_t kids[6];
+    for (int i = 0; i < 6; i++)
+      if ((kids[i] = fork()) == 0) {
+        struct store *st = store_open_mode(url, STORE_WRITE);
+        _exit(st ? (st->close(st), 0) : 1);
+      }
+    int failed = 0;
+    for (int i = 0; i < 6; i++) {
+      int status;
+      waitpid(kids[i], &status, 0);
+      failed += !WIFEXITED(status) || WEXITSTATUS(status);
+    }
+    if (failed)
+      fail_msg("%d of 6 agents starting at once could not open %s", failed, url);
+  }
+  char url[700];
+  url_of(url, sizeof url, "x");
+  char *slash = strrchr(url, '/');
+  *slash = 0; /* postgresql://USER@HOST:PORT: the database is the user's name */
+  struct store *st = store_open_mode(url, STORE_WRITE);
+  if (!st)
+    fail_msg("%s: %s", url, gs_last_error());
+  st->close(st);
+}
+
 /* The one number sql answers on the PostgreSQL store called name, read behind the store's back. */
 static long long pg_count(const char *name, const char *sql) {
   char url[700];
@@ -1066,6 +1102,7 @@ int main(void) {
       cmocka_unit_test(test_pg_a_server_that_does_not_answer_in_time_is_dropped),
       cmocka_unit_test(test_pg_shutdown_errors_mark_the_store_down_and_a_live_one_is_kept),
       cmocka_unit_test(test_pg_a_refused_run_end_is_an_error_and_a_second_end_replaces),
+      cmocka_unit_test(test_pg_agents_starting_at_once_all_open_their_new_database),
   };
   const char *url = getenv("GS_TEST_STORE_URL");
   if (url && !strncmp(url, "postgres", 8))
