@@ -1019,6 +1019,19 @@ static void test_pg_agents_starting_at_once_all_open_their_new_database(void **s
   st->close(st);
 }
 
+/* PostgreSQL only: a server nobody listens for is said in one line: libpq's first line, without its
+ * hint lines or any control character. Kills pg_connect's `one[strcspn(one, "\n")] = 0` -> `= 1`
+ * (store_pg.c:368: the newline made a \x01 and the hint kept). */
+static void test_pg_an_unreachable_server_is_said_in_one_line(void **state) {
+  (void)state;
+  assert_null(store_open_mode("postgresql://gs@127.0.0.1:1/gone?connect_timeout=5", STORE_READ));
+  const char *msg = gs_last_error();
+  assert_non_null(strstr(msg, "cannot reach store"));
+  for (const char *c = msg; *c; c++)
+    if ((unsigned char)*c < 0x20)
+      fail_msg("a control character (0x%02x) in '%s'", *c, msg);
+}
+
 /* The one number sql answers on the PostgreSQL store called name, read behind the store's back. */
 static long long pg_count(const char *name, const char *sql) {
   char url[700];
@@ -1103,6 +1116,7 @@ int main(void) {
       cmocka_unit_test(test_pg_shutdown_errors_mark_the_store_down_and_a_live_one_is_kept),
       cmocka_unit_test(test_pg_a_refused_run_end_is_an_error_and_a_second_end_replaces),
       cmocka_unit_test(test_pg_agents_starting_at_once_all_open_their_new_database),
+      cmocka_unit_test(test_pg_an_unreachable_server_is_said_in_one_line),
   };
   const char *url = getenv("GS_TEST_STORE_URL");
   if (url && !strncmp(url, "postgres", 8))
