@@ -51,6 +51,7 @@ TESTS = {
     "src/store/pg_run.c": STORE_PG + ["it_test_pg_outage"],
     "src/store/pg_util.c": STORE_PG,
     "src/store/pg_spool.c": STORE_PG + ["it_test_pg_outage"],
+    "src/store/store_util.c": STORE_COMMON + ["it_test_store_full_disk"],  # a kept end read back (store_spool_end)
     "src/store/store_group.c": ["unit_test_store_mutants", "unit_test_doctor_rules", "unit_test_store"],
     # The files that came after the first pass have tests of their own: the export file's parser and
     # mover, the runs filter, the edits (tags, names, notes, removal), the job's log, the end a full
