@@ -724,6 +724,32 @@ static void test_store_live_run_of_another_host_is_running(void **state) {
   errno = ESRCH; /* left by an earlier call: only kill()'s own failure may say the agent is gone */
   assert_int_equal(st->run_get(st, mine.id, &got), 0);
   assert_string_equal(got.status, "running");
+  /* A pid is asked only on its own host and boot: another host's agent whose pid is free here, and
+   * this host's agent of an earlier boot, are judged by their heartbeat alone (fresh: running). Kills
+   * store_settle_crashed's `!strcmp(host, r->host) && !strcmp(boot, run_boot) && r->agent_pid > 0`
+   * with either `&&` -> `||` (store_util.c:216). */
+  pid_t child = fork();
+  if (child == 0)
+    _exit(0);
+  waitpid(child, NULL, 0);
+  struct store_run far, old;
+  memset(&far, 0, sizeof far);
+  snprintf(far.host, sizeof far.host, "another-node-of-the-job");
+  far.agent_pid = child;
+  far.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &far), 0);
+  memset(&old, 0, sizeof old);
+  gethostname(old.host, sizeof old.host - 1);
+  old.agent_pid = child;
+  old.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &old), 0);
+  char sql[200];
+  snprintf(sql, sizeof sql, "UPDATE runs SET boot_id = 'an-earlier-boot' WHERE id = '%s'", old.id);
+  exec_behind("otherhost", sql);
+  assert_int_equal(st->run_get(st, far.id, &got), 0);
+  assert_string_equal(got.status, "running");
+  assert_int_equal(st->run_get(st, old.id, &got), 0);
+  assert_string_equal(got.status, "running");
   st->close(st);
 }
 
