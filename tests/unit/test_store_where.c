@@ -109,6 +109,14 @@ static void test_the_sql_binds_every_value_and_pastes_none(void **state) {
     assert_string_equal(sql.args[2], "batch_size");
     assert_non_null(strstr(sql.text, d ? "$4::double precision" : "CAST(?4 AS REAL)"));
     store_sql_done(&sql);
+    /* no start bound: no condition on the start and no argument for it, the filter's first is ?1
+     * (mutation: store_where.c:740 `q && q->since_wall_ns > 0` -> always, "start_wall_ns >= 0") */
+    struct store_query all = {w, 0};
+    assert_int_equal(store_query_sql(&all, d ? STORE_SQL_PG : STORE_SQL_SQLITE, &sql), 0);
+    assert_null(strstr(sql.text, "start_wall_ns"));
+    assert_int_equal(sql.nargs, 3);
+    assert_string_equal(sql.args[0], "x' OR '1'='1");
+    store_sql_done(&sql);
   }
   store_where_free(w);
 }
