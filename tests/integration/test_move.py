@@ -184,6 +184,27 @@ def test_damaged_line_refused():
     refused(sb, "".join(lines), "lines, the file holds", "line_lost.jsonl")
 
 
+def test_series_without_a_name_refused():
+    # the store's own refusal, in one line, not taken for a repeated series (mutation: store_move.c's
+    # `if (id < 0) return id` skipped)
+    sb = shared()
+    text = whole(sb)
+    at = text.index('"type":"series"')
+    name = text.index('"name":"', at) + len('"name":"')
+    bad = text[:name] + text[text.index('"', name):]
+    rc, out, err = sb.gs("import", write_file(sb, "noname.jsonl", bad), "--store",
+                         "sqlite://" + os.path.join(sb.dir, "noname.db"))
+    check(rc != 0 and "without a name" in err and "repeats" not in err and len(err.strip().splitlines()) == 1,
+          f"exit {rc}: {err!r}")
+
+
+def write_file(sb, name, text):
+    path = os.path.join(sb.dir, name)
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def test_newer_format_refused():
     sb = shared()
     refused(sb, whole(sb).replace('"version":1', '"version":2', 1), "upgrade gpuscope", "newer.jsonl")

@@ -288,6 +288,13 @@ static void test_store_read_mode_reads_and_refuses_writes(void **state) {
   assert_int_equal(st->run_add_note(st, r.id, "a note"), GS_EINVAL);
   assert_int_equal(st->run_get(st, "kept", &got), 0);
   st->close(st);
+  /* report's mode keeps its findings in a writable store of this version (mutation:
+   * store_sqlite.c:329 `sqlite3_db_readonly(...) == 1` -> `== 0`, a writable file kept read-only) */
+  st = store_open_mode(url, STORE_KEEP);
+  assert_non_null(st);
+  assert_false(st->read_only);
+  assert_int_equal(st->findings_write(st, r.id, NULL, 0), 0);
+  st->close(st);
 }
 
 /* Missing is not zero: a finding's unknown figures (NAN) come back unknown, the known ones as written. */
