@@ -282,6 +282,12 @@ static void test_store_read_mode_reads_and_refuses_writes(void **state) {
   assert_int_not_equal(st->findings_write(st, r.id, NULL, 0), 0);
   /* The edits too, each with the read-only error before it touches the database (mutation:
    * pg_meta.c:146, a delete that went on past its failed begin to a server-side refusal, GS_EIO). */
+  struct gs_sink *sk = gs_sink_new(); /* an append too, not spooled (mutation: pg_run.c:94) */
+  gs_sink_put(sk, gs_sink_series(sk, "host", "cpu.util_pct", "", "%", GS_GAUGE), 1000, 50);
+  struct gs_batch *b = gs_sink_take(sk);
+  assert_int_equal(st->run_append(st, &r, b), GS_EINVAL);
+  gs_batch_free(b);
+  gs_sink_free(sk);
   assert_int_equal(st->run_delete(st, r.id), GS_EINVAL);
   assert_int_equal(st->run_set_tags(st, r.id, "k=v"), GS_EINVAL);
   assert_int_equal(st->run_rename(st, r.id, "renamed"), GS_EINVAL);

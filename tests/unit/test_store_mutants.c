@@ -1058,6 +1058,97 @@ static void test_pg_an_unreachable_server_is_said_in_one_line(void **state) {
       fail_msg("a control character (0x%02x) in '%s'", *c, msg);
 }
 
+/* Appends n points of series 0 (gpu.util_pct) at t0 + i * 100 ms, value = first + i, to run r. */
+static int append_points(struct store *st, const struct store_run *r, int64_t t0, int first, int n) {
+  struct gs_sink *s = gs_sink_new();
+  int id = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  for (int i = 0; i < n; i++)
+    gs_sink_put(s, id, t0 + i * 100000000LL, first + i);
+  struct gs_batch *b = gs_sink_take(s);
+  int rc = st->run_append(st, r, b);
+  gs_batch_free(b);
+  gs_sink_free(s);
+  return rc;
+}
+
+/* The values of r's one series, in time order, checked to be 0, 1, ... n-1. */
+static void check_values(struct store *st, const struct store_run *r, int n) {
+  struct store_series *ser = NULL;
+  size_t nser = 0;
+  assert_int_equal(st->series_list(st, r->id, &ser, &nser), 0);
+  assert_int_equal(nser, 1);
+  int64_t *t = NULL;
+  double *v = NULL;
+  size_t np = 0;
+  assert_int_equal(store_samples_load(st, ser[0].id, &t, &v, &np), 0);
+  if ((int)np != n)
+    fail_msg("%zu samples read back of %d written", np, n);
+  for (int i = 0; i < n; i++)
+    if (v[i] != i)
+      fail_msg("sample %d reads %g", i, v[i]);
+  free(t), free(v), free(ser);
+}
+
+/* The notes of run r, joined by " | ", into out. */
+static void notes_of(struct store *st, const struct store_run *r, char *out, size_t n) {
+  char **notes = NULL;
+  size_t nn = 0;
+  assert_int_equal(st->notes_read(st, r->id, &notes, &nn), 0);
+  out[0] = 0;
+  for (size_t i = 0; i < nn; i++)
+    snprintf(out + strlen(out), n - strlen(out), "%s | ", notes[i]);
+  store_notes_free(notes, nn);
+}
+
+/* PostgreSQL only: the server lost in the middle of a run (its backend terminated, and no server
+ * where the store reconnects) — the appends go to the local spool, the next append that reaches the
+ * server again replays it, and the run's end says the outage: every sample in order, once. Kills
+ * pg_run.c's count_failure `if (s->down)` -> never (line 84: an outage counted as a refusal) and
+ * pg_run_append's `if (rc) return rc` after the writable check -> skipped (94: a read-only store's
+ * append spooled; see the read-only part). */
+static void test_pg_an_outage_mid_run_is_spooled_and_replayed(void **state) {
+  (void)state;
+  char spool[] = "/tmp/gs-test-spool-XXXXXX";
+  assert_non_null(mkdtemp(spool));
+  setenv("GPUSCOPE_SPOOL_DIR", spool, 1);
+  struct store *st = open_db("outage");
+  struct pg_store *s = (struct pg_store *)st;
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  assert_int_equal(append_points(st, &r, 1000, 0, 10), 0);
+  char url[sizeof s->url], sql[100];
+  snprintf(url, sizeof url, "%s", s->url);
+  snprintf(s->url, sizeof s->url, "postgresql://gs@127.0.0.1:1/gone?connect_timeout=5"); /* nobody there */
+  snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)", PQbackendPID(s->conn));
+  pg_count("outage", sql);
+  assert_int_equal(append_points(st, &r, 1000 + 10 * 100000000LL, 10, 10), 0); /* spooled: not an error */
+  assert_int_equal(s->down, 1);
+  assert_non_null(s->spool);
+  s->next_try_ns = 0; /* the next append tries the server at once */
+  assert_int_equal(append_points(st, &r, 1000 + 20 * 100000000LL, 20, 10), 0);
+  assert_int_equal(s->down, 1);
+  snprintf(s->url, sizeof s->url, "%s", url); /* the server is back */
+  s->next_try_ns = 0;
+  assert_int_equal(append_points(st, &r, 1000 + 30 * 100000000LL, 30, 10), 0);
+  assert_int_equal(s->down, 0);
+  assert_null(s->spool);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.end_wall_ns = r.start_wall_ns + 4 * GS_NS_PER_S;
+  assert_int_equal(st->run_end(st, &r), 0);
+  char notes[2048];
+  notes_of(st, &r, notes, sizeof notes);
+  if (!strstr(notes, "unreachable 1 time during the run: 20 samples were spooled") || strstr(notes, "refused"))
+    fail_msg("the run's notes: %s", notes);
+  check_values(st, &r, 40);
+  st->close(st);
+  unsetenv("GPUSCOPE_SPOOL_DIR");
+  assert_int_equal(rmdir(spool), 0); /* the spool went with its replay */
+}
+
 /* The one number sql answers on the PostgreSQL store called name, read behind the store's back. */
 static long long pg_count(const char *name, const char *sql) {
   char url[700];
@@ -1143,6 +1234,7 @@ int main(void) {
       cmocka_unit_test(test_pg_a_refused_run_end_is_an_error_and_a_second_end_replaces),
       cmocka_unit_test(test_pg_agents_starting_at_once_all_open_their_new_database),
       cmocka_unit_test(test_pg_an_unreachable_server_is_said_in_one_line),
+      cmocka_unit_test(test_pg_an_outage_mid_run_is_spooled_and_replayed),
   };
   const char *url = getenv("GS_TEST_STORE_URL");
   if (url && !strncmp(url, "postgres", 8))
