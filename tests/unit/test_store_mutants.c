@@ -1149,6 +1149,42 @@ static void test_pg_an_outage_mid_run_is_spooled_and_replayed(void **state) {
   assert_int_equal(rmdir(spool), 0); /* the spool went with its replay */
 }
 
+/* PostgreSQL only: an outage while the spool cannot be written either (its folder cannot be made)
+ * keeps the appends in memory, every one of them, and writes them when the server is back. Kills
+ * to_spool's `if ((rc = pg_spool_append(s, r, &s->w.pending.b)))` -> never (pg_run.c:66: what
+ * memory held cleared though the spool did not take it). */
+static void test_pg_an_outage_without_a_spool_keeps_the_samples_in_memory(void **state) {
+  (void)state;
+  setenv("GPUSCOPE_SPOOL_DIR", "/dev/null/spool", 1); /* not a folder, and never one */
+  struct store *st = open_db("nospool");
+  struct pg_store *s = (struct pg_store *)st;
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  assert_int_equal(append_points(st, &r, 1000, 0, 10), 0);
+  char url[sizeof s->url], sql[100];
+  snprintf(url, sizeof url, "%s", s->url);
+  snprintf(s->url, sizeof s->url, "postgresql://gs@127.0.0.1:1/gone?connect_timeout=5");
+  snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)", PQbackendPID(s->conn));
+  pg_count("nospool", sql);
+  assert_int_not_equal(append_points(st, &r, 1000 + 10 * 100000000LL, 10, 10), 0); /* kept in memory */
+  s->next_try_ns = 0;
+  assert_int_not_equal(append_points(st, &r, 1000 + 20 * 100000000LL, 20, 10), 0);
+  assert_null(s->spool);
+  snprintf(s->url, sizeof s->url, "%s", url);
+  s->next_try_ns = 0;
+  assert_int_equal(append_points(st, &r, 1000 + 30 * 100000000LL, 30, 10), 0);
+  snprintf(r.status, sizeof r.status, "finished");
+  r.end_wall_ns = r.start_wall_ns + 4 * GS_NS_PER_S;
+  assert_int_equal(st->run_end(st, &r), 0);
+  check_values(st, &r, 40);
+  st->close(st);
+  unsetenv("GPUSCOPE_SPOOL_DIR");
+}
+
 /* The one number sql answers on the PostgreSQL store called name, read behind the store's back. */
 static long long pg_count(const char *name, const char *sql) {
   char url[700];
@@ -1235,6 +1271,7 @@ int main(void) {
       cmocka_unit_test(test_pg_agents_starting_at_once_all_open_their_new_database),
       cmocka_unit_test(test_pg_an_unreachable_server_is_said_in_one_line),
       cmocka_unit_test(test_pg_an_outage_mid_run_is_spooled_and_replayed),
+      cmocka_unit_test(test_pg_an_outage_without_a_spool_keeps_the_samples_in_memory),
   };
   const char *url = getenv("GS_TEST_STORE_URL");
   if (url && !strncmp(url, "postgres", 8))
