@@ -1144,9 +1144,76 @@ static void test_pg_an_outage_mid_run_is_spooled_and_replayed(void **state) {
   if (!strstr(notes, "unreachable 1 time during the run: 20 samples were spooled") || strstr(notes, "refused"))
     fail_msg("the run's notes: %s", notes);
   check_values(st, &r, 40);
+  /* A second run ends while the server is away: it is kept whole in the spool, which says so (not
+   * "refused": pg_run.c:126 `if (!s->down && s->replay_error[0])` -> always), and the next store
+   * that reaches the server replays it. */
+  struct store_run r2;
+  memset(&r2, 0, sizeof r2);
+  r2.agent_pid = getpid();
+  r2.start_wall_ns = gs_wall_ns();
+  r2.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r2), 0);
+  assert_int_equal(append_points(st, &r2, 1000, 0, 10), 0);
+  snprintf(s->url, sizeof s->url, "postgresql://gs@127.0.0.1:1/gone?connect_timeout=5");
+  snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)", PQbackendPID(s->conn));
+  pg_count("outage", sql);
+  assert_int_equal(append_points(st, &r2, 1000 + 10 * 100000000LL, 10, 10), 0);
+  snprintf(r2.status, sizeof r2.status, "finished");
+  r2.end_wall_ns = r2.start_wall_ns + 2 * GS_NS_PER_S;
+  assert_int_equal(st->run_end(st, &r2), 0);
+  if (!strstr(st->stats.kept_elsewhere, "is unreachable: the run is kept whole in the local spool"))
+    fail_msg("the end kept in the spool says: '%s'", st->stats.kept_elsewhere);
+  st->close(st);
+  st = open_db("outage"); /* the next run's store: it replays what the spool kept */
+  struct store_run r3;
+  memset(&r3, 0, sizeof r3);
+  r3.agent_pid = getpid();
+  r3.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &r3), 0);
+  check_values(st, &r2, 20);
   st->close(st);
   unsetenv("GPUSCOPE_SPOOL_DIR");
-  assert_int_equal(rmdir(spool), 0); /* the spool went with its replay */
+  assert_int_equal(rmdir(spool), 0); /* the spools went with their replays */
+}
+
+/* PostgreSQL only: a server that is there but refuses the run's end (a constraint added behind the
+ * store's back) keeps the run whole in the spool, and says the server refused it, with why. Kills
+ * pg_run_end's `if (!s->down)` -> `if (s->down)` (pg_run.c:160: the refusal's words not kept, the
+ * end said "unreachable"). */
+static void test_pg_a_refused_end_is_kept_in_the_spool_and_said(void **state) {
+  (void)state;
+  char spool[] = "/tmp/gs-test-spool-XXXXXX";
+  assert_non_null(mkdtemp(spool));
+  setenv("GPUSCOPE_SPOOL_DIR", spool, 1);
+  struct store *st = open_db("refusing");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  assert_int_equal(append_points(st, &r, 1000, 0, 10), 0);
+  exec_behind("refusing", "ALTER TABLE runs ADD CONSTRAINT no_end CHECK (status <> 'finished') NOT VALID");
+  snprintf(r.status, sizeof r.status, "finished");
+  r.end_wall_ns = r.start_wall_ns + GS_NS_PER_S;
+  assert_int_equal(st->run_end(st, &r), 0);
+  if (!strstr(st->stats.kept_elsewhere, "because the server refused it") || !strstr(st->stats.kept_elsewhere, "no_end"))
+    fail_msg("the refused end says: '%s'", st->stats.kept_elsewhere);
+  st->close(st);
+  exec_behind("refusing", "ALTER TABLE runs DROP CONSTRAINT no_end");
+  st = open_db("refusing");
+  struct store_run r2;
+  memset(&r2, 0, sizeof r2);
+  r2.agent_pid = getpid();
+  r2.start_wall_ns = gs_wall_ns();
+  assert_int_equal(st->run_begin(st, &r2), 0); /* replays the kept run */
+  struct store_run got;
+  assert_int_equal(st->run_get(st, r.id, &got), 0);
+  assert_string_equal(got.status, "finished");
+  check_values(st, &r, 10);
+  st->close(st);
+  unsetenv("GPUSCOPE_SPOOL_DIR");
+  assert_int_equal(rmdir(spool), 0);
 }
 
 /* PostgreSQL only: an outage while the spool cannot be written either (its folder cannot be made)
@@ -1272,6 +1339,7 @@ int main(void) {
       cmocka_unit_test(test_pg_an_unreachable_server_is_said_in_one_line),
       cmocka_unit_test(test_pg_an_outage_mid_run_is_spooled_and_replayed),
       cmocka_unit_test(test_pg_an_outage_without_a_spool_keeps_the_samples_in_memory),
+      cmocka_unit_test(test_pg_a_refused_end_is_kept_in_the_spool_and_said),
   };
   const char *url = getenv("GS_TEST_STORE_URL");
   if (url && !strncmp(url, "postgres", 8))
