@@ -927,23 +927,24 @@ static void drop_store(struct pg_store *s) {
  * sleeps past it) is dropped, and the store says why then and at its next statement; a prepared
  * statement is held to the same deadline. Kills pg_util.c's `if (left <= 0)` -> never (line 88: the
  * wait goes on until the answer), `if (why)` -> never (48: the next statement's "unreachable" without
- * the reason) and the prepared path's `!s->timeout_ns` -> `s->timeout_ns` (158: a blocking call
- * without a deadline). */
+ * the reason) and pg_run's and pg_run_prepared's `!s->timeout_ns` -> `s->timeout_ns` (158, 167: a
+ * blocking call without a deadline). The timeout is 1.5 s, which a loaded machine's silence does not
+ * reach; the statements sleep 8 s. */
 static void test_pg_a_server_that_does_not_answer_in_time_is_dropped(void **state) {
   (void)state;
   struct store *st = open_db("slow"); /* makes the database */
   st->close(st);
-  struct pg_store *s = store_on("slow", 300);
+  struct pg_store *s = store_on("slow", 1500);
   assert_int_equal(pg_exec(s, "SELECT 1", "reading"), GS_OK);
-  assert_int_equal(pg_exec(s, "SELECT pg_sleep(3)", "sleeping"), GS_EIO);
-  assert_non_null(strstr(gs_last_error(), "no answer from the server in 0.3 s"));
+  assert_int_equal(pg_exec(s, "SELECT pg_sleep(8)", "sleeping"), GS_EIO);
+  assert_non_null(strstr(gs_last_error(), "no answer from the server in 1.5 s"));
   assert_true(pg_conn_lost(s));
   assert_int_equal(s->down, 1);
   assert_int_equal(pg_exec(s, "SELECT 1", "again"), GS_EIO);
-  assert_non_null(strstr(gs_last_error(), "unreachable (no answer from the server in 0.3 s"));
+  assert_non_null(strstr(gs_last_error(), "unreachable (no answer from the server in 1.5 s"));
   drop_store(s);
-  s = store_on("slow", 300);
-  PGresult *res = pg_run_prepare(s, "nap", "SELECT pg_sleep(3)");
+  s = store_on("slow", 1500);
+  PGresult *res = pg_run_prepare(s, "nap", "SELECT pg_sleep(8)");
   assert_int_equal(PQresultStatus(res), PGRES_COMMAND_OK);
   PQclear(res);
   assert_null(pg_run_prepared(s, "nap", 0, NULL, NULL, NULL));
