@@ -670,6 +670,64 @@ static void test_store_a_dead_agents_run_is_recorded_crashed(void **state) {
   assert_int_equal(behind_int("dead", "SELECT count(*) FROM runs WHERE status = 'crashed'"), 1);
 }
 
+/* A run's series read back field by field: two of one name told apart by their labels, each with its
+ * source, unit, kind and its own points. Kills sqlite_write.c's labels bound with length `-1` -> `-0`
+ * (line 144: every series stored without labels, the two taken for one). */
+static void test_store_series_read_back_field_by_field(void **state) {
+  (void)state;
+  struct store *st = open_db("series");
+  struct store_run r;
+  memset(&r, 0, sizeof r);
+  r.agent_pid = getpid();
+  r.start_wall_ns = gs_wall_ns();
+  r.mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, &r), 0);
+  struct gs_sink *s = gs_sink_new();
+  int a = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
+  int b = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=1", "%", GS_GAUGE);
+  int c = gs_sink_series(s, "host", "net.rx_bytes", "dev=eth0", "B", GS_COUNTER);
+  for (int i = 0; i < 5; i++) {
+    gs_sink_put(s, a, 1000 + i * 100000000LL, 10);
+    gs_sink_put(s, b, 1000 + i * 100000000LL, 90);
+  }
+  gs_sink_put(s, c, 1000, 4096);
+  struct gs_batch *bt = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, bt), 0);
+  gs_batch_free(bt);
+  gs_sink_free(s);
+  struct store_series *ser = NULL;
+  size_t n = 0;
+  assert_int_equal(st->series_list(st, r.id, &ser, &n), 0);
+  assert_int_equal(n, 3);
+  int seen = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (!strcmp(ser[i].labels, "gpu=0") || !strcmp(ser[i].labels, "gpu=1")) {
+      assert_string_equal(ser[i].source, "nvml");
+      assert_string_equal(ser[i].name, "gpu.util_pct");
+      assert_string_equal(ser[i].unit, "%");
+      assert_int_equal(ser[i].kind, GS_GAUGE);
+      assert_int_equal(ser[i].count, 5);
+      int64_t *t = NULL;
+      double *v = NULL;
+      size_t np = 0;
+      assert_int_equal(store_samples_load(st, ser[i].id, &t, &v, &np), 0);
+      assert_int_equal(np, 5);
+      assert_true(v[4] == (ser[i].labels[4] == '0' ? 10 : 90));
+      free(t), free(v);
+      seen |= ser[i].labels[4] == '0' ? 1 : 2;
+    } else {
+      assert_string_equal(ser[i].labels, "dev=eth0");
+      assert_string_equal(ser[i].source, "host");
+      assert_string_equal(ser[i].unit, "B");
+      assert_int_equal(ser[i].kind, GS_COUNTER);
+      seen |= 4;
+    }
+  }
+  assert_int_equal(seen, 7);
+  free(ser);
+  st->close(st);
+}
+
 /* Every append records the agent's heartbeat on its run (what tells a live agent on another host
  * from a dead one). Kills sqlite_write.c's heartbeat bind of the run id at parameter 3 instead of
  * 2 (the UPDATE matching no run). */
@@ -1328,6 +1386,7 @@ int main(void) {
       cmocka_unit_test(test_store_note_times_and_the_finest_rollups_are_stored),
       cmocka_unit_test(test_store_edits_of_an_unknown_run_are_not_found),
       cmocka_unit_test(test_store_a_dead_agents_run_is_recorded_crashed),
+      cmocka_unit_test(test_store_series_read_back_field_by_field),
   };
   /* What only PostgreSQL has: run by pg_unit_test_store_mutants, absent from the SQLite run. */
   const struct CMUnitTest pg_tests[] = {
