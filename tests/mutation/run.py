@@ -261,10 +261,11 @@ def load_equivalent():
             if not line or line.startswith("#"):
                 continue
             parts = [x.strip() for x in line.split(" | ")]
-            if len(parts) != 4:
+            if len(parts) < 4:
                 log(f"{EQUIVALENT}:{n}: not FILE | CODE | MUTATION | WHY")
                 sys.exit(2)
-            out[tuple(parts[:3])] = parts[3]
+            # the code may hold " | " itself (`O_RDONLY | O_CLOEXEC`): the mutation and why never do
+            out[(parts[0], " | ".join(parts[1:-2]), parts[-2])] = parts[-1]
     return out
 
 
