@@ -522,6 +522,15 @@ static long long behind_int(const char *name, const char *sql) {
   return v;
 }
 
+/* Begins run r on st: this process its agent, started now, its clock at 1000 ns. */
+static void begin_run(struct store *st, struct store_run *r) {
+  memset(r, 0, sizeof *r);
+  r->agent_pid = getpid();
+  r->start_wall_ns = gs_wall_ns();
+  r->mono_start_ns = 1000;
+  assert_int_equal(st->run_begin(st, r), 0);
+}
+
 /* Missing is not zero: a read whose query fails (its table gone, renamed behind the store's back) is
  * an error, never an empty answer, nor rollups computed afresh as if none were stored. Kills
  * pg_read.c's `if (!res) return GS_EIO` -> skipped in the runs list (line 62) and in the rollup
@@ -538,11 +547,7 @@ static void test_store_a_failed_read_is_an_error_not_an_empty_answer(void **stat
   int nchunks = 0;
   struct store *st = open_db("gone");
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   struct gs_sink *s = gs_sink_new();
   int id = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
   for (int i = 0; i < 1200; i++) /* 10 Hz for 2 min: the 10 s level is stored at the run's end */
@@ -677,11 +682,7 @@ static void test_store_series_read_back_field_by_field(void **state) {
   (void)state;
   struct store *st = open_db("series");
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   struct gs_sink *s = gs_sink_new();
   int a = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
   int b = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=1", "%", GS_GAUGE);
@@ -818,11 +819,7 @@ static void test_store_points_at_or_before_the_last_are_stored_once(void **state
   (void)state;
   struct store *st = open_db("forward");
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   struct gs_sink *s = gs_sink_new();
   int id = gs_sink_series(s, "host", "v", "", "", GS_GAUGE);
   static const int64_t ts[][3] = {{1, 2, 3}, {3, 2, 4}};
@@ -860,11 +857,7 @@ static void test_store_corrupt_chunk_is_an_error_on_every_back_end(void **state)
   (void)state;
   struct store *st = open_db("corrupt");
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   struct gs_sink *s = gs_sink_new();
   int id = gs_sink_series(s, "host", "v", "", "", GS_GAUGE);
   for (int i = 0; i < 50; i++)
@@ -1173,11 +1166,7 @@ static void test_pg_an_outage_mid_run_is_spooled_and_replayed(void **state) {
   struct store *st = open_db("outage");
   struct pg_store *s = (struct pg_store *)st;
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   assert_int_equal(append_points(st, &r, 1000, 0, 10), 0);
   char url[sizeof s->url], sql[100];
   snprintf(url, sizeof url, "%s", s->url);
@@ -1207,11 +1196,7 @@ static void test_pg_an_outage_mid_run_is_spooled_and_replayed(void **state) {
    * "refused": pg_run.c:126 `if (!s->down && s->replay_error[0])` -> always), and the next store
    * that reaches the server replays it. */
   struct store_run r2;
-  memset(&r2, 0, sizeof r2);
-  r2.agent_pid = getpid();
-  r2.start_wall_ns = gs_wall_ns();
-  r2.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r2), 0);
+  begin_run(st, &r2);
   assert_int_equal(append_points(st, &r2, 1000, 0, 10), 0);
   snprintf(s->url, sizeof s->url, "postgresql://gs@127.0.0.1:1/gone?connect_timeout=5");
   snprintf(sql, sizeof sql, "SELECT pg_terminate_backend(%d)", PQbackendPID(s->conn));
@@ -1246,11 +1231,7 @@ static void test_pg_a_refused_end_is_kept_in_the_spool_and_said(void **state) {
   setenv("GPUSCOPE_SPOOL_DIR", spool, 1);
   struct store *st = open_db("refusing");
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   assert_int_equal(append_points(st, &r, 1000, 0, 10), 0);
   exec_behind("refusing", "ALTER TABLE runs ADD CONSTRAINT no_end CHECK (status <> 'finished') NOT VALID");
   snprintf(r.status, sizeof r.status, "finished");
@@ -1285,11 +1266,7 @@ static void test_pg_an_outage_without_a_spool_keeps_the_samples_in_memory(void *
   struct store *st = open_db("nospool");
   struct pg_store *s = (struct pg_store *)st;
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   assert_int_equal(append_points(st, &r, 1000, 0, 10), 0);
   char url[sizeof s->url], sql[100];
   snprintf(url, sizeof url, "%s", s->url);
@@ -1334,11 +1311,7 @@ static void test_pg_run_end_seals_chunks_and_stores_rollups(void **state) {
   (void)state;
   struct store *st = open_db("sealed");
   struct store_run r;
-  memset(&r, 0, sizeof r);
-  r.agent_pid = getpid();
-  r.start_wall_ns = gs_wall_ns();
-  r.mono_start_ns = 1000;
-  assert_int_equal(st->run_begin(st, &r), 0);
+  begin_run(st, &r);
   struct gs_sink *s = gs_sink_new();
   int id = gs_sink_series(s, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
   for (int i = 0; i < 1200; i++) /* 10 Hz for 2 min: the 10 s and 1 min levels are stored */
