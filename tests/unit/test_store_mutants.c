@@ -531,17 +531,18 @@ static void begin_run(struct store *st, struct store_run *r) {
   assert_int_equal(st->run_begin(st, r), 0);
 }
 
-/* Missing is not zero: a read whose query fails (its table gone, renamed behind the store's back) is
- * an error, never an empty answer, nor rollups computed afresh as if none were stored. Kills
- * pg_read.c's `if (!res) return GS_EIO` -> skipped in the runs list (line 62) and in the rollup
- * blocks' read (line 240), and sqlite_log.c's "an old store has no logs table" test widened to a
- * store of today (`&&` -> `||`, line 75). */
+/* A store_log_fn that counts the chunks. */
 static int count_chunk(void *u, const struct store_log_chunk *c) {
   (void)c;
   ++*(int *)u;
   return 0;
 }
 
+/* Missing is not zero: a read whose query fails (its table gone, renamed behind the store's back) is
+ * an error, never an empty answer, nor rollups computed afresh as if none were stored. Kills
+ * pg_read.c's `if (!res) return GS_EIO` -> skipped in the runs list (line 62) and in the rollup
+ * blocks' read (line 240), and sqlite_log.c's "an old store has no logs table" test widened to a
+ * store of today (`&&` -> `||`, line 75). */
 static void test_store_a_failed_read_is_an_error_not_an_empty_answer(void **state) {
   (void)state;
   int nchunks = 0;
