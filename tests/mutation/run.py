@@ -446,8 +446,9 @@ def commit():
 
 
 # equivalent.txt's classes that leave the score's denominator: no test could tell the mutant (same,
-# boundary) or none of this suite can (oom: malloc does not fail here). memory and leak survivors are
-# named but stay survivors: a sanitizer build would catch them.
+# boundary) or none of this suite can (oom: malloc does not fail here). memory, leak and reach
+# survivors are named but stay survivors: a sanitizer build would catch the first two on a test that
+# reached them; reach names a case no test brings about.
 EQUIVALENT_CLASSES = ("same:", "boundary:", "oom:")
 
 
@@ -493,7 +494,8 @@ def report(results, plan, args, secs):
     for r in surv:
         log(f"  {r['file']}:{r['line']}: {r['mutation']}    | {r.get('code', '')}")
     named = [r for r in results if r["verdict"] == "survived" and r.get("equivalent") and not is_equivalent(r)]
-    log(f"\nsurvivors named, not equivalent (a sanitizer would see them; counted as survivors) ({len(named)}):")
+    log(f"\nsurvivors named, not equivalent (memory, leak: a sanitizer would see them; reach: no test"
+        f" brings the case about; counted as survivors) ({len(named)}):")
     for r in named:
         log(f"  {r['file']}:{r['line']}: {r['mutation']}: {r['equivalent']}")
     eq = [r for r in results if is_equivalent(r)]
