@@ -11,6 +11,8 @@ killed per file and per folder, and every survivor as file:line and its mutation
 Not in CI: a full pass takes hours on two cores. One folder:
     nice -n 10 /usr/bin/python3 tests/mutation/run.py --folder src/store
 Every mutant (no sample): --all. The last pass's survivors again (after adding tests): --survivors.
+The named memory/leak survivors under ASan + UBSan (as make check's second pass builds):
+    --survivors --sanitize --json build-mutation/results-src_store.json (its own build folder).
 Exit status: 0 when the pass ran (whatever its score), 2 for bad arguments, 3 when the unmutated
 tree fails to build or a test fails on it (no score means anything then).
 """
@@ -152,7 +154,7 @@ def write_source(path, text):
     os.utime(path, ns=(t, t))
 
 
-def configure(copy, build, changed):
+def configure(copy, build, changed, sanitize=False):
     if os.path.exists(os.path.join(build, "CMakeCache.txt")):
         if not changed:
             return True
@@ -162,6 +164,8 @@ def configure(copy, build, changed):
     # -Werror, as a mutant may draw a warning and still be a program the tests must judge.
     cmd = ["cmake", "-S", copy, "-B", build, "-G", "Unix Makefiles",  # Ninja: tests/fuzz names a target and its output alike
            "-DCMAKE_BUILD_TYPE=None", "-DCMAKE_C_FLAGS=-O1", "-DBUILD_TESTING=ON", "-DGS_WERROR=OFF"]
+    if sanitize:  # what make check-asan builds: a read past an array or a leak fails the test
+        cmd.append("-DGS_SANITIZE=ON")
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         log(r.stdout[-3000:], r.stderr[-3000:])
@@ -298,8 +302,15 @@ def main():
     ap.add_argument("--work", default=os.path.join(REPO, "build-mutation"),
                     help="the private copy and build folder (default build-mutation/)")
     ap.add_argument("--hang-factor", type=float, default=5.0, help="test timeout: this times its unmutated run")
+    ap.add_argument("--sanitize", action="store_true", help="build with ASan + UBSan (default work folder "
+                    "build-mutation-asan/); with --survivors, the named memory: and leak: survivors are judged too")
     ap.add_argument("--json", help="where the results go (default WORK/results-FOLDERS.json)")
     args = ap.parse_args()
+    if args.sanitize:
+        if args.work == os.path.join(REPO, "build-mutation"):
+            args.work = os.path.join(REPO, "build-mutation-asan")
+        os.environ["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+        os.environ["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
 
     specs = args.folder or FOLDERS
     files = [f for s in specs for f in files_of(s.rstrip("/"))]
@@ -328,6 +339,9 @@ def main():
             r["equivalent"] = equivalent.get((r["file"], r.get("code", ""), r["mutation"])) \
                 if r["verdict"] == "survived" else None
         wanted = {r["id"] for r in last["results"] if r["verdict"] == "survived" and not r["equivalent"]}
+        if args.sanitize:  # what only a sanitizer would see: judged here
+            wanted |= {r["id"] for r in last["results"] if r["verdict"] == "survived"
+                       and (r["equivalent"] or "").startswith(("memory:", "leak:"))}
         if args.resume:  # everything sampled that the last pass did not judge
             done = {r["id"] for r in last["results"]}
             wanted = None
@@ -360,7 +374,7 @@ def main():
     t0 = time.time()
     n = sync_copy(copy)
     log(f"copy: {n} files updated in {copy}")
-    if not configure(copy, build, n):
+    if not configure(copy, build, n, args.sanitize):
         log("run.py: the mutation build folder does not configure")
         return 3
     names = sorted({name for path, _, chosen, _, _ in plan for name in tests_for(path) + args.extra_test})
