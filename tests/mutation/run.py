@@ -11,8 +11,9 @@ killed per file and per folder, and every survivor as file:line and its mutation
 Not in CI: a full pass takes hours on two cores. One folder:
     nice -n 10 /usr/bin/python3 tests/mutation/run.py --folder src/store
 Every mutant (no sample): --all. The last pass's survivors again (after adding tests): --survivors.
-The named memory/leak survivors under ASan + UBSan (as make check's second pass builds):
-    --survivors --sanitize --json build-mutation/results-src_store.json (its own build folder).
+The named memory/leak survivors under ASan + UBSan (as make check's second pass builds), in a work
+folder of its own (build-mutation-asan/, the plain pass's results-FOLDER.json copied there first):
+    --survivors --sanitize
 Exit status: 0 when the pass ran (whatever its score), 2 for bad arguments, 3 when the unmutated
 tree fails to build or a test fails on it (no score means anything then).
 """
@@ -309,8 +310,7 @@ def main():
     if args.sanitize:
         if args.work == os.path.join(REPO, "build-mutation"):
             args.work = os.path.join(REPO, "build-mutation-asan")
-        os.environ["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
-        os.environ["UBSAN_OPTIONS"] = "halt_on_error=1:print_stacktrace=1"
+        os.environ["ASAN_OPTIONS"] = "detect_leaks=1"  # as make check-asan runs the tests
 
     specs = args.folder or FOLDERS
     files = [f for s in specs for f in files_of(s.rstrip("/"))]
@@ -341,7 +341,7 @@ def main():
         wanted = {r["id"] for r in last["results"] if r["verdict"] == "survived" and not r["equivalent"]}
         if args.sanitize:  # what only a sanitizer would see: judged here
             wanted |= {r["id"] for r in last["results"] if r["verdict"] == "survived"
-                       and (r["equivalent"] or "").startswith(("memory:", "leak:"))}
+                       and (r["equivalent"] or "").startswith(SANITIZER_CLASSES)}
         if args.resume:  # everything sampled that the last pass did not judge
             done = {r["id"] for r in last["results"]}
             wanted = None
@@ -464,6 +464,7 @@ def commit():
 # survivors are named but stay survivors: a sanitizer build would catch the first two on a test that
 # reached them; reach names a case no test brings about.
 EQUIVALENT_CLASSES = ("same:", "boundary:", "oom:")
+SANITIZER_CLASSES = ("memory:", "leak:")  # the named survivors --sanitize judges again
 
 
 def is_equivalent(r):
