@@ -1,7 +1,7 @@
 /* cli/cmd_check: `gpuscope check RUN [--baseline RUN] --min-speedup X --max-data-wait P% --min-gpu-util
  * P% --forbid RULE,...` — the gate a CI job puts on a training run (report/check.c judges it). Exit
- * codes: 0 every budget holds; 1 a budget is broken, or its figure was not measured (a gate that
- * cannot see fails), or reading the store fails; 2 bad usage (a rule the doctor does not have among
+ * codes: 0 every budget holds; 1 a budget is broken, its figure was not measured or cannot tell (a
+ * gate that cannot see fails), or reading the store fails; 2 bad usage (a rule the doctor does not have among
  * it) or an unknown run; 3 the store cannot be opened. The JUnit file is written whatever the verdict. */
 #include <errno.h>
 #include <getopt.h>
@@ -18,8 +18,9 @@ static const char check_usage[] =
     "                      [--forbid RULE,...] [--junit FILE] [--json] [--store URL]\n\n"
     "Exits 0 when every budget holds, 1 with one line per broken budget (what was measured, the\n"
     "budget, the finding that explains it). A budget whose figure the run did not measure is broken\n"
-    "too (\"unknown\"). The speed-up is noise-aware: a run whose throughput is within its own and the\n"
-    "baseline's step-to-step spread of the budget holds it (the tie rule gpuscope tune ranks by).\n\n"
+    "too (\"unknown\"). The speed-up holds only when the steps can tell: its 95 % interval (from both\n"
+    "runs' step-to-step spread) wholly at or above the budget; one that spans the budget is broken as\n"
+    "\"cannot tell\", with about how many steps of the run would tell.\n\n"
     "  --baseline RUN       the run to compare throughput with (needed by --min-speedup): an id, or a\n"
     "                       name or tag:KEY=VALUE for the newest finished run of that name or tag\n"
     "  --min-speedup X      throughput at least X times the baseline's (0.95: at most 5 % slower)\n"

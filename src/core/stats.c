@@ -1,7 +1,7 @@
 /* core/stats: the noise model of measured rates — a throughput from per-step samples and durations
  * with its 95 % confidence half-width (batch means, Student's t), and the tie rule on two such
- * figures. tune ranks its trials with it; `gpuscope check` judges a speed-up budget with it, so a
- * speed-up within the runs' own spread is never called a regression. */
+ * figures. tune ranks its trials with it; `gpuscope check` takes a speed-up's interval from it, and
+ * holds or breaks a budget only when that interval lies wholly on one side. */
 #include <math.h>
 #include <stdlib.h>
 

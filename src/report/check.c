@@ -1,10 +1,12 @@
 /* report/check: `gpuscope check`, the gate a CI job puts on a training run — budgets on its
  * throughput against a baseline run, its data wait, its GPU use and the findings it may not have —
- * judged on the same report figures `report` and `compare` print, with the speed-up's noise taken
- * from the runs' own steps (core/stats.c, the tie rule tune ranks by): a run within its baseline's
- * spread is not slower. A figure the run did not measure breaks its budget as "unknown", never
- * passes it: a gate that cannot see is not a gate. Each broken budget names the finding that
- * explains it. Written as text, JSON or JUnit XML (what CI systems show). */
+ * judged on the same report figures `report` and `compare` print (the throughput is the run view's,
+ * runview_throughput), with the speed-up's noise taken from the runs' own steps (core/stats.c, batch
+ * means). A budget holds only when the measurement can tell: the speed-up's 95 % interval wholly at
+ * or above the budget; wholly below breaks it; an interval that spans the budget is "cannot tell",
+ * with how many steps would tell, and breaks the gate too. A figure the run did not measure breaks
+ * its budget as "unknown", never passes it: a gate that cannot see is not a gate. Each broken budget
+ * names the finding that explains it. Written as text, JSON or JUnit XML (what CI systems show). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,23 +15,6 @@
 
 #include "doctor/doctor.h"
 #include "report/report_int.h"
-
-/* The throughput of a run from its held steps: samples per second when every step counted samples
- * and with_samples is set, else steps per second, with its 95 % half-width. 0 or GS_EINVAL (fewer
- * than two steps). */
-static int run_rate(const struct report_run *r, int with_samples, double *rate, double *ci) {
-  const struct runview *v = &r->view;
-  double *x = malloc((v->nsteps + 1) * sizeof *x), *t = malloc((v->nsteps + 1) * sizeof *t);
-  int dof, rc = GS_ENOMEM;
-  *rate = *ci = NAN;
-  if (x && t) {
-    for (size_t i = 0; i < v->nsteps; i++)
-      x[i] = v->steps[i].samples, t[i] = v->steps[i].total;
-    rc = gs_rate_ci(with_samples ? x : NULL, t, v->nsteps, rate, ci, &dof);
-  }
-  free(x), free(t);
-  return rc;
-}
 
 static int every_step_counts_samples(const struct report_run *r) {
   for (size_t i = 0; i < r->view.nsteps; i++)
@@ -70,8 +55,40 @@ static struct report_check_item *item_new(struct report_check *c, const char *na
   struct report_check_item *it = &c->items[c->n++];
   memset(it, 0, sizeof *it);
   snprintf(it->name, sizeof it->name, "%s", name);
-  it->measured = it->limit = it->ci = it->finding_speedup = NAN;
+  it->measured = it->limit = it->ci = it->finding_speedup = it->steps_needed = NAN;
   return it;
+}
+
+/* About how many steps of the run would make the speed-up s (±cs, from the run's relative half-width
+ * ra over n steps and the baseline's rb) tell against the budget min, at the same spread per step: the
+ * half-width shrinks as 1/sqrt(steps). NAN when no count would: s is the budget, or the baseline's own
+ * spread is already wider than the gap. */
+static double steps_to_tell(double s, double min, double ra, double rb, size_t n) {
+  double d = fabs(s - min) / s;
+  if (!(d * d > rb * rb) || !(ra > 0))
+    return NAN;
+  return ceil((double)n * ra * ra / (d * d - rb * rb));
+}
+
+/* The verdict on the speed-up's interval: it holds only when the whole interval is at or above the
+ * budget, breaks when the whole is below, and otherwise cannot tell, saying how many steps would. */
+static void speedup_verdict(struct report_check_item *it, const struct report_run *r, double ra, double rb) {
+  double s = it->measured, lo = s - it->ci, hi = s + it->ci, min = it->limit;
+  it->status = lo >= min ? REPORT_CHECK_OK : hi < min ? REPORT_CHECK_FAIL : REPORT_CHECK_CANNOT_TELL;
+  if (it->status != REPORT_CHECK_CANNOT_TELL)
+    return;
+  it->steps_needed = steps_to_tell(s, min, ra, rb, r->view.nsteps);
+  size_t k = strlen(it->why);
+  if (isfinite(it->steps_needed))
+    snprintf(it->why + k, sizeof it->why - k,
+             "; cannot tell: %.3gx to %.3gx spans the budget; about %.0f steps of the run (it has %zu) would tell "
+             "at this spread",
+             lo, hi, it->steps_needed, r->view.nsteps);
+  else
+    snprintf(it->why + k, sizeof it->why - k,
+             "; cannot tell: %.3gx to %.3gx spans the budget, and the baseline's own spread is too wide for "
+             "any length of this run to tell: the baseline needs more steps",
+             lo, hi);
 }
 
 static void check_speedup(struct report_check *c, const struct report_run *r, const struct report_run *base,
@@ -82,21 +99,21 @@ static void check_speedup(struct report_check *c, const struct report_run *r, co
   it->limit = min;
   int with_samples = every_step_counts_samples(r) && every_step_counts_samples(base);
   double a, ca, b, cb;
-  if (run_rate(r, with_samples, &a, &ca) || run_rate(base, with_samples, &b, &cb) || !(b > 0)) {
+  int dof, bad_run = runview_throughput(&r->view, 0, r->view.nsteps, with_samples, &a, &ca, &dof);
+  if (bad_run || runview_throughput(&base->view, 0, base->view.nsteps, with_samples, &b, &cb, &dof) || !(b > 0)) {
     it->status = REPORT_CHECK_UNKNOWN;
     snprintf(it->why, sizeof it->why, "%s has fewer than two timed steps: its throughput is unknown",
-             run_rate(r, with_samples, &a, &ca) ? "the run" : "the baseline");
+             bad_run ? "the run" : "the baseline");
     return;
   }
   it->measured = a / b;
-  /* the ratio's half-width by the delta method, for the reader; the verdict is the tie rule on the
-   * throughputs themselves: the run against the baseline scaled by the budget */
-  it->ci = it->measured * sqrt((isfinite(ca) ? ca * ca / (a * a) : 0) + (isfinite(cb) ? cb * cb / (b * b) : 0));
-  int below = a < min * b;
-  int tied = gs_tie(a, ca, min * b, min * cb);
-  it->status = below && !tied ? REPORT_CHECK_FAIL : REPORT_CHECK_OK;
-  snprintf(it->why, sizeof it->why, "%s/s %.4g against the baseline's %.4g%s", with_samples ? "samples" : "steps", a, b,
-           below && tied ? " (below the budget, but within the runs' own spread)" : "");
+  /* the ratio's half-width by the delta method; a run against itself is exactly 1x, without noise */
+  int self = !strcmp(r->view.run.id, base->view.run.id);
+  double ra = self ? 0 : ca / a, rb = self ? 0 : cb / b;
+  it->ci = it->measured * sqrt(ra * ra + rb * rb);
+  snprintf(it->why, sizeof it->why, "%s/s %.5g against the baseline's %.5g%s", with_samples ? "samples" : "steps", a, b,
+           self ? " (the run is its own baseline)" : "");
+  speedup_verdict(it, r, ra, rb);
   if (it->status == REPORT_CHECK_FAIL) {
     /* what the run has that the baseline did not: a finding that appeared, else its top one */
     for (size_t i = 0; i < r->view.nfindings && !it->rule[0]; i++) {
@@ -190,7 +207,18 @@ int report_check_run(const struct report_run *r, const struct report_run *base, 
 }
 
 static const char *status_word(int s) {
-  return s == REPORT_CHECK_OK ? "ok" : s == REPORT_CHECK_FAIL ? "FAIL" : "UNKNOWN";
+  return s == REPORT_CHECK_OK        ? "ok"
+         : s == REPORT_CHECK_FAIL    ? "FAIL"
+         : s == REPORT_CHECK_UNKNOWN ? "UNKNOWN"
+                                     : "CANNOT TELL";
+}
+
+/* The status as JSON and JUnit write it: ok, fail, unknown, cannot_tell. */
+static const char *status_id(int s) {
+  return s == REPORT_CHECK_OK        ? "ok"
+         : s == REPORT_CHECK_FAIL    ? "fail"
+         : s == REPORT_CHECK_UNKNOWN ? "unknown"
+                                     : "cannot_tell";
 }
 
 /* The budget and the figure in words: "speed-up vs baseline 0.91x (±0.02), budget >= 0.95x". */
@@ -228,7 +256,8 @@ int report_check_text(FILE *out, const struct report_run *r, const struct report
     char fig[256];
     item_figures(it, fig, sizeof fig);
     fprintf(out, "  %-7s %s", status_word(it->status), fig);
-    if (it->status == REPORT_CHECK_UNKNOWN || (it->why[0] && !strcmp(it->name, "min_speedup"))) {
+    if (it->status == REPORT_CHECK_UNKNOWN || it->status == REPORT_CHECK_CANNOT_TELL ||
+        (it->why[0] && !strcmp(it->name, "min_speedup"))) {
       fputs(": ", out);
       gs_term_text(out, it->why, 0);
     }
@@ -268,13 +297,15 @@ int report_check_json(FILE *out, const struct report_run *r, const struct report
     fprintf(out, "%s{\"budget\": ", i ? ", " : "");
     gs_json_str(out, it->name);
     fputs(", \"status\": ", out);
-    gs_json_str(out, it->status == REPORT_CHECK_OK ? "ok" : it->status == REPORT_CHECK_FAIL ? "fail" : "unknown");
+    gs_json_str(out, status_id(it->status));
     fputs(", \"measured\": ", out);
     gs_json_num(out, it->measured);
     fputs(", \"ci\": ", out);
     gs_json_num(out, it->ci);
     fputs(", \"limit\": ", out);
     gs_json_num(out, it->limit);
+    fputs(", \"steps_needed\": ", out);
+    gs_json_num(out, it->steps_needed);
     fputs(", \"why\": ", out);
     gs_json_str(out, it->why);
     fputs(", \"explained_by\": ", out);
@@ -321,8 +352,8 @@ static void xml_text(FILE *out, const char *s) {
 }
 
 /* One budget as a JUnit testcase: a broken one holds a <failure> (its figure missed the budget) or an
- * <error> (its figure was not measured: the gate could not judge), whose message is the figures'
- * line and whose text adds how it was measured, the finding that explains it and the baseline. */
+ * <error> (its figure was not measured, or its interval spans the budget: the gate could not judge), whose message is
+ * the figures' line and whose text adds how it was measured, the finding that explains it and the baseline. */
 static void junit_case(FILE *out, const struct report_run *base, const struct report_check_item *it) {
   char fig[256];
   item_figures(it, fig, sizeof fig);
@@ -333,7 +364,8 @@ static void junit_case(FILE *out, const struct report_run *base, const struct re
     return;
   }
   const char *el = it->status == REPORT_CHECK_FAIL ? "failure" : "error";
-  fprintf(out, "\">\n      <%s type=\"%s\" message=\"", el, it->status == REPORT_CHECK_FAIL ? "budget" : "unknown");
+  fprintf(out, "\">\n      <%s type=\"%s\" message=\"", el,
+          it->status == REPORT_CHECK_FAIL ? "budget" : status_id(it->status));
   xml_text(out, fig);
   fputs("\">", out);
   xml_text(out, fig);
@@ -364,7 +396,8 @@ int report_check_junit(FILE *out, const struct report_run *r, const struct repor
                        const struct report_check *c) {
   size_t failures = 0, errors = 0;
   for (size_t i = 0; i < c->n; i++)
-    failures += c->items[i].status == REPORT_CHECK_FAIL, errors += c->items[i].status == REPORT_CHECK_UNKNOWN;
+    failures += c->items[i].status == REPORT_CHECK_FAIL,
+        errors += c->items[i].status != REPORT_CHECK_OK && c->items[i].status != REPORT_CHECK_FAIL;
   fprintf(out,
           "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites tests=\"%zu\" failures=\"%zu\" errors=\"%zu\">\n",
           c->n, failures, errors);

@@ -132,7 +132,10 @@ struct report_budgets {
   double min_gpu_util;  /* mean GPU utilisation over the run's GPUs */
   char forbid[512];     /* rule ids, comma-separated: none may be found */
 };
-enum { REPORT_CHECK_OK = 0, REPORT_CHECK_FAIL = 1, REPORT_CHECK_UNKNOWN = 2 };
+/* OK: the budget holds; FAIL: its figure missed it; UNKNOWN: the figure was not measured;
+ * CANNOT_TELL: measured, but its 95 % interval spans the budget (the speed-up), so the run can neither
+ * hold nor break it. All but OK break the gate. */
+enum { REPORT_CHECK_OK = 0, REPORT_CHECK_FAIL = 1, REPORT_CHECK_UNKNOWN = 2, REPORT_CHECK_CANNOT_TELL = 3 };
 struct report_check_item {
   char name[80];              /* min_speedup, max_data_wait, min_gpu_util, forbid:RULE */
   int status;                 /* REPORT_CHECK_*: a figure the run did not measure is UNKNOWN, which breaks the budget */
@@ -140,10 +143,12 @@ struct report_check_item {
   char why[256];              /* how it was measured, or why it could not be */
   char rule[64], title[256];  /* the finding that explains a broken budget, "" when none */
   double finding_speedup;
+  double steps_needed; /* CANNOT_TELL: about how many of the run's steps would tell at its spread, NAN when
+                          none would (the baseline's own spread is wider than the gap) */
 };
 struct report_check {
   struct report_check_item items[64];
-  size_t n, broken; /* broken: FAIL or UNKNOWN */
+  size_t n, broken; /* broken: not OK */
 };
 /* Judges r against the budgets (base: the baseline run, needed by min_speedup, else may be NULL).
  * Returns 0 with out filled, or GS_EINVAL (message) when no budget is given, min_speedup lacks a
@@ -152,7 +157,7 @@ int report_check_run(const struct report_run *r, const struct report_run *base, 
                      struct report_check *out);
 /* The verdict as text (a line per budget, each broken one with its measured figure, its budget and
  * the finding that explains it), as one JSON object, or as JUnit XML (one testcase per budget: a
- * <failure> when its figure missed it, an <error> when the figure was not measured; the suite's
+ * <failure> when its figure missed it, an <error> when the figure was not measured or cannot tell; the suite's
  * timestamp, hostname and time are the run's start, host and duration). Each returns 0 or GS_EIO. */
 int report_check_text(FILE *out, const struct report_run *r, const struct report_run *base,
                       const struct report_check *c);

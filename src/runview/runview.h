@@ -115,6 +115,15 @@ void runview_step_figures(const struct runview *v, size_t first, size_t n, struc
 /* Throughput of x relative to base: the ratio of their samples per second, else the inverse ratio of
  * their median steps; NAN when neither pair is known. compare's speed-up, in the report and serve. */
 double runview_step_speedup(const struct runview_step_figures *base, const struct runview_step_figures *x);
+/* The throughput of the held steps v->steps[first .. first + n) (n clipped to the view) with its 95 %
+ * half-width: *rate is runview_step_figures' samples_per_s when with_samples (every step should have
+ * counted samples), else its steps_per_s — the one figure report, compare and check print — and *ci
+ * gs_rate_ci's batch-means half-width over each step's share of the time the steps cover (a
+ * stretch's first step its own length, each later one the time since the step before: gaps between
+ * steps count against the rate, as in the figure). *dof: the blocks' degrees of freedom. 0, or
+ * GS_EINVAL (fewer than two timed steps) or GS_ENOMEM, then *rate and *ci NAN. */
+int runview_throughput(const struct runview *v, size_t first, size_t n, int with_samples, double *rate, double *ci,
+                       int *dof);
 /* The held steps wholly inside [from, to] (the step from its start, its end minus its total, to its
  * end), as v->steps[*first .. *first + *n): all of them for INT64_MIN, INT64_MAX. Can't fail. */
 void runview_steps_in(const struct runview *v, int64_t from, int64_t to, size_t *first, size_t *n);

@@ -102,3 +102,37 @@ double runview_step_speedup(const struct runview_step_figures *base, const struc
   a = base->median_step_s, b = x->median_step_s;
   return a > 0 && b > 0 ? a / b : NAN;
 }
+
+int runview_throughput(const struct runview *v, size_t first, size_t n, int with_samples, double *rate, double *ci,
+                       int *dof) {
+  *rate = *ci = NAN;
+  *dof = 0;
+  if (first > v->nsteps)
+    first = v->nsteps;
+  if (n > v->nsteps - first)
+    n = v->nsteps - first;
+  if (n < 2)
+    return GS_EINVAL;
+  const struct runview_step *s = v->steps + first;
+  double *x = malloc(n * sizeof *x), *t = malloc(n * sizeof *t);
+  int rc = GS_ENOMEM;
+  if (x && t) {
+    for (size_t i = 0; i < n; i++) {
+      x[i] = with_samples ? s[i].samples : 1;
+      t[i] = i && s[i].stretch == s[i - 1].stretch ? ((double)s[i].t - (double)s[i - 1].t) / GS_NS_PER_S : s[i].total;
+    }
+    double r;
+    rc = gs_rate_ci(x, t, n, &r, ci, dof);
+  }
+  free(x), free(t);
+  if (rc)
+    return rc;
+  struct runview_step_figures f;
+  runview_step_figures(v, first, n, &f);
+  *rate = with_samples ? f.samples_per_s : f.steps_per_s;
+  if (!isfinite(*rate)) {
+    *ci = NAN;
+    return GS_EINVAL;
+  }
+  return 0;
+}

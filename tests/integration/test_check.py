@@ -1,7 +1,8 @@
 """gpuscope check: the CI gate. A run slower than its baseline and waiting for data breaks those
 budgets (exit 1, one line each with the measured figure, the budget and the finding that explains
-it); a run against itself holds a speed-up budget; a figure the run did not measure breaks its budget
-as unknown; a GPU's utilisation (the simulated NVML) holds or breaks its budget; JUnit XML and JSON
+it); a speed-up budget holds only when the measurement can tell (its interval wholly at or above the
+budget; one that spans it "cannot tell", exit 1 and a JUnit <error>); a run against itself is exactly
+1x; a figure the run did not measure breaks its budget as unknown; a GPU's utilisation (the simulated NVML) holds or breaks its budget; JUnit XML and JSON
 carry the same verdict, whatever the run is named, and the JUnit file validates against the schema CI
 systems read (tests/data/junit.xsd, xmllint from libxml2-utils); bad usage, a misspelt rule among
 them, is exit 2."""
@@ -68,21 +69,40 @@ for i in range(36):
 '''
 
 
-def test_a_speed_up_within_the_runs_spread_holds_and_beyond_it_breaks():
-    """The tie rule: a run against itself measures 1.0x. Against a budget of 2x, the bursty run holds
-    it — 1.0 is within its own spread of 2 (the line says so) — while the steady run, whose steps
-    all take about as long, breaks it."""
+def test_a_speed_up_whose_interval_spans_the_budget_cannot_tell():
+    """A budget holds only when the measurement can tell. The bursty run against the steady base, at
+    a budget of exactly its measured speed-up, spans it: "cannot tell" (exit 1, a JUnit <error>), with
+    its figures and how many steps would tell; a budget above its whole interval breaks (FAIL)."""
     sb = SB()
     job = os.path.join(sb.dir, "bursty_job.py")
     with open(job, "w") as f:
         f.write(_BURSTY_JOB)
     sb.ok("run", "--name", "bursty", "--", PYTHON, job)
-    sb.ok("run", "--name", "steady", "--", *sb.step_job(0.01, 0, 36))
-    rc, out, err = sb.gs("check", "bursty", "--baseline", "bursty", "--min-speedup", "2")
-    check(rc == 0 and "speed-up vs baseline 1.000x" in out and "within the runs' own spread" in out,
+    sp = json.loads(sb.gs("check", "bursty", "--baseline", "base", "--min-speedup", "0.01", "--json")[1])["budgets"][0]
+    m, ci = sp["measured"], sp["ci"]
+    check(m > 0 and ci > 0, str(sp))
+    path = os.path.join(sb.dir, "cannot-tell.xml")
+    rc, out, err = sb.gs("check", "bursty", "--baseline", "base", "--min-speedup", repr(m), "--junit", path)
+    line = [l for l in out.splitlines() if "speed-up vs baseline" in l]
+    check(rc == 1 and len(line) == 1 and line[0].lstrip().startswith("CANNOT TELL") and "cannot tell: " in line[0]
+          and "spans the budget" in line[0] and "0 of 1 budgets hold" in out, f"exit {rc}\n{out}{err}")
+    check(re.search(r"about \d+ steps of the run \(it has \d+\) would tell|the baseline needs more steps", line[0]),
+          line[0])
+    case = ET.parse(path).getroot().find(".//testcase")
+    e = case.find("error")
+    check(e is not None and e.get("type") == "cannot_tell" and case.find("failure") is None,
+          ET.tostring(case, encoding="unicode"))
+    j = json.loads(sb.gs("check", "bursty", "--baseline", "base", "--min-speedup", repr(m), "--json")[1])
+    check(j["passed"] is False and j["budgets"][0]["status"] == "cannot_tell", str(j))
+    rc, out, err = sb.gs("check", "bursty", "--baseline", "base", "--min-speedup", repr(2 * (m + ci)))
+    check(rc == 1 and "FAIL    speed-up vs baseline" in out, f"exit {rc}\n{out}{err}")
+
+
+def test_a_run_against_itself_measures_exactly_one():
+    """The same steps on both sides: 1.000x without noise, which holds a budget of 1 and breaks one of 2."""
+    rc, out, err = SB().gs("check", "base", "--baseline", "base", "--min-speedup", "2")
+    check(rc == 1 and "FAIL    speed-up vs baseline 1.000x (±0.000)" in out and "its own baseline" in out,
           f"exit {rc}\n{out}{err}")
-    rc, out, err = sb.gs("check", "steady", "--baseline", "steady", "--min-speedup", "2")
-    check(rc == 1 and "FAIL    speed-up vs baseline 1.000x" in out, f"exit {rc}\n{out}{err}")
 
 
 def test_what_was_not_measured_breaks_its_budget():
@@ -203,8 +223,8 @@ def test_a_misspelt_forbidden_rule_is_bad_usage():
 
 def test_the_ci_docs_check_commands_are_understood():
     """Every `gpuscope check` command docs/ci.md shows (its shell and YAML blocks, continuation lines
-    joined, the runs' names replaced by the sandbox's) is understood: it judges (exit 0 or 1, with a
-    verdict line per budget), never bad usage (exit 2)."""
+    joined, the runs' names replaced by the sandbox's) is understood and judges the slow run as it
+    should: exit 1, its speed-up and data wait broken, its GPU budget unknown (no GPU here)."""
     import re
     import shlex
     with open(os.path.join(SRC, "docs", "ci.md")) as f:
@@ -218,7 +238,14 @@ def test_the_ci_docs_check_commands_are_understood():
                 for a in shlex.split(c)]
         args[0] = SLOW  # the run the pipeline named
         rc, out, err = sb.gs("check", *args)
-        check(rc in (0, 1) and "budgets hold" in out, f"docs/ci.md: gpuscope check {c}\nexit {rc}\n{out}{err}")
+        where = f"docs/ci.md: gpuscope check {c}\nexit {rc}\n{out}{err}"
+        # the slow run (0.3x, three quarters of each step waiting for data, no GPU) breaks each budget
+        # the command sets, and each line says how
+        check(rc == 1 and "budgets hold" in out and "passed" not in out, where)
+        lines = out.splitlines()
+        for flag, line in (("--min-speedup", "FAIL    speed-up vs baseline"), ("--max-data-wait", "FAIL    data wait"),
+                           ("--min-gpu-util", "UNKNOWN GPU util unknown")):
+            check((flag in args) == any(l.lstrip().startswith(line) for l in lines), f"{flag}: {where}")
 
 
 def test_bad_usage_is_exit_2():

@@ -66,7 +66,7 @@ def test_a_slowed_transform_breaks_the_gate():
 # Two runs of the same CPU-bound code side by side on a 2-core machine that runs another test beside
 # them measured 0.64x (±0.08) in one make check: a neighbour's CPU is not in either run's own
 # spread. So the same code holds a 0.5x speed-up budget here, which the slowed run (0.05x) breaks by
-# far; the noise-aware tie itself is test_check's (a bursty run against itself).
+# far (an interval that spans the budget, "cannot tell", is test_check's).
 SAME_BUDGETS = ["--min-speedup", "0.5"] + BUDGETS[2:]
 
 

@@ -149,6 +149,95 @@ static void test_a_run_without_gpus_reports_their_figures_as_unknown(void **stat
   st->close(st);
 }
 
+/* ---- the speed-up budget: it holds only when the measurement can tell ---- */
+
+/* A finished run named name in st of n steps of totals[i % nt] seconds, each counting 32 samples,
+ * with gap_s between one step's end and the next one's start (time outside the steps). Its id into
+ * id. */
+static void step_run(struct store *st, const char *name, const double *totals, size_t nt, size_t n, double gap_s,
+                     char *id, size_t idlen) {
+  struct store_run run;
+  memset(&run, 0, sizeof run);
+  snprintf(run.name, sizeof run.name, "%s", name);
+  run.agent_pid = getpid();
+  run.exit_code = -1;
+  run.start_wall_ns = gs_wall_ns();
+  run.mono_start_ns = T0;
+  run.interval_ns = S / 10;
+  assert_int_equal(st->run_begin(st, &run), 0);
+  struct gs_sink *sink = gs_sink_new();
+  int total = gs_sink_series(sink, "client", "step.total_s", "", "s", GS_GAUGE);
+  int samples = gs_sink_series(sink, "client", "step.samples", "", "count", GS_GAUGE);
+  double t = 1;
+  for (size_t i = 0; i < n; i++) {
+    t += totals[i % nt];
+    gs_sink_put(sink, total, T0 + (int64_t)(t * S), totals[i % nt]);
+    gs_sink_put(sink, samples, T0 + (int64_t)(t * S), 32);
+    t += gap_s;
+  }
+  struct gs_batch *b = gs_sink_take(sink);
+  assert_int_equal(st->run_append(st, &run, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(sink);
+  snprintf(run.status, sizeof run.status, "finished");
+  run.exit_code = 0;
+  run.end_wall_ns = run.start_wall_ns + (int64_t)((t + 1) * S);
+  assert_int_equal(st->run_end(st, &run), 0);
+  snprintf(id, idlen, "%s", run.id);
+}
+
+static const struct report_check_item *speedup_check(struct store *st, const char *run, const char *base, double min,
+                                                     struct report_check *c) {
+  struct report_run r, b;
+  assert_int_equal(report_run_load(st, run, 0, &r), 0);
+  assert_int_equal(report_run_load(st, base, 0, &b), 0);
+  struct report_budgets bud = {.min_speedup = min, .max_data_wait = NAN, .min_gpu_util = NAN};
+  assert_int_equal(report_check_run(&r, &b, &bud, c), 0);
+  assert_int_equal(c->n, 1);
+  /* one throughput: the speed-up is the ratio of the report's (and compare's) samples per second */
+  assert_true(fabs(c->items[0].measured - runview_step_speedup(&b.steps, &r.steps)) < 1e-9);
+  report_run_done(&r);
+  report_run_done(&b);
+  return &c->items[0];
+}
+
+/* Issue 38's gate: a PR run of 3 steps (0.01, 0.1, 0.01 s) against a 40-step baseline of 10 ms
+ * steps measures 0.25x with an interval that spans a 0.95x budget: it cannot tell (a broken budget,
+ * with how many steps would tell), where it used to pass "within the noise"; a steady run at half the
+ * speed breaks the budget, the baseline against itself (exactly 1x) holds it, and the throughput
+ * counts the time between steps (3200 samples/s by the steps' own lengths, 2678.1 over the time they
+ * cover), as compare does. */
+static void test_a_speed_up_budget_holds_only_when_the_steps_can_tell(void **state) {
+  (void)state;
+  char url[400], pr[40], base[40], slow[40];
+  snprintf(url, sizeof url, "sqlite://%s/speedup.db", dir);
+  struct store *st = store_open(url);
+  assert_non_null(st);
+  const double bursty[] = {0.01, 0.1, 0.01}, steady[] = {0.01}, half[] = {0.02};
+  step_run(st, "pr", bursty, 3, 3, 0, pr, sizeof pr);
+  step_run(st, "base", steady, 1, 40, 0.002, base, sizeof base);
+  step_run(st, "slow", half, 1, 40, 0.004, slow, sizeof slow);
+  struct report_check c;
+  const struct report_check_item *it = speedup_check(st, pr, base, 0.95, &c);
+  assert_int_equal(it->status, REPORT_CHECK_CANNOT_TELL);
+  assert_int_equal(c.broken, 1);
+  assert_true(it->measured - it->ci < 0.95 && it->measured + it->ci >= 0.95);
+  assert_true(isfinite(it->steps_needed) && it->steps_needed > 3);
+  assert_non_null(strstr(it->why, "cannot tell"));
+  assert_non_null(strstr(it->why, "(it has 3)"));
+  if (!strstr(it->why, "the baseline's 2678.1"))
+    fail_msg("%s", it->why);
+  it = speedup_check(st, slow, base, 0.95, &c);
+  assert_int_equal(it->status, REPORT_CHECK_FAIL);
+  assert_true(fabs(it->measured - 0.5) < 1e-6);
+  it = speedup_check(st, base, base, 1.0, &c);
+  assert_int_equal(it->status, REPORT_CHECK_OK);
+  assert_true(it->measured == 1.0 && it->ci == 0);
+  it = speedup_check(st, base, slow, 1.5, &c); /* 2x, steady: its interval is above the budget */
+  assert_int_equal(it->status, REPORT_CHECK_OK);
+  st->close(st);
+}
+
 /* ---- a long run from its rollups ---- */
 
 /* Six hours at 10 Hz (216,001 points a series: past the raw-read limit) with thermal throttling from
@@ -271,6 +360,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_numbers_are_json_null),
       cmocka_unit_test(test_csv_fields_quote_and_clean_untrusted_text),
       cmocka_unit_test(test_a_run_without_gpus_reports_their_figures_as_unknown),
+      cmocka_unit_test(test_a_speed_up_budget_holds_only_when_the_steps_can_tell),
       cmocka_unit_test(test_long_run_is_summarised_from_rollups_and_events),
       cmocka_unit_test(test_json_checker),
       cmocka_unit_test(test_utf8_is_repaired),
