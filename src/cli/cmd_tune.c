@@ -7,10 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "collect/collect.h"
 #include "tune/tune.h"
+
+#ifndef GS_VERSION
+#define GS_VERSION "dev"
+#endif
 
 static const char tune_usage[] =
     "usage: gpuscope tune --param NAME=V1,V2,... [--param ...] [options] -- CMD ARGS with {NAME}\n\n"
@@ -40,15 +45,19 @@ static const char tune_usage[] =
     "  --samples N         run each trial until its steps x batch reach N samples (not --steps)\n"
     "  --gpus LIST         0,1,2,3 or all: trials side by side, one per GPU (CUDA_VISIBLE_DEVICES),\n"
     "                      the cores split between them\n"
-    "  --resume NAME       continue the sweep NAME from the store: finished trials are not rerun\n"
+    "  --resume NAME       continue the sweep NAME from the store: finished trials of the same\n"
+    "                      command, arguments and gpuscope version are not rerun; the command read\n"
+    "                      from the store is printed and run only when you answer y (or --yes)\n"
+    "  --yes               with --resume: run the stored command without asking\n"
     "  --json              print the result as JSON\n"
     "  --store URL         sqlite:///path/to/file.db (default $GPUSCOPE_STORE or the XDG path)\n"
-    "\nExit: 0 a winner or a tie was found; 1 no configuration could be measured; 2 bad usage;\n"
+    "\nExit: 0 a winner or a tie was found; 1 no configuration could be measured, or the stored\n"
+    "command was refused; 2 bad usage (--resume without --yes and no terminal to ask on);\n"
     "3 store; 130 interrupted by Ctrl-C, 143 by SIGTERM, 129 by SIGHUP (the table so far is printed).\n";
 
 struct tune_cli {
   struct tune_opts o;
-  int json;
+  int json, yes;
   int steps_given, seconds_given, lr_rule_given;
   const char *resume; /* --resume NAME */
   const char *gpus;   /* --gpus LIST, parsed once the options are read */
@@ -212,6 +221,9 @@ static int on_opt(int opt, const char *arg, void *user) {
     if (gs_parse_duration(arg, &o->interval_ns) || o->interval_ns < 10000000LL)
       return cli_error(GS_EXIT_USAGE, "tune: --interval wants a duration of at least 10ms, got '%s'", arg);
     break;
+  case 'y':
+    c->yes = 1;
+    break;
   case 'j':
     c->json = 1;
     break;
@@ -234,6 +246,41 @@ static int on_opt(int opt, const char *arg, void *user) {
     break;
   }
   return -1;
+}
+
+/* Whether the driver lists gpu (an index, a GPU's UUID or a MIG instance's UUID) among d's devices. */
+static int gpu_listed(const struct nvml_devices *d, const char *gpu) {
+  char *end;
+  unsigned long i = strtoul(gpu, &end, 10);
+  if (gpu[0] >= '0' && gpu[0] <= '9' && !*end)
+    return i < d->n && !d->dev[i].lost;
+  for (unsigned k = 0; k < d->n; k++) {
+    const struct nvml_facts *f = &d->dev[k].facts;
+    if (!d->dev[k].lost && !strcmp(f->uuid, gpu))
+      return 1;
+    for (int m = 0; m < f->n_mig; m++)
+      if (f->mig[m].uuid[0] && !strcmp(f->mig[m].uuid, gpu))
+        return 1;
+  }
+  return 0;
+}
+
+/* Each GPU of --gpus LIST (o->gpus) checked against the driver: a trial given a GPU that is not there
+ * would run on none, or on another. Returns -1 to go on, else the exit code (printed). */
+static int gpus_known(const struct tune_opts *o, const char *list) {
+  struct nvml_devices d;
+  int rc = -1;
+  if (collect_devices_list(&d, NULL))
+    rc = cli_error(GS_EXIT_USAGE, "tune: --gpus %s: no GPU driver to check them against (%s)", list, gs_last_error());
+  for (int i = 0; i < o->ngpus && rc < 0; i++)
+    if (!gpu_listed(&d, o->gpus[i]))
+      rc =
+          cli_error(GS_EXIT_USAGE,
+                    "tune: --gpus: the driver has no GPU '%s' (%u listed: give their indices 0-%u, GPU or MIG UUIDs as "
+                    "`gpuscope devices` shows, or all)",
+                    o->gpus[i], d.n, d.n ? d.n - 1 : 0);
+  collect_devices_done(&d);
+  return rc;
 }
 
 /* --gpus LIST: the GPUs named (indices or MIG UUIDs), or with "all" every GPU NVML lists (each MIG
@@ -277,7 +324,7 @@ static int parse_gpus(struct tune_opts *o, const char *list) {
       break;
     p += n + 1;
   }
-  return -1;
+  return gpus_known(o, list);
 }
 
 /* What one option needs of another. Returns -1 to go on, else the exit code (printed). */
@@ -328,6 +375,7 @@ static const struct option tune_longopts[] = {{"param", required_argument, 0, 'p
                                               {"name", required_argument, 0, 'n'},
                                               {"interval", required_argument, 0, 'i'},
                                               {"json", no_argument, 0, 'j'},
+                                              {"yes", no_argument, 0, 'y'},
                                               {"store", required_argument, 0, 's'},
                                               {"grace", required_argument, 0, 'G'},
                                               {"quality", required_argument, 0, 'q'},
@@ -372,47 +420,103 @@ static int tune_parse(struct tune_cli *c, int argc, char **argv) {
   return tune_check_args(c, argc, argv, i);
 }
 
-/* --resume NAME: the arguments the sweep was started with, from a trial run of group NAME (its
- * tune.argv.N params), into c->spec. Returns -1 to go on, else the exit code (printed). */
-static int resume_spec(struct tune_cli *c, const char *url, const char *name) {
+/* The stored arguments of run id (its tune.argc, tune.argv.N params) into c->spec, with "tune" first.
+ * Returns -1 to go on, else the exit code (printed). */
+static int stored_spec(struct tune_cli *c, struct store *st, const char *id, const char *name) {
+  struct gs_kv *kv = NULL;
+  size_t nkv = 0;
+  if (st->params_read(st, id, &kv, &nkv))
+    return cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
+  const char *argc_s = NULL;
+  for (size_t k = 0; k < nkv; k++)
+    if (!strcmp(kv[k].key, "tune.argc"))
+      argc_s = kv[k].value;
+  int na = argc_s ? atoi(argc_s) : 0, rc = -1;
+  if (na > 0 && na <= TUNE_SPEC_MAX && (c->spec = calloc((size_t)na + 2, sizeof *c->spec))) {
+    c->spec[0] = strdup("tune");
+    for (size_t k = 0; k < nkv; k++) {
+      int at = -1;
+      if (sscanf(kv[k].key, "tune.argv.%d", &at) == 1 && at >= 0 && at < na && !c->spec[at + 1])
+        c->spec[at + 1] = strdup(kv[k].value ? kv[k].value : "");
+    }
+    c->nspec = na + 1;
+  }
+  for (int k = 0; k <= na && rc == -1; k++)
+    if (!c->spec || !c->spec[k])
+      rc = cli_error(GS_EXIT_FAIL, "tune: --resume %s: the stored arguments are incomplete", name);
+  store_kv_free(kv, nkv);
+  return rc;
+}
+
+/* --resume NAME: the arguments the sweep was started with, from the newest trial run of group NAME
+ * (its tune.argv.N params), into c->spec, and that run's id into id. Returns -1 to go on, else the
+ * exit code (printed). */
+static int resume_spec(struct tune_cli *c, const char *url, const char *name, char *id, size_t idlen) {
   struct store *st = store_open(url);
   if (!st)
     return cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
   struct store_run *runs = NULL;
-  size_t n = 0;
-  int rc = -2; /* not found yet */
+  size_t n = 0, best = (size_t)-1;
+  int rc = -1;
   if (st->runs_list(st, &runs, &n))
     rc = cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
-  for (size_t i = 0; i < n && rc == -2; i++) {
-    struct gs_kv *kv = NULL;
-    size_t nkv = 0;
-    if (strcmp(runs[i].group, name) || st->params_read(st, runs[i].id, &kv, &nkv))
-      continue;
-    const char *argc_s = NULL;
-    for (size_t k = 0; k < nkv; k++)
-      if (!strcmp(kv[k].key, "tune.argc"))
-        argc_s = kv[k].value;
-    int na = argc_s ? atoi(argc_s) : 0;
-    if (na > 0 && na <= TUNE_SPEC_MAX && (c->spec = calloc((size_t)na + 2, sizeof *c->spec))) {
-      c->spec[0] = strdup("tune");
-      for (size_t k = 0; k < nkv; k++) {
-        int at = -1;
-        if (sscanf(kv[k].key, "tune.argv.%d", &at) == 1 && at >= 0 && at < na && !c->spec[at + 1])
-          c->spec[at + 1] = strdup(kv[k].value ? kv[k].value : "");
-      }
-      c->nspec = na + 1;
-      rc = -1;
-      for (int k = 0; k <= na && rc == -1; k++)
-        if (!c->spec[k])
-          rc = cli_error(GS_EXIT_FAIL, "tune: --resume %s: the stored arguments are incomplete", name);
-    }
-    store_kv_free(kv, nkv);
-  }
-  if (rc == -2)
+  for (size_t i = 0; i < n && rc == -1; i++)
+    if (!strcmp(runs[i].group, name) && (best == (size_t)-1 || runs[i].start_wall_ns > runs[best].start_wall_ns))
+      best = i;
+  if (rc == -1 && best == (size_t)-1)
     rc = cli_error(GS_EXIT_FAIL, "tune: --resume %s: no sweep of that name in the store", name);
+  if (rc == -1) {
+    snprintf(id, idlen, "%s", runs[best].id);
+    rc = stored_spec(c, st, runs[best].id, name);
+  }
   free(runs);
   st->close(st);
   return rc;
+}
+
+/* arg as a shell word for the terminal: bare when it holds only safe characters, else in single
+ * quotes (a quote as '\''), control characters escaped (gs_term_text). */
+static void put_shell_word(FILE *out, const char *arg) {
+  if (*arg &&
+      strspn(arg, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_./=:,+@%{}") == strlen(arg)) {
+    gs_term_text(out, arg, 0);
+    return;
+  }
+  fputc('\'', out);
+  for (const char *p = arg; *p;) {
+    size_t n = strcspn(p, "'");
+    char part[256];
+    while (n) {
+      size_t m = n < sizeof part - 1 ? n : sizeof part - 1;
+      memcpy(part, p, m), part[m] = 0;
+      gs_term_text(out, part, 0);
+      p += m, n -= m;
+    }
+    if (*p == '\'')
+      fputs("'\\''", out), p++;
+  }
+  fputc('\'', out);
+}
+
+/* A store is data, not instructions: the command --resume read from run id is printed, and run only
+ * with --yes or when the user answers y on the terminal. Returns -1 to go on, else the exit code. */
+static int confirm_stored(const struct tune_cli *c, const char *name, const char *id) {
+  fprintf(stderr, "gpuscope: tune --resume %s runs the sweep as the store recorded it (run %s):\n ", name, id);
+  for (int i = 0; i < c->nspec; i++)
+    fputc(' ', stderr), put_shell_word(stderr, c->spec[i]);
+  fputc('\n', stderr);
+  if (c->yes)
+    return -1;
+  if (!isatty(0) || !isatty(2))
+    return cli_error(GS_EXIT_USAGE,
+                     "tune: --resume %s: not run: a command read from the store runs only when "
+                     "confirmed (no terminal to ask on: add --yes)",
+                     name);
+  fputs("run it? [y/N] ", stderr);
+  char line[16];
+  if (fgets(line, sizeof line, stdin) && (line[0] == 'y' || line[0] == 'Y'))
+    return -1;
+  return cli_error(GS_EXIT_FAIL, "tune: --resume %s: not run", name);
 }
 
 /* Runs the sweep c describes and prints its result. Returns the exit code. */
@@ -456,7 +560,10 @@ static int tune_resume(struct tune_cli *c) {
   char def[1200], name[sizeof c->o.name];
   const char *url = c->o.store_url ? c->o.store_url : store_default_url(def, sizeof def);
   snprintf(name, sizeof name, "%s", c->resume);
-  int json = c->json, rc = resume_spec(c, url, name);
+  char id[64];
+  int json = c->json, yes = c->yes, rc = resume_spec(c, url, name, id, sizeof id);
+  if (rc < 0)
+    rc = confirm_stored(c, name, id);
   if (rc >= 0)
     return rc;
   char **spec = c->spec;
@@ -465,11 +572,13 @@ static int tune_resume(struct tune_cli *c) {
   tune_opts_done(&c->o);
   memset(c, 0, sizeof *c);
   c->o = (struct tune_opts){.steps = 50, .warmup = 10, .interval_ns = 100000000LL, .progress = stderr};
+  c->o.version = GS_VERSION;
   c->o.quality_tol = NAN;
   c->spec = spec, c->nspec = nspec;
   if ((rc = tune_parse(c, nspec, spec)) >= 0)
     return rc;
   c->json |= json;
+  c->yes |= yes;
   c->o.resume = 1;
   if (store_url)
     c->o.store_url = store_url;
@@ -480,6 +589,7 @@ static int tune_resume(struct tune_cli *c) {
 
 int cmd_tune(int argc, char **argv) {
   struct tune_cli c = {.o = {.steps = 50, .warmup = 10, .interval_ns = 100000000LL, .progress = stderr}};
+  c.o.version = GS_VERSION;
   c.o.quality_tol = NAN;
   int rc = tune_parse(&c, argc, argv);
   if (rc < 0 && c.resume)

@@ -178,8 +178,8 @@ static void env_param(const char *name, const char *value) {
 }
 
 /* The trial's own run params (tune.trial, tune.gpu, tune.cpus, tune.lr, tune.warmup) and the tune's
- * arguments (tune.argc, tune.argv.N, which --resume reads back) into kv (cap entries), their text in
- * buf. Returns how many. */
+ * version and arguments (tune.version, tune.argc, tune.argv.N, which --resume reads back and matches) into kv (cap
+ * entries), their text in buf. Returns how many. */
 static size_t trial_params(const struct tune_opts *o, const struct tune_trial *t, int k, struct gs_kv *kv, size_t cap,
                            char (*buf)[48]) {
   size_t n = 0;
@@ -196,6 +196,8 @@ static size_t trial_params(const struct tune_opts *o, const struct tune_trial *t
     PUT("tune.lr", buf[1]);
     PUT("tune.warmup", buf[2]);
   }
+  if (o->version)
+    PUT("tune.version", o->version);
   snprintf(buf[3], sizeof *buf, "%d", o->nspec);
   PUT("tune.argc", buf[3]);
   for (int i = 0; i < o->nspec && n < cap && 4 + i < (int)cap; i++) {
@@ -829,6 +831,40 @@ static int stored_run(struct store *st, const struct tune_opts *o, const char *n
   return found ? 0 : GS_ENOENT;
 }
 
+/* The value of key among kv[0..n), or NULL. */
+static const char *kv_value(const struct gs_kv *kv, size_t n, const char *key) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(kv[i].key, key))
+      return kv[i].value ? kv[i].value : "";
+  return NULL;
+}
+
+/* Whether run id's recorded spec — the gpuscope version and every argument of the tune that ran it
+ * (tune.version, tune.argc, tune.argv.N) — is this sweep's. 1 when it is; 0 with why (n bytes) when
+ * not, or when it cannot be read. */
+static int spec_matches(const struct tune_opts *o, struct store *st, const char *id, char *why, size_t n) {
+  struct gs_kv *kv = NULL;
+  size_t nkv = 0;
+  if (st->params_read(st, id, &kv, &nkv))
+    return snprintf(why, n, "its params cannot be read"), 0;
+  const char *version = kv_value(kv, nkv, "tune.version"), *argc = kv_value(kv, nkv, "tune.argc");
+  char key[32], num[16];
+  snprintf(num, sizeof num, "%d", o->nspec);
+  snprintf(why, n, "%s", "");
+  if (o->version && (!version || strcmp(version, o->version)))
+    snprintf(why, n, "gpuscope %.40s ran it, this is %.40s", version ? version : "of unknown version", o->version);
+  else if (!argc || strcmp(argc, num))
+    snprintf(why, n, "its tune had %.12s arguments, this one %d", argc ? argc : "no recorded", o->nspec);
+  for (int i = 0; i < o->nspec && !why[0]; i++) {
+    snprintf(key, sizeof key, "tune.argv.%d", i);
+    const char *v = kv_value(kv, nkv, key);
+    if (!v || strcmp(v, o->spec[i]))
+      snprintf(why, n, "argument %d of its tune was '%.60s', now '%.60s'", i + 1, v ? v : "(none)", o->spec[i]);
+  }
+  store_kv_free(kv, nkv);
+  return !why[0];
+}
+
 int tune_trial_resume(const struct tune_opts *o, struct store *st, struct tune_trial *t, int k) {
   char tags[1024], label[512], want[600];
   struct tune_trial saved = *t;
@@ -844,6 +880,14 @@ int tune_trial_resume(const struct tune_opts *o, struct store *st, struct tune_t
     snprintf(have, sizeof have, ",%s,", run.tags);
     if (!strchr(o->params[i].values[t->config[i]], ',') && !strstr(have, want))
       goto again;
+  }
+  char why[256];
+  if (!spec_matches(o, st, run.id, why, sizeof why)) {
+    tune_clean(why), tune_clean(label);
+    if (o->progress)
+      fprintf(o->progress, "[tune] %02d %s: run %s in the store is not reused, it runs again: %s\n", k + 1, label,
+              run.id, why);
+    goto again;
   }
   snprintf(t->run_id, sizeof t->run_id, "%s", run.id);
   snprintf(t->gpu, sizeof t->gpu, "%s", saved.gpu);

@@ -84,6 +84,8 @@ struct tune_opts {
   int resume;                   /* --resume: trials whose runs in the group are complete are not rerun */
   char *const *spec;            /* the tune's own arguments, kept in each trial's run for --resume */
   int nspec;
+  const char *version; /* the gpuscope running the sweep (tune.version of each trial; NULL: none kept):
+                          --resume reuses a trial only when this, its command and every argument match */
 };
 
 struct tune_trial {

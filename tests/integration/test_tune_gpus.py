@@ -120,6 +120,41 @@ def test_gpus_all_on_a_mig_gpu_gives_each_trial_an_instance_by_uuid():
         sb.close()
 
 
+def test_gpus_the_driver_does_not_have_are_refused():
+    """Each --gpus entry is checked against the driver (index, GPU UUID, MIG UUID): 'nonexistent,also
+    bogus', an index past the four GPUs and a UUID of no GPU are bad usage (exit 2, one line naming
+    the entry) before any trial runs, as is a list where no driver is there to check it; a GPU's and a
+    MIG instance's UUID as `gpuscope devices` lists them are taken."""
+    check(os.path.exists(SIM), f"{SIM} is not built")
+    sb = Sandbox()
+    try:
+        scn, mig = os.path.join(sb.dir, "four.scn"), os.path.join(sb.dir, "mig.scn")
+        with open(scn, "w") as f:
+            f.write(SCENARIO)
+        with open(mig, "w") as f:
+            f.write(MIG_SCENARIO)
+        env = {"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": scn}
+        job = ["--param", "k=a", "--", "true", "{k}"]
+        for gpus, bad in (("nonexistent,also bogus", "nonexistent"), ("0,4", "4"), ("GPU-nope", "GPU-nope")):
+            rc, out, err = sb.gs("tune", "--name", "bad", "--gpus", gpus, *job, env=env)
+            check(rc == 2 and f"the driver has no GPU '{bad}'" in err and len(err.strip().splitlines()) == 1,
+                  f"--gpus {gpus}: exit {rc}\n{err}")
+        rc, out, err = sb.gs("tune", "--name", "bad", "--gpus", "0", *job,
+                             env={"GPUSCOPE_NVML_LIB": os.path.join(sb.dir, "no-such-libnvidia-ml.so.1")})
+        check(rc == 2 and "no GPU driver to check them against" in err, f"no driver: exit {rc}\n{err}")
+        check(not os.path.exists(sb.db) or not sb.json("runs", "--json"), "no trial ran")
+        uuid = json.loads(sb.ok("devices", "--json", env=env))
+        menv = {"GPUSCOPE_NVML_LIB": SIM, "GPUSIM_SCENARIO": mig}
+        muuid = json.loads(sb.ok("devices", "--json", env=menv))
+        gpu = uuid["devices"][1]["uuid"]
+        inst = muuid["devices"][0]["mig_instances"][0]["uuid"]
+        for e, g in ((env, gpu), (menv, inst)):
+            rc, out, err = sb.gs("tune", "--name", "good", "--steps", "1", "--warmup", "0", "--gpus", g, *job, env=e)
+            check(rc != 2 and "--gpus" not in err, f"--gpus {g}: exit {rc}\n{err}")
+    finally:
+        sb.close()
+
+
 def parse_cpus(s):
     out = []
     for part in s.split(","):
