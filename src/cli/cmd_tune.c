@@ -103,12 +103,16 @@ static int parse_num(const char *s, double *out) {
   return 0;
 }
 
-/* The options of quality, learning rate, equal data, GPUs, resume and the memory limit. Returns -1 to
+/* The options of output, quality, learning rate, equal data, GPUs, resume and the memory limit. Returns -1 to
  * go on, else the exit code. */
 static int on_opt_more(struct tune_cli *c, int opt, const char *arg) {
   struct tune_opts *o = &c->o;
   char buf[160];
   double v;
+  if (opt == 'j' || opt == 'y') {
+    *(opt == 'j' ? &c->json : &c->yes) = 1;
+    return -1;
+  }
   if (opt == 'l')
     return cli_parse_log_max("tune", arg, &o->log_max) ? GS_EXIT_USAGE : -1;
   if (opt == 'G') {
@@ -222,11 +226,7 @@ static int on_opt(int opt, const char *arg, void *user) {
       return cli_error(GS_EXIT_USAGE, "tune: --interval wants a duration of at least 10ms, got '%s'", arg);
     break;
   case 'y':
-    c->yes = 1;
-    break;
   case 'j':
-    c->json = 1;
-    break;
   case 'q':
   case 'Q':
   case 'X':
@@ -234,7 +234,6 @@ static int on_opt(int opt, const char *arg, void *user) {
   case 'R':
   case 'U':
   case 'N':
-    return on_opt_more(c, opt, arg);
   case 'P':
   case 'r':
   case 'M':

@@ -865,8 +865,10 @@ static int spec_matches(const struct tune_opts *o, struct store *st, const char 
   return !why[0];
 }
 
-int tune_trial_resume(const struct tune_opts *o, struct store *st, struct tune_trial *t, int k) {
+int tune_trial_resume(const struct tune_opts *o, struct store *st, struct tune_trial *t, int k, char *why,
+                      size_t whylen) {
   char tags[1024], label[512], want[600];
+  why[0] = 0;
   struct tune_trial saved = *t;
   trial_reset(o, t, k, tags, sizeof tags);
   struct store_run run;
@@ -881,12 +883,9 @@ int tune_trial_resume(const struct tune_opts *o, struct store *st, struct tune_t
     if (!strchr(o->params[i].values[t->config[i]], ',') && !strstr(have, want))
       goto again;
   }
-  char why[256];
-  if (!spec_matches(o, st, run.id, why, sizeof why)) {
-    tune_clean(why), tune_clean(label);
-    if (o->progress)
-      fprintf(o->progress, "[tune] %02d %s: run %s in the store is not reused, it runs again: %s\n", k + 1, label,
-              run.id, why);
+  char spec_why[256];
+  if (!spec_matches(o, st, run.id, spec_why, sizeof spec_why)) {
+    snprintf(why, whylen, "run %s in the store is not reused, it runs again: %s", run.id, spec_why);
     goto again;
   }
   snprintf(t->run_id, sizeof t->run_id, "%s", run.id);

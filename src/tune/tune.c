@@ -119,6 +119,21 @@ static void progress(struct ctx *c, const struct tune_trial *t, size_t k) {
   fflush(c->o->progress);
 }
 
+/* --resume: trial k read from the store (1), or to run (0); a stored run of its configuration that is
+ * not reused is said on the progress line, with why. */
+static int resume(struct ctx *c, struct tune_trial *t, int k) {
+  char why[400];
+  if (tune_trial_resume(c->o, c->st, t, k, why, sizeof why))
+    return 1;
+  if (why[0] && c->o->progress) {
+    char label[512];
+    tune_config_label(c->o, t->config, label, sizeof label);
+    tune_clean(label), tune_clean(why);
+    fprintf(c->o->progress, "[tune] %02d %s: %s\n", k + 1, label, why);
+  }
+  return 0;
+}
+
 /* A new trial of config: skipped (a smaller batch ran out of memory), not run (stopped, or the
  * budget out), or read from the store (--resume), each said on the progress line; or pending, to run.
  * Returns its index (in *k) and 1 when it is to run, 0 when it is decided, -1 when out of memory. */
@@ -140,7 +155,7 @@ static int trial_prepare(struct ctx *c, const int *config, int rung, long steps,
       snprintf(t->reason, sizeof t->reason, "the sweep was stopped by %s", tune_signal_name(c->r->signo));
     else
       snprintf(t->reason, sizeof t->reason, "the budget ran out");
-  } else if (c->st && tune_trial_resume(c->o, c->st, t, *k)) {
+  } else if (c->st && resume(c, t, *k)) {
     long used = t->steps_run, asked = c->o->warmup + t->target_steps;
     c->r->trial_steps += c->o->seconds > 0 || c->o->samples > 0 || used < asked ? used : asked;
     c->r->steps_run += t->steps_run;

@@ -47,10 +47,13 @@ int tune_trial_poll(const struct tune_opts *o, struct tune_proc *p, int64_t dead
 int tune_trial_finish(const struct tune_opts *o, struct tune_trial *t, struct tune_proc *p, int others);
 
 /* --resume: fills trial t (t->config set) from the newest complete run NAME/KK of the group when that
- * run is of the same configuration and measures as ok. Returns 1 (t->resumed set) or 0 (t unchanged:
- * run it). */
+ * run is of the same configuration, was recorded by a tune of the same arguments and gpuscope version
+ * (tune.argv.N, tune.version) and measures as ok. Returns 1 (t->resumed set) or 0 (t unchanged: run
+ * it), with why (whylen bytes, not cleaned for the terminal) saying why a stored run of that
+ * configuration was not reused, "" when none was found or it was. */
 struct store;
-int tune_trial_resume(const struct tune_opts *o, struct store *st, struct tune_trial *t, int k);
+int tune_trial_resume(const struct tune_opts *o, struct store *st, struct tune_trial *t, int k, char *why,
+                      size_t whylen);
 
 /* The change finding f[k] (of the nf of one diagnosis, ranked) makes to configuration cur, in next:
  * the loader's findings set the worker parameter to the recommended count (the finding's
