@@ -73,6 +73,11 @@ int alert_config_load(struct alert_config *c, const char *path, char *err, size_
  * Into buf; NULL when neither XDG_CONFIG_HOME nor HOME is set or the path does not fit. */
 const char *alert_config_default_path(char *buf, size_t n);
 
+/* The rules a destination without any gets (ALERT_DEFAULT_RULES): a webhook, a Slack URL or a
+ * command set but no rule would otherwise be sent nothing, the job's crash included. When c has a
+ * destination and no rule, adds them and returns 1; else returns 0 and leaves c as it is. */
+#define ALERT_DEFAULT_RULES "exit, hang"
+int alert_config_default_rules(struct alert_config *c);
 /* Whether c has a rule (without a webhook or command, its alerts are the run's events alone). */
 int alert_config_active(const struct alert_config *c);
 

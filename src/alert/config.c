@@ -1,8 +1,10 @@
 /* alert/config: what a run's alerts are — rules as `--alert` writes them, the settings the flags and
  * the XDG file share (alert_config_set), and that file read by libinih (alert_config_load) with each
  * error naming its file and line. Plain data; the engine (engine.c) copies it. */
+#include <ctype.h>
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,15 @@ int alert_config_active(const struct alert_config *c) {
   return c->nrules > 0; /* without a destination the alerts are the run's events alone */
 }
 
+int alert_config_default_rules(struct alert_config *c) {
+  if (c->nrules || (!c->nhooks && !c->command[0]))
+    return 0;
+  char err[64];
+  alert_rule_parse("exit", &c->rules[c->nrules++], err, sizeof err); /* can't fail: known rules */
+  alert_rule_parse("hang", &c->rules[c->nrules++], err, sizeof err);
+  return 1;
+}
+
 struct rule_name {
   const char *name;
   enum alert_kind kind;
@@ -42,11 +53,28 @@ static const struct rule_name RULES[] = {
 
 static const char *const SEVERITIES[] = {"info", "low", "medium", "high"};
 
+/* A plain decimal at v — digits with at most one point, no sign, exponent, hex ("0x10" is not 16),
+ * inf or nan — into *out, *end past it. GS_OK, or GS_EINVAL when v does not start with one. */
+static int decimal(const char *v, double *out, const char **end) {
+  size_t k = strspn(v, "0123456789."), dots = 0;
+  for (size_t i = 0; i < k; i++)
+    dots += v[i] == '.';
+  if (!k || dots > 1 || (k == 1 && v[0] == '.'))
+    return GS_EINVAL;
+  if (v[k] && strchr("xXeEpP", v[k]) && isalnum((unsigned char)v[k + 1]))
+    return GS_EINVAL; /* 0x10, 1e3, 0x1p4: a figure written otherwise than a person reads it */
+  char *e;
+  *out = strtod(v, &e);
+  if (e != v + k)
+    return GS_EINVAL;
+  *end = v + k;
+  return GS_OK;
+}
+
 static int rule_option(struct alert_rule *r, const char *kv, char *err, size_t errlen) {
   const char *eq = strchr(kv, '=');
   size_t klen = eq ? (size_t)(eq - kv) : strlen(kv);
   const char *v = eq ? eq + 1 : "";
-  char *end;
   if (!eq || !*v)
     return snprintf(err, errlen, "alert '%s': '%s' is not KEY=VALUE", r->spec, kv), GS_EINVAL;
   if (klen == 3 && !strncmp(kv, "for", 3)) {
@@ -55,8 +83,8 @@ static int rule_option(struct alert_rule *r, const char *kv, char *err, size_t e
                       r->kind == ALERT_EXIT ? " (and exit takes none)" : ""),
              GS_EINVAL;
   } else if (klen == 4 && !strncmp(kv, "gain", 4) && (r->kind == ALERT_FINDING || r->kind == ALERT_STRAGGLER)) {
-    r->gain = strtod(v, &end);
-    if (end == v || (*end && strcmp(end, "x")) || !isfinite(r->gain) || r->gain < 1)
+    const char *end;
+    if (decimal(v, &r->gain, &end) || (*end && strcmp(end, "x")) || !isfinite(r->gain) || r->gain < 1)
       return snprintf(err, errlen, "alert '%s': gain= wants a speed-up of at least 1, such as 1.2", r->spec), GS_EINVAL;
   } else if (klen == 8 && !strncmp(kv, "severity", 8) && (r->kind == ALERT_FINDING || r->kind == ALERT_STRAGGLER)) {
     r->severity = -1;
@@ -78,14 +106,18 @@ static int rule_figure(struct alert_rule *r, const struct rule_name *rn, const c
     *rest = p;
     return GS_OK;
   }
-  char *end;
+  const char *end;
   if (!rn->op || *p != rn->op)
     return snprintf(err, errlen, "alert '%s': %s %s", r->spec, rn->name,
                     rn->op ? (rn->op == '<' ? "takes '<' (below)" : "takes '>' (above)") : "takes no figure"),
            GS_EINVAL;
-  r->threshold = strtod(p + 1, &end);
-  if (end == p + 1 || !isfinite(r->threshold) || r->threshold < 0 || r->threshold > 100)
+  if (decimal(p + 1, &r->threshold, &end) || !isfinite(r->threshold) || r->threshold < 0 || r->threshold > 100)
     return snprintf(err, errlen, "alert '%s': the figure after %c is a percentage 0..100", r->spec, *p), GS_EINVAL;
+  /* below 0 % or above 100 % is never true: a rule that can never fire is a mistake, not a rule */
+  if ((*p == '<' && r->threshold <= 0) || (*p == '>' && r->threshold >= 100))
+    return snprintf(err, errlen, "alert '%s': %s%c%g can never fire (a share is never %s %g %%)", r->spec, rn->name, *p,
+                    r->threshold, *p == '<' ? "below" : "above", r->threshold),
+           GS_EINVAL;
   if (*end == '%')
     end++;
   *rest = end;
@@ -149,6 +181,16 @@ static int set_count(int *out, const char *key, const char *v, long lo, long hi,
 static int add_hook(struct alert_config *c, const char *url, int slack, char *err, size_t errlen) {
   if (strncmp(url, "http://", 7) && strncmp(url, "https://", 8))
     return snprintf(err, errlen, "a webhook is an http:// or https:// URL, not '%s'", url), GS_EINVAL;
+  const char *host = strstr(url, "://") + 3;
+  size_t hn = strcspn(host, "/?#");
+  const char *at = memchr(host, '@', hn); /* user:password@host */
+  if (at)
+    hn -= (size_t)(at + 1 - host), host = at + 1;
+  if (!hn || host[0] == ':')
+    return snprintf(err, errlen, "the webhook '%s' names no host (http://HOST[:PORT]/PATH)", url), GS_EINVAL;
+  for (const char *q = url; *q; q++)
+    if ((unsigned char)*q <= ' ' || *q == 0x7f)
+      return snprintf(err, errlen, "the webhook '%s' holds a space or a control character", url), GS_EINVAL;
   if (c->nhooks >= ALERT_MAX_HOOKS || strlen(url) >= sizeof c->hooks[0])
     return snprintf(err, errlen, "at most %d webhooks of %zu bytes each", ALERT_MAX_HOOKS, sizeof c->hooks[0] - 1),
            GS_EINVAL;
@@ -163,6 +205,12 @@ int alert_config_set(struct alert_config *c, const char *key, const char *v, cha
       return snprintf(err, errlen, "at most %d alert rules", ALERT_MAX_RULES), GS_EINVAL;
     if (alert_rule_parse(v, &c->rules[c->nrules], err, errlen))
       return GS_EINVAL;
+    /* the same rule twice (whatever its spelling: the parsed rule, before its text) sends every alert twice */
+    for (size_t i = 0; i < c->nrules; i++)
+      if (!memcmp(&c->rules[i], &c->rules[c->nrules], offsetof(struct alert_rule, spec)))
+        return snprintf(err, errlen, "alert '%s': the same rule as '%s' given before (each alert would go twice)", v,
+                        c->rules[i].spec),
+               GS_EINVAL;
     c->nrules++;
     return GS_OK;
   }

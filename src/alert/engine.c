@@ -50,6 +50,7 @@ struct alert_engine {
   long fired, resolved;
   long oom_at_start; /* the cgroup's oom_kill count when the run began, -1 unknown */
   int finished;
+  int full_said; /* the event that the key table is full was recorded */
 };
 
 /* What one rule sees for one key in this evaluation. */
@@ -65,13 +66,34 @@ static int alert_live_findings(const struct runview *v, struct store_finding **f
   return doctor_diagnose_live(v, 0, f, n, NULL);
 }
 
+/* A slot for a new key when the table is full: a key neither firing nor on its way to fire (its state
+ * is nothing a new observation would not rebuild), else NULL — then, once per run, an event says that
+ * new keys go untracked, rather than leaving them silently unfired. */
+static struct alert_active *active_reuse(struct alert_engine *e, const char *key) {
+  for (size_t i = 0; i < e->nact; i++)
+    if (!e->act[i].firing && !e->act[i].hits)
+      return &e->act[i];
+  if (!e->full_said) {
+    char text[400];
+    snprintf(text, sizeof text,
+             "more than %d alert keys fire at once: '%.160s' and any other new one are not alerted on until one "
+             "resolves",
+             ALERT_MAX_ACTIVE, key);
+    gs_sink_event(e->sink, gs_mono_ns(), "alert", "keys_full", ALERT_MAX_ACTIVE, "", text);
+    e->full_said = 1;
+  }
+  return NULL;
+}
+
 static struct alert_active *active_find(struct alert_engine *e, int rule, const char *key, int create) {
   for (size_t i = 0; i < e->nact; i++)
     if (e->act[i].rule == rule && !strcmp(e->act[i].key, key))
       return &e->act[i];
-  if (!create || e->nact >= ALERT_MAX_ACTIVE)
+  if (!create)
     return NULL;
-  struct alert_active *a = &e->act[e->nact++];
+  struct alert_active *a = e->nact < ALERT_MAX_ACTIVE ? &e->act[e->nact++] : active_reuse(e, key);
+  if (!a)
+    return NULL;
   memset(a, 0, sizeof *a);
   a->rule = rule;
   snprintf(a->key, sizeof a->key, "%s", key);

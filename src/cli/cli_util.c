@@ -136,6 +136,9 @@ int cli_alerts_load(struct cli_alerts *a, const char *cmd) {
     if (alert_config_set(&a->c, key, val, err, sizeof err))
       return cli_error(GS_EXIT_USAGE, "%s: %s", cmd, err);
   }
+  if (alert_config_default_rules(&a->c))
+    fprintf(stderr, "gpuscope: %s: alerts have a destination but no rule (--alert): alerting on %s\n", cmd,
+            ALERT_DEFAULT_RULES);
   return -1;
 }
 

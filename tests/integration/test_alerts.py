@@ -2,7 +2,8 @@
 fires one "firing" at a loopback webhook (and Slack's form) and one "resolved" when it recovers; a
 throttled GPU with its memory nearly full fires those two; a job that waits for data with its CPU
 idle and then stops stepping fires the live finding and the hang alert; a crash fires the exit alert
-once and --alert-cmd gets it as JSON on stdin; a malformed alerts.ini line is one line naming the
+once and --alert-cmd gets it as JSON on stdin, also when no rule was given (the default rules exit
+and hang, said on stderr); a malformed alerts.ini line is one line naming the
 file and the line. The simulated GPU's scenario moves only when the test has seen the store hold
 what the previous step produced (GPUSIM_CLOCK). Delivery's faults: test_alert_webhooks.py."""
 import json
@@ -145,6 +146,24 @@ def test_a_crash_fires_once_and_the_command_gets_the_json_though_the_webhook_ref
         check("signal 11" in got[0]["text"] and got[0]["title"] == "the run was killed", got[0])
         with open(env) as f:
             check(f.read() == "exit firing\n", "the command's environment names the alert")
+    finally:
+        sb.close()
+
+
+def test_a_command_without_rules_gets_the_default_rules_and_says_so():
+    """--alert-cmd with no --alert rule (and no alerts.ini): the job's failure still reaches the
+    command (the default rules, exit and hang), and one line on stderr says which rules it got."""
+    sb = Sandbox()
+    out = os.path.join(sb.dir, "alerts.jsonl")
+    try:
+        rc, _, err = sb.gs("run", "--interval", "0.2s", "--alert-config", "none", "--alert-cmd", f"cat >> '{out}'",
+                           "--", "sh", "-c", "exit 3")
+        check(rc == 3, f"the run exits with the job's status: {rc}\n{err}")
+        notes = [l for l in err.splitlines() if "no rule" in l]
+        check(len(notes) == 1 and "alerting on exit, hang" in notes[0], err)
+        with open(out) as f:
+            got = [json.loads(l) for l in f if l.strip()]
+        check(len(got) == 1 and got[0]["rule"] == "exit" and got[0]["state"] == "firing", f"one exit alert: {got}")
     finally:
         sb.close()
 

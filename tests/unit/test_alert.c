@@ -54,7 +54,13 @@ static void test_a_wrong_rule_is_one_message_naming_it(void **state) {
              {"hang:bogus=1", "unknown option"},
              {"hang:for", "KEY=VALUE"},
              {"hang<3", "takes no figure"},
-             {"finding:severity=huge", "info, low"}};
+             {"finding:severity=huge", "info, low"},
+             {"finding:gain=0x10", "at least 1"}, /* hex is not a figure a person writes: not 16 */
+             {"finding:gain=1e1", "at least 1"},
+             {"finding:gain=inf", "at least 1"},
+             {"gpu_idle<0x10", "0..100"},
+             {"gpu_idle<0", "can never fire"}, /* a GPU's use is never below 0 % */
+             {"gpu_mem>100", "can never fire"}};
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     struct alert_rule r;
     char err[256] = "";
@@ -89,6 +95,20 @@ static void test_the_file_sets_what_the_flags_set(void **state) {
                    0);
   assert_int_equal(c.nrules, 2);
   assert_int_equal(c.nhooks, 2);
+  struct alert_config c2;
+  /* one rule twice with another figure is two rules; a gain written 1.5x is 1.5 */
+  assert_int_equal(load_text("[alerts]\nrule = hang\nrule = hang:for=5m\nrule = finding:gain=1.5x\n", &c2, err,
+                             sizeof err, path, sizeof path),
+                   0);
+  assert_int_equal(c2.nrules, 3);
+  assert_true(c2.rules[2].gain == 1.5);
+  /* a destination without a rule gets exit and hang; with one, or without a destination, nothing */
+  assert_int_equal(alert_config_default_rules(&c2), 0);
+  assert_int_equal(load_text("[alerts]\ncommand = logger x\n", &c2, err, sizeof err, path, sizeof path), 0);
+  assert_int_equal(alert_config_default_rules(&c2), 1);
+  assert_true(c2.nrules == 2 && c2.rules[0].kind == ALERT_EXIT && c2.rules[1].kind == ALERT_HANG);
+  alert_config_init(&c2);
+  assert_int_equal(alert_config_default_rules(&c2), 0);
   assert_true(c.hook_slack[0] == 1 && c.hook_slack[1] == 0);
   assert_string_equal(c.command, "logger gpuscope");
   assert_true(c.every_ns == 10 * GS_NS_PER_S && c.retries == 0 && c.queue == 2 && c.rate_per_min == 5);
@@ -111,6 +131,13 @@ static void test_the_first_wrong_line_is_named_whichever_kind_it_is(void **state
       {"rule = exit\n", 1, "[alerts]"},                                   /* no section */
       {"[alerts]\nwebhook = file:///etc/passwd\n", 2, "http://"},         /* no other scheme */
       {"[alerts]\nbogus = 1\n", 2, "unknown setting 'bogus'"},
+      {"[alerts]\nrule = exit\nwebhook = http://\n", 3, "names no host"},
+      {"[alerts]\nwebhook = https://:8080/x\n", 2, "names no host"},
+      {"[alerts]\nwebhook = https://user@/x\n", 2, "names no host"},
+      {"[alerts]\nwebhook = https://hooks.example/a b\n", 2, "a space"},
+      {"[alerts]\nrule = exit\nrule = hang\nrule = exit\n", 4, "the same rule as 'exit'"},
+      {"[alerts]\nrule = hang\nrule = hang:for=2m\n", 3, "the same rule as 'hang'"}, /* 2 min is hang's own */
+      {"[alerts]\nrule = gpu_idle<0\n", 2, "can never fire"},
   };
   for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
     struct alert_config c;
