@@ -419,17 +419,22 @@ static int tune_parse(struct tune_cli *c, int argc, char **argv) {
   return tune_check_args(c, argc, argv, i);
 }
 
-/* The stored arguments of run id (its tune.argc, tune.argv.N params) into c->spec, with "tune" first.
- * Returns -1 to go on, else the exit code (printed). */
-static int stored_spec(struct tune_cli *c, struct store *st, const char *id, const char *name) {
+/* The stored arguments of run id (its tune.argc, tune.argv.N params) into c->spec, with "tune" first,
+ * and its STORE_PARAM_IMPORTED into imported (untouched when the run was not imported). Returns -1 to
+ * go on, else the exit code (printed). */
+static int stored_spec(struct tune_cli *c, struct store *st, const char *id, const char *name, char *imported,
+                       size_t implen) {
   struct gs_kv *kv = NULL;
   size_t nkv = 0;
   if (st->params_read(st, id, &kv, &nkv))
     return cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
   const char *argc_s = NULL;
-  for (size_t k = 0; k < nkv; k++)
+  for (size_t k = 0; k < nkv; k++) {
     if (!strcmp(kv[k].key, "tune.argc"))
       argc_s = kv[k].value;
+    if (!strcmp(kv[k].key, STORE_PARAM_IMPORTED))
+      snprintf(imported, implen, "%s", kv[k].value ? kv[k].value : "");
+  }
   int na = argc_s ? atoi(argc_s) : 0, rc = -1;
   if (na > 0 && na <= TUNE_SPEC_MAX && (c->spec = calloc((size_t)na + 2, sizeof *c->spec))) {
     c->spec[0] = strdup("tune");
@@ -448,9 +453,10 @@ static int stored_spec(struct tune_cli *c, struct store *st, const char *id, con
 }
 
 /* --resume NAME: the arguments the sweep was started with, from the newest trial run of group NAME
- * (its tune.argv.N params), into c->spec, and that run's id into id. Returns -1 to go on, else the
- * exit code (printed). */
-static int resume_spec(struct tune_cli *c, const char *url, const char *name, char *id, size_t idlen) {
+ * (its tune.argv.N params), into c->spec, that run's id into id and where it was imported from into
+ * imported ("" not imported). Returns -1 to go on, else the exit code (printed). */
+static int resume_spec(struct tune_cli *c, const char *url, const char *name, char *id, size_t idlen, char *imported,
+                       size_t implen) {
   struct store *st = store_open(url);
   if (!st)
     return cli_error(GS_EXIT_STORE, "tune: %s", gs_last_error());
@@ -466,7 +472,7 @@ static int resume_spec(struct tune_cli *c, const char *url, const char *name, ch
     rc = cli_error(GS_EXIT_FAIL, "tune: --resume %s: no sweep of that name in the store", name);
   if (rc == -1) {
     snprintf(id, idlen, "%s", runs[best].id);
-    rc = stored_spec(c, st, runs[best].id, name);
+    rc = stored_spec(c, st, runs[best].id, name, imported, implen);
   }
   free(runs);
   st->close(st);
@@ -499,8 +505,13 @@ static void put_shell_word(FILE *out, const char *arg) {
 
 /* A store is data, not instructions: the command --resume read from run id is printed, and run only
  * with --yes or when the user answers y on the terminal. Returns -1 to go on, else the exit code. */
-static int confirm_stored(const struct tune_cli *c, const char *name, const char *id) {
-  fprintf(stderr, "gpuscope: tune --resume %s runs the sweep as the store recorded it (run %s):\n ", name, id);
+static int confirm_stored(const struct tune_cli *c, const char *name, const char *id, const char *imported) {
+  fprintf(stderr, "gpuscope: tune --resume %s runs the sweep as the store recorded it (run %s", name, id);
+  if (imported[0]) {
+    fputs(", imported: ", stderr);
+    gs_term_text(stderr, imported, 0);
+  }
+  fputs("):\n ", stderr);
   for (int i = 0; i < c->nspec; i++)
     fputc(' ', stderr), put_shell_word(stderr, c->spec[i]);
   fputc('\n', stderr);
@@ -559,10 +570,10 @@ static int tune_resume(struct tune_cli *c) {
   char def[1200], name[sizeof c->o.name];
   const char *url = c->o.store_url ? c->o.store_url : store_default_url(def, sizeof def);
   snprintf(name, sizeof name, "%s", c->resume);
-  char id[64];
-  int json = c->json, yes = c->yes, rc = resume_spec(c, url, name, id, sizeof id);
+  char id[64], imported[400] = "";
+  int json = c->json, yes = c->yes, rc = resume_spec(c, url, name, id, sizeof id, imported, sizeof imported);
   if (rc < 0)
-    rc = confirm_stored(c, name, id);
+    rc = confirm_stored(c, name, id, imported);
   if (rc >= 0)
     return rc;
   char **spec = c->spec;

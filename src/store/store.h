@@ -309,9 +309,14 @@ int store_export(struct store *st, const struct store_run *runs, size_t n, void 
  * GS_EIO when it cannot be read again (a pipe). Writes nothing. */
 int store_import_check(void *in_file, const char *name);
 
-/* Writes the runs of an export file (store_import_check passed it) into dst, each with its id,
- * unless dst holds that run already (nothing added; a run of that id there in another state is
- * GS_EINVAL). Checks every line again as it goes (GS_ECORRUPT). fn (may be NULL) hears of each run.
+/* The param an import or copy gives each run it writes: where it came from and when ("runs.jsonl,
+ * 2026-12-03T12:00:00Z"). A moved run is data from elsewhere — `tune --resume` says so before it
+ * runs a command read from one — so export leaves this param out and import drops a file's own. */
+#define STORE_PARAM_IMPORTED "gpuscope.imported"
+
+/* Writes the runs of an export file (store_import_check passed it) into dst, each with its id and
+ * STORE_PARAM_IMPORTED, unless dst holds that run already (nothing added; a run of that id there in
+ * another state is GS_EINVAL). Checks every line again as it goes (GS_ECORRUPT). fn (may be NULL) hears of each run.
  * Returns 0 or a GS_E code with the message; runs written before a failure stay written. */
 int store_import(struct store *dst, void *in_file, const char *name, store_import_fn fn, void *user);
 

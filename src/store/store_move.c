@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store/move_int.h"
@@ -57,6 +58,8 @@ static int put_params(struct xout *x) {
   size_t n;
   int rc = x->st->params_read(x->st, x->run->id, &kv, &n);
   for (size_t i = 0; !rc && i < n; i++) {
+    if (!strcmp(kv[i].key, STORE_PARAM_IMPORTED))
+      continue; /* the store that takes the run marks it itself */
     line_open(x, "param");
     put_str(x->out, "key", kv[i].key);
     put_str(x->out, "value", kv[i].value);
@@ -289,7 +292,8 @@ struct xin {
   struct gs_sink *sink; /* the run's series, points, events, params and notes until the next append */
   struct store_finding *find;
   size_t n_find;
-  size_t n_other; /* events, params and notes in the sink */
+  size_t n_other;   /* events, params and notes in the sink */
+  const char *from; /* the file's name, for STORE_PARAM_IMPORTED */
 };
 
 /* An append at most this many points, or events, params and notes: an import's memory is bounded
@@ -350,6 +354,13 @@ static int read_run(struct xin *x, const struct mv_line *l) {
     return gs_fail(GS_EINVAL, "this store cannot take runs");
   if (!(x->sink = gs_sink_new()))
     return gs_fail(GS_ENOMEM, "out of memory");
+  char mark[400], when[32] = "";
+  time_t now = time(NULL);
+  struct tm tm;
+  if (gmtime_r(&now, &tm))
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  snprintf(mark, sizeof mark, "%.360s, %s", x->from ? x->from : "", when);
+  gs_sink_param(x->sink, STORE_PARAM_IMPORTED, mark);
   return x->dst->run_import(x->dst, r);
 }
 
@@ -359,6 +370,8 @@ static int xin_other(struct xin *x) {
 }
 
 static int read_param(struct xin *x, const struct mv_line *l) {
+  if (!strcmp(mv_str(l, "key"), STORE_PARAM_IMPORTED))
+    return GS_OK; /* a file does not say it was not imported: the mark is this import's (read_run) */
   gs_sink_param(x->sink, mv_str(l, "key"), mv_str(l, "value"));
   return xin_other(x);
 }
@@ -575,7 +588,7 @@ int store_import(struct store *dst, void *in_file, const char *name, store_impor
   char *buf = malloc(MV_MAX_LINE);
   if (!buf)
     return gs_fail(GS_ENOMEM, "out of memory");
-  struct xin x = {.dst = dst, .fn = fn, .user = user};
+  struct xin x = {.dst = dst, .fn = fn, .user = user, .from = name};
   int rc = import_pass(in_file, name, buf, &x);
   xin_run_done(&x);
   free(buf);

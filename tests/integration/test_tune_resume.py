@@ -135,5 +135,31 @@ def test_a_trial_of_another_command_is_not_reused_and_the_stored_command_is_aske
         sb.close()
 
 
+def test_a_command_from_an_imported_sweep_is_shown_marked_and_not_run_unasked():
+    """A sweep's runs exported and imported into another store (a file from anywhere): the imported
+    runs carry gpuscope.imported; tune --resume in that store prints the stored command, says it was
+    imported, and without a terminal or --yes runs nothing (the marker file the command would make
+    stays absent)."""
+    sb = Sandbox()
+    try:
+        marker = os.path.join(sb.dir, "ran")
+        rc, out, err = sb.gs("tune", "--name", "evil", "--steps", "1", "--warmup", "0", "--param", "k=a", "--",
+                             "sh", "-c", 'touch "$0"', marker + "{k}", timeout=120)
+        check(os.path.exists(marker + "a"), f"the sweep ran its command: exit {rc}\n{err}")
+        os.unlink(marker + "a")
+        path = os.path.join(sb.dir, "sweep.jsonl")
+        ids = [r["id"] for r in runs(sb, "evil")]
+        sb.ok("export", *ids, "-o", path)
+        other = "sqlite://" + os.path.join(sb.dir, "other.db")
+        sb.ok("import", path, "--store", other)
+        params = sb.json("show", ids[0], "--params", "--json", "--store", other)
+        check(params.get("gpuscope.imported", "").startswith(path + ", "), f"marked as imported: {params}")
+        rc, out, err = sb.gs("tune", "--resume", "evil", "--store", other)
+        check(rc == 2 and "imported: " + path in err and "touch" in err and "add --yes" in err, f"exit {rc}\n{err}")
+        check(not os.path.exists(marker + "a"), "the stored command did not run")
+    finally:
+        sb.close()
+
+
 if __name__ == "__main__":
     run_tests(globals())
