@@ -1,9 +1,9 @@
 """The Python client's read API, gpuscope.Store (clients/python/gpuscope/_store.py), on a real store:
 a run of a job speaking gs1 (params, 40 steps, a mark) read back through the binary's --json, the
 same rows the binary itself prints — runs, a series' points, params, events, notes — plus the
-errors: an unknown run (exit 2), a store that is not there (exit 3), `log` and `runs --where` said
-"not available" while the binary has no such command, and to_pandas() without pandas (with it:
-test_client_store_pandas.py)."""
+errors: an unknown run (exit 2), a store that is not there (exit 3), `log` and `runs --where` through
+the binary, NotAvailable on the binary's own "unknown command" / "unknown option" and without a
+binary, and to_pandas() without pandas (with it: test_client_store_pandas.py)."""
 import os
 import sys
 
@@ -72,29 +72,47 @@ def test_errors_name_their_cause():
         check(e.code == 3, f"missing store: {e!r} {e.code}")
 
 
-def has_command(sb, *args):
-    rc, _, err = sb.gs(*args)
-    return rc == 0 or not ("unknown command" in err or "unknown option" in err)
-
-
-def test_log_and_where_say_not_available_without_the_command():
+def test_log_and_where_go_through_the_binary():
+    """This gpuscope has `log` and `runs --where`: log() is `gpuscope log RUN`'s lines, runs(where=TEXT)
+    the binary's own filter."""
     sb, st = store()
-    if has_command(sb, "log", "--help"):
-        check(isinstance(st.log(sb.rid), list), "log() gives the log's lines")
-    else:
+    rc, out, err = sb.gs("log", sb.rid)
+    check(rc == 0, f"gpuscope log: exit {rc}\n{err}")
+    check(st.log(sb.rid) == out.splitlines(), f"log() differs from gpuscope log: {st.log(sb.rid)!r} vs {out!r}")
+    check([r["id"] for r in st.runs(where="name = read-me")] == [sb.rid], "runs --where through the binary")
+    check(st.runs(where="name = other") == [], "a --where that keeps nothing")
+
+
+def test_what_the_binary_does_not_have_is_not_available():
+    """The client's NotAvailable, on this binary's own words: a command it does not know ("unknown
+    command") and an option it does not know ("unknown option") — what an older gpuscope without `log`
+    or `--where` says — are NotAvailable, a bad run a StoreError that is not; and no binary at all
+    (GPUSCOPE_BIN empty, nothing on PATH) is NotAvailable from the start."""
+    sb, st = store()
+    for args, says in ((["nosuch"], "unknown command"), (["runs", "--no-such-option"], "unknown option")):
         try:
-            st.log(sb.rid)
-            check(False, "log() without a log command")
+            st._run(*args)
+            check(False, f"{args} ran")
         except gpuscope.NotAvailable as e:
-            check("not available" in str(e), f"log: {e}")
-    if has_command(sb, "runs", "--where", "name = read-me", "--json"):
-        check(len(st.runs(where="name = read-me")) == 1, "runs --where through the binary")
-    else:
-        try:
-            st.runs(where="name = read-me")
-            check(False, "runs(where=TEXT) without runs --where")
-        except gpuscope.NotAvailable as e:
-            check("--where" in str(e), f"where: {e}")
+            check(says in str(e) and e.code == 2, f"{args}: {e!r}")
+    try:
+        st.log("nosuchrun")
+        check(False, "the log of an unknown run")
+    except gpuscope.StoreError as e:
+        check(not isinstance(e, gpuscope.NotAvailable) and e.code == 2, f"an unknown run: {e!r}")
+    saved = {k: os.environ.get(k) for k in ("GPUSCOPE_BIN", "PATH")}
+    os.environ["GPUSCOPE_BIN"], os.environ["PATH"] = "", sb.dir
+    try:
+        gpuscope.Store(sb.store)
+        check(False, "a Store without a binary")
+    except gpuscope.NotAvailable as e:
+        check("not found" in str(e), f"without a binary: {e}")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def test_to_pandas_without_pandas_says_so():

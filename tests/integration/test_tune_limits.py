@@ -8,10 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gstest import BIN, PYTHON, SRC, Sandbox, check, run_tests  # noqa: E402
+from gstest import BIN, PYTHON, SRC, Sandbox, check, run_tests, wait_until  # noqa: E402
 
 ENV = {"PYTHONPATH": os.path.join(SRC, "clients", "python")}
 EXAMPLE = os.path.join(SRC, "examples", "tune_costly.py")
@@ -72,13 +71,13 @@ def test_ctrl_c_stops_the_trial_and_prints_the_table_so_far():
         p = subprocess.Popen([BIN, "tune", "--name", "intr", "--seconds", "60", "--warmup", "1",
                               "--param", "workers=0,2", "--", PYTHON, EXAMPLE, "--workers", "{workers}"],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # wait until the first trial's run is in the store
-            rc, out, _ = sb.gs("runs")
-            if "intr/01" in out:
-                break
-            time.sleep(0.5)
-        time.sleep(3)
+        # The state Ctrl-C is meant to meet: the first trial training, its steps in the store (past
+        # torch's import and the loader's start, however loaded the machine).
+
+        def stepping():
+            rc, out, _ = sb.gs("show", "intr/01", "--metric", "step.total_s", "--json")
+            return rc == 0 and any(len(x["points"]) >= 2 for x in json.loads(out)["series"])
+        wait_until(stepping, "the first trial's steps in the store", timeout=120, proc=p)
         p.send_signal(signal.SIGINT)
         out, err = p.communicate(timeout=60)
         check(p.returncode == 130, f"exit {p.returncode}\n{out}\n{err}")

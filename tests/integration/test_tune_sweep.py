@@ -1,10 +1,12 @@
 """`gpuscope tune` on real PyTorch (CPU): a workers x batch_size sweep of examples/tune_costly.py (a
 loader whose per-sample transform mostly waits, so worker processes overlap it) by grid, successive
 halving and the doctor's findings. Proves: the grid's winner (and every configuration tied with it)
-uses workers; halving uses fewer trial-steps than the grid and picks a winner within noise of the
-grid's; the doctor, from workers=0, reaches the grid's best within noise (its best, or a trial tied
-with it) in at most a third of the grid's trial-steps. "Within noise" is the tool's own model: |a - b| <= z * sqrt(se_a^2 + se_b^2)
-with the z and standard errors the tool reports. Each trial is a stored run in the tune's group."""
+uses workers; halving uses fewer trial-steps than the grid and picks a configuration the grid found
+best (its best or tied with it); the doctor, from workers=0, reaches one (its best, or a trial tied
+with it) in at most a third of the grid's trial-steps. The grid's best against its baseline is
+beyond noise, by the tool's own model: |a - b| <= sqrt(ci_a^2 + ci_b^2) with the 95 % half-widths it
+reports; halving's and the doctor's short trials are judged by configuration, since a trial of a
+few steps can be "within noise" of anything. Each trial is a stored run in the tune's group."""
 import math
 import os
 import sys
@@ -46,6 +48,11 @@ def trial(r, k):
 def within_noise(a, b):
     """The tool's tie rule: the difference is within the root sum of squares of the 95% half-widths."""
     return abs(a["rate"] - b["rate"]) <= math.sqrt(a["ci95"] ** 2 + b["ci95"] ** 2)
+
+
+def grid_best_configs(g):
+    """The configurations the grid found best: its best trial's and those tied with it."""
+    return [trial(g, k)["config"] for k in sorted(set(g["tied"]) | {g["best"]})]
 
 
 def test_grid_runs_every_configuration_and_its_winner_uses_workers():
@@ -101,8 +108,11 @@ def test_halving_uses_fewer_trial_steps_and_a_winner_within_noise_of_grids():
     check(rungs == [0, 1, 2, 3], f"rungs {rungs}")
     hw = trial(h, h["recommended"])
     check(hw["rung"] == 3, f"the winner comes from the last rung: {hw}")
-    check(within_noise(hw, trial(g, g["best"])),
-          f"halving's {hw['config']} {hw['rate']}±{hw['ci95']} vs grid's best {trial(g, g['best'])}")
+    # the same answer as the grid: a configuration the grid found best (its best or tied with it),
+    # judged by the grid's own measurement of every configuration, not by halving's short trials (a
+    # trial of a few steps can measure 2247 ± 19690 samples/s, "within noise" of anything)
+    check(hw["config"] in grid_best_configs(g),
+          f"halving's {hw['config']} {hw['rate']}±{hw['ci95']} is not among the grid's best {grid_best_configs(g)}")
 
 
 def test_doctor_reaches_grids_best_in_a_third_of_the_steps():
@@ -110,12 +120,15 @@ def test_doctor_reaches_grids_best_in_a_third_of_the_steps():
     g, d = results["grid"], results["doctor"]
     check(trial(d, 1)["config"]["workers"] == "0", "the doctor starts from the configuration given")
     check(d["trial_steps"] * 3 <= g["trial_steps"], f"doctor {d['trial_steps']} vs grid {g['trial_steps']}")
-    # Reached: among the doctor's best and the trials tied with it, one is within noise of the grid's
-    # best. (On a loaded machine the doctor's move to workers=4 measured 667 ± 1481 samples/s: tied with
-    # its 428 ± 6 baseline, and not surely faster, so not itself the best; within noise of the grid's.)
+    # Reached: among the doctor's best and the trials tied with it, one is a configuration the grid
+    # found best (its best or tied with it, by the grid's measurement of every configuration). (On a
+    # loaded machine the doctor's move to workers=4 measured 667 ± 1481 samples/s: tied with its 428 ± 6
+    # baseline, and not surely faster, so not itself the best; "within noise" of the grid's best, as
+    # a trial that wide is of anything, but the configuration the grid found best.)
     tied = [trial(d, k) for k in d["tied"]]
-    check(d["best"] in d["tied"] and any(within_noise(t, trial(g, g["best"])) for t in tied),
-          f"doctor's best and tied {tied} vs grid's {trial(g, g['best'])}")
+    check(d["best"] in d["tied"] and any(t["config"] in grid_best_configs(g) for t in tied),
+          f"doctor's best and tied {[(t['config'], t['rate'], t['ci95']) for t in tied]} vs the grid's best "
+          f"{grid_best_configs(g)}")
     moves = [t for t in d["trials"] if t["from_trial"]]
     check(moves and moves[0]["estimate_rule"] in ("input_latency", "loader_workers", "input_bound"), str(moves))
     check(moves[0]["estimate"] >= 1.05 and d["stop_reason"], str(d))
