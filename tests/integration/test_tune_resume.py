@@ -17,12 +17,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gstest import BIN, PYTHON, Sandbox, check, run_tests, wait_until  # noqa: E402
 
 
-# JOB DIR K: reports 16 steps of 20 ms; trial c first writes DIR/c.started and waits for DIR/go.
+# JOB DIR WAIT K: reports 16 steps of 20 ms; the trial whose K is WAIT first writes DIR/WAIT.started
+# and waits for DIR/go.
 JOB = r'''
 import os, socket, sys, time
-d, k = sys.argv[1], sys.argv[2]
-if k == "c":
-    open(os.path.join(d, "c.started"), "w").close()
+d, wait, k = sys.argv[1], sys.argv[2], sys.argv[3]
+if k == wait:
+    open(os.path.join(d, wait + ".started"), "w").close()
     until = time.monotonic() + 60
     while not os.path.exists(os.path.join(d, "go")) and time.monotonic() < until:
         time.sleep(0.01)
@@ -45,7 +46,7 @@ def test_a_killed_sweep_resumes_and_runs_only_the_trials_not_finished():
         with open(job, "w") as f:
             f.write(JOB)
         cmd = [BIN, "tune", "--name", "sw", "--steps", "12", "--warmup", "2", "--param", "k=a,b,c,d", "--", PYTHON,
-               job, sb.dir, "{k}"]
+               job, sb.dir, "c", "{k}"]
         p = subprocess.Popen(cmd, env=sb.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         started = os.path.join(sb.dir, "c.started")
         wait_until(lambda: os.path.exists(started), "trial 03's job to start", timeout=120, proc=p)
@@ -79,50 +80,32 @@ def test_a_killed_sweep_resumes_and_runs_only_the_trials_not_finished():
         sb.close()
 
 
-# JOB2 DIR VARIANT K: 8 steps of 10 ms; variant B's trial a first writes DIR/b-a.started and waits
-# for DIR/go-b.
-JOB2 = r'''
-import os, socket, sys, time
-d, variant, k = sys.argv[1], sys.argv[2], sys.argv[3]
-if variant == "B" and k == "a":
-    open(os.path.join(d, "b-a.started"), "w").close()
-    until = time.monotonic() + 60
-    while not os.path.exists(os.path.join(d, "go-b")) and time.monotonic() < until:
-        time.sleep(0.01)
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-for i in range(8):
-    time.sleep(0.01)
-    s.sendto(f"gs1 step {i} data=0.001 compute=0.009 samples=32 t={time.monotonic():.6f}".encode(),
-             os.environ["GPUSCOPE_SOCKET"])
-'''
-
-
 def test_a_trial_of_another_command_is_not_reused_and_the_stored_command_is_asked_for():
-    """Two sweeps named sw2 with the same grid but another command (variant A, then B, killed during
+    """Two sweeps named sw2 with the same grid but another command (A-{k}, then B-{k}, killed during
     its first trial): --resume reads B's arguments, prints the command and, without a terminal to
     ask on, refuses to run it without --yes (exit 2, nothing run); with --yes it runs, and sw2/02 in
     the store (variant A's) is not reused: its recorded command differs, and the line says so."""
     sb = Sandbox()
     try:
-        job = os.path.join(sb.dir, "job2.py")
+        job = os.path.join(sb.dir, "job.py")
         with open(job, "w") as f:
-            f.write(JOB2)
+            f.write(JOB)
         base = [BIN, "tune", "--name", "sw2", "--steps", "4", "--warmup", "1", "--param", "k=a,b", "--", PYTHON, job,
-                sb.dir]
-        p = subprocess.run(base + ["A", "{k}"], env=sb.env, capture_output=True, text=True, timeout=200)
+                sb.dir, "B-a"]
+        p = subprocess.run(base + ["A-{k}"], env=sb.env, capture_output=True, text=True, timeout=200)
         check(p.returncode == 0, f"sweep A: exit {p.returncode}\n{p.stderr}")
         a_runs = {r["name"]: r["id"] for r in runs(sb, "sw2")}
-        p = subprocess.Popen(base + ["B", "{k}"], env=sb.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_until(lambda: os.path.exists(os.path.join(sb.dir, "b-a.started")), "sweep B's first job", timeout=120,
+        p = subprocess.Popen(base + ["B-{k}"], env=sb.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until(lambda: os.path.exists(os.path.join(sb.dir, "B-a.started")), "sweep B's first job", timeout=120,
                    proc=p)
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=60)
         wait_until(lambda: all(r["status"] != "running" for r in runs(sb, "sw2")), "the killed trial's run to close",
                    timeout=120)
-        open(os.path.join(sb.dir, "go-b"), "w").close()
+        open(os.path.join(sb.dir, "go"), "w").close()
         n_before = len(runs(sb, "sw2"))
         rc, out, err = sb.gs("tune", "--resume", "sw2", "--json", input="y\n")
-        check(rc == 2 and "add --yes" in err and f"{job} {sb.dir} B {{k}}" in err,
+        check(rc == 2 and "add --yes" in err and f"{job} {sb.dir} B-a B-{{k}}" in err,
               f"exit {rc}\n{err}")
         check(len(runs(sb, "sw2")) == n_before, "nothing ran without --yes")
         rc, out, err = sb.gs("tune", "--resume", "sw2", "--yes", "--json", timeout=200)
@@ -130,7 +113,7 @@ def test_a_trial_of_another_command_is_not_reused_and_the_stored_command_is_aske
         t = json.loads(out)["trials"]
         check(len(t) == 2 and not t[1]["resumed"] and t[1]["run_id"] != a_runs["sw2/02"], str(t))
         check(re.search(r"02 k=b: run \w+ in the store is not reused, it runs again: argument \d+ of its tune was "
-                        r"'A', now 'B'", err), err)
+                        r"'A-\{k\}', now 'B-\{k\}'", err), err)
     finally:
         sb.close()
 

@@ -39,6 +39,30 @@ static int teardown(void **state) {
   return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Begins a run named name in st (its start now, T0 on the monotonic clock, 10 Hz) into *run. */
+static void begin_run(struct store *st, const char *name, struct store_run *run) {
+  memset(run, 0, sizeof *run);
+  snprintf(run->name, sizeof run->name, "%s", name);
+  run->agent_pid = getpid();
+  run->exit_code = -1;
+  run->start_wall_ns = gs_wall_ns();
+  run->mono_start_ns = T0;
+  run->interval_ns = S / 10;
+  assert_int_equal(st->run_begin(st, run), 0);
+}
+
+/* Writes what sink holds into run, frees it, and closes the run as finished dur_ns after its start. */
+static void end_run(struct store *st, struct store_run *run, struct gs_sink *sink, int64_t dur_ns) {
+  struct gs_batch *b = gs_sink_take(sink);
+  assert_int_equal(st->run_append(st, run, b), 0);
+  gs_batch_free(b);
+  gs_sink_free(sink);
+  snprintf(run->status, sizeof run->status, "finished");
+  run->exit_code = 0;
+  run->end_wall_ns = run->start_wall_ns + dur_ns;
+  assert_int_equal(st->run_end(st, run), 0);
+}
+
 /* ---- numbers that were not measured (missing is not zero) ---- */
 
 /* Every text formatter prints an unknown figure as a dash, never as 0. */
@@ -97,26 +121,12 @@ static void test_a_run_without_gpus_reports_their_figures_as_unknown(void **stat
   struct store *st = store_open(url);
   assert_non_null(st);
   struct store_run run;
-  memset(&run, 0, sizeof run);
-  snprintf(run.name, sizeof run.name, "cpu-only");
-  run.agent_pid = getpid();
-  run.exit_code = -1;
-  run.start_wall_ns = gs_wall_ns();
-  run.mono_start_ns = T0;
-  run.interval_ns = S / 10;
-  assert_int_equal(st->run_begin(st, &run), 0);
+  begin_run(st, "cpu-only", &run);
   struct gs_sink *sink = gs_sink_new();
   int cpu = gs_sink_series(sink, "host", "host.cpu.busy_pct", "cpu=total", "%", GS_GAUGE);
   for (int64_t k = 0; k <= 600; k++)
     gs_sink_put(sink, cpu, T0 + k * S / 10, 55);
-  struct gs_batch *b = gs_sink_take(sink);
-  assert_int_equal(st->run_append(st, &run, b), 0);
-  gs_batch_free(b);
-  gs_sink_free(sink);
-  snprintf(run.status, sizeof run.status, "finished");
-  run.exit_code = 0;
-  run.end_wall_ns = run.start_wall_ns + 60 * S;
-  assert_int_equal(st->run_end(st, &run), 0);
+  end_run(st, &run, sink, 60 * S);
 
   struct report_run r;
   assert_int_equal(report_run_load(st, run.id, 0, &r), 0);
@@ -157,14 +167,7 @@ static void test_a_run_without_gpus_reports_their_figures_as_unknown(void **stat
 static void step_run(struct store *st, const char *name, const double *totals, size_t nt, size_t n, double gap_s,
                      char *id, size_t idlen) {
   struct store_run run;
-  memset(&run, 0, sizeof run);
-  snprintf(run.name, sizeof run.name, "%s", name);
-  run.agent_pid = getpid();
-  run.exit_code = -1;
-  run.start_wall_ns = gs_wall_ns();
-  run.mono_start_ns = T0;
-  run.interval_ns = S / 10;
-  assert_int_equal(st->run_begin(st, &run), 0);
+  begin_run(st, name, &run);
   struct gs_sink *sink = gs_sink_new();
   int total = gs_sink_series(sink, "client", "step.total_s", "", "s", GS_GAUGE);
   int samples = gs_sink_series(sink, "client", "step.samples", "", "count", GS_GAUGE);
@@ -175,14 +178,7 @@ static void step_run(struct store *st, const char *name, const double *totals, s
     gs_sink_put(sink, samples, T0 + (int64_t)(t * S), 32);
     t += gap_s;
   }
-  struct gs_batch *b = gs_sink_take(sink);
-  assert_int_equal(st->run_append(st, &run, b), 0);
-  gs_batch_free(b);
-  gs_sink_free(sink);
-  snprintf(run.status, sizeof run.status, "finished");
-  run.exit_code = 0;
-  run.end_wall_ns = run.start_wall_ns + (int64_t)((t + 1) * S);
-  assert_int_equal(st->run_end(st, &run), 0);
+  end_run(st, &run, sink, (int64_t)((t + 1) * S));
   snprintf(id, idlen, "%s", run.id);
 }
 
@@ -249,14 +245,7 @@ static void test_long_run_is_summarised_from_rollups_and_events(void **state) {
   struct store *st = store_open(url);
   assert_non_null(st);
   struct store_run run;
-  memset(&run, 0, sizeof run);
-  snprintf(run.name, sizeof run.name, "six");
-  run.agent_pid = getpid();
-  run.exit_code = -1;
-  run.start_wall_ns = gs_wall_ns();
-  run.mono_start_ns = T0;
-  run.interval_ns = S / 10;
-  assert_int_equal(st->run_begin(st, &run), 0);
+  begin_run(st, "six", &run);
   struct gs_sink *sink = gs_sink_new();
   int util = gs_sink_series(sink, "nvml", "gpu.util_pct", "gpu=0", "%", GS_GAUGE);
   int clk = gs_sink_series(sink, "nvml", "gpu.sm_clock_mhz", "gpu=0", "MHz", GS_GAUGE);
@@ -280,14 +269,7 @@ static void test_long_run_is_summarised_from_rollups_and_events(void **state) {
       gs_batch_free(b);
     }
   }
-  struct gs_batch *b = gs_sink_take(sink);
-  assert_int_equal(st->run_append(st, &run, b), 0);
-  gs_batch_free(b);
-  gs_sink_free(sink);
-  snprintf(run.status, sizeof run.status, "finished");
-  run.exit_code = 0;
-  run.end_wall_ns = run.start_wall_ns + 6 * 3600 * S;
-  assert_int_equal(st->run_end(st, &run), 0);
+  end_run(st, &run, sink, 6 * 3600 * S);
 
   struct store_finding *f;
   size_t n;
