@@ -112,8 +112,9 @@ struct runview_step_figures {
 };
 /* Figures of the held steps v->steps[first .. first + n) (n clipped to the view). Can't fail. */
 void runview_step_figures(const struct runview *v, size_t first, size_t n, struct runview_step_figures *out);
-/* Throughput of x relative to base: the ratio of their samples per second, else the inverse ratio of
- * their median steps; NAN when neither pair is known. compare's speed-up, in the report and serve. */
+/* Throughput of x relative to base: the ratio of their samples per second, else of their steps per
+ * second (both over the time the steps cover: the figures runview_throughput and `check` use); NAN
+ * when neither pair is known. compare's speed-up, in the report and serve. */
 double runview_step_speedup(const struct runview_step_figures *base, const struct runview_step_figures *x);
 /* The throughput of the held steps v->steps[first .. first + n) (n clipped to the view) with its 95 %
  * half-width: *rate is runview_step_figures' samples_per_s when with_samples (every step should have

@@ -99,8 +99,8 @@ double runview_step_speedup(const struct runview_step_figures *base, const struc
   double a = base->samples_per_s, b = x->samples_per_s;
   if (a > 0 && b > 0)
     return b / a;
-  a = base->median_step_s, b = x->median_step_s;
-  return a > 0 && b > 0 ? a / b : NAN;
+  a = base->steps_per_s, b = x->steps_per_s;
+  return a > 0 && b > 0 ? b / a : NAN;
 }
 
 int runview_throughput(const struct runview *v, size_t first, size_t n, int with_samples, double *rate, double *ci,

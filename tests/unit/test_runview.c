@@ -160,6 +160,32 @@ static void test_runview_step_figures_share_each_phase_over_the_steps_that_repor
   st->close(st);
 }
 
+/* The one throughput: runview_throughput's rate is the step figures' (samples or steps per second over
+ * the time the steps cover), its half-width 0 for steps all alike; fewer than two steps is GS_EINVAL
+ * with NAN; compare's speed-up without samples is the ratio of steps per second. */
+static void test_runview_throughput_is_the_step_figures_with_a_half_width(void **state) {
+  (void)state;
+  struct store *st = make_run("throughput", fill_short);
+  struct runview v;
+  assert_int_equal(runview_load(st, "last", &v), 0);
+  struct runview_step_figures f;
+  runview_step_figures(&v, 0, v.nsteps, &f);
+  double rate, ci;
+  int dof;
+  assert_int_equal(runview_throughput(&v, 0, v.nsteps, 1, &rate, &ci, &dof), 0);
+  assert_true(rate == f.samples_per_s && fabs(rate - 32) < 1e-9 && fabs(ci) < 1e-9 && dof >= 1);
+  assert_int_equal(runview_throughput(&v, 0, v.nsteps, 0, &rate, &ci, &dof), 0);
+  assert_true(rate == f.steps_per_s && fabs(rate - 1) < 1e-9);
+  assert_int_equal(runview_throughput(&v, 3, 1, 1, &rate, &ci, &dof), GS_EINVAL);
+  assert_true(isnan(rate) && isnan(ci));
+  struct runview_step_figures half = f;
+  f.samples_per_s = half.samples_per_s = NAN;
+  half.steps_per_s = f.steps_per_s / 2;
+  assert_true(fabs(runview_step_speedup(&f, &half) - 0.5) < 1e-12);
+  runview_done(&v);
+  st->close(st);
+}
+
 /* The live window: the last minute up to the newest sample while the run goes on, the usual window
  * (INT64_MIN, INT64_MAX) once it finished. */
 static void test_runview_live_window_ends_at_the_newest_sample(void **state) {
@@ -327,6 +353,7 @@ int main(void) {
       cmocka_unit_test(test_runview_steps_join_phases_and_leave_unmeasured_nan),
       cmocka_unit_test(test_runview_params_and_labels_are_strict),
       cmocka_unit_test(test_runview_step_figures_share_each_phase_over_the_steps_that_reported_it),
+      cmocka_unit_test(test_runview_throughput_is_the_step_figures_with_a_half_width),
       cmocka_unit_test(test_runview_live_window_ends_at_the_newest_sample),
       cmocka_unit_test(test_runview_long_series_reads_rollups_and_keeps_a_dip),
       cmocka_unit_test(test_runview_unknown_run_is_enoent),
