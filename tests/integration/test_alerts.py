@@ -168,6 +168,35 @@ def test_a_command_without_rules_gets_the_default_rules_and_says_so():
         sb.close()
 
 
+_MANY = """device 0-63
+  name NVIDIA H100 PCIe
+  memory 81559MiB
+  at 0 util=0 mem_util=0 mem_used=79GiB power=340 temp=90 throttle=SwThermalSlowdown
+"""
+
+
+def test_past_128_firing_keys_an_event_says_new_ones_are_not_alerted_on():
+    """64 idle, throttled GPUs with their memory nearly full under three rules: 192 keys want to fire,
+    the run tracks 128 at once; those 128 fire, and one event of the run (alert keys_full) says the
+    others are not alerted on, rather than leaving them silently unfired."""
+    sb = Sandbox()
+    w = Watched(sb, "many", ["--alert", "gpu_idle<10%:for=1s", "--alert", "gpu_mem>95%:for=1s", "--alert",
+                             "throttle>50%:for=1s"], scenario=_MANY)
+    try:
+        def alerts():
+            return [r for r in w.rows("--events") if r["kind"] == "alert"]
+        w.wait(lambda: any(r["name"] == "keys_full" for r in alerts()), "the event that the key table is full")
+        check(w.finish() == 0, "the run exits 0:\n" + w.out)
+        ev = alerts()
+        full = [r for r in ev if r["name"] == "keys_full"]
+        firing = [r for r in ev if r["name"] != "keys_full" and r["text"].startswith("firing")]
+        check(len(full) == 1 and "128" in full[0]["text"] and "not alerted on" in full[0]["text"], str(full))
+        check(len(firing) == 128, f"{len(firing)} keys fired, the table holds 128")
+    finally:
+        w.close()
+        sb.close()
+
+
 def test_a_malformed_config_line_is_one_error_naming_the_line():
     sb = Sandbox()
     cfg = os.path.join(sb.dir, "config", "gpuscope")
