@@ -88,6 +88,9 @@ def test_a_speed_up_whose_interval_spans_the_budget_cannot_tell():
           and "spans the budget" in line[0] and "0 of 1 budgets hold" in out, f"exit {rc}\n{out}{err}")
     check(re.search(r"about \d+ steps of the run \(it has \d+\) would tell|the baseline needs more steps", line[0]),
           line[0])
+    p = subprocess.run([XMLLINT, "--noout", "--schema", os.path.join(SRC, "tests/data/junit.xsd"), path],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, f"xmllint: {p.stdout}{p.stderr}")
     case = ET.parse(path).getroot().find(".//testcase")
     e = case.find("error")
     check(e is not None and e.get("type") == "cannot_tell" and case.find("failure") is None,
