@@ -269,6 +269,8 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   RETURN_IF_LOST();
   nv_procs_tick(c, g);
   RETURN_IF_LOST();
+  nv_health_tick(c, g);
+  RETURN_IF_LOST();
   nv_mig_follow(c, g);
   for (int k = 0; k < g->n_migs && !g->lost; k++)
     nv_mig_tick(c, g, k);
@@ -304,6 +306,7 @@ static void *nvml_thread(void *arg) {
     c->tick_ns = next;
     unsigned i;
     int written = 1;
+    nv_health_events(c); /* timeout 0: each GPU's tick writes what came */
     for (i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
       struct gpu *g = &c->gpus[i];
       if (g->lost)
@@ -347,6 +350,8 @@ static void ctx_free(struct nvml_ctx *c, int shutdown) {
     free(g->migs);
     free(g->sbuf), free(g->gpm_req), free(g->pbuf), free(g->pids), free(g->ubuf), free(g->procs);
   }
+  if (shutdown)
+    nv_health_stop(c);
   free(c->gpus);
   free(c->pp), free(c->pe), free(c->pn), free(c->pend_end);
   nvml_api_close(&c->api, shutdown);
@@ -519,6 +524,8 @@ static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, 
     }
     nv_flush(c, &c->gpus[i]);
   }
+  nv_health_start(c);
+  nv_flush(c, &c->gpus[0]); /* its notes */
 
   /* The thread takes no signals: the run loop's handlers (forwarding to the job) stay on it. */
   sigset_t all, old;
