@@ -1,0 +1,109 @@
+"""GPU health end to end (issue 37; docs/nvml.md "Health", docs/alerts.md, docs/diagnosis.md): a run on
+four simulated H100s (tests/gpusim/scenarios/xid79.scn) whose GPU 3 reports Xid 79 at scenario time
+3 s and is lost at 3.5 s. Once the test moves the clock to 3: the `xid` alert reaches a loopback
+webhook, naming the GPU and the code's meaning; /metrics shows it under both of dcgm-exporter's
+names (DCGM_FI_DEV_XID_ERRORS, the last Xid; DCGM_EXP_XID_ERRORS_COUNT{xid="79"}); at 3.6,
+`gpuscope devices --health` exits 1 naming GPU 3. The job then dies (exit 3), and the report's
+first line names the Xid and the GPU. A GPU without the health counters (a consumer card: ECC,
+remapping and NVLink NOT_SUPPORTED) has no such series, only one note per call. The waits are on
+states (the webhook's posts, the scrape's lines), never on time."""
+import re
+import urllib.request
+
+from alertlib import *
+
+XID79 = os.path.join(SRC, "tests/gpusim/scenarios/xid79.scn")
+
+
+def metrics_url(w):
+    w.err.flush()
+    with open(w.err.name) as f:
+        m = re.search(r"gpuscope: metrics at (\S+)", f.read())
+    return m.group(1) if m else None
+
+
+def scrape(url):
+    with urllib.request.urlopen(url, timeout=10) as r:
+        return r.read().decode()
+
+
+def test_an_xid_before_the_crash_is_alerted_exported_reported_and_fails_the_health_check():
+    sb, rx = Sandbox(), Receiver()
+    stop = os.path.join(sb.dir, "xid.stop")
+    w = Watched(sb, "xid", ["--alert", "xid", "--alert-webhook", rx.url + "/json", "--listen", "127.0.0.1:0"],
+                scenario_file=XID79, cmd=["sh", "-c", f"while [ ! -e '{stop}' ]; do sleep 0.05; done; exit 3"])
+    try:
+        url = w.wait(lambda: metrics_url(w), "the metrics address on stderr")
+        w.wait(lambda: "DCGM_FI_DEV_PCIE_REPLAY_COUNTER{" in scrape(url), "the health counters on /metrics")
+        check("DCGM_FI_DEV_XID_ERRORS" not in scrape(url), "no Xid yet, no Xid line (missing is not zero)")
+        w.set(3)
+        posts = w.wait(lambda: rx.got("/json"), "the xid alert at the webhook")
+        check([(b["rule"], b["state"], b["labels"]) for b in posts] == [("xid", "firing", "gpu=3")], f"posts: {posts}")
+        check(posts[0]["title"] == "GPU 3 reported Xid 79 (fallen off the bus)", posts[0])
+        check("drain the node" in posts[0]["fix"], posts[0])
+
+        def both():
+            body = scrape(url)
+            last = re.search(r'^DCGM_FI_DEV_XID_ERRORS\{gpu="3",[^}]*\} 79$', body, re.M)
+            count = re.search(r'^DCGM_EXP_XID_ERRORS_COUNT\{gpu="3",[^}]*xid="79"\} 1$', body, re.M)
+            return body if last and count else None
+        body = w.wait(both, "the Xid under both DCGM names")
+        check(not re.search(r'^DCGM_FI_DEV_XID_ERRORS\{gpu="[012]"', body, re.M), "only GPU 3 has an Xid")
+
+        w.set(3.6)  # GPU 3 has fallen off the bus
+        env = dict(sb.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=XID79, GPUSIM_CLOCK=w.clock)
+        rc, out, err = sb.gs("devices", "--health", env=env)
+        check(rc == 1, f"devices --health exits 1 with a GPU lost: {rc}\n{out}{err}")
+        check(err.strip() == "gpuscope: devices: GPU 3 unhealthy: lost (GPU is lost)", err)
+        check(out.count("health OK") == 3, out)
+        rc, out, _ = sb.gs("devices", "--health", "--json", env=env)
+        check(rc == 1 and '"healthy": false' in out and out.count('"healthy": true') == 3, out)
+
+        open(stop, "w").close()
+        check(w.p.wait(timeout=120) == 3, "the job's exit status")
+        rc, out, err = sb.gs("report", "xid")
+        first = out.splitlines()[0] if out else ""
+        check(rc == 0 and re.search(r"— failed, .*, exit 3: GPU 3 reported Xid 79 \(fallen off the bus\) \d+ s before "
+                                    r"the job died: not the training code; drain the node$", first), first + err)
+    finally:
+        w.close()
+        rx.close()
+        sb.close()
+
+
+CONSUMER = """device 0
+  name NVIDIA GeForce RTX 4090
+  cc 8.9
+  memory 24564MiB
+  fault ecc NOT_SUPPORTED
+  fault remap NOT_SUPPORTED
+  fault retired NOT_SUPPORTED
+  fault nvlink NOT_SUPPORTED
+  at 0 util=90 mem_used=20GiB power=400
+"""
+
+
+def test_a_card_without_ecc_or_nvlink_has_no_such_series_and_one_note_each():
+    sb = Sandbox()
+    scn = os.path.join(sb.dir, "rtx.scn")
+    with open(scn, "w") as f:
+        f.write(CONSUMER)
+    env = dict(sb.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=scn)
+    try:
+        rc, _, err = sb.gs("run", "--name", "rtx", "--interval", "0.1s", "--", "sleep", "0.5", env=env)
+        check(rc == 0, err)
+        names = {r["name"] for r in sb.csv("show", "rtx", "--metric", "gpu.*", "--csv")}
+        check("gpu.pcie_replays" in names, f"the replay counter answers: {sorted(names)}")
+        for absent in ("gpu.ecc_dbe_volatile", "gpu.remap_pending", "gpu.retired_pages_dbe", "gpu.nvlink_replay_errors"):
+            check(absent not in names, f"{absent} is not written as 0: {sorted(names)}")
+        notes = sb.ok("show", "rtx", "--notes", "--csv").splitlines()
+        for what in ("ECC errors", "remapped rows", "retired pages", "NVLink errors"):
+            check(sum(f"gpu0: {what}: Not Supported" == n for n in notes) == 1, f"one note for {what}: {notes}")
+        rc, out, _ = sb.gs("devices", env=env)
+        check(rc == 0 and "health OK  ECC n/a/n/a" in out and "NVLink errors n/a" in out, out)
+    finally:
+        sb.close()
+
+
+if __name__ == "__main__":
+    run_tests(globals())
