@@ -525,7 +525,6 @@ static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, 
     nv_flush(c, &c->gpus[i]);
   }
   nv_health_start(c);
-  nv_flush(c, &c->gpus[0]); /* its notes */
 
   /* The thread takes no signals: the run loop's handlers (forwarding to the job) stay on it. */
   sigset_t all, old;

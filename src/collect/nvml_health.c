@@ -61,6 +61,7 @@ void nv_health_start(struct nvml_ctx *c) {
     health_register(c, g);
     health_ecc_mode(c, g);
   }
+  nv_flush(c, &c->gpus[0]); /* the notes */
 }
 
 void nv_health_stop(struct nvml_ctx *c) {

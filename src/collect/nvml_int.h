@@ -390,7 +390,8 @@ void nv_mig_follow(struct nvml_ctx *c, struct gpu *g);
 /* ---- nvml_health.c ---- */
 
 /* Creates the event set and registers every GPU for Xid and ECC events (a GPU that cannot is noted
- * once; its counters are still read), and records each GPU's ECC mode as gpu.N.ecc_mode. */
+ * once; its counters are still read), records each GPU's ECC mode as gpu.N.ecc_mode, and writes
+ * the notes into the sink. */
 void nv_health_start(struct nvml_ctx *c);
 /* Takes what the event set holds now (nvmlEventSetWait_v2 with timeout 0: never blocks the tick)
  * and hands each Xid to its GPU, whose next nv_health_tick writes it. */
