@@ -71,6 +71,28 @@ def test_an_xid_before_the_crash_is_alerted_exported_reported_and_fails_the_heal
         sb.close()
 
 
+STRAGGLER = os.path.join(SRC, "tests/gpusim/scenarios/straggler4_replays.scn")
+
+
+def test_a_straggling_gpu_whose_pcie_link_replays_is_named_the_likely_cause():
+    """Four simulated H100s, one rank each: GPU 2 at 45 % SM activity against 82 %, its PCIe replay
+    counter rising 100 a second. The run lasts 6 s so that two 5-second counter readings see it rise."""
+    sb = Sandbox()
+    env = dict(sb.env, GPUSCOPE_NVML_LIB=SIM, GPUSIM_SCENARIO=STRAGGLER)
+    try:
+        rc, _, err = sb.gs("run", "--name", "strag", "--", "sleep", "6", env=env)
+        check(rc == 0, err)
+        rep = sb.json("report", "strag", "--json")
+        got = [f for f in rep["findings"] if f["rule"] == "straggler"]
+        check(len(got) == 1, f"findings: {[f['rule'] for f in rep['findings']]}")
+        check(re.match(r"Straggler: GPU 2 is \d+ points behind the others \(SM activity 45% vs 82%\) — its PCIe link "
+                       r"replayed \d+ times during the run: the likely cause$", got[0]["title"]), got[0]["title"])
+        check(got[0]["evidence"]["health"].startswith("its PCIe link replayed"), got[0]["evidence"])
+        check("the GPU itself is the likely cause" in got[0]["fix"], got[0]["fix"])
+    finally:
+        sb.close()
+
+
 CONSUMER = """device 0
   name NVIDIA GeForce RTX 4090
   cc 8.9
