@@ -102,10 +102,15 @@ CONSUMER = """device 0
   fault retired NOT_SUPPORTED
   fault nvlink NOT_SUPPORTED
   at 0 util=90 mem_used=20GiB power=400
+device 1
+  name NVIDIA A100-SXM4-80GB
+  mig on
+  mig_instance 1 0 3g.40gb 40448MiB
+  xid 43 at 0.3 gi 1 ci 0
 """
 
 
-def test_a_card_without_ecc_or_nvlink_has_no_such_series_and_one_note_each():
+def test_a_card_without_ecc_or_nvlink_has_no_such_series_and_one_note_each_and_a_mig_xid_names_its_instance():
     sb = Sandbox()
     scn = os.path.join(sb.dir, "rtx.scn")
     with open(scn, "w") as f:
@@ -114,13 +119,18 @@ def test_a_card_without_ecc_or_nvlink_has_no_such_series_and_one_note_each():
     try:
         rc, _, err = sb.gs("run", "--name", "rtx", "--interval", "0.1s", "--", "sleep", "0.5", env=env)
         check(rc == 0, err)
-        names = {r["name"] for r in sb.csv("show", "rtx", "--metric", "gpu.*", "--csv")}
+        names = {r["name"] for r in sb.csv("show", "rtx", "--metric", "gpu.*{gpu=0}", "--csv")}
         check("gpu.pcie_replays" in names, f"the replay counter answers: {sorted(names)}")
         for absent in ("gpu.ecc_dbe_volatile", "gpu.remap_pending", "gpu.retired_pages_dbe", "gpu.nvlink_replay_errors"):
             check(absent not in names, f"{absent} is not written as 0: {sorted(names)}")
         notes = sb.ok("show", "rtx", "--notes", "--csv").splitlines()
         for what in ("ECC errors", "remapped rows", "retired pages", "NVLink errors"):
             check(sum(f"gpu0: {what}: Not Supported" == n for n in notes) == 1, f"one note for {what}: {notes}")
+        # GPU 1, in MIG mode, reports an Xid of its GPU instance 1: the event says which instance
+        events = [r for r in sb.csv("show", "rtx", "--events", "--csv") if r["kind"] == "xid"]
+        check(len(events) == 1 and events[0]["labels"] == "gpu=1" and events[0]["name"] == "43", f"events: {events}")
+        check(events[0]["text"].startswith("Xid 43 (GPU stopped processing) on MIG GPU instance 1, compute instance 0: "),
+              events[0])
         rc, out, _ = sb.gs("devices", env=env)
         check(rc == 0 and "health OK  ECC n/a/n/a" in out and "NVLink errors n/a" in out, out)
     finally:
