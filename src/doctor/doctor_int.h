@@ -292,13 +292,18 @@ void dr_rule_underused(struct dr_run *d, struct dr_findings *fs);
  * the job died within DR_XID_DEATH_S of it) and gpu_ecc (uncorrected ECC errors during the run). */
 void dr_rule_xid(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_ecc(struct dr_run *d, struct dr_findings *fs);
+/* gpu_health: a used GPU that looks sick (dr_gpu_sick_why) and is not the straggler (whose finding
+ * names it). */
+void dr_rule_sick(struct dr_run *d, struct dr_findings *fs);
 /* Whether GPU gpu looks sick over the window — a row remap failed or pending, PCIe replays at least
  * DR_PCIE_REPLAYS, NVLink errors — with the reason in why ("its PCIe link replayed 480 times during
  * the run"). 0 when none of that was seen (or not read). */
 int dr_gpu_sick_why(struct dr_run *d, int gpu, char *why, size_t n);
 /* A run a GPU's Xid ended (gpu_xid with the whole run lost) keeps only the health findings: the
- * other rules' advice about its batch or loader is not what went wrong. */
-void dr_health_overrules(struct dr_findings *fs);
+ * other rules' advice about its batch or loader is not what went wrong. A run with a sick GPU
+ * (dr_gpu_sick_why) keeps no batch_too_small or host_code_bound: a slow step on a GPU that replays
+ * is not a batch or host problem. */
+void dr_health_overrules(struct dr_run *d, struct dr_findings *fs);
 
 /* Cores the job could use: its cores less what other work took (at least DR_MIN_USABLE_CORES); NAN
  * when the CPUs, or (with host CPU readings expected) other work, are unknown (rules_loop.c). */

@@ -3,7 +3,8 @@
  * it ("GPU 3 reported Xid 79 (fallen off the bus) 2 s before the job died: not the training code;
  * drain the node"); uncorrected ECC errors during the run are one too (gpu_ecc). The straggler rule
  * asks dr_gpu_sick_why whether its slow GPU has pending row remaps, a PCIe link that replays or
- * NVLink errors, and names that as the likely cause. docs/diagnosis.md, "GPU health". */
+ * NVLink errors, and names that as the likely cause; another sick GPU the job used is gpu_health. docs/diagnosis.md,
+ * "GPU health". */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,16 +158,57 @@ int dr_gpu_sick_why(struct dr_run *d, int gpu, char *why, size_t n) {
   return 1;
 }
 
-void dr_health_overrules(struct dr_findings *fs) {
-  int sick = 0;
+void dr_rule_sick(struct dr_run *d, struct dr_findings *fs) {
+  for (int i = 0; i < d->ngpus; i++) {
+    const struct dr_gpu *g = &d->gpus[i];
+    char why[160];
+    if (!g->used || i == d->strag_gpu || !dr_gpu_sick_why(d, g->index, why, sizeof why))
+      continue; /* a straggler that is sick says so in its own finding */
+    struct store_finding *f = dr_add(fs, d, "gpu_health", DR_MIN_SHARE, 1);
+    if (!f)
+      return;
+    dr_printf(f->severity, sizeof f->severity, "medium");
+    dr_printf(f->title, sizeof f->title, "GPU %d looks sick: %s", g->index, why);
+    struct dr_json j;
+    dr_json_begin(&j, f->evidence, sizeof f->evidence);
+    dr_json_int(&j, "gpu", g->index);
+    dr_json_str(&j, "health", why);
+    dr_json_num(&j, "pcie_replays", rise(d, "gpu.pcie_replays", g->index));
+    dr_json_num(&j, "remap_pending", peak(d, "gpu.remap_pending", g->index));
+    dr_json_num(&j, "remap_failure", peak(d, "gpu.remap_failure", g->index));
+    dr_printf(f->fix, sizeof f->fix,
+              "GPU %d: %s. A GPU in that state runs slower or fails (replays cost link bandwidth, a pending remap "
+              "waits for a reset), so its run's idle time is not the batch's or the host code's doing and no "
+              "such advice is given. Drain the node and reset the GPU (nvidia-smi -r); reseat or replace the "
+              "board if it comes back; gpuscope devices --health says when it is healthy.",
+              g->index, why);
+  }
+}
+
+/* Whether a finding of rule stays beside a sick GPU: a run an Xid ended keeps only the health
+ * findings; a run with a sick GPU (dr_gpu_sick_why) loses the advice that reads the GPUs' idle time
+ * as the batch's or the host code's doing. */
+static int kept(const char *rule, int ended, int sick) {
+  if (!strcmp(rule, "gpu_xid") || !strcmp(rule, "gpu_ecc"))
+    return 1;
+  if (!strcmp(rule, "gpu_health"))
+    return !ended;
+  if (ended)
+    return 0;
+  return !sick || (strcmp(rule, "batch_too_small") && strcmp(rule, "host_code_bound"));
+}
+
+void dr_health_overrules(struct dr_run *d, struct dr_findings *fs) {
+  int ended = 0, sick = 0;
   for (size_t i = 0; i < fs->n; i++)
-    sick |= !strcmp(fs->v[i].rule, "gpu_xid") && fs->v[i].share >= 1;
-  if (!sick)
-    return;
+    ended |= !strcmp(fs->v[i].rule, "gpu_xid") && fs->v[i].share >= 1;
+  char why[160];
+  for (int i = 0; i < d->ngpus && !sick; i++)
+    sick = d->gpus[i].used && dr_gpu_sick_why(d, d->gpus[i].index, why, sizeof why);
   size_t k = 0;
   for (size_t i = 0; i < fs->n; i++) {
-    if (strcmp(fs->v[i].rule, "gpu_xid") && strcmp(fs->v[i].rule, "gpu_ecc"))
-      continue; /* a run a GPU's fault ended says nothing about its batch, loader or precision */
+    if (!kept(fs->v[i].rule, ended, sick))
+      continue;
     fs->ch[k] = fs->ch[i];
     fs->v[k++] = fs->v[i];
   }

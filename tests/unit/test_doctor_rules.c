@@ -873,6 +873,33 @@ static void test_straggler_with_pcie_replays_names_them(void **state) {
   fake_free(&f, fs);
 }
 
+/* A GPU whose PCIe link replays (or with a row remap pending) is sick: its run gets no batch or host
+ * code advice from its idle time (the batch case of test_gpu_rules, without and with replays, and
+ * with the remap pending). */
+static void test_a_sick_gpus_idle_time_is_no_batch_advice(void **state) {
+  (void)state;
+  for (int k = 0; k < 3; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 0.5);
+    steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, 96, 30, 20, 12e9);
+    gs_sink_param(f.sink, "precision", "bf16");
+    gs_sink_param(f.sink, "pin_memory", "True");
+    if (k == 1)
+      rising(&f, "gpu.pcie_replays", 0, 4000);
+    if (k == 2)
+      constant(&f, "nvml", "gpu.remap_pending", "gpu=0", 1);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    expect_rules(fs, n, k == 0 ? "batch_too_small" : "gpu_health");
+    if (k)
+      assert_non_null(strstr(fs[0].title, k == 1 ? "GPU 0 looks sick: its PCIe link replayed "
+                                                 : "GPU 0 looks sick: it has a row remap pending"));
+    fake_free(&f, fs);
+  }
+}
+
 /* In a group, the straggling GPU's title names where it is, with what the group's params say: the
  * host alone, the host and the GPU's number on it, or both and the rank using it. Kills
  * name_host's `else if (local)` -> `if (1)` (rules_gpu.c). */
@@ -1844,7 +1871,7 @@ static void test_rule_ids_are_listed(void **state) {
   size_t n = 0;
   while (doctor_rule_id(n))
     n++;
-  assert_int_equal(n, 16);
+  assert_int_equal(n, 17);
   assert_string_equal(doctor_rule_id(0), "periodic_stall"); /* runs first: host_code_bound counts what is left */
   assert_string_equal(doctor_rule_id(n - 2), "healthy");
   assert_string_equal(doctor_rule_id(n - 1), "insufficient_data");
@@ -2414,6 +2441,7 @@ int main(void) {
       cmocka_unit_test(test_xid_before_the_job_died_comes_first),
       cmocka_unit_test(test_xid_in_a_finished_run_is_a_finding_beside_the_others),
       cmocka_unit_test(test_straggler_with_pcie_replays_names_them),
+      cmocka_unit_test(test_a_sick_gpus_idle_time_is_no_batch_advice),
       cmocka_unit_test(test_slow_rank_is_a_straggler),
       cmocka_unit_test(test_mutants_a_group_straggler_names_its_host_with_what_is_known),
       cmocka_unit_test(test_gpu_idle_gaps_are_periodic_stalls),
