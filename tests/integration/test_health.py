@@ -93,6 +93,41 @@ def test_a_straggling_gpu_whose_pcie_link_replays_is_named_the_likely_cause():
         sb.close()
 
 
+SICK = """device 0-1
+  name NVIDIA H100 80GB HBM3
+  cc 9.0
+  memory 81559MiB
+  nvlinks 18
+  at 0 util=95 mem_used=60GiB power=600
+device 1
+  at 0 remap_pending=1 ecc_dbe_per_s=0.5 nvlink_replay_per_s=20
+"""
+
+
+def test_row_remap_ecc_and_nvlink_alerts_fire_for_the_sick_gpu_alone():
+    """GPU 1 has a row remap pending from the start (row_remap fires on the first reading); once the
+    scenario's clock moves to 10 s its uncorrected ECC and NVLink replay counters have risen, and the
+    next reading (5 s later at most) fires ecc and nvlink. GPU 0 stays quiet."""
+    sb, rx = Sandbox(), Receiver()
+    scn = os.path.join(sb.dir, "sick.scn")
+    with open(scn, "w") as f:
+        f.write(SICK)
+    w = Watched(sb, "sick", ["--alert", "row_remap", "--alert", "ecc", "--alert", "nvlink", "--alert-webhook",
+                             rx.url + "/json"], scenario_file=scn)
+    try:
+        w.wait(lambda: rx.got("/json"), "the row_remap alert")
+        w.set(10)
+        w.wait(lambda: len(rx.got("/json")) >= 3, "the ecc and nvlink alerts")
+        check(w.finish() == 0, w.out)
+        firing = sorted((b["rule"], b["labels"], b["title"]) for b in rx.got("/json") if b["state"] == "firing")
+        check(firing == [("ecc", "gpu=1", "GPU 1: ECC errors"), ("nvlink", "gpu=1", "GPU 1: NVLink errors"),
+                         ("row_remap", "gpu=1", "GPU 1: row remap pending")], f"firing: {firing}")
+    finally:
+        w.close()
+        rx.close()
+        sb.close()
+
+
 CONSUMER = """device 0
   name NVIDIA GeForce RTX 4090
   cc 8.9
