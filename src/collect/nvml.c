@@ -224,6 +224,7 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   unsigned u;
   unsigned long long ull;
 
+  nv_health_xids(c, g);  /* before any call that may find the GPU lost (an Xid 79) */
   nv_gpm_tick(c, g, -1); /* first, so the 100 ms spacing of GPM samples jitters least */
   RETURN_IF_LOST();
   util_tick(c, g);
@@ -309,8 +310,11 @@ static void *nvml_thread(void *arg) {
     nv_health_events(c); /* timeout 0: each GPU's tick writes what came */
     for (i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
       struct gpu *g = &c->gpus[i];
-      if (g->lost)
+      if (g->lost) {
+        if (nv_health_xids(c, g)) /* an event of a GPU lost meanwhile */
+          written &= nv_flush(c, g);
         continue;
+      }
       gpu_tick(c, g, tick);
       written &= nv_flush(c, g);
     }

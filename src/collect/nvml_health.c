@@ -270,31 +270,38 @@ static void nvlink_read(struct nvml_ctx *c, struct gpu *g, int64_t t) {
   }
 }
 
-void nv_health_tick(struct nvml_ctx *c, struct gpu *g) {
+int nv_health_xids(struct nvml_ctx *c, struct gpu *g) {
   struct health *h = &g->health;
+  int n = h->nfresh;
+  if (!n)
+    return 0;
   int64_t t = nv_stamp(c);
-  for (int i = 0; i < h->nfresh; i++)
+  for (int i = 0; i < n; i++)
     xid_write(c, g, h->fresh[i].type, h->fresh[i].code, h->fresh[i].gi, h->fresh[i].ci,
               h->fresh[i].t > t ? t : h->fresh[i].t);
-  int wrote = h->nfresh > 0;
   h->nfresh = 0;
+  xid_series(c, g, t);
+  return n;
+}
+
+void nv_health_tick(struct nvml_ctx *c, struct gpu *g) {
+  struct health *h = &g->health;
   int64_t now = gs_mono_ns();
-  if (now < h->next_ns && !wrote)
+  if (now < h->next_ns)
     return;
-  if (now >= h->next_ns) {
-    h->next_ns = now + HEALTH_EVERY_NS;
-    ecc_read(c, g, t);
-    RETURN_IF_LOST();
-    remap_read(c, g, t);
-    RETURN_IF_LOST();
-    retired_read(c, g, t);
-    RETURN_IF_LOST();
-    unsigned u;
-    if (CALL(C_PCIE_REPLAY, c->api.nvmlDeviceGetPcieReplayCounter(g->dev, &u)))
-      nv_emit(c, g, M_PCIE_REPLAY, t, u);
-    RETURN_IF_LOST();
-    nvlink_read(c, g, t);
-    RETURN_IF_LOST();
-  }
+  int64_t t = nv_stamp(c);
+  h->next_ns = now + HEALTH_EVERY_NS;
+  ecc_read(c, g, t);
+  RETURN_IF_LOST();
+  remap_read(c, g, t);
+  RETURN_IF_LOST();
+  retired_read(c, g, t);
+  RETURN_IF_LOST();
+  unsigned u;
+  if (CALL(C_PCIE_REPLAY, c->api.nvmlDeviceGetPcieReplayCounter(g->dev, &u)))
+    nv_emit(c, g, M_PCIE_REPLAY, t, u);
+  RETURN_IF_LOST();
+  nvlink_read(c, g, t);
+  RETURN_IF_LOST();
   xid_series(c, g, t);
 }

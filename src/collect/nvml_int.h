@@ -396,8 +396,12 @@ void nv_health_start(struct nvml_ctx *c);
 /* Takes what the event set holds now (nvmlEventSetWait_v2 with timeout 0: never blocks the tick)
  * and hands each Xid to its GPU, whose next nv_health_tick writes it. */
 void nv_health_events(struct nvml_ctx *c);
-/* GPU g's health this tick: its delivered Xids (an event xid, gpu.xid, gpu.xid_count) and, every
- * HEALTH_EVERY_NS, its ECC, remapped rows, retired pages, PCIe replays and NVLink errors. */
+/* Writes the Xid and ECC events the event set delivered for g (an event xid, gpu.xid,
+ * gpu.xid_count): first in its tick, before any call that may find it lost, and for a GPU already
+ * lost too (an Xid 79 comes as the GPU falls off the bus). Returns how many. */
+int nv_health_xids(struct nvml_ctx *c, struct gpu *g);
+/* Every HEALTH_EVERY_NS, GPU g's ECC, remapped rows, retired pages, PCIe replays and NVLink errors
+ * (and gpu.xid, gpu.xid_count again once an Xid came, so /metrics keeps them fresh). */
 void nv_health_tick(struct nvml_ctx *c, struct gpu *g);
 /* Frees the event set (close, with the library still loaded). */
 void nv_health_stop(struct nvml_ctx *c);
