@@ -144,8 +144,10 @@ static void xid_write(struct nvml_ctx *c, struct gpu *g, unsigned long long type
     snprintf(text, sizeof text, "Xid %u (%s)%s: %s", code, x->meaning, where, x->action);
   else
     snprintf(text, sizeof text, "Xid %u%s (see NVIDIA's Xid catalogue)", code, where);
+  size_t before = c->n_pe;
   nv_event(c, t, "xid", name, text);
-  c->pe[c->n_pe - 1].value = code;
+  if (c->n_pe > before) /* queued (not out of memory): its value is the code */
+    c->pe[c->n_pe - 1].value = code;
   h->last_xid = code;
   if (h->nrecent == XID_RECENT)
     memmove(h->recent, h->recent + 1, sizeof h->recent[0] * (XID_RECENT - 1)), h->nrecent--;
