@@ -21,6 +21,10 @@ enum alert_kind {
   ALERT_THROTTLE,  /* a GPU's clocks cut for heat or power more than threshold % of for_ns */
   ALERT_GPU_MEM,   /* a GPU's memory used at least threshold % of its total for for_ns */
   ALERT_STRAGGLER, /* the live finding `straggler` (a slow rank or GPU) */
+  ALERT_XID,       /* a GPU reported an Xid within the last for_ns */
+  ALERT_ECC,       /* uncorrected ECC errors within for_ns, or corrected ones above rate per minute */
+  ALERT_ROW_REMAP, /* a row remap pending or failed (the latest reading) */
+  ALERT_NVLINK,    /* NVLink errors (replay, recovery, CRC) within for_ns */
 };
 
 struct alert_rule {
@@ -29,6 +33,7 @@ struct alert_rule {
   int64_t for_ns;   /* how long the condition holds before the alert fires */
   double gain;      /* finding, straggler: the least estimated speed-up (1.0 = any) */
   int severity;     /* finding, straggler: the least severity (0 info, 1 low, 2 medium, 3 high) */
+  double rate;      /* ecc: corrected errors per minute that fire it (0: uncorrected only) */
   char spec[128];   /* as written, for messages and the payload */
 };
 

@@ -45,10 +45,17 @@ struct rule_name {
 };
 
 static const struct rule_name RULES[] = {
-    {"gpu_idle", ALERT_GPU_IDLE, '<', 5, 60},  {"finding", ALERT_FINDING, 0, 0, 0},
-    {"hang", ALERT_HANG, 0, 0, 120},           {"exit", ALERT_EXIT, 0, 0, 0},
-    {"throttle", ALERT_THROTTLE, '>', 10, 60}, {"gpu_mem", ALERT_GPU_MEM, '>', 95, 10},
+    {"gpu_idle", ALERT_GPU_IDLE, '<', 5, 60},
+    {"finding", ALERT_FINDING, 0, 0, 0},
+    {"hang", ALERT_HANG, 0, 0, 120},
+    {"exit", ALERT_EXIT, 0, 0, 0},
+    {"throttle", ALERT_THROTTLE, '>', 10, 60},
+    {"gpu_mem", ALERT_GPU_MEM, '>', 95, 10},
     {"straggler", ALERT_STRAGGLER, 0, 0, 0},
+    {"xid", ALERT_XID, 0, 0, 300},
+    {"ecc", ALERT_ECC, 0, 0, 300},
+    {"row_remap", ALERT_ROW_REMAP, 0, 0, 0},
+    {"nvlink", ALERT_NVLINK, 0, 0, 300},
 };
 
 static const char *const SEVERITIES[] = {"info", "low", "medium", "high"};
@@ -86,6 +93,11 @@ static int rule_option(struct alert_rule *r, const char *kv, char *err, size_t e
     const char *end;
     if (decimal(v, &r->gain, &end) || (*end && strcmp(end, "x")) || !isfinite(r->gain) || r->gain < 1)
       return snprintf(err, errlen, "alert '%s': gain= wants a speed-up of at least 1, such as 1.2", r->spec), GS_EINVAL;
+  } else if (klen == 4 && !strncmp(kv, "rate", 4) && r->kind == ALERT_ECC) {
+    r->rate = strtod(v, &end);
+    if (end == v || (*end && strcmp(end, "/min")) || !isfinite(r->rate) || r->rate <= 0)
+      return snprintf(err, errlen, "alert '%s': rate= wants corrected errors per minute, such as 10", r->spec),
+             GS_EINVAL;
   } else if (klen == 8 && !strncmp(kv, "severity", 8) && (r->kind == ALERT_FINDING || r->kind == ALERT_STRAGGLER)) {
     r->severity = -1;
     for (int i = 0; i < 4; i++)
@@ -136,7 +148,9 @@ int alert_rule_parse(const char *spec, struct alert_rule *r, char *err, size_t e
       rn = &RULES[i];
   if (!rn)
     return snprintf(err, errlen,
-                    "alert '%s': unknown rule (gpu_idle, finding, hang, exit, throttle, gpu_mem, straggler)", spec),
+                    "alert '%s': unknown rule (gpu_idle, finding, hang, exit, throttle, gpu_mem, straggler, xid, ecc, "
+                    "row_remap, nvlink)",
+                    spec),
            GS_EINVAL;
   r->kind = rn->kind;
   r->threshold = rn->threshold;

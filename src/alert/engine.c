@@ -100,7 +100,8 @@ static struct alert_active *active_find(struct alert_engine *e, int rule, const 
   return a;
 }
 
-static const char *const KIND_NAMES[] = {"gpu_idle", "finding", "hang", "exit", "throttle", "gpu_mem", "straggler"};
+static const char *const KIND_NAMES[] = {"gpu_idle",  "finding", "hang", "exit",      "throttle", "gpu_mem",
+                                         "straggler", "xid",     "ecc",  "row_remap", "nvlink"};
 
 /* Queues one change of a key's state and records it as an event of the run. */
 static void alert_emit(struct alert_engine *e, int rule, const struct alert_obs *o, const char *state) {
@@ -348,7 +349,118 @@ static void resolve_unseen(struct alert_engine *e, int rule) {
       return;
     o->cond = 0;
     snprintf(o->title, sizeof o->title, "%s", a->key);
-    snprintf(o->text, sizeof o->text, "no longer among the live findings");
+    if (e->c.rules[rule].kind == ALERT_XID)
+      snprintf(o->text, sizeof o->text, "no Xid in the last %.0f s", (double)e->c.rules[rule].for_ns / GS_NS_PER_S);
+    else
+      snprintf(o->text, sizeof o->text, "no longer among the live findings");
+    alert_observe(e, rule, o);
+    free(o);
+  }
+}
+
+/* ---- GPU health: xid, ecc, row_remap, nvlink (one key per GPU) ---- */
+
+/* xid: the GPUs with an Xid event in [end - for, end] fire (the last one's code, NVIDIA's meaning
+ * and action); a GPU whose Xids are older than that resolves (resolve_unseen). */
+static void eval_xid(struct alert_engine *e, int rule, const struct runview *v, int64_t end) {
+  const struct alert_rule *r = &e->c.rules[rule];
+  for (size_t i = v->nevents; i-- > 0;) {
+    const struct store_event *ev = &v->events[i];
+    int g = runview_gpu_label(ev->labels);
+    if (strcmp(ev->kind, "xid") || g < 0 || ev->t < end - r->for_ns)
+      continue;
+    char key[160];
+    snprintf(key, sizeof key, "xid %.40s", ev->labels);
+    struct alert_active *a = active_find(e, rule, key, 0);
+    if (a && a->seen)
+      continue; /* a later Xid of this GPU spoke already */
+    struct alert_obs *o = obs_new(key, ev->labels);
+    if (!o)
+      return;
+    unsigned code = (unsigned)atoi(ev->name);
+    const struct gs_xid *x = gs_xid_of(code);
+    o->cond = 1;
+    o->value = code;
+    snprintf(o->title, sizeof o->title, "GPU %d reported Xid %u%s%s%s", g, code, x ? " (" : "", x ? x->meaning : "",
+             x ? ")" : "");
+    snprintf(o->text, sizeof o->text, "at %.1f s of the run: %s", (double)ev->t / GS_NS_PER_S, ev->text);
+    snprintf(o->fix, sizeof o->fix, "%s", x ? x->action : "see NVIDIA's Xid catalogue");
+    alert_observe(e, rule, o);
+    free(o);
+  }
+}
+
+/* The rise of a counter of one GPU over [from, end] (max - min), NAN without readings. */
+static double counter_rise(const struct runview *v, const char *name, const char *labels, int64_t from, int64_t end) {
+  struct runview_stats st;
+  if (runview_stats(v, "nvml", name, labels, from, end, &st) || !st.n)
+    return NAN;
+  return st.max - st.min;
+}
+
+static void health_text(const struct alert_rule *r, const struct runview *v, const char *labels, int g, int64_t from,
+                        int64_t end, struct alert_obs *o) {
+  char d[32];
+  secs(r->for_ns, d, sizeof d);
+  if (r->kind == ALERT_ECC) {
+    double dbe = counter_rise(v, "gpu.ecc_dbe_volatile", labels, from, end);
+    double sbe = counter_rise(v, "gpu.ecc_sbe_volatile", labels, from, end);
+    double per_min = sbe / ((double)(end - from) / (60.0 * GS_NS_PER_S));
+    o->cond = isnan(dbe) && isnan(sbe) ? -1 : dbe > 0 || (r->rate > 0 && per_min > r->rate) ? 1 : 0;
+    o->value = dbe > 0 ? dbe : sbe;
+    snprintf(o->title, sizeof o->title, "GPU %d: ECC errors", g);
+    snprintf(o->text, sizeof o->text, "GPU %d had %.0f uncorrected and %.0f corrected ECC errors in the last %s", g,
+             dbe, sbe, d);
+    snprintf(o->fix, sizeof o->fix, "drain the node and reset the GPU; RMA it if uncorrected errors come back");
+  } else if (r->kind == ALERT_ROW_REMAP) {
+    struct runview_stats p, f;
+    int hp = !runview_stats(v, "nvml", "gpu.remap_pending", labels, from, end, &p) && p.n;
+    int hf = !runview_stats(v, "nvml", "gpu.remap_failure", labels, from, end, &f) && f.n;
+    o->cond = !hp && !hf ? -1 : (hp && p.last >= 1) || (hf && f.last >= 1) ? 1 : 0;
+    o->value = hf && f.last >= 1 ? 2 : hp ? p.last : 0;
+    snprintf(o->title, sizeof o->title, "GPU %d: row remap %s", g, hf && f.last >= 1 ? "failed" : "pending");
+    snprintf(o->text, sizeof o->text, "GPU %d %s", g,
+             hf && f.last >= 1 ? "could not remap a row of its memory: it needs service"
+                               : "has a row remap that waits for a GPU reset");
+    snprintf(o->fix, sizeof o->fix, "%s",
+             hf && f.last >= 1 ? "drain the node; run field diagnostics, RMA the GPU"
+                               : "drain the node and reset the GPU when idle");
+  } else {
+    static const char *const names[] = {"gpu.nvlink_replay_errors", "gpu.nvlink_recovery_errors",
+                                        "gpu.nvlink_crc_flit_errors", "gpu.nvlink_crc_data_errors"};
+    double sum = NAN;
+    for (int k = 0; k < 4; k++) {
+      double x = counter_rise(v, names[k], labels, from, end);
+      if (!isnan(x))
+        sum = (isnan(sum) ? 0 : sum) + x;
+    }
+    o->cond = isnan(sum) ? -1 : sum > 0;
+    o->value = sum;
+    snprintf(o->title, sizeof o->title, "GPU %d: NVLink errors", g);
+    snprintf(o->text, sizeof o->text, "GPU %d's NVLinks counted %.0f errors (replay, recovery, CRC) in the last %s", g,
+             sum, d);
+    snprintf(o->fix, sizeof o->fix, "drain the node, reset the GPU and check its NVLinks (field diagnostics)");
+  }
+}
+
+/* ecc, row_remap, nvlink: one key per GPU that reports the counters, over [end - for, end]. */
+static void eval_health(struct alert_engine *e, int rule, const struct runview *v, int64_t end) {
+  const struct alert_rule *r = &e->c.rules[rule];
+  const char *name = r->kind == ALERT_ECC         ? "gpu.ecc_dbe_volatile"
+                     : r->kind == ALERT_ROW_REMAP ? "gpu.remap_pending"
+                                                  : "gpu.nvlink_replay_errors";
+  int64_t win = r->for_ns > slack_ns(e) ? r->for_ns : slack_ns(e), from = end - win > 0 ? end - win : 0;
+  for (size_t i = 0; i < v->nseries; i++) {
+    const struct store_series *s = &v->series[i];
+    int g = runview_gpu_label(s->labels);
+    if (g < 0 || strcmp(s->source, "nvml") || strcmp(s->name, name))
+      continue;
+    char key[160];
+    snprintf(key, sizeof key, "%s %.40s", KIND_NAMES[r->kind], s->labels);
+    struct alert_obs *o = obs_new(key, s->labels);
+    if (!o)
+      return;
+    health_text(r, v, s->labels, g, from, end, o);
     alert_observe(e, rule, o);
     free(o);
   }
@@ -367,6 +479,11 @@ static void eval_rules(struct alert_engine *e, const struct runview *v) {
       eval_gpu_rule(e, (int)i, v, end);
     else if (k == ALERT_HANG)
       eval_hang(e, (int)i, v, end);
+    else if (k == ALERT_XID) {
+      eval_xid(e, (int)i, v, end);
+      resolve_unseen(e, (int)i);
+    } else if (k == ALERT_ECC || k == ALERT_ROW_REMAP || k == ALERT_NVLINK)
+      eval_health(e, (int)i, v, end);
     else if (k == ALERT_FINDING || k == ALERT_STRAGGLER) {
       if (!diagnosed)
         diagnosed = 1, have_f = !alert_live_findings(v, &f, &nf);

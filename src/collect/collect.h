@@ -88,6 +88,20 @@ struct nvml_facts {
   struct nvml_mig_facts mig[NVML_MAX_MIG];
 };
 
+/* One GPU's health as `gpuscope devices` reads it now (collect/nvml_devices.c): every number -1
+ * when the driver does not answer it (a consumer card has no ECC, a PCIe card no NVLink). */
+struct nvml_health_now {
+  long long ecc_sbe, ecc_dbe;      /* corrected / uncorrected ECC errors since the driver loaded */
+  long long remap_corr, remap_unc; /* rows remapped */
+  int remap_pending, remap_failure;
+  long long retired_sbe, retired_dbe; /* retired pages (pre-Ampere) */
+  int retired_pending;
+  long long pcie_replays;
+  long long nvlink_errors; /* replay + recovery + CRC errors, all active links */
+  int unhealthy;           /* a remap pending or failed, a page retirement pending, uncorrected ECC, lost */
+  char why[200];           /* what makes it unhealthy ("" when healthy) */
+};
+
 /* What `gpuscope devices` lists (report_devices prints it): the driver and every GPU NVML counts. */
 struct nvml_devices {
   char driver[80]; /* the driver version, "" when unknown */
@@ -95,7 +109,8 @@ struct nvml_devices {
   struct nvml_device {
     struct nvml_facts facts; /* what was read before the device failed, when lost */
     int lost;                /* no handle, or the device was lost while its facts were read */
-  } * dev;                   /* n of them, by NVML index */
+    struct nvml_health_now health;
+  } * dev; /* n of them, by NVML index */
 };
 
 /* Loads NVML (lib: as collector_opts.nvml_lib), reads the driver version and each GPU's facts into

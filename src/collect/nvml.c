@@ -224,6 +224,7 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   unsigned u;
   unsigned long long ull;
 
+  nv_health_xids(c, g);  /* before any call that may find the GPU lost (an Xid 79) */
   nv_gpm_tick(c, g, -1); /* first, so the 100 ms spacing of GPM samples jitters least */
   RETURN_IF_LOST();
   util_tick(c, g);
@@ -269,6 +270,8 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
   RETURN_IF_LOST();
   nv_procs_tick(c, g);
   RETURN_IF_LOST();
+  nv_health_tick(c, g);
+  RETURN_IF_LOST();
   nv_mig_follow(c, g);
   for (int k = 0; k < g->n_migs && !g->lost; k++)
     nv_mig_tick(c, g, k);
@@ -304,10 +307,14 @@ static void *nvml_thread(void *arg) {
     c->tick_ns = next;
     unsigned i;
     int written = 1;
+    nv_health_events(c); /* timeout 0: each GPU's tick writes what came */
     for (i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
       struct gpu *g = &c->gpus[i];
-      if (g->lost)
+      if (g->lost) {
+        if (nv_health_xids(c, g)) /* an event of a GPU lost meanwhile */
+          written &= nv_flush(c, g);
         continue;
+      }
       gpu_tick(c, g, tick);
       written &= nv_flush(c, g);
     }
@@ -347,6 +354,8 @@ static void ctx_free(struct nvml_ctx *c, int shutdown) {
     free(g->migs);
     free(g->sbuf), free(g->gpm_req), free(g->pbuf), free(g->pids), free(g->ubuf), free(g->procs);
   }
+  if (shutdown)
+    nv_health_stop(c);
   free(c->gpus);
   free(c->pp), free(c->pe), free(c->pn), free(c->pend_end);
   nvml_api_close(&c->api, shutdown);
@@ -519,6 +528,7 @@ static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, 
     }
     nv_flush(c, &c->gpus[i]);
   }
+  nv_health_start(c);
 
   /* The thread takes no signals: the run loop's handlers (forwarding to the job) stay on it. */
   sigset_t all, old;

@@ -72,6 +72,18 @@ static const struct sym syms[] = {
     {F(nvmlDeviceGetComputeInstanceId), 0, {"nvmlDeviceGetComputeInstanceId", NULL}},
     {F(nvmlDeviceGetDeviceHandleFromMigDeviceHandle), 0, {"nvmlDeviceGetDeviceHandleFromMigDeviceHandle", NULL}},
     {F(nvmlGpmMigSampleGet), 0, {"nvmlGpmMigSampleGet", NULL}},
+    {F(nvmlEventSetCreate), 0, {"nvmlEventSetCreate", NULL}},
+    {F(nvmlDeviceRegisterEvents), 0, {"nvmlDeviceRegisterEvents", NULL}},
+    {F(nvmlEventSetWait_v2), 0, {"nvmlEventSetWait_v2", NULL}},
+    {F(nvmlEventSetFree), 0, {"nvmlEventSetFree", NULL}},
+    {F(nvmlDeviceGetTotalEccErrors), 0, {"nvmlDeviceGetTotalEccErrors", NULL}},
+    {F(nvmlDeviceGetEccMode), 0, {"nvmlDeviceGetEccMode", NULL}},
+    {F(nvmlDeviceGetRemappedRows), 0, {"nvmlDeviceGetRemappedRows", NULL}},
+    {F(nvmlDeviceGetRetiredPages), 0, {"nvmlDeviceGetRetiredPages", NULL}},
+    {F(nvmlDeviceGetRetiredPagesPendingStatus), 0, {"nvmlDeviceGetRetiredPagesPendingStatus", NULL}},
+    {F(nvmlDeviceGetPcieReplayCounter), 0, {"nvmlDeviceGetPcieReplayCounter", NULL}},
+    {F(nvmlDeviceGetNvLinkState), 0, {"nvmlDeviceGetNvLinkState", NULL}},
+    {F(nvmlDeviceGetNvLinkErrorCounter), 0, {"nvmlDeviceGetNvLinkErrorCounter", NULL}},
 };
 
 #undef F

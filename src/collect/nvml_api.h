@@ -18,6 +18,7 @@
 typedef int nvmlReturn_t; /* a 4-byte enum in nvml.h */
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct nvmlGpmSample_st *nvmlGpmSample_t;
+typedef struct nvmlEventSet_st *nvmlEventSet_t;
 
 enum {
   NVML_SUCCESS = 0,
@@ -115,6 +116,26 @@ enum {
   NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC = 61, /* MiB/s */
 };
 
+/* Health: event types (nvmlEventType*), nvmlMemoryErrorType_t, nvmlEccCounterType_t,
+ * nvmlPageRetirementCause_t, nvmlNvLinkErrorCounter_t, nvmlEnableState_t. */
+#define nvmlEventTypeSingleBitEccError 0x1ULL
+#define nvmlEventTypeDoubleBitEccError 0x2ULL
+#define nvmlEventTypeXidCriticalError 0x8ULL
+enum { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
+enum { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+enum {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
+};
+enum {
+  NVML_NVLINK_ERROR_DL_REPLAY = 0,
+  NVML_NVLINK_ERROR_DL_RECOVERY = 1,
+  NVML_NVLINK_ERROR_DL_CRC_FLIT = 2,
+  NVML_NVLINK_ERROR_DL_CRC_DATA = 3,
+};
+enum { NVML_FEATURE_DISABLED = 0, NVML_FEATURE_ENABLED = 1 };
+#define NVML_NVLINK_MAX_LINKS 36 /* 18 in 12.x, 36 in 13.x: links past a GPU's own answer an error */
+
 typedef struct {
   char busIdLegacy[16];
   unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
@@ -196,7 +217,20 @@ typedef struct {
   nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
 } nvmlGpmMetricsGet_t;
 
+/* One event of an event set (nvmlEventSetWait_v2): an Xid's code in eventData; on MIG the GPU and
+ * compute instance it belongs to (0xFFFFFFFF when none). */
+typedef struct {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;
+  unsigned gpuInstanceId;
+  unsigned computeInstanceId;
+} nvmlEventData_t;
+
 #if defined(__x86_64__) || defined(__aarch64__)
+_Static_assert(sizeof(nvmlEventData_t) == 32, "nvmlEventData_t is 32 bytes");
+_Static_assert(offsetof(nvmlEventData_t, eventData) == 16, "eventData at 16");
+_Static_assert(offsetof(nvmlEventData_t, computeInstanceId) == 28, "computeInstanceId at 28");
 _Static_assert(sizeof(nvmlPciInfo_t) == 68, "nvmlPciInfo_t is 68 bytes");
 _Static_assert(sizeof(nvmlUtilization_t) == 8, "nvmlUtilization_t is 8 bytes");
 _Static_assert(sizeof(nvmlMemory_t) == 24, "nvmlMemory_t is 24 bytes");
@@ -270,6 +304,23 @@ struct nvml_api {
   nvmlReturn_t (*nvmlDeviceGetComputeInstanceId)(nvmlDevice_t mig, unsigned *id);
   nvmlReturn_t (*nvmlDeviceGetDeviceHandleFromMigDeviceHandle)(nvmlDevice_t mig, nvmlDevice_t *parent);
   nvmlReturn_t (*nvmlGpmMigSampleGet)(nvmlDevice_t d, unsigned gpu_instance_id, nvmlGpmSample_t s);
+  /* health (collect/nvml_health.c): events, ECC, remapped rows, retired pages, replays, NVLink */
+  nvmlReturn_t (*nvmlEventSetCreate)(nvmlEventSet_t *set);
+  nvmlReturn_t (*nvmlDeviceRegisterEvents)(nvmlDevice_t d, unsigned long long types, nvmlEventSet_t set);
+  nvmlReturn_t (*nvmlEventSetWait_v2)(nvmlEventSet_t set, nvmlEventData_t *data, unsigned timeout_ms);
+  nvmlReturn_t (*nvmlEventSetFree)(nvmlEventSet_t set);
+  nvmlReturn_t (*nvmlDeviceGetTotalEccErrors)(nvmlDevice_t d, unsigned error_type, unsigned counter_type,
+                                              unsigned long long *count);
+  nvmlReturn_t (*nvmlDeviceGetEccMode)(nvmlDevice_t d, unsigned *current, unsigned *pending);
+  nvmlReturn_t (*nvmlDeviceGetRemappedRows)(nvmlDevice_t d, unsigned *corr, unsigned *unc, unsigned *pending,
+                                            unsigned *failure);
+  nvmlReturn_t (*nvmlDeviceGetRetiredPages)(nvmlDevice_t d, unsigned cause, unsigned *count,
+                                            unsigned long long *addresses);
+  nvmlReturn_t (*nvmlDeviceGetRetiredPagesPendingStatus)(nvmlDevice_t d, unsigned *pending);
+  nvmlReturn_t (*nvmlDeviceGetPcieReplayCounter)(nvmlDevice_t d, unsigned *value);
+  nvmlReturn_t (*nvmlDeviceGetNvLinkState)(nvmlDevice_t d, unsigned link, unsigned *active);
+  nvmlReturn_t (*nvmlDeviceGetNvLinkErrorCounter)(nvmlDevice_t d, unsigned link, unsigned counter,
+                                                  unsigned long long *value);
 };
 
 /* Loads lib (NULL: $GPUSCOPE_NVML_LIB, else "libnvidia-ml.so.1"), resolves every entry point and

@@ -23,7 +23,11 @@
 #define PCIE_PERIOD_NS GS_NS_PER_S       /* nvmlDeviceGetPcieThroughput blocks ~20 ms: 1 Hz per GPU */
 #define MIG_EVERY_MIN_NS GS_NS_PER_S     /* a MIG GPU's instances are re-listed every 10 ticks, 1-10 s */
 #define MIG_EVERY_MAX_NS (10 * GS_NS_PER_S)
-#define MIG_AGAIN_NS GS_NS_PER_S /* an instance's errors ask for a re-list at once, at most once a second */
+#define MIG_AGAIN_NS GS_NS_PER_S          /* an instance's errors ask for a re-list at once, at most once a second */
+#define HEALTH_EVERY_NS (5 * GS_NS_PER_S) /* health counters change rarely: read every 5 s, not every tick */
+#define XID_WINDOW_NS (300 * GS_NS_PER_S) /* DCGM_EXP_XID_ERRORS_COUNT's window (dcgm-exporter's 5 min) */
+#define XID_CODES 16                      /* distinct Xid codes counted per GPU */
+#define XID_RECENT 64                     /* Xids kept per GPU for the count window */
 
 enum metric {
   M_UTIL,
@@ -56,6 +60,25 @@ enum metric {
   M_PCIE_RX_GPM,
   M_NVLINK_RX,
   M_NVLINK_TX,
+  /* health (nvml_health.c): read every HEALTH_EVERY_NS, Xids as they come */
+  M_XID,       /* the last Xid code (DCGM_FI_DEV_XID_ERRORS) */
+  M_XID_COUNT, /* Xids of one code in the last XID_WINDOW_NS (labels gpu=N,xid=C) */
+  M_ECC_SBE_VOL,
+  M_ECC_DBE_VOL,
+  M_ECC_SBE_AGG,
+  M_ECC_DBE_AGG,
+  M_REMAP_CORR,
+  M_REMAP_UNC,
+  M_REMAP_PENDING,
+  M_REMAP_FAILURE,
+  M_RETIRED_SBE,
+  M_RETIRED_DBE,
+  M_RETIRED_PENDING,
+  M_PCIE_REPLAY,
+  M_NVLINK_REPLAY,
+  M_NVLINK_RECOVERY,
+  M_NVLINK_CRC_FLIT,
+  M_NVLINK_CRC_DATA,
   M_PROC_MEM,
   M_PROC_SM,
   /* one MIG instance's (labels gpu=N,gi=G) */
@@ -95,6 +118,12 @@ enum call {
   C_PROC_UTIL,
   C_GPM,
   C_MIG, /* the GPU's MIG mode and instance list (re-read while the agent runs) */
+  C_EVENTS,
+  C_ECC,
+  C_REMAP,
+  C_RETIRED,
+  C_PCIE_REPLAY,
+  C_NVLINK,
   C_COUNT
 };
 
@@ -131,6 +160,31 @@ struct mig {
   int sid[N_MIG_METRICS];
   int64_t last_t[N_MIG_METRICS];
   struct gpm_state gpm;
+};
+
+/* One GPU's health readings (nvml_health.c): when the counters are next read, its active NVLinks,
+ * and the Xids the event set delivered, waiting for the GPU's own tick and counted over a window. */
+struct health {
+  int64_t next_ns;
+  int links_listed;
+  unsigned nlinks;
+  unsigned char link[NVML_NVLINK_MAX_LINKS]; /* the links to read: active at the first reading */
+  double last_xid;                           /* NAN until one came */
+  struct {
+    unsigned long long type; /* nvmlEventType* */
+    unsigned code, gi, ci;
+    int64_t t;
+  } fresh[8]; /* delivered, not yet written */
+  int nfresh;
+  struct {
+    unsigned code;
+    int64_t t;
+  } recent[XID_RECENT];
+  int nrecent;
+  unsigned codes[XID_CODES]; /* the codes seen: series gpu.xid_count{xid=C} each */
+  int code_sid[XID_CODES];
+  int64_t code_last_t[XID_CODES];
+  int ncodes;
 };
 
 struct gpu {
@@ -180,6 +234,8 @@ struct gpu {
   unsigned long long pu_seen_us;
   struct proc_series *procs;
   size_t n_procs, cap_procs;
+
+  struct health health;
 };
 
 /* What one GPU's tick produced, written into the sink in one go (see flush()). */
@@ -193,8 +249,9 @@ struct pend_point {
 struct pend_event {
   int64_t t;
   const char *kind;
+  double value; /* NAN but for an Xid (its code) */
   char name[40];
-  char text[64];
+  char text[200];
   char labels[40]; /* "" for the GPU's own */
 };
 struct pend_note {
@@ -232,6 +289,8 @@ struct nvml_ctx {
   size_t n_pn, cap_pn;
   int *pend_end; /* series whose latest value ends (a destroyed instance's) */
   size_t n_end, cap_end;
+
+  nvmlEventSet_t events; /* Xid and ECC events of every GPU (nvml_health.c); NULL when off */
 };
 
 /* Evaluates a driver call unless it is switched off; true when it succeeded (g and c in scope). */
@@ -327,6 +386,25 @@ int64_t nv_mig_every(int64_t interval_ns);
  * an instance's calls answered as if it were gone, re-reads the mode and the instance list and
  * follows them (mig_sync). An incomplete list changes nothing (one note); it is tried again. */
 void nv_mig_follow(struct nvml_ctx *c, struct gpu *g);
+
+/* ---- nvml_health.c ---- */
+
+/* Creates the event set and registers every GPU for Xid and ECC events (a GPU that cannot is noted
+ * once; its counters are still read), records each GPU's ECC mode as gpu.N.ecc_mode, and writes
+ * the notes into the sink. */
+void nv_health_start(struct nvml_ctx *c);
+/* Takes what the event set holds now (nvmlEventSetWait_v2 with timeout 0: never blocks the tick)
+ * and hands each Xid to its GPU, whose next nv_health_tick writes it. */
+void nv_health_events(struct nvml_ctx *c);
+/* Writes the Xid and ECC events the event set delivered for g (an event xid, gpu.xid,
+ * gpu.xid_count): first in its tick, before any call that may find it lost, and for a GPU already
+ * lost too (an Xid 79 comes as the GPU falls off the bus). Returns how many. */
+int nv_health_xids(struct nvml_ctx *c, struct gpu *g);
+/* Every HEALTH_EVERY_NS, GPU g's ECC, remapped rows, retired pages, PCIe replays and NVLink errors
+ * (and gpu.xid, gpu.xid_count again once an Xid came, so /metrics keeps them fresh). */
+void nv_health_tick(struct nvml_ctx *c, struct gpu *g);
+/* Frees the event set (close, with the library still loaded). */
+void nv_health_stop(struct nvml_ctx *c);
 
 /* ---- nvml_procs.c ---- */
 

@@ -45,6 +45,26 @@ const struct gs_metric_desc nv_metrics[M_COUNT] = {
     [M_PCIE_RX_GPM] = {"gpu.pcie_rx_gpm_bytes_s", "B/s", GS_GAUGE, "GPM: PCIe bytes received, interval average"},
     [M_NVLINK_RX] = {"gpu.nvlink_rx_bytes_s", "B/s", GS_GAUGE, "GPM: NVLink bytes received, all links"},
     [M_NVLINK_TX] = {"gpu.nvlink_tx_bytes_s", "B/s", GS_GAUGE, "GPM: NVLink bytes sent, all links"},
+    [M_XID] = {"gpu.xid", "", GS_GAUGE, "the last Xid code the driver reported (an event xid each)"},
+    [M_XID_COUNT] = {"gpu.xid_count", "", GS_GAUGE, "Xids of one code in the last 5 minutes (labels xid)"},
+    [M_ECC_SBE_VOL] = {"gpu.ecc_sbe_volatile", "", GS_COUNTER,
+                       "corrected (single-bit) ECC errors since the driver loaded"},
+    [M_ECC_DBE_VOL] = {"gpu.ecc_dbe_volatile", "", GS_COUNTER,
+                       "uncorrected (double-bit) ECC errors since the driver loaded"},
+    [M_ECC_SBE_AGG] = {"gpu.ecc_sbe_aggregate", "", GS_COUNTER, "corrected ECC errors over the GPU's life"},
+    [M_ECC_DBE_AGG] = {"gpu.ecc_dbe_aggregate", "", GS_COUNTER, "uncorrected ECC errors over the GPU's life"},
+    [M_REMAP_CORR] = {"gpu.remapped_rows_correctable", "", GS_GAUGE, "rows remapped for correctable errors"},
+    [M_REMAP_UNC] = {"gpu.remapped_rows_uncorrectable", "", GS_GAUGE, "rows remapped for uncorrectable errors"},
+    [M_REMAP_PENDING] = {"gpu.remap_pending", "", GS_GAUGE, "1: a row remap waits for a GPU reset"},
+    [M_REMAP_FAILURE] = {"gpu.remap_failure", "", GS_GAUGE, "1: a row remap failed (the GPU needs service)"},
+    [M_RETIRED_SBE] = {"gpu.retired_pages_sbe", "", GS_GAUGE, "pages retired for repeated single-bit errors"},
+    [M_RETIRED_DBE] = {"gpu.retired_pages_dbe", "", GS_GAUGE, "pages retired for a double-bit error"},
+    [M_RETIRED_PENDING] = {"gpu.retired_pages_pending", "", GS_GAUGE, "1: a page retirement waits for a reset"},
+    [M_PCIE_REPLAY] = {"gpu.pcie_replays", "", GS_COUNTER, "PCIe replays (link-level retransmissions)"},
+    [M_NVLINK_REPLAY] = {"gpu.nvlink_replay_errors", "", GS_COUNTER, "NVLink replay errors, all active links"},
+    [M_NVLINK_RECOVERY] = {"gpu.nvlink_recovery_errors", "", GS_COUNTER, "NVLink recovery errors, all active links"},
+    [M_NVLINK_CRC_FLIT] = {"gpu.nvlink_crc_flit_errors", "", GS_COUNTER, "NVLink flit CRC errors, all active links"},
+    [M_NVLINK_CRC_DATA] = {"gpu.nvlink_crc_data_errors", "", GS_COUNTER, "NVLink data CRC errors, all active links"},
     [M_PROC_MEM] = {"gpu.proc_mem_bytes", "B", GS_GAUGE, "device memory used by one process (labels pid)"},
     [M_PROC_SM] = {"gpu.proc_sm_pct", "%", GS_GAUGE, "SM utilisation of one process (labels pid)"},
     [M_MIG_MEM_USED] = {"mig.mem_used_bytes", "B", GS_GAUGE, "MIG instance: its memory in use (labels gpu, gi)"},
@@ -79,6 +99,12 @@ static const char *const call_what[C_COUNT] = {
     [C_PROC_UTIL] = "process utilization",
     [C_GPM] = "GPM",
     [C_MIG] = "MIG instances",
+    [C_EVENTS] = "Xid events",
+    [C_ECC] = "ECC errors",
+    [C_REMAP] = "remapped rows",
+    [C_RETIRED] = "retired pages",
+    [C_PCIE_REPLAY] = "PCIe replays",
+    [C_NVLINK] = "NVLink errors",
 };
 
 int nv_grow(void **p, size_t *cap, size_t need, size_t elem) {
@@ -161,6 +187,7 @@ void nv_event_on(struct nvml_ctx *c, int64_t t, const char *kind, const char *na
   struct pend_event *e = &c->pe[c->n_pe++];
   e->t = t;
   e->kind = kind;
+  e->value = NAN;
   snprintf(e->name, sizeof e->name, "%s", name ? name : "");
   snprintf(e->text, sizeof e->text, "%s", text ? text : "");
   snprintf(e->labels, sizeof e->labels, "%s", labels ? labels : "");
@@ -267,12 +294,15 @@ int nv_ok(struct nvml_ctx *c, struct gpu *g, enum call call, nvmlReturn_t r) {
 }
 
 int nv_series_id(struct nvml_ctx *c, struct gpu *g, enum metric m, int proc, int mig) {
-  int *slot = mig >= 0   ? &g->migs[mig].sid[m - M_MIG_FIRST]
-              : proc < 0 ? &g->sid[m]
-                         : &g->procs[proc].sid[m == M_PROC_SM];
+  int *slot = mig >= 0           ? &g->migs[mig].sid[m - M_MIG_FIRST]
+              : m == M_XID_COUNT ? &g->health.code_sid[proc]
+              : proc < 0         ? &g->sid[m]
+                                 : &g->procs[proc].sid[m == M_PROC_SM];
   if (*slot < 0) {
     char labels[64];
-    if (mig >= 0)
+    if (m == M_XID_COUNT)
+      snprintf(labels, sizeof labels, "%s,xid=%u", g->label, g->health.codes[proc]);
+    else if (mig >= 0)
       snprintf(labels, sizeof labels, "%s", g->migs[mig].label);
     else if (proc < 0)
       snprintf(labels, sizeof labels, "%s", g->label);
@@ -303,7 +333,7 @@ int nv_flush(struct nvml_ctx *c, struct gpu *g) {
     }
     for (size_t i = 0; i < c->n_pe; i++) {
       struct pend_event *e = &c->pe[i];
-      gs_sink_event(c->sink, e->t, e->kind, e->name, NAN, e->labels[0] ? e->labels : g->label, e->text);
+      gs_sink_event(c->sink, e->t, e->kind, e->name, e->value, e->labels[0] ? e->labels : g->label, e->text);
     }
     for (size_t i = 0; i < c->n_pn; i++)
       gs_sink_note(c->sink, "%s", c->pn[i].text);
@@ -371,4 +401,10 @@ void nv_calls_switch_off_missing(const struct nvml_api *a, struct gpu *g, int fa
   g->off[C_PROCS] = !a->nvmlDeviceGetComputeRunningProcesses;
   g->off[C_PROC_UTIL] = !a->nvmlDeviceGetProcessUtilization;
   g->off[C_GPM] = !fam_gpm;
+  g->off[C_EVENTS] = !a->nvmlDeviceRegisterEvents || !a->nvmlEventSetWait_v2;
+  g->off[C_ECC] = !a->nvmlDeviceGetTotalEccErrors;
+  g->off[C_REMAP] = !a->nvmlDeviceGetRemappedRows;
+  g->off[C_RETIRED] = !a->nvmlDeviceGetRetiredPages;
+  g->off[C_PCIE_REPLAY] = !a->nvmlDeviceGetPcieReplayCounter;
+  g->off[C_NVLINK] = !a->nvmlDeviceGetNvLinkState || !a->nvmlDeviceGetNvLinkErrorCounter;
 }

@@ -118,6 +118,16 @@ const struct gs_clock_reason *gs_clock_reason_named(const char *name);
 /* The union of the bits whose flags include every flag in flags. */
 unsigned long long gs_clock_reasons_mask(unsigned flags);
 
+/* An Xid code as NVIDIA's Xid catalogue explains it (core/xid.c). */
+struct gs_xid {
+  unsigned code;
+  const char *meaning; /* "fallen off the bus" */
+  const char *action;  /* what NVIDIA documents doing: "drain the node; reboot it ..." */
+  int fatal;           /* the GPU needs a reset or more: the node's work on it is over */
+};
+/* The entry of code, or NULL for a code the table does not explain. Can't fail. */
+const struct gs_xid *gs_xid_of(unsigned code);
+
 /* What kind of quantity a series holds. */
 enum gs_kind { GS_GAUGE = 0, GS_COUNTER = 1, GS_EVENT = 2 };
 const char *gs_kind_name(enum gs_kind k);

@@ -46,6 +46,9 @@ static const struct rule_def {
     {"throttled", FAMILY_GPU, dr_rule_throttled},
     {"straggler", FAMILY_GPU, dr_rule_straggler},
     {"underused_gpus", FAMILY_GPU, dr_rule_underused},
+    {"gpu_xid", FAMILY_GPU, dr_rule_xid},
+    {"gpu_ecc", FAMILY_GPU, dr_rule_ecc},
+    {"gpu_health", FAMILY_GPU, dr_rule_sick},
     {"healthy", FAMILY_VERDICT, NULL},
     {"insufficient_data", FAMILY_VERDICT, NULL},
 };
@@ -194,6 +197,7 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
       RULES[r].rule(&d, &fs);
   if (!fs.oom)
     evaluate_changes(&d, &fs);
+  dr_health_overrules(&d, &fs);
   for (size_t i = 0; i < fs.n; i++)
     if (host_side(fs.v[i].rule))
       dr_name_node(&d, &fs.v[i]);

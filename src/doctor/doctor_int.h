@@ -84,6 +84,9 @@
 #define DR_WORKERS_LISTED 8           /* loader_workers' evidence lists the estimate of this many counts */
 #define DR_STALL_MARK_STEPS 2         /* ... or within this many typical steps after a stall ends */
 #define DR_STALL_MAX_SHARE 0.95       /* the step model takes periodic stalls as at most this share */
+#define DR_XID_DEATH_S 60.0           /* an Xid this close before the job died is its cause */
+#define DR_PCIE_REPLAYS 100.0         /* PCIe replays during the window that make a GPU's link suspect */
+#define DR_NVLINK_ERRORS 1.0          /* NVLink errors (replay, recovery, CRC) during the window: suspect */
 
 enum { DR_MAX_GPUS = 64, DR_MAX_RANKS = 256 };
 
@@ -285,6 +288,22 @@ void dr_rule_throttled(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_periodic_stall(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs);
 void dr_rule_underused(struct dr_run *d, struct dr_findings *fs);
+/* GPU health (rules_health.c): gpu_xid (an Xid during the run; first, with the whole run lost, when
+ * the job died within DR_XID_DEATH_S of it) and gpu_ecc (uncorrected ECC errors during the run). */
+void dr_rule_xid(struct dr_run *d, struct dr_findings *fs);
+void dr_rule_ecc(struct dr_run *d, struct dr_findings *fs);
+/* gpu_health: a used GPU that looks sick (dr_gpu_sick_why) and is not the straggler (whose finding
+ * names it). */
+void dr_rule_sick(struct dr_run *d, struct dr_findings *fs);
+/* Whether GPU gpu looks sick over the window — a row remap failed or pending, PCIe replays at least
+ * DR_PCIE_REPLAYS, NVLink errors — with the reason in why ("its PCIe link replayed 480 times during
+ * the run"). 0 when none of that was seen (or not read). */
+int dr_gpu_sick_why(struct dr_run *d, int gpu, char *why, size_t n);
+/* A run a GPU's Xid ended (gpu_xid with the whole run lost) keeps only the health findings: the
+ * other rules' advice about its batch or loader is not what went wrong. A run with a sick GPU
+ * (dr_gpu_sick_why) keeps no batch_too_small or host_code_bound: a slow step on a GPU that replays
+ * is not a batch or host problem. */
+void dr_health_overrules(struct dr_run *d, struct dr_findings *fs);
 
 /* Cores the job could use: its cores less what other work took (at least DR_MIN_USABLE_CORES); NAN
  * when the CPUs, or (with host CPU readings expected) other work, are unknown (rules_loop.c). */

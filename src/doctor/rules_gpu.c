@@ -465,6 +465,21 @@ static int rank_straggler(struct dr_run *d, struct dr_findings *fs, int *rank) {
   return 1;
 }
 
+/* A straggling GPU that looks sick (rules_health.c) has that named as the likely cause. */
+static void straggler_sick(struct dr_run *d, struct store_finding *f, struct dr_json *j, int gpu) {
+  char why[160];
+  if (!dr_gpu_sick_why(d, gpu, why, sizeof why))
+    return;
+  size_t len = strlen(f->title);
+  dr_printf(f->title + len, sizeof f->title - len, " — %s: the likely cause", why);
+  dr_json_str(j, "health", why);
+  len = strlen(f->fix);
+  dr_printf(f->fix + len, sizeof f->fix - len,
+            "\nHere the GPU itself is the likely cause: %s. Drain the node and reset the GPU (nvidia-smi -r), "
+            "reseat or replace the board if it comes back, and check gpuscope devices --health.",
+            why);
+}
+
 void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   /* One run: a straggling rank explains its GPU's lower activity, so one finding. A group: a node's
    * GPU can hold the job back as well as another node's loader; both are named, and the GPUs on the
@@ -543,6 +558,7 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
             g->index, lost * 100, d->nused - 1, what, mine, others,
             by_clock ? "Its clocks are lower: look for heat or power limits on that board."
                      : "It does less work per second: its rank is fed or scheduled more slowly.");
+  straggler_sick(d, f, &j, g->index);
 }
 
 /* ---- underused_gpus ---- */

@@ -69,6 +69,37 @@ static const struct dcgm_map {
     {"gpu.nvlink_rx_bytes_s", "DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge", "The rate of data received over NVLink.", 1, 0},
     {"gpu.nvlink_tx_bytes_s", "DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge", "The rate of data transmitted over NVLink.", 1,
      0},
+    /* health (collect/nvml_health.c); DCGM_EXP_XID_ERRORS_COUNT is health_row's */
+    {"gpu.xid", "DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", 1, 0},
+    {"gpu.ecc_sbe_volatile", "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
+     "Total number of single-bit volatile ECC errors.", 1, 0},
+    {"gpu.ecc_dbe_volatile", "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
+     "Total number of double-bit volatile ECC errors.", 1, 0},
+    {"gpu.ecc_sbe_aggregate", "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter",
+     "Total number of single-bit persistent ECC errors.", 1, 0},
+    {"gpu.ecc_dbe_aggregate", "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter",
+     "Total number of double-bit persistent ECC errors.", 1, 0},
+    {"gpu.remapped_rows_correctable", "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+     "Number of remapped rows for correctable errors", 1, 0},
+    {"gpu.remapped_rows_uncorrectable", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+     "Number of remapped rows for uncorrectable errors", 1, 0},
+    {"gpu.remap_failure", "DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed", 1, 0},
+    {"gpu.remap_pending", "DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether a row remap waits for a GPU reset", 1, 0},
+    {"gpu.retired_pages_sbe", "DCGM_FI_DEV_RETIRED_SBE", "counter",
+     "Total number of retired pages due to single-bit errors.", 1, 0},
+    {"gpu.retired_pages_dbe", "DCGM_FI_DEV_RETIRED_DBE", "counter",
+     "Total number of retired pages due to double-bit errors.", 1, 0},
+    {"gpu.retired_pages_pending", "DCGM_FI_DEV_RETIRED_PENDING", "counter", "Total number of pages pending retirement.",
+     1, 0},
+    {"gpu.pcie_replays", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", 1, 0},
+    {"gpu.nvlink_replay_errors", "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "counter",
+     "Total number of NVLink retries.", 1, 0},
+    {"gpu.nvlink_recovery_errors", "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "counter",
+     "Total number of NVLink recovery errors.", 1, 0},
+    {"gpu.nvlink_crc_flit_errors", "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "counter",
+     "Total number of NVLink flow-control CRC errors.", 1, 0},
+    {"gpu.nvlink_crc_data_errors", "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "counter",
+     "Total number of NVLink data CRC errors.", 1, 0},
 };
 enum { NDCGM = sizeof DCGM / sizeof *DCGM };
 
@@ -350,6 +381,23 @@ static int mig_row(struct row *r, const char *name, size_t nlen, const char *lab
   return 0;
 }
 
+/* gpu.xid_count{gpu=N,xid=C} as dcgm-exporter's DCGM_EXP_XID_ERRORS_COUNT{xid="C"}: the Xids of one
+ * code in the collector's 5-minute window. Returns 1 when r is that row. */
+static int health_row(struct row *r, const char *name, size_t nlen, const char *labels, double v) {
+  int gpu, used = 0;
+  unsigned xid;
+  if (nlen != 13 || strncmp(name, "gpu.xid_count", 13) || sscanf(labels, "gpu=%d,xid=%u%n", &gpu, &xid, &used) != 2 ||
+      labels[used] || gpu < 0 || gpu >= MAX_GPUS)
+    return 0;
+  snprintf(r->fam, sizeof r->fam, "DCGM_EXP_XID_ERRORS_COUNT");
+  r->type = "gauge";
+  r->help = "Count of XID Errors within user-specified time window (see xid-count-window-size flag).";
+  r->v = v;
+  r->gpu = gpu;
+  snprintf(r->labels, sizeof r->labels, "xid=\"%u\"", xid);
+  return 1;
+}
+
 /* ---- the pass over the sink (under the sink's lock: copies only) ---- */
 
 struct step_last {
@@ -408,6 +456,8 @@ static void each(void *user, int id, const char *source, size_t slen, const char
   r->v = v;
   if (slen == 4 && !strncmp(source, "nvml", 4)) {
     if (nlen > 4 && !strncmp(name, "mig.", 4) && mig_row(r, name, nlen, labels, v))
+      return;
+    if (health_row(r, name, nlen, labels, v))
       return;
     for (size_t i = 0; i < NDCGM; i++)
       if (strlen(DCGM[i].series) == nlen && !strncmp(DCGM[i].series, name, nlen) && !strncmp(labels, "gpu=", 4) &&

@@ -1,7 +1,7 @@
 /* report/devices: `gpuscope devices`' listing of what collect/nvml_devices.c found — each GPU in the
- * style of `nvidia-smi -L`, with its memory, compute capability, MIG mode and the metric families the
- * driver answers for it, as a table or as JSON. A fact the driver did not give is "?" (or "n/a") in
- * the table and null in JSON. */
+ * style of `nvidia-smi -L`, with its memory, compute capability, MIG mode, the metric families the
+ * driver answers for it and its health now (ECC, remapped rows, replays), as a table or as JSON. A fact the driver did
+ * not give is "?" (or "n/a") in the table and null in JSON. */
 #include <stdio.h>
 
 #include "collect/collect.h"
@@ -40,6 +40,52 @@ static void write_json_migs(FILE *out, const struct nvml_facts *f) {
       fputs(", \"memory_total_bytes\": null}", out);
   }
   fputc(']', out);
+}
+
+static void json_count(FILE *out, const char *key, long long v) {
+  if (v >= 0)
+    fprintf(out, ", \"%s\": %lld", key, v);
+  else
+    fprintf(out, ", \"%s\": null", key);
+}
+
+/* "health": {"healthy": ..., "why": ..., the counters (null: not answered)} */
+static void write_json_health(FILE *out, const struct nvml_health_now *h) {
+  fprintf(out, ", \"health\": {\"healthy\": %s, \"why\": ", h->unhealthy ? "false" : "true");
+  json_str_or_null(out, h->why);
+  json_count(out, "ecc_corrected", h->ecc_sbe);
+  json_count(out, "ecc_uncorrected", h->ecc_dbe);
+  json_count(out, "remapped_rows_correctable", h->remap_corr);
+  json_count(out, "remapped_rows_uncorrectable", h->remap_unc);
+  json_count(out, "remap_pending", h->remap_pending);
+  json_count(out, "remap_failure", h->remap_failure);
+  json_count(out, "retired_pages_sbe", h->retired_sbe);
+  json_count(out, "retired_pages_dbe", h->retired_dbe);
+  json_count(out, "retired_pages_pending", h->retired_pending);
+  json_count(out, "pcie_replays", h->pcie_replays);
+  json_count(out, "nvlink_errors", h->nvlink_errors);
+  fputc('}', out);
+}
+
+static const char *count_text(long long v, char *buf, size_t n) {
+  if (v < 0)
+    return "n/a";
+  snprintf(buf, n, "%lld", v);
+  return buf;
+}
+
+/* "  health OK  ECC 0/0 (corrected/uncorrected)  remapped rows 0/0  PCIe replays 0  NVLink errors 0" */
+static void write_text_health(FILE *out, const struct nvml_health_now *h) {
+  char a[24], b[24], c[24], d[24], e[24], f[24];
+  if (h->unhealthy)
+    fprintf(out, "  health UNHEALTHY: %s\n", h->why);
+  else
+    fprintf(out,
+            "  health OK  ECC %s/%s (corrected/uncorrected)  remapped rows %s/%s  PCIe replays %s  NVLink errors "
+            "%s\n",
+            count_text(h->ecc_sbe, a, sizeof a), count_text(h->ecc_dbe, b, sizeof b),
+            count_text(h->remap_corr, c, sizeof c), count_text(h->remap_unc, d, sizeof d),
+            count_text(h->pcie_replays, e, sizeof e), count_text(h->nvlink_errors, f, sizeof f));
 }
 
 static void write_json_device(FILE *out, unsigned index, const struct nvml_facts *f, int lost) {
@@ -82,7 +128,6 @@ static void write_json_device(FILE *out, unsigned index, const struct nvml_facts
     write_json_migs(out, f);
   if (lost)
     fputs(", \"lost\": true", out);
-  fputc('}', out);
 }
 
 static void write_text_device(FILE *out, unsigned index, const struct nvml_facts *f, int lost) {
@@ -110,6 +155,13 @@ static void write_text_device(FILE *out, unsigned index, const struct nvml_facts
   }
 }
 
+int report_devices_unhealthy(const struct nvml_devices *d) {
+  int n = 0;
+  for (unsigned i = 0; i < d->n; i++)
+    n += d->dev[i].health.unhealthy != 0;
+  return n;
+}
+
 int report_devices(FILE *out, const struct nvml_devices *d, int json) {
   if (json) {
     fputs("{\"driver_version\": ", out);
@@ -126,8 +178,11 @@ int report_devices(FILE *out, const struct nvml_devices *d, int json) {
     if (json) {
       fputs(i ? ",\n  " : "\n  ", out);
       write_json_device(out, i, &d->dev[i].facts, d->dev[i].lost);
+      write_json_health(out, &d->dev[i].health);
+      fputc('}', out);
     } else {
       write_text_device(out, i, &d->dev[i].facts, d->dev[i].lost);
+      write_text_health(out, &d->dev[i].health);
     }
   }
   if (json)

@@ -171,6 +171,9 @@ struct nvml_devices; /* collect.h */
  * capability, MIG mode and metric families, as a table, or as one JSON object when json != 0.
  * Returns 0 or GS_EIO when writing failed. */
 int report_devices(FILE *out, const struct nvml_devices *d, int json);
+/* How many GPUs of d are unhealthy now (lost, a row remap pending or failed, a page retirement
+ * pending, uncorrected ECC errors): `gpuscope devices --health` fails when any is. Can't fail. */
+int report_devices_unhealthy(const struct nvml_devices *d);
 
 /* ---- the runs a search finds (rows.c): `runs --where/--sort/--columns`, serve's /api/runs ---- */
 

@@ -115,6 +115,19 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
   }
 }
 
+/* A run an Xid ended (the doctor's gpu_xid, the whole run lost) says so on its first line: the
+ * reader's first question is whether the code or the GPU failed. */
+static void print_gpu_death(FILE *out, const struct report_run *r) {
+  for (size_t i = 0; i < r->view.nfindings; i++) {
+    const struct store_finding *f = &r->view.findings[i];
+    if (!strcmp(f->rule, "gpu_xid") && f->share >= 1) {
+      fputs(": ", out);
+      gs_term_text(out, f->title, 0);
+      return;
+    }
+  }
+}
+
 /* The run's identity: id, name, status, command, host, GPUs and the job's own parameters. */
 static void print_header(FILE *out, const struct style *s, const struct report_run *r) {
   char dur[32], when[32], gpus[256];
@@ -127,8 +140,9 @@ static void print_header(FILE *out, const struct style *s, const struct report_r
   rp_duration(dur, sizeof dur, r->view.duration_s);
   fprintf(out, " — ");
   gs_term_text(out, r->view.run.status, 0);
-  fprintf(out, ", %s, exit %d\n", dur, r->view.run.exit_code);
-  fputs("  command:  ", out);
+  fprintf(out, ", %s, exit %d", dur, r->view.run.exit_code);
+  print_gpu_death(out, r);
+  fputs("\n  command:  ", out);
   gs_term_text(out, r->view.run.command, 0);
   fputs("\n  host:     ", out);
   gs_term_text(out, r->view.run.host, 0);

@@ -160,7 +160,10 @@ static void draw_history(const struct tui_ui *u, const struct tui_gpu *g, int y,
   size_t cols = width > 0 ? (size_t)width : 0;
   if (cols > g->nhist)
     cols = g->nhist;
-  snprintf(head, sizeof head, "GPU%d util, last %zu s (g: next GPU)", g->index, cols);
+  if (g->last_xid)
+    snprintf(head, sizeof head, "GPU%d util, last %zu s (g: next GPU)  X: Xid %u", g->index, cols, g->last_xid);
+  else
+    snprintf(head, sizeof head, "GPU%d util, last %zu s (g: next GPU)", g->index, cols);
   put(y, 0, COLS, pair(u, PAIR_HEAD), head);
   for (int r = 0; r < h; r++) {
     int row = y + 1 + r;
@@ -171,6 +174,10 @@ static void draw_history(const struct tui_ui *u, const struct tui_gpu *g, int y,
     put(row, 4, 1, A_DIM, u->utf8 ? "\u2502" : "|");
     for (size_t c = 0; c < cols; c++) {
       double v = g->hist[g->nhist - cols + c];
+      if (r == 0 && g->xid[g->nhist - cols + c]) { /* an Xid in that second: marked at the top */
+        put(row, 5 + (int)c, 1, pair(u, PAIR_HOT) | A_BOLD, "X");
+        continue;
+      }
       if (!isfinite(v))
         continue; /* a gap: not measured */
       int eighths = (int)lround(fmin(fmax(v, 0), 100) / 100 * h * 8) - (h - 1 - r) * 8;

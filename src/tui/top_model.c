@@ -54,6 +54,21 @@ static void history(const struct runview *v, long idx, int64_t now, size_t hist_
       g->hist[i] = sum[i] / cnt[i];
 }
 
+/* The Xids GPU g's driver reported within its history (events xid), each in its second. */
+static void history_xids(const struct runview *v, int64_t now, struct tui_gpu *g) {
+  int64_t from = now - (int64_t)g->nhist * GS_NS_PER_S;
+  memset(g->xid, 0, sizeof g->xid);
+  g->last_xid = 0;
+  for (size_t i = 0; i < v->nevents; i++) {
+    const struct store_event *e = &v->events[i];
+    if (strcmp(e->kind, "xid") || runview_gpu_label(e->labels) != g->index || e->t <= from || e->t > now)
+      continue;
+    int64_t b = (e->t - from - 1) / GS_NS_PER_S;
+    if (b >= 0 && (size_t)b < g->nhist)
+      g->xid[b] = g->last_xid = (unsigned)atoi(e->name);
+  }
+}
+
 static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int utf8, struct tui_snap *s) {
   int max = -1;
   for (size_t i = 0; i < v->nseries; i++)
@@ -86,6 +101,7 @@ static int load_gpus(const struct runview *v, int64_t now, size_t hist_s, int ut
     g->power_limit = last_of(v, "nvml", "gpu.power_limit_w", lab, now);
     g->temp = last_of(v, "nvml", "gpu.temp_c", lab, now);
     history(v, runview_find(v, "nvml", "gpu.util_pct", lab), now, hist_s, g);
+    history_xids(v, now, g);
   }
   return GS_OK;
 }

@@ -44,6 +44,8 @@ struct tui_gpu {
   double util, sm, mem_used, mem_total, power, power_limit, temp; /* NAN: not measured */
   double hist[TOP_HIST]; /* util per second, oldest first, ending at the snapshot's time; NAN gaps */
   size_t nhist;
+  unsigned xid[TOP_HIST]; /* the Xid code the driver reported in that second, 0 none */
+  unsigned last_xid;      /* the newest in the history, 0 none */
 };
 
 struct tui_proc {

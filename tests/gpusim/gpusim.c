@@ -1057,3 +1057,28 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *m) {
   ACCT(gpm_metrics_impl(m));
 }
 #endif /* !GPUSIM_LEGACY */
+
+/* ---- for gpusim_health.c (hidden symbols) ---- */
+
+int gpusim_check(struct nvmlDevice_st *h, enum sim_call call, struct sim_dev **dp, double *t) {
+  return check((nvmlDevice_t)h, call, dp, t);
+}
+long long gpusim_thread_cpu(void) {
+  return clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+void gpusim_account(long long cpu_t0) {
+  atomic_fetch_add(&G.cpu_ns, clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu_t0);
+  atomic_fetch_add(&G.calls, 1);
+}
+double gpusim_now(void) {
+  return now_s();
+}
+void gpusim_lock(int on) {
+  if (on)
+    pthread_mutex_lock(&G.mu);
+  else
+    pthread_mutex_unlock(&G.mu);
+}
+struct sim_scn *gpusim_scn(void) {
+  return G.refs ? &G.scn : NULL;
+}

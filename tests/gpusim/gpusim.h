@@ -32,6 +32,27 @@ enum sim_key {
   K_NVLINK_RX, /* GPM, bytes/s */
   K_NVLINK_TX, /* GPM, bytes/s */
   K_GR_ACTIVE, /* GPM, % (graphics/compute engine active; defaults to util when never set) */
+  /* health counters: the value set plus the integral of the matching _per_s rate, where it has one */
+  K_ECC_SBE,         /* corrected ECC errors, volatile */
+  K_ECC_DBE,         /* uncorrected ECC errors, volatile */
+  K_ECC_SBE_AGG,     /* aggregate = volatile + this (errors before the driver loaded) */
+  K_ECC_DBE_AGG,     /* ... */
+  K_REMAP_CORR,      /* rows remapped, correctable */
+  K_REMAP_UNC,       /* rows remapped, uncorrectable */
+  K_REMAP_PENDING,   /* 0/1 */
+  K_REMAP_FAILURE,   /* 0/1 */
+  K_RETIRED_SBE,     /* retired pages, multiple single-bit */
+  K_RETIRED_DBE,     /* retired pages, double-bit */
+  K_RETIRED_PENDING, /* 0/1 */
+  K_PCIE_REPLAY,     /* PCIe replay counter */
+  K_NVLINK_REPLAY,   /* NVLink error counters (link 0's; the other links' are 0) */
+  K_NVLINK_RECOVERY,
+  K_NVLINK_CRC_FLIT,
+  K_NVLINK_CRC_DATA,
+  K_ECC_SBE_RATE, /* per second, integrated into K_ECC_SBE */
+  K_ECC_DBE_RATE,
+  K_PCIE_REPLAY_RATE,
+  K_NVLINK_REPLAY_RATE,
   K_NKEYS
 };
 extern const char *const sim_key_names[K_NKEYS];
@@ -63,6 +84,12 @@ enum sim_call {
   SC_MIG,     /* nvmlDeviceGetMigMode */
   SC_MIG_DEV, /* the MIG device calls: max count, handle by index, instance ids, parent */
   SC_GPM,
+  SC_EVENTS, /* nvmlDeviceRegisterEvents */
+  SC_ECC,    /* nvmlDeviceGetTotalEccErrors, nvmlDeviceGetEccMode */
+  SC_REMAP,  /* nvmlDeviceGetRemappedRows */
+  SC_RETIRED,
+  SC_PCIE_REPLAY,
+  SC_NVLINK, /* nvmlDeviceGetNvLinkState, nvmlDeviceGetNvLinkErrorCounter */
   SC_NCALLS
 };
 extern const char *const sim_call_names[SC_NCALLS];
@@ -94,6 +121,14 @@ struct sim_fault {
   int slow_ms;        /* sleep this long inside the call */
 };
 
+/* An event the driver reports at a time: an Xid (`xid CODE at T`) or an ECC error (`ecc_event`). */
+struct sim_event {
+  double t;
+  unsigned long long type; /* nvmlEventType* */
+  unsigned data, gi, ci;   /* the Xid code; the MIG instance (0xFFFFFFFF: none) */
+};
+#define SIM_MAX_EVENTS 32
+
 struct sim_dev {
   unsigned index;
   char name[96], uuid[96], pci[32];
@@ -124,6 +159,9 @@ struct sim_dev {
   unsigned gi, ci, slot;  /* an instance's GPU-instance id, compute-instance id, MIG device index */
   double from_at;         /* an instance exists from from_at until gone_at (seconds) */
   char profile[32];       /* an instance's profile name, "1g.10gb" */
+  unsigned nvlinks;       /* active NVLinks (0: none, NVLink calls NOT_SUPPORTED) */
+  struct sim_event events[SIM_MAX_EVENTS];
+  int nevents;
 };
 
 struct sim_scn {
@@ -143,9 +181,20 @@ const struct sim_seg *sim_seg_at(const struct sim_dev *d, double t);
 double sim_value(const struct sim_dev *d, enum sim_key k, double t);
 /* The integral of k over [t0, t1] (value-seconds). */
 double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1);
+/* A health counter at t: the value set plus the integral of its rate key (K_NKEYS: none). */
+double sim_counter(const struct sim_dev *d, enum sim_key k, double t);
 /* Device d's MIG mode at t: -1 not supported, 0 off, 1 on. */
 int sim_mig_mode(const struct sim_dev *d, double t);
 /* Whether MIG instance x exists at t (created by then, not yet destroyed). */
 int sim_mig_alive(const struct sim_dev *x, double t);
+
+/* gpusim.c's helpers for gpusim_health.c (hidden: not exported from the library). */
+struct nvmlDevice_st;
+int gpusim_check(struct nvmlDevice_st *h, enum sim_call call, struct sim_dev **dp, double *t);
+long long gpusim_thread_cpu(void);
+void gpusim_account(long long cpu_t0);
+double gpusim_now(void);
+void gpusim_lock(int on);
+struct sim_scn *gpusim_scn(void);
 
 #endif

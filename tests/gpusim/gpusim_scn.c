@@ -34,6 +34,26 @@ const char *const sim_key_names[K_NKEYS] = {
     [K_NVLINK_RX] = "nvlink_rx",
     [K_NVLINK_TX] = "nvlink_tx",
     [K_GR_ACTIVE] = "gr_active",
+    [K_ECC_SBE] = "ecc_sbe",
+    [K_ECC_DBE] = "ecc_dbe",
+    [K_ECC_SBE_AGG] = "ecc_sbe_agg",
+    [K_ECC_DBE_AGG] = "ecc_dbe_agg",
+    [K_REMAP_CORR] = "remap_corr",
+    [K_REMAP_UNC] = "remap_unc",
+    [K_REMAP_PENDING] = "remap_pending",
+    [K_REMAP_FAILURE] = "remap_failure",
+    [K_RETIRED_SBE] = "retired_sbe",
+    [K_RETIRED_DBE] = "retired_dbe",
+    [K_RETIRED_PENDING] = "retired_pending",
+    [K_PCIE_REPLAY] = "pcie_replay",
+    [K_NVLINK_REPLAY] = "nvlink_replay",
+    [K_NVLINK_RECOVERY] = "nvlink_recovery",
+    [K_NVLINK_CRC_FLIT] = "nvlink_crc_flit",
+    [K_NVLINK_CRC_DATA] = "nvlink_crc_data",
+    [K_ECC_SBE_RATE] = "ecc_sbe_per_s",
+    [K_ECC_DBE_RATE] = "ecc_dbe_per_s",
+    [K_PCIE_REPLAY_RATE] = "pcie_replay_per_s",
+    [K_NVLINK_REPLAY_RATE] = "nvlink_replay_per_s",
 };
 
 const char *const sim_call_names[SC_NCALLS] = {
@@ -62,6 +82,12 @@ const char *const sim_call_names[SC_NCALLS] = {
     [SC_MIG] = "mig",
     [SC_MIG_DEV] = "mig_dev",
     [SC_GPM] = "gpm",
+    [SC_EVENTS] = "events",
+    [SC_ECC] = "ecc",
+    [SC_REMAP] = "remap",
+    [SC_RETIRED] = "retired",
+    [SC_PCIE_REPLAY] = "pcie_replay",
+    [SC_NVLINK] = "nvlink",
 };
 
 static const struct {
@@ -402,8 +428,41 @@ static int mig_mode_line(struct parser *p, struct sim_dev *d, char **tok, int nt
 }
 
 /* Applies one device-block line to device d. */
+/* `xid CODE at T [gi G [ci C]]`, `ecc_event sbe|dbe at T`: an event the driver reports at T. */
+static int event_line(struct parser *p, struct sim_dev *d, char **tok, int ntok) {
+  int bad = 0, xid = !strcmp(tok[0], "xid");
+  if (ntok < 4 || strcmp(tok[2], "at") || (ntok != 4 && ntok != 6 && ntok != 8))
+    return perr(p, "%s wants %s at T", tok[0], xid ? "CODE [gi G [ci C]]" : "sbe|dbe");
+  if (d->nevents == SIM_MAX_EVENTS)
+    return perr(p, "more than %d events on one device", SIM_MAX_EVENTS);
+  struct sim_event *e = &d->events[d->nevents];
+  *e = (struct sim_event){.gi = 0xFFFFFFFFu, .ci = 0xFFFFFFFFu};
+  e->t = parse_time(p, tok[3], &bad);
+  if (xid) {
+    e->type = 0x8; /* nvmlEventTypeXidCriticalError */
+    e->data = (unsigned)atoi(tok[1]);
+    if (e->data == 0)
+      return perr(p, "bad Xid code '%s'", tok[1]);
+  } else if (!strcmp(tok[1], "sbe") || !strcmp(tok[1], "dbe")) {
+    e->type = tok[1][0] == 's' ? 0x1 : 0x2;
+  } else {
+    return perr(p, "ecc_event wants sbe or dbe");
+  }
+  for (int i = 4; i + 1 < ntok; i += 2) {
+    if (!xid || (strcmp(tok[i], "gi") && strcmp(tok[i], "ci")))
+      return perr(p, "unexpected '%s'", tok[i]);
+    *(tok[i][0] == 'g' ? &e->gi : &e->ci) = (unsigned)atoi(tok[i + 1]);
+  }
+  if (bad)
+    return -1;
+  d->nevents++;
+  return 0;
+}
+
 static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok, const char *rest) {
   const char *k = tok[0];
+  if (!strcmp(k, "xid") || !strcmp(k, "ecc_event"))
+    return event_line(p, d, tok, ntok);
   int bad = 0;
   double v;
   if (!strcmp(k, "name")) {
@@ -425,6 +484,10 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   } else if (!strcmp(k, "max_clocks") && ntok == 3) {
     d->max_sm = (unsigned)atoi(tok[1]);
     d->max_mem = (unsigned)atoi(tok[2]);
+  } else if (!strcmp(k, "nvlinks") && ntok == 2) {
+    d->nvlinks = (unsigned)atoi(tok[1]);
+    if (d->nvlinks > 36)
+      return perr(p, "nvlinks wants 0 to 36");
   } else if (!strcmp(k, "gpm") && ntok == 2) {
     d->gpm = !strcmp(tok[1], "on");
   } else if (!strcmp(k, "gpm_unsupported")) {
@@ -700,6 +763,18 @@ static double cumulative(const struct sim_dev *d, enum sim_key k, double t) {
 
 double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1) {
   return cumulative(d, k, t1) - cumulative(d, k, t0);
+}
+
+double sim_counter(const struct sim_dev *d, enum sim_key k, double t) {
+  enum sim_key rate = k == K_ECC_SBE         ? K_ECC_SBE_RATE
+                      : k == K_ECC_DBE       ? K_ECC_DBE_RATE
+                      : k == K_PCIE_REPLAY   ? K_PCIE_REPLAY_RATE
+                      : k == K_NVLINK_REPLAY ? K_NVLINK_REPLAY_RATE
+                                             : K_NKEYS;
+  double v = sim_value(d, k, t);
+  if (rate != K_NKEYS && t > 0)
+    v += sim_integral(d, rate, 0, t);
+  return floor(v);
 }
 
 int sim_mig_alive(const struct sim_dev *x, double t) {

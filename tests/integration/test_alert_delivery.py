@@ -5,8 +5,10 @@ contrib/prometheus/gpuscope-alerts.yml and sends to a real Alertmanager (Debian'
 prometheus-alertmanager) routed by contrib/prometheus/alertmanager.yml, which delivers to a
 loopback HTTP receiver in this script: exactly one firing GpuscopeGpuIdle, for GPU 2 only, with the
 rule's own summary and description (and no GpuscopeNodeIdle: one GPU of four is not the node);
-then, once GPU 2 computes again (the simulator's clock moved), exactly one "resolved"; and once the
-agent is killed (kill -9), one GpuscopeTargetDown page at the on-call receiver, a generic webhook.
+then, once GPU 2 computes again (the simulator's clock moved), exactly one "resolved"; the Xid GPU 1
+reports meanwhile (at 30 s of the scenario) one GpuscopeGpuXid page at the on-call receiver, a
+generic webhook, with the code as a label; and once the agent is killed (kill -9), one
+GpuscopeTargetDown page there.
 
 Only the waits are shortened, in copies: the rules' `for:` (15 min -> 2 s; every other line of the
 rule file byte-identical, which the test asserts) and Alertmanager's group_wait and group_interval;
@@ -196,8 +198,8 @@ def notifications(status=None):
     """The Slack messages the receiver got, as (channel, status, title, text)."""
     out = []
     for path, body in _state["receiver"].messages():
-        if path == "/on-call" and _state.get("killed"):
-            continue  # test_b's page
+        if path == "/on-call":
+            continue  # the pages: test_ab's and test_b's
         check(path == "/slack", f"a message to {path}: {body}")
         for a in body.get("attachments", []):
             st = "firing" if a.get("fallback", "").startswith("[FIRING") else "resolved"
@@ -222,6 +224,24 @@ def test_a_an_idle_gpu_fires_once_then_resolves_once():
     check(len(notifications()) == 2, f"all messages: {_state['receiver'].messages()}")
 
 
+def pages(alertname):
+    """The firing pages at the on-call receiver whose alerts are all alertname's."""
+    return [b for p, b in _state["receiver"].messages()
+            if p == "/on-call" and b["status"] == "firing" and
+            all(a["labels"]["alertname"] == alertname for a in b["alerts"])]
+
+
+def test_ab_an_xid_pages_the_on_call_webhook_with_its_code():
+    sb = sandbox()
+    set_clock(sb, 60)  # past GPU 1's Xid (test_a moved it there already when run before)
+    got = wait_until(lambda: pages("GpuscopeGpuXid"), "the Xid page at the on-call webhook", timeout=120)
+    target = _state["target"]
+    alerts = got[0]["alerts"]
+    check([(a["labels"]["gpu"], a["labels"]["xid"], a["labels"]["severity"]) for a in alerts] == [("1", "79", "critical")],
+          f"alerts: {alerts}")
+    check(alerts[0]["annotations"]["summary"] == f"GPU 1 of {target} reported Xid 79", f"alerts: {alerts}")
+
+
 def test_b_an_agent_killed_pages_the_on_call_webhook():
     """kill -9 of the agent: Prometheus's scrapes fail (up == 0), GpuscopeTargetDown fires and the
     routing sends it to the on-call receiver, a generic webhook (Alertmanager's JSON, version 4)."""
@@ -231,12 +251,10 @@ def test_b_an_agent_killed_pages_the_on_call_webhook():
     agent.kill()
     agent.wait()
 
-    def paged():
-        return [b for p, b in _state["receiver"].messages() if p == "/on-call"]
-    pages = wait_until(paged, "a page at the on-call webhook", timeout=120)
+    got = wait_until(lambda: pages("GpuscopeTargetDown"), "a page at the on-call webhook", timeout=120)
     target = _state["target"]
-    check(len(pages) == 1 and pages[0]["version"] == "4" and pages[0]["status"] == "firing", f"pages: {pages}")
-    alerts = pages[0]["alerts"]
+    check(len(got) == 1 and got[0]["version"] == "4", f"pages: {got}")
+    alerts = got[0]["alerts"]
     check([(a["labels"]["alertname"], a["labels"]["instance"], a["labels"]["severity"]) for a in alerts] ==
           [("GpuscopeTargetDown", target, "critical")], f"alerts: {alerts}")
     check(alerts[0]["annotations"]["summary"] == f"gpuscope agent on {target} is down", f"alerts: {alerts}")

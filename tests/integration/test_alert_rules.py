@@ -19,7 +19,7 @@ def _run(*cmd):
 
 def test_the_rules_are_valid():
     rc, out = _run(PROMTOOL, "check", "rules", "gpuscope-alerts.yml")
-    check(rc == 0 and "5 rules found" in out, out)
+    check(rc == 0 and "8 rules found" in out, out)
 
 
 def test_the_rules_do_what_their_tests_say():
@@ -53,6 +53,9 @@ def test_the_alertmanager_routing_is_valid():
 def test_each_alert_goes_where_the_docs_say():
     cases = [
         (["alertname=GpuscopeTargetDown", "instance=n1:9733"], "on-call"),
+        (["alertname=GpuscopeGpuXid", "instance=n1:9733", "gpu=3", "xid=79"], "on-call"),
+        (["alertname=GpuscopeGpuMemoryErrors", "instance=n1:9733", "gpu=1"], "on-call"),
+        (["alertname=GpuscopeNvlinkErrors", "instance=n1:9733", "gpu=1"], "ml-team"),
         (["alertname=GpuscopeGpuIdle", "instance=n1:9733", "gpu=0"], "ml-team"),
         (["alertname=GpuscopeNodeIdle", "instance=n1:9733"], "ml-team"),
         (["alertname=GpuscopeInputBound", "instance=n1:9733"], "ml-team"),

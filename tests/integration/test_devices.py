@@ -10,7 +10,7 @@ from gstest import *  # noqa: E402,F403
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 LEGACY = os.path.join(BUILD, "tests/gpusim/legacy/libnvidia-ml.so.1")
 SCN = os.path.join(SRC, "tests/gpusim/scenarios")
-KEYS = {"index", "name", "uuid", "pci_bus_id", "memory_total_bytes", "cc", "mig_mode", "families"}
+KEYS = {"index", "name", "uuid", "pci_bus_id", "memory_total_bytes", "cc", "mig_mode", "families", "health"}
 ALL = {"basic": True, "samples": True, "per_process": True, "gpm": True}
 
 # scenario -> (GPU count, name of GPU 0, families of GPU 0)

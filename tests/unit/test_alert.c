@@ -70,6 +70,29 @@ static void test_a_wrong_rule_is_one_message_naming_it(void **state) {
   }
 }
 
+/* The GPU health rules: their defaults, ecc's rate=, and what they refuse. */
+static void test_health_rules_take_their_defaults_and_ecc_a_rate(void **state) {
+  (void)state;
+  struct alert_rule r;
+  char err[256] = "";
+  assert_int_equal(alert_rule_parse("xid", &r, err, sizeof err), 0);
+  assert_true(r.kind == ALERT_XID && r.for_ns == 300 * GS_NS_PER_S);
+  assert_int_equal(alert_rule_parse("ecc:rate=10/min,for=1m", &r, err, sizeof err), 0);
+  assert_true(r.kind == ALERT_ECC && r.rate == 10 && r.for_ns == 60 * GS_NS_PER_S);
+  assert_int_equal(alert_rule_parse("ecc", &r, err, sizeof err), 0);
+  assert_true(r.rate == 0); /* uncorrected only */
+  assert_int_equal(alert_rule_parse("row_remap", &r, err, sizeof err), 0);
+  assert_int_equal(r.kind, ALERT_ROW_REMAP);
+  assert_int_equal(alert_rule_parse("nvlink:for=30s", &r, err, sizeof err), 0);
+  assert_true(r.kind == ALERT_NVLINK && r.for_ns == 30 * GS_NS_PER_S);
+  assert_int_equal(alert_rule_parse("ecc:rate=-1", &r, err, sizeof err), GS_EINVAL);
+  assert_non_null(strstr(err, "corrected errors per minute"));
+  assert_int_equal(alert_rule_parse("xid:rate=1", &r, err, sizeof err), GS_EINVAL);
+  assert_non_null(strstr(err, "unknown option"));
+  assert_int_equal(alert_rule_parse("xid>3", &r, err, sizeof err), GS_EINVAL);
+  assert_non_null(strstr(err, "takes no figure"));
+}
+
 /* Writes text to a private file and loads it into c; the error in err. */
 static int load_text(const char *text, struct alert_config *c, char *err, size_t n, char *path, size_t pn) {
   snprintf(path, pn, "/tmp/gs-alert-test-%d.ini", (int)getpid());
@@ -240,6 +263,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rules_take_their_defaults_figures_and_options),
       cmocka_unit_test(test_a_wrong_rule_is_one_message_naming_it),
+      cmocka_unit_test(test_health_rules_take_their_defaults_and_ecc_a_rate),
       cmocka_unit_test(test_the_file_sets_what_the_flags_set),
       cmocka_unit_test(test_the_first_wrong_line_is_named_whichever_kind_it_is),
       cmocka_unit_test(test_a_line_too_long_for_libinih_is_an_error_not_a_cut_url),

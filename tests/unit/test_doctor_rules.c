@@ -788,6 +788,118 @@ static void test_multi_gpu_idle_and_straggler(void **state) {
   fake_free(&f, fs);
 }
 
+/* A counter of GPU g rising linearly from 0 to top over the run, read every 5 s (as the collector's
+ * health counters are). */
+static void rising(struct fake *f, const char *name, int g, double top) {
+  char lab[16];
+  snprintf(lab, sizeof lab, "gpu=%d", g);
+  int id = gs_sink_series(f->sink, "nvml", name, lab, "", GS_COUNTER);
+  for (int64_t t = 0; t <= (int64_t)f->dur; t += 5)
+    gs_sink_put(f->sink, id, T0 + t * S, top * (double)t / f->dur);
+}
+
+/* An Xid 79 on GPU 3 two seconds before the job failed: the first finding says so (the whole run
+ * lost), names the GPU and the action, and the other rules' advice (the idle GPU's) is left out. */
+static void test_xid_before_the_job_died_comes_first(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  for (int g = 0; g < 3; g++)
+    gpu(&f, g, 97, 82, 55, 68e9);
+  gpu(&f, 3, 0, 0, 0, 1e9);
+  gs_sink_event(f.sink, T0 + 18 * S, "xid", "79", 79, "gpu=3", "Xid 79 (fallen off the bus)");
+  struct gs_batch *b = gs_sink_take(f.sink);
+  assert_int_equal(f.st->run_append(f.st, &f.run, b), 0);
+  gs_batch_free(b);
+  snprintf(f.run.status, sizeof f.run.status, "failed");
+  f.run.exit_code = 1;
+  f.run.end_wall_ns = f.run.start_wall_ns + 20 * S;
+  assert_int_equal(f.st->run_end(f.st, &f.run), 0);
+  struct store_finding *fs = NULL;
+  size_t n;
+  assert_int_equal(doctor_run(f.st, f.run.id, &fs, &n), 0);
+  expect_rules(fs, n, "gpu_xid");
+  assert_string_equal(fs[0].title,
+                      "GPU 3 reported Xid 79 (fallen off the bus) 2 s before the job died: not the training code; "
+                      "drain the node");
+  assert_string_equal(fs[0].severity, "high");
+  assert_non_null(strstr(fs[0].fix, "reboot"));
+  fake_free(&f, fs);
+}
+
+/* The same Xid in a run that finished is a finding, not the whole run, and the others stay. */
+static void test_xid_in_a_finished_run_is_a_finding_beside_the_others(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  for (int g = 0; g < 3; g++)
+    gpu(&f, g, 97, 82, 55, 68e9);
+  gpu(&f, 3, 0, 0, 0, 1e9);
+  gs_sink_event(f.sink, T0 + 4 * S, "xid", "13", 13, "gpu=1", "Xid 13");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "underused_gpus,gpu_xid");
+  assert_non_null(strstr(find(fs, n, "gpu_xid")->title, "GPU 1 reported Xid 13 (graphics engine exception) at 4 s"));
+  fake_free(&f, fs);
+}
+
+/* A straggling GPU whose PCIe link replays has that named as the likely cause; uncorrected ECC errors
+ * during the run are a finding of their own. */
+static void test_straggler_with_pcie_replays_names_them(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  for (int g = 0; g < 4; g++) {
+    gpu(&f, g, g == 2 ? 62 : 97, g == 2 ? 45 : 82, g == 2 ? 30 : 55, 68e9);
+    rising(&f, "gpu.pcie_replays", g, g == 2 ? 4000 : 0);
+    rising(&f, "gpu.ecc_dbe_volatile", g, g == 1 ? 2 : 0);
+  }
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  expect_rules(fs, n, "straggler,gpu_ecc");
+  const struct store_finding *s = find(fs, n, "straggler");
+  assert_non_null(strstr(s->title, "GPU 2 is 37 points behind"));
+  assert_non_null(strstr(s->title, " — its PCIe link replayed "));
+  assert_non_null(strstr(s->title, " times during the run: the likely cause"));
+  assert_non_null(strstr(s->evidence, "\"health\":"));
+  assert_non_null(strstr(find(fs, n, "gpu_ecc")->title, "GPU 1 had "));
+  assert_non_null(strstr(find(fs, n, "gpu_ecc")->title, " uncorrected ECC error"));
+  fake_free(&f, fs);
+}
+
+/* A GPU whose PCIe link replays (or with a row remap pending) is sick: its run gets no batch or host
+ * code advice from its idle time (the batch case of test_gpu_rules, without and with replays, and
+ * with the remap pending). */
+static void test_a_sick_gpus_idle_time_is_no_batch_advice(void **state) {
+  (void)state;
+  for (int k = 0; k < 3; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 8, 20, 0.5);
+    steps(&f, 0.001, 0.020, 0, 0);
+    gpu(&f, 0, 96, 30, 20, 12e9);
+    gs_sink_param(f.sink, "precision", "bf16");
+    gs_sink_param(f.sink, "pin_memory", "True");
+    if (k == 1)
+      rising(&f, "gpu.pcie_replays", 0, 4000);
+    if (k == 2)
+      constant(&f, "nvml", "gpu.remap_pending", "gpu=0", 1);
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    expect_rules(fs, n, k == 0 ? "batch_too_small" : "gpu_health");
+    if (k)
+      assert_non_null(strstr(fs[0].title, k == 1 ? "GPU 0 looks sick: its PCIe link replayed "
+                                                 : "GPU 0 looks sick: it has a row remap pending"));
+    fake_free(&f, fs);
+  }
+}
+
 /* In a group, the straggling GPU's title names where it is, with what the group's params say: the
  * host alone, the host and the GPU's number on it, or both and the rank using it. Kills
  * name_host's `else if (local)` -> `if (1)` (rules_gpu.c). */
@@ -1759,7 +1871,7 @@ static void test_rule_ids_are_listed(void **state) {
   size_t n = 0;
   while (doctor_rule_id(n))
     n++;
-  assert_int_equal(n, 14);
+  assert_int_equal(n, 17);
   assert_string_equal(doctor_rule_id(0), "periodic_stall"); /* runs first: host_code_bound counts what is left */
   assert_string_equal(doctor_rule_id(n - 2), "healthy");
   assert_string_equal(doctor_rule_id(n - 1), "insufficient_data");
@@ -2326,6 +2438,10 @@ int main(void) {
       cmocka_unit_test(test_gpu_rules),
       cmocka_unit_test(test_thermal_reasons_are_throttling),
       cmocka_unit_test(test_multi_gpu_idle_and_straggler),
+      cmocka_unit_test(test_xid_before_the_job_died_comes_first),
+      cmocka_unit_test(test_xid_in_a_finished_run_is_a_finding_beside_the_others),
+      cmocka_unit_test(test_straggler_with_pcie_replays_names_them),
+      cmocka_unit_test(test_a_sick_gpus_idle_time_is_no_batch_advice),
       cmocka_unit_test(test_slow_rank_is_a_straggler),
       cmocka_unit_test(test_mutants_a_group_straggler_names_its_host_with_what_is_known),
       cmocka_unit_test(test_gpu_idle_gaps_are_periodic_stalls),

@@ -1094,7 +1094,11 @@ static void test_devices_json_lists_each_gpu_with_families(void **state) {
                          "\"index\": 7, \"name\": \"NVIDIA H200\", \"uuid\": "
                          "\"GPU-5a1c0000-0000-4000-8000-000000000007\", \"pci_bus_id\": \"00000000:88:00.0\", "
                          "\"memory_total_bytes\": 150754820096, \"cc\": \"9.0\", \"mig_mode\": \"disabled\", "
-                         "\"families\": {\"basic\": true, \"samples\": true, \"per_process\": true, \"gpm\": true}}"));
+                         "\"families\": {\"basic\": true, \"samples\": true, \"per_process\": true, \"gpm\": true}, "
+                         "\"health\": {\"healthy\": true, \"why\": null, \"ecc_corrected\": 0, \"ecc_uncorrected\": 0, "
+                         "\"remapped_rows_correctable\": 0, \"remapped_rows_uncorrectable\": 0, \"remap_pending\": 0, "
+                         "\"remap_failure\": 0, \"retired_pages_sbe\": 0, \"retired_pages_dbe\": 0, "
+                         "\"retired_pages_pending\": 0, \"pcie_replays\": 0, \"nvlink_errors\": null}}"));
   free(out);
   out = devices_output("mig.scn", lib_path, 1, &rc);
   assert_non_null(strstr(out, "\"mig_mode\": \"enabled\", \"families\": {\"basic\": true, \"samples\": false, "

@@ -98,6 +98,7 @@ static void fill(struct gs_sink *s) {
   }
   gs_sink_event(s, 0, "proc_start", "python3", 100, "pid=100", "");
   gs_sink_event(s, 5 * SEC, "proc_start", "evil\x1b[2J", 101, "pid=101", "");
+  gs_sink_event(s, 25 * SEC + SEC / 2, "xid", "79", 79, "gpu=0", "Xid 79 (fallen off the bus)");
   int st_total = gs_sink_series(s, "client", "step.total_s", "", "s", GS_GAUGE);
   int st_data = gs_sink_series(s, "client", "step.data_s", "", "s", GS_GAUGE);
   int st_comp = gs_sink_series(s, "client", "step.compute_s", "", "s", GS_GAUGE);
@@ -169,6 +170,10 @@ static void test_snapshot_history_is_per_second_with_the_newest_last(void **stat
   assert_true(s.gpus[0].hist[59] == 40);      /* the second ending at 30 s */
   assert_true(s.gpus[0].hist[59 - 15] == 90); /* 15 s earlier: before the drop at 20 s */
   assert_true(isnan(s.gpus[0].hist[0]));      /* before the run: a gap, not 0 */
+  /* the Xid at 25.5 s is marked in the second ending at 26 s, and named */
+  assert_int_equal(s.gpus[0].xid[55], 79);
+  assert_int_equal(s.gpus[0].xid[54] + s.gpus[0].xid[56], 0);
+  assert_int_equal(s.gpus[0].last_xid, 79);
   tui_snap_done(&s);
   st->close(st);
 }

@@ -1,7 +1,7 @@
 // Unit tests of web/src/charts.js's chartPlan: which charts a run page draws from its series.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { chartPlan, spansOf } from "../../web/src/charts.js";
+import { chartPlan, markName, spansOf } from "../../web/src/charts.js";
 
 const series = (id, name, labels, count = 10, source = "nvml") => ({ id, name, labels, count, source, unit: "" });
 
@@ -25,6 +25,12 @@ test("a throttle span left open lasts to the run's end", () => {
     { kind: "throttle_stop", labels: "gpu=0", name: "hw_slowdown", t: 3 },
     { kind: "throttle_start", labels: "gpu=0", name: "sw_power_cap", t: 7 }] };
   assert.deepEqual(spansOf(run), [[2, 3, "hw_slowdown"], [7, 10, "sw_power_cap"]]);
+});
+
+test("an Xid's mark names its code and GPU; a job's mark its name", () => {
+  assert.equal(markName({ kind: "xid", name: "79", labels: "gpu=3" }), "Xid 79 GPU 3");
+  assert.equal(markName({ kind: "xid", name: "48", labels: "gpu=12,host=n1" }), "Xid 48 GPU 12");
+  assert.equal(markName({ kind: "mark", name: "eval", labels: "" }), "eval");
 });
 
 test("a memory-controller chart for each GPU that reports it", () => {

@@ -112,6 +112,13 @@ export function spansOf(run) {
   return spans;
 }
 
+// A mark's label on the charts: an Xid names its code and GPU ("Xid 79 GPU 3"), a mark its name.
+export function markName(m) {
+  if (m.kind !== "xid") return m.name;
+  const g = /(?:^|,)gpu=(\d+)/.exec(m.labels || "");
+  return "Xid " + m.name + (g ? " GPU " + g[1] : "");
+}
+
 export function heatColor(v) {
   if (!fin(v)) return null;
   const x = Math.max(0, Math.min(100, v)) / 100;
@@ -210,7 +217,8 @@ function drawUnder(u, chart, ctx) {
 }
 
 // Over the lines: the job's marks (epoch, eval, checkpoint) as vertical lines, and the lines of
-// its output that matter (kind "log": CUDA out of memory, NCCL errors, Killed, tracebacks) in red.
+// its output that matter (kind "log": CUDA out of memory, NCCL errors, Killed, tracebacks) and the
+// GPUs' Xids (kind "xid", named "Xid 79 GPU 3") in red.
 function drawOver(u, chart, ctx) {
   const c = u.ctx;
   c.save();
@@ -221,11 +229,11 @@ function drawOver(u, chart, ctx) {
   for (const m of ctx.marks) {
     const x = u.valToPos(m.t, "x", true);
     if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
-    const log = m.kind === "log";
+    const log = m.kind === "log" || m.kind === "xid";
     c.strokeStyle = log ? "rgba(200, 30, 30, 0.8)" : "rgba(80, 80, 80, 0.55)";
     c.fillStyle = log ? "#b00" : "#555";
     c.beginPath(), c.moveTo(x, u.bbox.top), c.lineTo(x, u.bbox.top + u.bbox.height), c.stroke();
-    c.fillText(m.name, x + 3, u.bbox.top + 10 * devicePixelRatio);
+    c.fillText(markName(m), x + 3, u.bbox.top + 10 * devicePixelRatio);
   }
   c.restore();
 }

@@ -140,7 +140,8 @@ export async function pageRun(ref) {
   const width = Math.max(480, Math.min(1400, $app().clientWidth - 20));
   const ctx = {
     width, syncKey: "run-" + id, spans: spansOf(run),
-    marks: run.events.filter((e) => e.kind === "mark" || e.kind === "log"), charts: [], zooming: false, window: null,
+    marks: run.events.filter((e) => e.kind === "mark" || e.kind === "log" || e.kind === "xid"), charts: [],
+    zooming: false, window: null,
     onZoom: null,
   };
   const ids = [...new Set(plan.flatMap((c) => [...c.lines.map((l) => l.s.id),
