@@ -94,8 +94,8 @@ static int rule_option(struct alert_rule *r, const char *kv, char *err, size_t e
     if (decimal(v, &r->gain, &end) || (*end && strcmp(end, "x")) || !isfinite(r->gain) || r->gain < 1)
       return snprintf(err, errlen, "alert '%s': gain= wants a speed-up of at least 1, such as 1.2", r->spec), GS_EINVAL;
   } else if (klen == 4 && !strncmp(kv, "rate", 4) && r->kind == ALERT_ECC) {
-    r->rate = strtod(v, &end);
-    if (end == v || (*end && strcmp(end, "/min")) || !isfinite(r->rate) || r->rate <= 0)
+    const char *end;
+    if (decimal(v, &r->rate, &end) || (*end && strcmp(end, "/min")) || !isfinite(r->rate) || r->rate <= 0)
       return snprintf(err, errlen, "alert '%s': rate= wants corrected errors per minute, such as 10", r->spec),
              GS_EINVAL;
   } else if (klen == 8 && !strncmp(kv, "severity", 8) && (r->kind == ALERT_FINDING || r->kind == ALERT_STRAGGLER)) {
