@@ -290,6 +290,27 @@ int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double 
 long store_series_find(const struct store_series *s, size_t n, const char *source, const char *name,
                        const char *labels);
 
+/* The steps that came with a client metric's values. The agent keeps a value's step in a companion
+ * series (source "client.step", the metric's name and labels, one point at the value's exact time:
+ * docs/protocol.md), never a value of its own: readers show it as the step of its metric's point. */
+struct store_steps {
+  struct store_points p; /* the companion's points: t, and the step as v */
+  size_t i;              /* the cursor of store_steps_at */
+};
+/* 1 when s is such a companion (source "client.step"): a reader shows it as steps, not as a series. */
+int store_series_is_steps(const struct store_series *s);
+/* Reads into out (zeroed by this call) the steps of metric series s from the list of its run's n
+ * series, within [from, to]. Returns 0 — out empty when s has no companion — or a negative GS_E
+ * code of samples_read's (GS_ENOMEM when memory ran out) with out empty. Free with
+ * store_steps_done. */
+int store_steps_load(struct store *st, const struct store_series *list, size_t n, const struct store_series *s,
+                     int64_t from, int64_t to, struct store_steps *out);
+/* The step of the value at time t, or -1 when that value came without one. Calls must come in
+ * ascending t (a series' points in order). Can't fail. */
+int64_t store_steps_at(struct store_steps *s, int64_t t);
+/* Frees what s holds and zeroes it. */
+void store_steps_done(struct store_steps *s);
+
 /* ---- moving runs between stores: export, import, copy (store_move.c; the format: docs/export.md) ---- */
 
 /* Hears of each run an import met: written 1 when it was written, 0 when the store held it already
