@@ -288,18 +288,35 @@ static void csv_series(const struct store_series *s) {
   gs_csv_field(stdout, s->unit);
 }
 
+/* v with the fewest digits that read back as v itself (15, else 17), so what `show` prints is what
+ * the job logged; not finite: null in JSON, nothing in CSV. */
+static void print_exact(double v, int json) {
+  if (!isfinite(v)) {
+    if (json)
+      fputs("null", stdout);
+    return;
+  }
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.15g", v);
+  if (strtod(buf, NULL) != v)
+    snprintf(buf, sizeof buf, "%.17g", v);
+  fputs(buf, stdout);
+}
+
 static int print_sample(void *u, int64_t t, double v) {
   struct show_ctx *c = u;
   int64_t step = store_steps_at(&c->steps, t);
   if (c->csv) {
     csv_series(c->s);
-    printf(",%.6f,%.15g,", (double)t / GS_NS_PER_S, v);
+    printf(",%.6f,", (double)t / GS_NS_PER_S);
+    print_exact(v, 0);
+    putchar(',');
     if (step >= 0)
       printf("%lld", (long long)step);
     putchar('\n');
   } else if (c->json) {
     printf("%s[%.6f, ", c->first ? "" : ", ", (double)t / GS_NS_PER_S);
-    gs_json_num(stdout, v);
+    print_exact(v, 1);
     printf("]");
     if (c->json_steps) {
       if (step >= 0)

@@ -474,15 +474,12 @@ class Client:
             self._origin()
         lines, self.lines, self.nbytes = self.lines, [], 0
         if not lines:
-            if self.sock is not None and (self.ndropped > self.nreported or self.nrejected != self.rreported):
-                self._report_dropped()  # a flush with nothing pending (at exit) still reports drops
+            # a flush with nothing pending (at exit) still reports drops and refusals, even when
+            # nothing else was ever sent
+            if (self.ndropped > self.nreported or self.nrejected != self.rreported) and self._open():
+                self._report_dropped()
             return
-        try:
-            if self.sock is None:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                s.setblocking(False)
-                self.sock = s
-        except Exception:
+        if not self._open():
             self.ndropped += len(lines)
             return
         chunk, size = [], 0
@@ -499,6 +496,16 @@ class Client:
         if chunk:
             self._send(chunk)
         self._report_dropped()
+
+    def _open(self):  # the lock held; True when there is a socket to send with
+        try:
+            if self.sock is None:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.setblocking(False)
+                self.sock = s
+            return True
+        except Exception:
+            return False
 
     def _origin(self):  # the lock held; before the first datagram, then until torch is seen
         """Where the run came from, sent once as params with the first messages: the Python
