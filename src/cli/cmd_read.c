@@ -478,7 +478,8 @@ int cmd_show(int argc, char **argv) {
   int rc = parse_read_opts(argc, argv, &o,
                            "usage: gpuscope show RUN [--metric GLOB] [--csv|--json] [--from T --to T]\n"
                            "                         [--events | --params | --notes] [--store URL]\n\n"
-                           "Prints a run's raw samples (t_s = seconds since the run's start). GLOB matches a\n"
+                           "Prints a run's raw samples (t_s = seconds since the run's start), a job's metric\n"
+                           "with the step it was logged at (CSV: the step column). GLOB matches a\n"
                            "series name (gpu.util_pct, 'host.cpu.*') or name{labels} ('*{gpu=0}').\n"
                            "RUN is an id, a unique id prefix, a name, or 'last'.\n",
                            1);
