@@ -22,6 +22,8 @@ rejected() what was refused, by cause); never adds a CUDA
 synchronisation; messages are batched to at most 20 sends a second (more only when over 4 KiB of
 messages pile up within 50 ms), flushed when a watched loop ends and at exit. Framework callbacks
 load on first use: gpuscope.lightning, gpuscope.keras, gpuscope.hf (each a GpuscopeCallback).
+A W&B, Neptune or MLflow script reports here by its import line alone: `import gpuscope.wandb as
+wandb`, `import gpuscope.neptune as neptune`, `import gpuscope.mlflow as mlflow`.
 
 The functions are bound methods of one default client (gpuscope._core.default_client, set up from
 the environment at import), as the random module's are of its hidden Random instance.
@@ -54,9 +56,10 @@ phase = _core.phase
 
 
 def __getattr__(name):
-    """Loads a framework callback module on first use (gpuscope.lightning, .keras, .hf), and the
+    """Loads a framework callback module on first use (gpuscope.lightning, .keras, .hf), a drop-in
+    tracker module (gpuscope.wandb, .neptune, .mlflow), and the
     store reader (gpuscope.Store and its Table, StoreError, NotAvailable)."""
-    if name in ("lightning", "keras", "hf"):
+    if name in ("lightning", "keras", "hf", "wandb", "neptune", "mlflow"):
         import importlib
         return importlib.import_module("." + name, __name__)
     if name in ("Store", "Table", "Metric", "StoreError", "NotAvailable"):
