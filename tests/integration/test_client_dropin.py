@@ -5,6 +5,7 @@ API, and neptune-scale's in a script without torch) and gpuscope.mlflow; each wr
 logged, and gpuscope.Store reads back the same params and the same metrics at the same steps, value
 for value. `gpuscope compare` shows the three side by side. Before, these imports did not exist."""
 import json
+import subprocess
 
 from gstest import *
 
@@ -164,6 +165,50 @@ def test_tracker_scripts_run_unchanged_and_read_back_identical():
         check("job metrics" in out, out)
         for metric in ("train/loss", "val_loss", "eval/loss"):
             check(metric in out, f"compare shows {metric}: {out}")
+    finally:
+        sb.close()
+
+
+SOLO = r"""
+import gpuscope, gpuscope.wandb as wandb, gpuscope.mlflow as mlflow, gpuscope.neptune as neptune
+run = wandb.init(project="p", name="solo", config={"lr": 0.1})   # no gpuscope run: init starts one
+wandb.define_metric("val/*", step_metric="epoch")
+for epoch in range(3):
+    wandb.log({"train/loss": 1.0 / (epoch + 1)})
+    wandb.log({"epoch": epoch, "val/acc": epoch / 10})
+wandb.log({"late": 1}, step=1)             # lower than the current step: refused, as W&B refuses it
+# bad arguments: never an exception
+wandb.log("not a dict"); wandb.log({"a": object()}); wandb.config.update(5)
+mlflow.log_metric(None, None); mlflow.log_params(7); mlflow.set_tags(None)
+nr = neptune.Run(); nr.log_metrics(data=5); nr["x"].append("text"); nr["y"].extend(3); nr.close()
+wandb.finish()
+print("solo done", gpuscope.enabled())
+"""
+
+
+def test_outside_a_run_init_starts_one_and_bad_calls_never_raise():
+    sb = Sandbox()
+    try:
+        path = os.path.join(sb.dir, "solo.py")
+        with open(path, "w") as f:
+            f.write(SOLO)
+        env = dict(sb.env, PYTHONPATH=CLIENT, GPUSCOPE_BIN=BIN)
+        env.pop("GPUSCOPE_SOCKET", None)
+        p = subprocess.run([PYTHON, path], env=env, capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0 and "solo done False" in p.stdout, f"exit {p.returncode}: {p.stdout}{p.stderr}")
+        check("Traceback" not in p.stderr, p.stderr)
+        runs = sb.json("runs", "--json")
+        check([r["name"] for r in runs] == ["solo"], f"runs: {runs}")
+        rows = sb.csv("show", "solo", "--metric", "val/acc", "--csv")
+        check([(r["step"], float(r["value"])) for r in rows] == [("0", 0.0), ("1", 0.1), ("2", 0.2)],
+              f"val/acc against its step metric: {rows}")
+        rows = sb.csv("show", "solo", "--metric", "train/loss", "--csv")
+        check([r["step"] for r in rows] == ["0", "2", "4"], f"train/loss on W&B's implicit steps: {rows}")
+        rc, _, err = sb.gs("show", "solo", "--metric", "late", "--csv")
+        check("no series" in err, f"a step lower than the current one is refused: {err}")
+        prm = sb.json("show", "solo", "--params", "--json")
+        check(prm.get("lr") == "0.1", str(prm))
+        check(prm.get("ingest.client_rejected.step") == "1", f"the late step, counted: {prm}")
     finally:
         sb.close()
 
