@@ -303,14 +303,19 @@ static int parse_step(struct cursor *c, struct ingest_msg *m) {
   return 0;
 }
 
-/* dropped N — N >= 1 messages the client could not send since its last dropped message */
-static int parse_dropped(struct cursor *c, struct ingest_msg *m) {
+/* The count N >= 1 that ends a dropped or rejected message; bad: why, when it is not one. */
+static int parse_delta(struct cursor *c, struct ingest_msg *m, const char *bad) {
   if (!more(c))
     return fail(m, "no count");
   if (parse_count(next_token(c), &m->step) || m->step < 1)
-    return fail(m, "dropped count is not a count (1-999999999999999)");
+    return fail(m, bad);
   m->has |= INGEST_HAS_STEP;
   return more(c) ? fail(m, "unexpected field after the count") : 0;
+}
+
+/* dropped N — N >= 1 messages the client could not send since its last dropped message */
+static int parse_dropped(struct cursor *c, struct ingest_msg *m) {
+  return parse_delta(c, m, "dropped count is not a count (1-999999999999999)");
 }
 
 /* rejected CAUSE N — N >= 1 values the client refused for CAUSE since its last rejected message */
@@ -324,12 +329,7 @@ static int parse_rejected(struct cursor *c, struct ingest_msg *m) {
   if (k == INGEST_NCAUSES)
     return fail(m, "unknown cause (value, name, step, argument)");
   m->cause = (enum ingest_cause)k;
-  if (!more(c))
-    return fail(m, "no count");
-  if (parse_count(next_token(c), &m->step) || m->step < 1)
-    return fail(m, "rejected count is not a count (1-999999999999999)");
-  m->has |= INGEST_HAS_STEP;
-  return more(c) ? fail(m, "unexpected field after the count") : 0;
+  return parse_delta(c, m, "rejected count is not a count (1-999999999999999)");
 }
 
 int ingest_parse_line(const char *s, size_t n, struct ingest_msg *m) {
