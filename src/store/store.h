@@ -336,6 +336,17 @@ int store_import_check(void *in_file, const char *name);
  * Returns 0 or a GS_E code with the message; runs written before a failure stay written. */
 int store_import(struct store *dst, void *in_file, const char *name, store_import_fn fn, void *user);
 
+/* 1 when path is a folder of an MLflow file store (mlruns/: a folder holding EXPERIMENT/meta.yaml),
+ * else 0. Can't fail. */
+int store_mlflow_is(const char *path);
+/* Reads every run of the MLflow file store at dir (mlflow_import.c; docs/export.md "From MLflow")
+ * and converts them into an export file, checked (store_import_check) and rewound: a FILE * the
+ * caller passes to store_import and fcloses (a temporary file, gone when closed). Each run's id is
+ * "ml" and the MLflow id's first 29 characters, so a second import adds nothing. NULL with the
+ * message on error: GS_ECORRUPT's "FILE offset N: why" for a damaged file (nothing is written
+ * anywhere), GS_EINVAL for a folder or file that cannot be read, GS_EIO, GS_ENOMEM. */
+void *store_mlflow_convert(const char *dir);
+
 /* Copies n runs of src (as run_get gives them) into dst: store_export into a temporary file (in
  * $TMPDIR, else /tmp; removed), then store_import_check and store_import, so a copy is what an import of an export is.
  * Returns 0 or a GS_E code with the message. */
