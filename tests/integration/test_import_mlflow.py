@@ -90,8 +90,14 @@ def test_an_mlflow_store_comes_in_whole_once_and_a_damaged_one_not_at_all():
                                                                            (2, 0.125, None)], str(hist))
         found = sb.json("runs", "--where", "param.import.format = mlflow and param.lr = 0.01", "--json")
         check([r["name"] for r in found] == ["resnet-a"], f"--where finds them: {found}")
-        out = sb.ok("compare", "resnet-a", "resnet-b")
-        check("loss" in out and "train/acc" in out, out)
+        # side by side with a run of gpuscope's own that logs the same metric by step
+        job = os.path.join(sb.dir, "job.py")
+        write(job, "import gpuscope\nfor i in range(3):\n    gpuscope.log({'loss': 0.4 / (i + 1)}, step=i)\n")
+        sb.ok("run", "--name", "ours", "--", PYTHON, job, env={"PYTHONPATH": CLIENT})
+        out = sb.ok("compare", "resnet-a", "resnet-b", "ours")
+        check("job metrics" in out and "train/acc" in out, out)
+        loss = [ln for ln in out.splitlines() if ln.strip().startswith("loss ")]
+        check(len(loss) == 1 and "0.125" in loss[0] and "0.1333" in loss[0], f"loss side by side: {loss}")
 
         before = sb.json("runs", "--json")
         rc, out, err = sb.gs("import", root)
