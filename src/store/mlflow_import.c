@@ -228,7 +228,7 @@ static int64_t meta_ms(const struct ml_meta *m, const char *key) {
   const char *v = ml_meta_get(m, key);
   char *end;
   long long ms = v ? strtoll(v, &end, 10) : -1;
-  return v && *v && !*end && ms >= 0 && ms < 100000000000000LL ? ms : -1;
+  return v && *v && !*end && ms >= 0 && ms <= 9000000000000LL ? ms : -1;
 }
 
 /* The run line, from the run's meta.yaml; the gpuscope id is "ml" and the MLflow id's first 29. */

@@ -34,7 +34,7 @@ int ml_parse_meta(const char *s, size_t n, struct ml_meta *out, char *err, size_
 const char *ml_meta_get(const struct ml_meta *m, const char *key);
 
 struct ml_point {
-  int64_t ts_ms; /* Unix milliseconds */
+  int64_t ts_ms; /* Unix milliseconds, 0 .. 9e12 (in nanoseconds it fits 64 bits) */
   double v;
   int64_t step; /* -1: the line had none (MLflow before 1.0) */
 };

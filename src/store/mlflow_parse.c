@@ -127,7 +127,7 @@ static int metric_line(const char *s, size_t len, struct ml_point *pt) {
   char *a = buf, *end;
   errno = 0;
   long long ts = strtoll(a, &end, 10);
-  if (end == a || *end != ' ' || errno || ts < 0 || ts > 100000000000000LL)
+  if (end == a || *end != ' ' || errno || ts < 0 || ts > 9000000000000LL)
     return -1;
   a = end + 1;
   if (*a == ' ' || !*a)

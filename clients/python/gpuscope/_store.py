@@ -161,7 +161,8 @@ class Store:
                                        "_timestamp": start / 1e9 + r["t_s"] if start is not None else None}
             row[r["name"]] = r["value"]
         names = sorted({r["name"] for r in rows if r["step"] is not None})
-        return Table(dict({n: None for n in names}, **by[k]) for k in sorted(by))
+        base = ("_step", "_runtime", "_timestamp")
+        return Table(dict({b: by[k][b] for b in base}, **{n: by[k].get(n) for n in names}) for k in sorted(by))
 
     def metric_history(self, run, key):
         """One metric's values in time order, as MLflow's MlflowClient.get_metric_history(run_id,
