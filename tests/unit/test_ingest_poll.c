@@ -228,15 +228,21 @@ static void test_close_removes_socket_and_directory(void **state) {
   ingest_close(NULL);
 }
 
-static void test_summary_reports_counts(void **state) {
-  struct fixture *f = *state;
-  send_str(f, "gs1 step 1 data=0\ngs1 metric x 1\ngs1 metric x nan");
-  ingest_poll(f->in, f->sink, gs_mono_ns());
+/* The run summary's lines as ingest_summary writes them (the caller frees them). */
+static char *summary_text(struct fixture *f) {
   char *text = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
   ingest_summary(f->in, out);
   fclose(out);
+  return text;
+}
+
+static void test_summary_reports_counts(void **state) {
+  struct fixture *f = *state;
+  send_str(f, "gs1 step 1 data=0\ngs1 metric x 1\ngs1 metric x nan");
+  ingest_poll(f->in, f->sink, gs_mono_ns());
+  char *text = summary_text(f);
   assert_non_null(strstr(text, "client: 2 messages (1 steps, 1 metrics"));
   assert_non_null(strstr(text, "1 bad messages rejected (metric 1,"));
   free(text);
@@ -264,11 +270,7 @@ static void test_client_refusals_are_kept_by_cause(void **state) {
     noted += strstr(b->notes[i], "refused 6 values") != NULL;
   assert_int_equal(noted, 1);
   gs_batch_free(b);
-  char *text = NULL;
-  size_t len = 0;
-  FILE *out = open_memstream(&text, &len);
-  ingest_summary(f->in, out);
-  fclose(out);
+  char *text = summary_text(f);
   assert_non_null(strstr(text, "client: 6 values refused by the job's client, not stored (value 5, name 1,"));
   free(text);
 }
