@@ -114,18 +114,45 @@ fail:
   return rc;
 }
 
+/* `gpuscope import mlruns/`: an MLflow file store's runs, converted and checked before the store
+ * is opened (store_mlflow_convert), so a damaged one makes none. */
+static int import_mlflow(const char *url, const char *dir) {
+  FILE *in = store_mlflow_convert(dir);
+  if (!in)
+    return cli_error(GS_EXIT_USAGE, "import: %s", gs_last_error());
+  struct store *st = cli_open_store_mode(url, STORE_WRITE);
+  if (!st) {
+    fclose(in);
+    return GS_EXIT_STORE;
+  }
+  struct said s = {0};
+  int rc = store_import(st, in, dir, say_run, &s);
+  if (rc)
+    rc = fail_code(rc);
+  else
+    fprintf(stderr, "gpuscope: %zu MLflow run%s added, %zu in the store already\n", s.written,
+            s.written == 1 ? "" : "s", s.held);
+  fclose(in);
+  st->close(st);
+  return rc;
+}
+
 int cmd_import(int argc, char **argv) {
   static const char usage[] =
-      "usage: gpuscope import FILE [--store URL]\n\n"
+      "usage: gpuscope import FILE|MLRUNS [--store URL]\n\n"
       "Writes the runs of an export file into the store, each with its id: a run the store holds\n"
       "already is left as it is (a second import adds nothing). The whole file is read first: a\n"
-      "truncated or damaged one is refused (exit 2) and nothing of it is written.\n";
+      "truncated or damaged one is refused (exit 2) and nothing of it is written.\n"
+      "MLRUNS, an MLflow file store's folder (mlruns/), brings its runs in the same way: names,\n"
+      "params, tags, metrics by step and time, start and end (docs/export.md, From MLflow).\n";
   struct move_opts o;
   int rc = parse(argc, argv, usage, &o);
   if (rc >= 0)
     return rc;
   if (optind + 1 != argc)
     return cli_error(GS_EXIT_USAGE, "import: one FILE is needed (see 'gpuscope import --help')");
+  if (store_mlflow_is(argv[optind]))
+    return import_mlflow(o.store, argv[optind]);
   FILE *in = fopen(argv[optind], "r");
   if (!in)
     return cli_error(GS_EXIT_USAGE, "import: cannot read %s: %s", argv[optind], strerror(errno));

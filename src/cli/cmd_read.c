@@ -271,6 +271,8 @@ static int series_matches(const struct store_series *s, const char *glob) {
 
 struct show_ctx {
   const struct store_series *s;
+  struct store_steps steps; /* the steps that came with a client metric's values (none: empty) */
+  FILE *json_steps;         /* JSON: the points' steps, written beside them, printed after them */
   int json, csv, first;
   char source[32], name[160], labels[256], unit[16]; /* the series' names, safe for a terminal */
 };
@@ -286,17 +288,47 @@ static void csv_series(const struct store_series *s) {
   gs_csv_field(stdout, s->unit);
 }
 
+/* v with the fewest digits that read back as v itself (15, else 17), so what `show` prints is what
+ * the job logged; not finite: null in JSON, nothing in CSV. */
+static void print_exact(double v, int json) {
+  if (!isfinite(v)) {
+    if (json)
+      fputs("null", stdout);
+    return;
+  }
+  char buf[40];
+  snprintf(buf, sizeof buf, "%.15g", v);
+  if (strtod(buf, NULL) != v)
+    snprintf(buf, sizeof buf, "%.17g", v);
+  fputs(buf, stdout);
+}
+
 static int print_sample(void *u, int64_t t, double v) {
   struct show_ctx *c = u;
+  int64_t step = store_steps_at(&c->steps, t);
   if (c->csv) {
     csv_series(c->s);
-    printf(",%.6f,%.15g\n", (double)t / GS_NS_PER_S, v);
+    printf(",%.6f,", (double)t / GS_NS_PER_S);
+    print_exact(v, 0);
+    putchar(',');
+    if (step >= 0)
+      printf("%lld", (long long)step);
+    putchar('\n');
   } else if (c->json) {
     printf("%s[%.6f, ", c->first ? "" : ", ", (double)t / GS_NS_PER_S);
-    gs_json_num(stdout, v);
+    print_exact(v, 1);
     printf("]");
+    if (c->json_steps) {
+      if (step >= 0)
+        fprintf(c->json_steps, "%s%lld", c->first ? "" : ", ", (long long)step);
+      else
+        fprintf(c->json_steps, "%snull", c->first ? "" : ", ");
+    }
   } else {
-    printf("%10.3f  %-10s %-32s %-24s %.6g %s\n", (double)t / GS_NS_PER_S, c->source, c->name, c->labels, v, c->unit);
+    printf("%10.3f  %-10s %-32s %-24s %.6g %s", (double)t / GS_NS_PER_S, c->source, c->name, c->labels, v, c->unit);
+    if (step >= 0)
+      printf("%sstep %lld", c->unit[0] ? "  " : " ", (long long)step);
+    putchar('\n');
   }
   c->first = 0;
   return 0;
@@ -410,12 +442,44 @@ static int show_notes(struct store *st, const struct store_run *run, const struc
   return GS_EXIT_OK;
 }
 
+/* Prints one series' points (JSON: one member of "series", first: no comma before it), each with
+ * the step that came with it, if any. Returns 0 or the exit code of a failed read. */
+static int show_series(struct store *st, const struct store_series *all, size_t n, const struct store_series *s,
+                       const struct read_opts *o, int first) {
+  struct show_ctx c = {.s = s, .json = o->json, .csv = o->csv, .first = 1};
+  if (store_steps_load(st, all, n, s, o->from, o->to, &c.steps))
+    return cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
+  gs_term_copy(c.source, sizeof c.source, s->source);
+  gs_term_copy(c.name, sizeof c.name, s->name);
+  gs_term_copy(c.labels, sizeof c.labels, s->labels);
+  gs_term_copy(c.unit, sizeof c.unit, s->unit);
+  char *steps = NULL;
+  size_t steps_len = 0;
+  if (o->json) {
+    json_series_open(s, first);
+    printf(", \"points\": [");
+    if (c.steps.p.n)
+      c.json_steps = open_memstream(&steps, &steps_len);
+  }
+  int rc = 0;
+  if (st->samples_read(st, s->id, o->from, o->to, print_sample, &c))
+    rc = cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
+  if (c.json_steps && !fclose(c.json_steps) && steps)
+    printf("], \"steps\": [%s", steps);
+  if (o->json)
+    printf("]}");
+  free(steps);
+  store_steps_done(&c.steps);
+  return rc;
+}
+
 int cmd_show(int argc, char **argv) {
   struct read_opts o;
   int rc = parse_read_opts(argc, argv, &o,
                            "usage: gpuscope show RUN [--metric GLOB] [--csv|--json] [--from T --to T]\n"
                            "                         [--events | --params | --notes] [--store URL]\n\n"
-                           "Prints a run's raw samples (t_s = seconds since the run's start). GLOB matches a\n"
+                           "Prints a run's raw samples (t_s = seconds since the run's start), a job's metric\n"
+                           "with the step it was logged at (CSV: the step column). GLOB matches a\n"
                            "series name (gpu.util_pct, 'host.cpu.*') or name{labels} ('*{gpu=0}').\n"
                            "RUN is an id, a unique id prefix, a name, or 'last'.\n",
                            1);
@@ -436,28 +500,17 @@ int cmd_show(int argc, char **argv) {
     return close_fail(st);
   size_t shown = 0;
   if (o.csv)
-    printf("source,name,labels,unit,t_s,value\n");
+    printf("source,name,labels,unit,t_s,value,step\n");
   if (o.json) {
     printf("{\"run\": ");
     gs_json_str(stdout, run.id);
     printf(", \"series\": [");
   }
   for (size_t i = 0; i < n && !rc; i++) {
-    if (!series_matches(&series[i], o.metric))
+    /* a step is never a value: the steps that came with a metric are shown with its points */
+    if (!series_matches(&series[i], o.metric) || store_series_is_steps(&series[i]))
       continue;
-    struct show_ctx c = {.s = &series[i], .json = o.json, .csv = o.csv, .first = 1};
-    gs_term_copy(c.source, sizeof c.source, series[i].source);
-    gs_term_copy(c.name, sizeof c.name, series[i].name);
-    gs_term_copy(c.labels, sizeof c.labels, series[i].labels);
-    gs_term_copy(c.unit, sizeof c.unit, series[i].unit);
-    if (o.json) {
-      json_series_open(&series[i], !shown);
-      printf(", \"points\": [");
-    }
-    if (st->samples_read(st, series[i].id, o.from, o.to, print_sample, &c))
-      rc = cli_error(GS_EXIT_FAIL, "%s", gs_last_error());
-    if (o.json)
-      printf("]}");
+    rc = show_series(st, series, n, &series[i], &o, !shown);
     shown++;
   }
   if (o.json)

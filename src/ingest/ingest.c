@@ -52,10 +52,11 @@ struct ingest {
   size_t n_windows;
   uint64_t steps_over_cap, over_cap_written;
   uint64_t metrics_over_cap, metrics_over_cap_written;
-  size_t client_series;     /* distinct client series created */
-  uint64_t bad_written;     /* bad + limited, as last written as params */
-  uint64_t dropped_written; /* counts.client_dropped, as last written */
-  int64_t counts_ns;        /* when the counts were last written */
+  size_t client_series;      /* distinct client series created */
+  uint64_t bad_written;      /* bad + limited, as last written as params */
+  uint64_t dropped_written;  /* counts.client_dropped, as last written */
+  uint64_t rejected_written; /* the sum of counts.client_rejected, as last written */
+  int64_t counts_ns;         /* when the counts were last written */
   char buf[INGEST_MAX_DATAGRAM + 1];
 };
 
@@ -443,15 +444,51 @@ static int route(struct ingest *in, struct gs_sink *sink, const struct ingest_ms
   case INGEST_DROPPED:
     in->counts.client_dropped += (uint64_t)m->step;
     return 1;
+  case INGEST_REJECTED:
+    in->counts.client_rejected[m->cause] += (uint64_t)m->step;
+    return 1;
   default:
     return 0;
   }
 }
 
-/* Keeps the bad-message counts (and what the clients dropped) on the run as params, at most once a
- * second while they change, so a run whose agent dies still has them. */
+/* What the clients refused, in all. */
+static uint64_t rejected_total(const struct ingest_counts *c) {
+  uint64_t n = 0;
+  for (int k = 0; k < INGEST_NCAUSES; k++)
+    n += c->client_rejected[k];
+  return n;
+}
+
+/* "value A, name B, step C, argument D": what the clients refused, by cause, into buf. */
+static void rejected_text(const struct ingest_counts *c, char *buf, size_t n) {
+  int o = 0;
+  buf[0] = 0;
+  for (int k = 0; k < INGEST_NCAUSES && o >= 0 && (size_t)o < n; k++)
+    o += snprintf(buf + o, n - (size_t)o, "%s%s %llu", k ? ", " : "", ingest_cause_name((enum ingest_cause)k),
+                  (unsigned long long)c->client_rejected[k]);
+}
+
+/* The params of what the clients refused: ingest.client_rejected (the text above) and one per cause. */
+static void write_rejected(struct ingest *in, struct gs_sink *sink) {
+  char key[48], num[24], by[128], val[160];
+  for (int k = 0; k < INGEST_NCAUSES; k++) {
+    snprintf(key, sizeof key, "ingest.client_rejected.%s", ingest_cause_name((enum ingest_cause)k));
+    snprintf(num, sizeof num, "%llu", (unsigned long long)in->counts.client_rejected[k]);
+    gs_sink_param(sink, key, num);
+  }
+  rejected_text(&in->counts, by, sizeof by);
+  snprintf(val, sizeof val, "%llu (%s)", (unsigned long long)rejected_total(&in->counts), by);
+  gs_sink_param(sink, "ingest.client_rejected", val);
+  in->rejected_written = rejected_total(&in->counts);
+}
+
+/* Keeps the bad-message counts (and what the clients dropped or refused) on the run as params, at
+ * most once a second while they change, so a run whose agent dies still has them. */
 static void write_counts(struct ingest *in, struct gs_sink *sink, int64_t now_ns, int drained) {
   uint64_t bad = total(in->counts.bad) + in->counts.limited;
+  if (rejected_total(&in->counts) != in->rejected_written && (drained || now_ns - in->counts_ns >= COUNTS_EVERY_NS))
+    write_rejected(in, sink);
   if ((bad == in->bad_written && in->counts.client_dropped == in->dropped_written &&
        in->steps_over_cap == in->over_cap_written && in->metrics_over_cap == in->metrics_over_cap_written) ||
       (!drained && now_ns - in->counts_ns < COUNTS_EVERY_NS))
@@ -474,12 +511,13 @@ static void write_counts(struct ingest *in, struct gs_sink *sink, int64_t now_ns
   }
   if (bad != in->bad_written) {
     /* In this order: metric, param, step, mark, other, and dropped only when there were bad ones. */
-    static const int order[] = {INGEST_METRIC, INGEST_PARAM, INGEST_STEP, INGEST_MARK, INGEST_OTHER, INGEST_DROPPED};
+    static const int order[] = {INGEST_METRIC, INGEST_PARAM,   INGEST_STEP,    INGEST_MARK,
+                                INGEST_OTHER,  INGEST_DROPPED, INGEST_REJECTED};
     char key[32], val[200];
     int o = snprintf(val, sizeof val, "%llu (", (unsigned long long)total(in->counts.bad));
     for (size_t k = 0; k < sizeof order / sizeof *order; k++) {
       int kind = order[k];
-      if (kind == INGEST_DROPPED && !in->counts.bad[kind])
+      if ((kind == INGEST_DROPPED || kind == INGEST_REJECTED) && !in->counts.bad[kind])
         continue;
       o += snprintf(val + o, sizeof val - (size_t)o, "%s%s %llu", k ? ", " : "", ingest_kind_name(kind),
                     (unsigned long long)in->counts.bad[kind]);
@@ -549,6 +587,12 @@ void ingest_finish(struct ingest *in, struct gs_sink *sink, int64_t now_ns) {
   if (in->metrics_over_cap)
     gs_sink_note(sink, "client: %llu metric values not stored: more than %d a second in one series are counted only",
                  (unsigned long long)in->metrics_over_cap, MAX_METRIC_POINTS_PER_S);
+  if (rejected_total(&in->counts)) {
+    char val[160];
+    rejected_text(&in->counts, val, sizeof val);
+    gs_sink_note(sink, "client: the job's client refused %llu values it could not send, not stored (%s)",
+                 (unsigned long long)rejected_total(&in->counts), val);
+  }
   if (in->counts.client_dropped)
     gs_sink_note(sink,
                  "client: the job's client dropped %llu messages it could not send (socket full or agent busy); "
@@ -586,6 +630,12 @@ void ingest_summary(const struct ingest *in, FILE *out) {
             "  client: %llu messages dropped by the job's client (socket full or agent busy): step figures are "
             "partial\n",
             (unsigned long long)c->client_dropped);
+  if (rejected_total(c)) {
+    char val[160];
+    rejected_text(c, val, sizeof val);
+    fprintf(out, "  client: %llu values refused by the job's client, not stored (%s)\n",
+            (unsigned long long)rejected_total(c), val);
+  }
 }
 
 void ingest_close(struct ingest *in) {

@@ -14,6 +14,7 @@
  *              rank=R > 0 -> the same series labelled "rank=R" (rank 0 and no rank: no label)
  *   metric with a step -> also series source "client.step", same name, value = the step
  *   mark    -> gs_sink_event(kind "mark", name, value)
+ *   dropped, rejected -> counted: params "ingest.client_dropped", "ingest.client_rejected[.CAUSE]"
  */
 #ifndef GS_INGEST_H
 #define GS_INGEST_H
@@ -57,8 +58,18 @@ enum ingest_kind {
   INGEST_PARAM,
   INGEST_STEP,
   INGEST_MARK,
-  INGEST_DROPPED, /* the client's count of messages it could not send since its last such message */
+  INGEST_DROPPED,  /* the client's count of messages it could not send since its last such message */
+  INGEST_REJECTED, /* the client's count of values it refused to send, by cause, since its last one */
   INGEST_NKINDS
+};
+
+/* Why a client refused a value (gs1 rejected CAUSE N): INGEST_REJECTED's cause. */
+enum ingest_cause {
+  INGEST_CAUSE_VALUE = 0, /* "value": not a finite number */
+  INGEST_CAUSE_NAME,      /* "name": a metric name that cannot be sent */
+  INGEST_CAUSE_STEP,      /* "step": not a whole number >= 0 */
+  INGEST_CAUSE_ARGUMENT,  /* "argument": any other bad argument, or an error in the client */
+  INGEST_NCAUSES
 };
 
 #define INGEST_MAX_DATAGRAM 4096 /* bytes in one datagram */
@@ -99,8 +110,9 @@ struct ingest_msg {
   struct ingest_str name; /* metric and mark name, param key */
   struct ingest_str text; /* param value (printable UTF-8, may be empty) */
   double value;
-  int64_t step; /* metric's step, or the step message's number; dropped: the count */
-  double t;     /* seconds on CLOCK_MONOTONIC */
+  int64_t step;            /* metric's step, or the step message's number; dropped and rejected: the count */
+  enum ingest_cause cause; /* rejected: why */
+  double t;                /* seconds on CLOCK_MONOTONIC */
   double data_s, h2d_s, compute_s;
   int64_t samples;
   int64_t rank;                                  /* step: 0..INGEST_MAX_RANK */
@@ -113,8 +125,10 @@ struct ingest_msg {
  * out->error set. Can't fail otherwise; reads only s[0..n). The grammar is docs/protocol.md's. */
 int ingest_parse_line(const char *s, size_t n, struct ingest_msg *out);
 
-/* "metric", "param", "step", "mark", "dropped", or "other". */
+/* "metric", "param", "step", "mark", "dropped", "rejected", or "other". */
 const char *ingest_kind_name(enum ingest_kind k);
+/* "value", "name", "step", "argument" (the protocol's words), or "?" out of range. */
+const char *ingest_cause_name(enum ingest_cause c);
 
 /* Counters since ingest_open, indexed by enum ingest_kind: messages accepted and rejected (a datagram
  * over INGEST_MAX_DATAGRAM bytes counts as one bad "other"), and valid messages dropped because a
@@ -122,7 +136,8 @@ const char *ingest_kind_name(enum ingest_kind k);
 struct ingest_counts {
   uint64_t ok[INGEST_NKINDS], bad[INGEST_NKINDS];
   uint64_t limited;
-  uint64_t client_dropped; /* what the clients said they dropped (sum of their dropped messages) */
+  uint64_t client_dropped;                  /* what the clients said they dropped (sum of their dropped messages) */
+  uint64_t client_rejected[INGEST_NCAUSES]; /* what the clients said they refused, by cause */
 };
 void ingest_counts(const struct ingest *in, struct ingest_counts *out);
 

@@ -303,14 +303,33 @@ static int parse_step(struct cursor *c, struct ingest_msg *m) {
   return 0;
 }
 
-/* dropped N — N >= 1 messages the client could not send since its last dropped message */
-static int parse_dropped(struct cursor *c, struct ingest_msg *m) {
+/* The count N >= 1 that ends a dropped or rejected message; bad: why, when it is not one. */
+static int parse_delta(struct cursor *c, struct ingest_msg *m, const char *bad) {
   if (!more(c))
     return fail(m, "no count");
   if (parse_count(next_token(c), &m->step) || m->step < 1)
-    return fail(m, "dropped count is not a count (1-999999999999999)");
+    return fail(m, bad);
   m->has |= INGEST_HAS_STEP;
   return more(c) ? fail(m, "unexpected field after the count") : 0;
+}
+
+/* dropped N — N >= 1 messages the client could not send since its last dropped message */
+static int parse_dropped(struct cursor *c, struct ingest_msg *m) {
+  return parse_delta(c, m, "dropped count is not a count (1-999999999999999)");
+}
+
+/* rejected CAUSE N — N >= 1 values the client refused for CAUSE since its last rejected message */
+static int parse_rejected(struct cursor *c, struct ingest_msg *m) {
+  if (!more(c))
+    return fail(m, "no cause");
+  struct ingest_str w = next_token(c);
+  int k = 0;
+  while (k < INGEST_NCAUSES && !str_is(w, ingest_cause_name((enum ingest_cause)k)))
+    k++;
+  if (k == INGEST_NCAUSES)
+    return fail(m, "unknown cause (value, name, step, argument)");
+  m->cause = (enum ingest_cause)k;
+  return parse_delta(c, m, "rejected count is not a count (1-999999999999999)");
 }
 
 int ingest_parse_line(const char *s, size_t n, struct ingest_msg *m) {
@@ -343,10 +362,19 @@ int ingest_parse_line(const char *s, size_t n, struct ingest_msg *m) {
     m->kind = INGEST_DROPPED;
     return parse_dropped(&c, m);
   }
+  if (str_is(k, "rejected")) {
+    m->kind = INGEST_REJECTED;
+    return parse_rejected(&c, m);
+  }
   return fail(m, "unknown message kind");
 }
 
 const char *ingest_kind_name(enum ingest_kind k) {
-  static const char *const names[] = {"other", "metric", "param", "step", "mark", "dropped"};
+  static const char *const names[] = {"other", "metric", "param", "step", "mark", "dropped", "rejected"};
   return k >= INGEST_OTHER && k < INGEST_NKINDS ? names[k] : "other";
+}
+
+const char *ingest_cause_name(enum ingest_cause c) {
+  static const char *const names[] = {"value", "name", "step", "argument"};
+  return c >= INGEST_CAUSE_VALUE && c < INGEST_NCAUSES ? names[c] : "?";
 }

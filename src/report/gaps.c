@@ -1,7 +1,7 @@
 /* report/gaps: what a run's data is missing, said before any verdict on it — GPU data that stopped
  * (a driver call that never returned, param nvml.data_stopped_at_s from the agent), messages the
- * job's client dropped (ingest.client_dropped), steps and metric values over the agent's per-second
- * caps (ingest.steps_over_cap, ingest.metrics_over_cap). A "healthy" finding on such a run is no
+ * job's client dropped (ingest.client_dropped) or refused (ingest.client_rejected), steps and metric values over the
+ * agent's per-second caps (ingest.steps_over_cap, ingest.metrics_over_cap). A "healthy" finding on such a run is no
  * verdict on what is missing. */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +36,14 @@ int rp_data_gaps(FILE *out, const char *indent, const struct gs_kv *kv, size_t n
     fprintf(out, "%sthe job's client dropped ", indent);
     gs_term_text(out, v, 0);
     fputs(" messages it could not send: step figures are built on part of the steps\n", out);
+    lines++;
+  }
+  if ((v = kv_get(kv, n, "ingest.client_rejected")) && strncmp(v, "0 ", 2)) {
+    fprintf(out, "%sthe job's client refused ", indent);
+    gs_term_text(out, v, 0);
+    fputs(" values it could not send, by cause (not a finite number, a metric name or step it cannot send, "
+          "another bad argument): not stored\n",
+          out);
     lines++;
   }
   if ((v = kv_get(kv, n, "ingest.steps_over_cap")) && strcmp(v, "0")) {

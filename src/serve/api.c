@@ -643,9 +643,10 @@ static void api_series(struct serve *s, const char *ref, const struct serve_args
     goto fail;
   }
   const char *labels = a->get(a->user, "labels");
-  if (name) {
+  if (name) { /* a step is never a value: a metric's steps come with its points ("step") */
     for (size_t i = 0; i < v->nseries; i++)
-      if (!strcmp(v->series[i].name, name) && (!labels || runview_labels_match(v, v->series[i].labels, labels)))
+      if (!strcmp(v->series[i].name, name) && (!labels || runview_labels_match(v, v->series[i].labels, labels)) &&
+          !store_series_is_steps(&v->series[i]))
         pick[k++] = v->series[i];
   } else
     for (long j = 0; j < nids; j++) {

@@ -80,8 +80,10 @@ static int cmp_i64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-/* Raw samples, with a null where consecutive samples lie further apart than 2.5 typical spacings. */
-static void write_raw(FILE *out, const struct store_points *r) {
+/* Raw samples, with a null where consecutive samples lie further apart than 2.5 typical spacings;
+ * with steps (a client metric's that came with its values, else NULL), "step": each point's step
+ * (null: none), in the order of "t". */
+static void write_raw(FILE *out, const struct store_points *r, struct store_steps *steps) {
   int64_t gap = INT64_MAX;
   if (r->n >= 3) {
     int64_t *d = malloc((r->n - 1) * sizeof *d);
@@ -111,6 +113,20 @@ static void write_raw(FILE *out, const struct store_points *r) {
     if (i && r->t[i] - r->t[i - 1] > gap)
       fputs("null,", out);
     gs_json_num(out, r->v[i]);
+  }
+  if (steps && steps->p.n) {
+    fputs("],\"step\":[", out);
+    for (size_t i = 0; i < r->n; i++) {
+      if (i)
+        fputc(',', out);
+      if (i && r->t[i] - r->t[i - 1] > gap)
+        fputs("null,", out);
+      int64_t k = store_steps_at(steps, r->t[i]);
+      if (k >= 0)
+        fprintf(out, "%lld", (long long)k);
+      else
+        fputs("null", out);
+    }
   }
   fputs("]}", out);
 }
@@ -188,8 +204,13 @@ int serve_series_json(FILE *out, const struct runview *v, const struct store_ser
       goto fail;
     rc = GS_OK;
     if (raw.n <= points) {
+      struct store_steps steps;
+      rc = store_steps_load(v->st, v->series, v->nseries, s, from, to, &steps);
+      if (rc)
+        goto fail;
       header(out, s, "raw", from, to);
-      write_raw(out, &raw);
+      write_raw(out, &raw, &steps);
+      store_steps_done(&steps);
       goto fail;
     }
   }
@@ -243,7 +264,7 @@ struct serve_series_stream {
   struct serve *s;
   struct serve_cached_view *entry; /* pinned, or NULL */
   struct serve_cached_view own;    /* the view, when not a cached one */
-  struct runview v;                /* what serve_series_json reads of the view: its store */
+  struct runview v;                /* what serve_series_json reads of the view: its store and series */
   struct store_series *series;
   size_t n, next;
   int64_t from, to;
@@ -282,6 +303,8 @@ struct serve_series_stream *serve_series_stream_new(struct serve *s, struct serv
   x->points = points;
   x->band = band;
   x->v.st = v->st;
+  x->v.series = v->series;   /* the run's series, where a client metric's steps are found: the view */
+  x->v.nseries = v->nseries; /* (pinned, or moved into the stream below) keeps them */
   if (entry) {
     x->entry = entry;
     entry->pins++;

@@ -206,7 +206,8 @@ double serve_sec(int64_t ns);
  * fit (a null between samples further apart than 2.5 typical spacings: missing is not zero), else
  * the min, max and mean of each bucket from raw samples or, for a long window, the store's rollups
  * (bucket minima and maxima, so a dip shorter than a bucket still reaches the band's lower edge).
- * Writes {"id", "name", ..., "res", "t", "mean"[, "min", "max"]} (min and max only when band is set).
+ * Writes {"id", "name", ..., "res", "t", "mean"[, "min", "max"]} (min and max only when band is set;
+ * raw samples of a client metric whose values came with steps also "step", null where one had none).
  * Returns 0 or a GS_E code. */
 int serve_series_json(FILE *out, const struct runview *v, const struct store_series *s, int64_t from, int64_t to,
                       size_t points, int band);

@@ -290,6 +290,27 @@ int store_samples_load(struct store *st, int64_t series_id, int64_t **t, double 
 long store_series_find(const struct store_series *s, size_t n, const char *source, const char *name,
                        const char *labels);
 
+/* The steps that came with a client metric's values. The agent keeps a value's step in a companion
+ * series (source "client.step", the metric's name and labels, one point at the value's exact time:
+ * docs/protocol.md), never a value of its own: readers show it as the step of its metric's point. */
+struct store_steps {
+  struct store_points p; /* the companion's points: t, and the step as v */
+  size_t i;              /* the cursor of store_steps_at */
+};
+/* 1 when s is such a companion (source "client.step"): a reader shows it as steps, not as a series. */
+int store_series_is_steps(const struct store_series *s);
+/* Reads into out (zeroed by this call) the steps of metric series s from the list of its run's n
+ * series, within [from, to]. Returns 0 — out empty when s has no companion — or a negative GS_E
+ * code of samples_read's (GS_ENOMEM when memory ran out) with out empty. Free with
+ * store_steps_done. */
+int store_steps_load(struct store *st, const struct store_series *list, size_t n, const struct store_series *s,
+                     int64_t from, int64_t to, struct store_steps *out);
+/* The step of the value at time t, or -1 when that value came without one. Calls must come in
+ * ascending t (a series' points in order). Can't fail. */
+int64_t store_steps_at(struct store_steps *s, int64_t t);
+/* Frees what s holds and zeroes it. */
+void store_steps_done(struct store_steps *s);
+
 /* ---- moving runs between stores: export, import, copy (store_move.c; the format: docs/export.md) ---- */
 
 /* Hears of each run an import met: written 1 when it was written, 0 when the store held it already
@@ -319,6 +340,17 @@ int store_import_check(void *in_file, const char *name);
  * another state is GS_EINVAL). Checks every line again as it goes (GS_ECORRUPT). fn (may be NULL) hears of each run.
  * Returns 0 or a GS_E code with the message; runs written before a failure stay written. */
 int store_import(struct store *dst, void *in_file, const char *name, store_import_fn fn, void *user);
+
+/* 1 when path is a folder of an MLflow file store (mlruns/: a folder holding EXPERIMENT/meta.yaml),
+ * else 0. Can't fail. */
+int store_mlflow_is(const char *path);
+/* Reads every run of the MLflow file store at dir (mlflow_import.c; docs/export.md "From MLflow")
+ * and converts them into an export file, checked (store_import_check) and rewound: a FILE * the
+ * caller passes to store_import and fcloses (a temporary file, gone when closed). Each run's id is
+ * "ml" and the MLflow id's first 29 characters, so a second import adds nothing. NULL with the
+ * message on error: GS_ECORRUPT's "FILE offset N: why" for a damaged file (nothing is written
+ * anywhere), GS_EINVAL for a folder or file that cannot be read, GS_EIO, GS_ENOMEM. */
+void *store_mlflow_convert(const char *dir);
 
 /* Copies n runs of src (as run_get gives them) into dst: store_export into a temporary file (in
  * $TMPDIR, else /tmp; removed), then store_import_check and store_import, so a copy is what an import of an export is.

@@ -1,6 +1,6 @@
 /* store/store_util: helpers over the store interface that every back end and every reader shares
  * (declared in store.h): freeing what the readers return, loading a whole series, finding a series
- * in a list. A leaf: it calls only through struct store's function pointers. */
+ * in a list, the steps of a client metric. A leaf: it calls only through struct store's function pointers. */
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -74,6 +74,37 @@ long store_series_find(const struct store_series *s, size_t n, const char *sourc
         (!labels || !strcmp(s[i].labels, labels)))
       return (long)i;
   return -1;
+}
+
+int store_series_is_steps(const struct store_series *s) {
+  return !strcmp(s->source, "client.step");
+}
+
+int store_steps_load(struct store *st, const struct store_series *list, size_t n, const struct store_series *s,
+                     int64_t from, int64_t to, struct store_steps *out) {
+  memset(out, 0, sizeof *out);
+  if (strcmp(s->source, "client"))
+    return 0;
+  long k = store_series_find(list, n, "client.step", s->name, s->labels);
+  if (k < 0)
+    return 0;
+  int rc = st->samples_read(st, list[k].id, from, to, store_points_put, &out->p);
+  if (out->p.oom)
+    rc = gs_fail(GS_ENOMEM, "out of memory");
+  if (rc < 0)
+    store_steps_done(out);
+  return rc < 0 ? rc : 0;
+}
+
+int64_t store_steps_at(struct store_steps *s, int64_t t) {
+  while (s->i < s->p.n && s->p.t[s->i] < t)
+    s->i++;
+  return s->i < s->p.n && s->p.t[s->i] == t ? (int64_t)s->p.v[s->i] : -1;
+}
+
+void store_steps_done(struct store_steps *s) {
+  store_points_done(&s->p);
+  s->i = 0;
 }
 
 int store_write_summary(const struct store *st, char *buf, size_t n) {

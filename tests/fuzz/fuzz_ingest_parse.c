@@ -43,10 +43,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     REQUIRE(rc == GS_EINVAL && m.error && *m.error);
   } else {
     REQUIRE(!m.error && m.kind != INGEST_OTHER);
-    if (m.kind != INGEST_STEP && m.kind != INGEST_DROPPED)
+    if (m.kind != INGEST_STEP && m.kind != INGEST_DROPPED && m.kind != INGEST_REJECTED)
       check_name(base, size, m.name);
-    if (m.kind == INGEST_DROPPED)
+    if (m.kind == INGEST_DROPPED || m.kind == INGEST_REJECTED)
       REQUIRE((m.has & INGEST_HAS_STEP) && m.step >= 1);
+    if (m.kind == INGEST_REJECTED)
+      REQUIRE(m.cause >= INGEST_CAUSE_VALUE && m.cause < INGEST_NCAUSES && strcmp(ingest_cause_name(m.cause), "?"));
     if (m.kind == INGEST_PARAM) {
       check_slice(base, size, m.text, INGEST_MAX_TEXT);
       for (size_t i = 0; i < m.text.n; i++)

@@ -179,9 +179,13 @@ gpuscope.log("loss", object(), step="x")
 gpuscope.mark("m", "y")
 with gpuscope.phase(None):
     pass
-print(gpuscope.dropped())
+print(gpuscope.dropped(), sorted(gpuscope.rejected().items()))
 """)
-        check(out.strip() == "3", f"dropped() = {out.strip()}, want 3")
+        # refused before sending, each by its cause; nothing was lost to the socket
+        want = "0 [('argument', 0), ('name', 0), ('step', 1), ('value', 2)]"
+        check(out.strip() == want, f"dropped(), rejected() = {out.strip()}, want {want}")
+        told = [ln for _, d in r.datagrams for ln in d.decode().split("\n") if ln.startswith("gs1 rejected")]
+        check(sorted(told) == ["gs1 rejected step 1", "gs1 rejected value 2"], f"the agent was told {told}")
     finally:
         r.close()
 

@@ -192,6 +192,27 @@ static void test_dropped_count_parses_and_bad_counts_are_rejected(void **state) 
   assert_string_equal(ingest_kind_name(INGEST_DROPPED), "dropped");
 }
 
+static void test_rejected_cause_and_count_parse_and_bad_ones_are_rejected(void **state) {
+  (void)state;
+  struct ingest_msg m;
+  assert_int_equal(parse("gs1 rejected name 3", &m), 0);
+  assert_int_equal(m.kind, INGEST_REJECTED);
+  assert_int_equal(m.cause, INGEST_CAUSE_NAME);
+  assert_int_equal(m.step, 3);
+  assert_int_equal(parse("gs1 rejected argument 1", &m), 0);
+  assert_int_equal(m.cause, INGEST_CAUSE_ARGUMENT);
+  const char *bad[] = {"gs1 rejected",         "gs1 rejected value",   "gs1 rejected values 1", "gs1 rejected 2",
+                       "gs1 rejected value 0", "gs1 rejected step -1", "gs1 rejected step 1 2"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    int rc = parse(bad[i], &m);
+    if (rc != GS_EINVAL || m.kind != INGEST_REJECTED || !m.error)
+      fail_msg("'%s': rc %d kind %d", bad[i], rc, m.kind);
+  }
+  assert_string_equal(ingest_kind_name(INGEST_REJECTED), "rejected");
+  assert_string_equal(ingest_cause_name(INGEST_CAUSE_STEP), "step");
+  assert_string_equal(ingest_cause_name((enum ingest_cause)9), "?");
+}
+
 static void test_kind_names(void **state) {
   (void)state;
   assert_string_equal(ingest_kind_name(INGEST_METRIC), "metric");
@@ -210,6 +231,7 @@ int main(void) {
       cmocka_unit_test(test_every_rule_rejects_with_a_reason),
       cmocka_unit_test(test_sixteen_phases_are_allowed),
       cmocka_unit_test(test_dropped_count_parses_and_bad_counts_are_rejected),
+      cmocka_unit_test(test_rejected_cause_and_count_parse_and_bad_ones_are_rejected),
       cmocka_unit_test(test_kind_names),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

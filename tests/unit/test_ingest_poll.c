@@ -172,7 +172,8 @@ static void test_bad_messages_are_counted_and_good_ones_still_stored(void **stat
   struct ingest_counts c;
   ingest_counts(f->in, &c);
   for (int k = 0; k < INGEST_NKINDS; k++)
-    assert_int_equal(c.bad[k], k == INGEST_DROPPED ? 0 : 10); /* no dropped-count message was sent */
+    /* no dropped- or rejected-count message was sent */
+    assert_int_equal(c.bad[k], k == INGEST_DROPPED || k == INGEST_REJECTED ? 0 : 10);
   assert_int_equal(c.ok[INGEST_METRIC], 10);
   struct gs_batch *b = gs_sink_take(f->sink);
   assert_non_null(point(b, "client", "ok", 9));
@@ -227,19 +228,51 @@ static void test_close_removes_socket_and_directory(void **state) {
   ingest_close(NULL);
 }
 
-static void test_summary_reports_counts(void **state) {
-  struct fixture *f = *state;
-  send_str(f, "gs1 step 1 data=0\ngs1 metric x 1\ngs1 metric x nan");
-  ingest_poll(f->in, f->sink, gs_mono_ns());
+/* The run summary's lines as ingest_summary writes them (the caller frees them). */
+static char *summary_text(struct fixture *f) {
   char *text = NULL;
   size_t len = 0;
   FILE *out = open_memstream(&text, &len);
   ingest_summary(f->in, out);
   fclose(out);
+  return text;
+}
+
+static void test_summary_reports_counts(void **state) {
+  struct fixture *f = *state;
+  send_str(f, "gs1 step 1 data=0\ngs1 metric x 1\ngs1 metric x nan");
+  ingest_poll(f->in, f->sink, gs_mono_ns());
+  char *text = summary_text(f);
   assert_non_null(strstr(text, "client: 2 messages (1 steps, 1 metrics"));
   assert_non_null(strstr(text, "1 bad messages rejected (metric 1,"));
   free(text);
   gs_batch_free(gs_sink_take(f->sink));
+}
+
+static void test_client_refusals_are_kept_by_cause(void **state) {
+  struct fixture *f = *state;
+  send_str(f, "gs1 rejected value 2\ngs1 rejected name 1\ngs1 dropped 4\ngs1 rejected value 3\ngs1 rejected why 1");
+  ingest_poll(f->in, f->sink, gs_mono_ns());
+  ingest_finish(f->in, f->sink, gs_mono_ns());
+  struct ingest_counts c;
+  ingest_counts(f->in, &c);
+  assert_int_equal(c.client_rejected[INGEST_CAUSE_VALUE], 5);
+  assert_int_equal(c.client_rejected[INGEST_CAUSE_NAME], 1);
+  assert_int_equal(c.client_rejected[INGEST_CAUSE_STEP], 0);
+  assert_int_equal(c.client_dropped, 4);       /* what could not be sent stays apart from what was refused */
+  assert_int_equal(c.bad[INGEST_REJECTED], 1); /* an unknown cause is a bad message, not a count */
+  struct gs_batch *b = gs_sink_take(f->sink);
+  assert_string_equal(param(b, "ingest.client_rejected"), "6 (value 5, name 1, step 0, argument 0)");
+  assert_string_equal(param(b, "ingest.client_rejected.value"), "5");
+  assert_string_equal(param(b, "ingest.client_dropped"), "4");
+  int noted = 0;
+  for (size_t i = 0; i < b->n_notes; i++)
+    noted += strstr(b->notes[i], "refused 6 values") != NULL;
+  assert_int_equal(noted, 1);
+  gs_batch_free(b);
+  char *text = summary_text(f);
+  assert_non_null(strstr(text, "client: 6 values refused by the job's client, not stored (value 5, name 1,"));
+  free(text);
 }
 
 int main(void) {
@@ -254,6 +287,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_runaway_client_series_are_limited, setup, teardown),
       cmocka_unit_test(test_close_removes_socket_and_directory),
       cmocka_unit_test_setup_teardown(test_summary_reports_counts, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_client_refusals_are_kept_by_cause, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

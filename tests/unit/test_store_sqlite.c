@@ -222,6 +222,56 @@ static void test_store_migrates_version_1_and_mixes_chunk_kinds(void **state) {
   st->close(st);
 }
 
+static void test_store_steps_join_a_metric_by_time_and_only_its_own(void **state) {
+  (void)state;
+  /* the agent's layout (docs/protocol.md): a value logged with a step has a point of the same
+   * time in "client.step"; one logged without has none there */
+  struct store *st = open_db("steps.db");
+  struct store_run r;
+  begin(st, &r, "steps");
+  struct gs_sink *s = gs_sink_new();
+  int loss = gs_sink_series(s, "client", "loss", "", "", GS_GAUGE);
+  int steps = gs_sink_series(s, "client.step", "loss", "", "count", GS_GAUGE);
+  int acc = gs_sink_series(s, "client", "acc", "", "", GS_GAUGE);
+  for (int i = 0; i < 6; i++) {
+    gs_sink_put(s, loss, 1000 + i * 1000LL, 1.0 / (i + 1));
+    if (i != 2) /* the third value came without a step */
+      gs_sink_put(s, steps, 1000 + i * 1000LL, 10 * i);
+    gs_sink_put(s, acc, 1000 + i * 1000LL, i);
+  }
+  struct gs_batch *b = gs_sink_take(s);
+  assert_int_equal(st->run_append(st, &r, b), 0);
+  gs_batch_free(b);
+  struct store_series *ser;
+  size_t n;
+  assert_int_equal(st->series_list(st, r.id, &ser, &n), 0);
+  long li = store_series_find(ser, n, "client", "loss", ""), si = store_series_find(ser, n, "client.step", "loss", "");
+  long ai = store_series_find(ser, n, "client", "acc", "");
+  assert_true(li >= 0 && si >= 0 && ai >= 0);
+  assert_true(store_series_is_steps(&ser[si]) && !store_series_is_steps(&ser[li]));
+  struct store_steps k;
+  assert_int_equal(store_steps_load(st, ser, n, &ser[li], INT64_MIN, INT64_MAX, &k), 0);
+  assert_int_equal(k.p.n, 5);
+  int64_t *t;
+  double *v;
+  size_t np;
+  assert_int_equal(store_samples_load(st, ser[li].id, &t, &v, &np), 0); /* the times as the store gives them */
+  assert_int_equal(np, 6);
+  const int64_t want[] = {0, 10, -1, 30, 40, 50};
+  for (size_t i = 0; i < np; i++)
+    assert_int_equal(store_steps_at(&k, t[i]), want[i]);
+  assert_int_equal(store_steps_at(&k, t[np - 1] + 1), -1);
+  free(t), free(v);
+  store_steps_done(&k);
+  assert_int_equal(store_steps_load(st, ser, n, &ser[ai], INT64_MIN, INT64_MAX, &k), 0);
+  assert_int_equal(k.p.n, 0); /* a metric logged without steps has none, not zeros */
+  assert_int_equal(store_steps_at(&k, 0), -1);
+  store_steps_done(&k);
+  free(ser);
+  gs_sink_free(s);
+  st->close(st);
+}
+
 static void test_store_corrupt_chunk_is_an_error_not_a_crash(void **state) {
   (void)state;
   struct store *st = open_db("d.db");
@@ -757,6 +807,7 @@ int main(void) {
       cmocka_unit_test(test_store_refuses_other_sqlite_database),
       cmocka_unit_test(test_store_refuses_newer_schema),
       cmocka_unit_test(test_store_migrates_version_1_and_mixes_chunk_kinds),
+      cmocka_unit_test(test_store_steps_join_a_metric_by_time_and_only_its_own),
       cmocka_unit_test(test_store_corrupt_chunk_is_an_error_not_a_crash),
       cmocka_unit_test(test_store_reads_never_create_a_file_or_a_folder),
       cmocka_unit_test(test_store_foreign_meta_table_is_never_migrated),

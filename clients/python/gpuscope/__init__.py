@@ -17,21 +17,26 @@ back). gpuscope.start(name=...) runs that agent from inside the script (a notebo
 gpuscope.stop() ends its run.
 
 Promises: standard library only, Python >= 3.8; never blocks (non-blocking socket); never raises
-into the training loop (every error is swallowed and counted: dropped()); never adds a CUDA
+into the training loop (every error is swallowed and counted: dropped() what could not be sent,
+rejected() what was refused, by cause); never adds a CUDA
 synchronisation; messages are batched to at most 20 sends a second (more only when over 4 KiB of
 messages pile up within 50 ms), flushed when a watched loop ends and at exit. Framework callbacks
 load on first use: gpuscope.lightning, gpuscope.keras, gpuscope.hf (each a GpuscopeCallback).
+A W&B, Neptune or MLflow script reports here by its import line alone: `import gpuscope.wandb as
+wandb`, `import gpuscope.neptune as neptune`, `import gpuscope.mlflow as mlflow`.
 
 The functions are bound methods of one default client (gpuscope._core.default_client, set up from
 the environment at import), as the random module's are of its hidden Random instance.
 
-Reading runs back: gpuscope.Store(url).runs(), .series(run, name), .params(run), .events(run),
-.notes(run), .log(run) — plain lists and dicts read through the binary's --json (gpuscope._store;
+Reading runs back: gpuscope.Store(url).runs(), .series(run, name), .history(run),
+.metric_history(run, key), .params(run), .events(run), .notes(run), .log(run) — plain lists and
+dicts read through the binary's --json (gpuscope._store;
 loaded on first use).
 """
 from . import _core
 
-__all__ = ["log", "param", "mark", "watch", "phase", "flush", "dropped", "enabled", "set_rank", "start", "stop"]
+__all__ = ["log", "param", "mark", "watch", "phase", "flush", "dropped", "rejected", "enabled", "set_rank", "start",
+           "stop"]
 __version__ = "0.1.0"
 PROTOCOL = _core.PROTOCOL
 
@@ -42,6 +47,7 @@ mark = _inst.mark
 watch = _inst.watch
 flush = _inst.flush
 dropped = _inst.dropped
+rejected = _inst.rejected
 enabled = _inst.enabled
 set_rank = _inst.set_rank
 start = _inst.start
@@ -50,12 +56,13 @@ phase = _core.phase
 
 
 def __getattr__(name):
-    """Loads a framework callback module on first use (gpuscope.lightning, .keras, .hf), and the
+    """Loads a framework callback module on first use (gpuscope.lightning, .keras, .hf), a drop-in
+    tracker module (gpuscope.wandb, .neptune, .mlflow), and the
     store reader (gpuscope.Store and its Table, StoreError, NotAvailable)."""
-    if name in ("lightning", "keras", "hf"):
+    if name in ("lightning", "keras", "hf", "wandb", "neptune", "mlflow"):
         import importlib
         return importlib.import_module("." + name, __name__)
-    if name in ("Store", "Table", "StoreError", "NotAvailable"):
+    if name in ("Store", "Table", "Metric", "StoreError", "NotAvailable"):
         from . import _store
         return getattr(_store, name)
     raise AttributeError(f"module 'gpuscope' has no attribute '{name}'")

@@ -21,6 +21,7 @@ from . import _attach
 from . import _precision
 
 PROTOCOL = "gs1"
+REJECT_CAUSES = ("value", "name", "step", "argument")  # gs1 rejected CAUSE N (docs/protocol.md)
 MAX_DATAGRAM = 4096
 MAX_VALUE = 1024
 FLUSH_EVERY_S = 0.05
@@ -93,7 +94,8 @@ class Client:
     attach socket when look is on. Thread-safe; no method ever raises."""
 
     __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "nreported", "lock",
-                 "params", "finder", "found", "early", "agent", "warned", "prec_user", "prec_rank", "origin")
+                 "params", "finder", "found", "early", "agent", "warned", "prec_user", "prec_rank", "origin",
+                 "nrejected", "rreported", "said")
 
     def __init__(self, path=None, rank=0, look=False):
         self.path = path or None
@@ -123,6 +125,9 @@ class Client:
         self.last = 0.0
         self.ndropped = 0
         self.nreported = 0  # of ndropped, how many the agent has been told about ("gs1 dropped N")
+        self.nrejected = dict.fromkeys(REJECT_CAUSES, 0)  # values refused before sending, by cause
+        self.rreported = dict.fromkeys(REJECT_CAUSES, 0)  # of those, told ("gs1 rejected CAUSE N")
+        self.said = set()  # what the client has said once on stderr (a name mapped, a name refused)
         self.lock = threading.Lock()
         self.params = {}
 
@@ -205,8 +210,15 @@ class Client:
             return False
 
     def dropped(self):
-        """Messages that did not reach the agent: socket full or gone, or a bad argument. Never raises."""
+        """Messages that could not be sent to the agent (socket full or gone). Never raises."""
         return self.ndropped
+
+    def rejected(self):
+        """What the client refused to send, by cause: {"value": not a finite number, "name": a
+        metric name that cannot be sent, "step": not a whole number >= 0, "argument": any other bad
+        argument or error in the client}. The agent is told too (the run's summary and
+        `gpuscope report` list them). Never raises."""
+        return dict(self.nrejected)
 
     def flush(self):
         """Sends whatever is pending now. Never raises."""
@@ -230,11 +242,17 @@ class Client:
     def log(self, name=None, value=None, step=None, commit=None, **metrics):
         """Logs metric values (Python numbers), in whichever way the job already does:
         log("loss", 0.5), log("loss", 0.5, step), log(loss=0.5, acc=0.9, step=3), or W&B's
-        log({"loss": 0.5, "acc": 0.9}, step=3) (commit= is accepted and ignored). Names: 1-128 of
-        [A-Za-z0-9_./-]; step: int or None. Never raises: a value that is not a number is counted
-        as an error and skipped, the others are sent."""
+        log({"loss": 0.5, "acc": 0.9}, step=3) and log({"loss": 0.5}, 3) (commit= is accepted and
+        ignored). step: a whole number >= 0, or None. A name outside the protocol's 1-128 of
+        [A-Za-z0-9_./-] is mapped ("val loss" -> "val_loss", said once on stderr). Never raises:
+        what cannot be sent (a value that is not a finite number, a bad step, a name starting with
+        "step.") is skipped and counted by cause (rejected()), the others are sent."""
         try:
             if isinstance(name, dict):
+                if value is not None:  # W&B's log(data, step): the second positional is the step
+                    if step is not None:
+                        raise TypeError("step given twice")
+                    step, value = value, None
                 pairs = list(name.items()) + list(metrics.items())
             elif name is None:
                 pairs = list(metrics.items())
@@ -245,15 +263,27 @@ class Client:
             return
         if not pairs or (self.path is None and not self._look()):
             return
+        sstep = ""
+        if step is not None:
+            n = _whole(step)
+            if n is None:
+                self.count_error("step", len(pairs))
+                return
+            sstep = f" {n}"
         for k, v in pairs:
             try:
                 v = float(v)
-                if step is None:
-                    self.add(f"gs1 metric {k} {v!r} t={mono():.6f}")
-                else:
-                    self.add(f"gs1 metric {k} {v!r} {int(step)} t={mono():.6f}")
             except Exception:
-                self.count_error()
+                v = _INF
+            if v - v != 0.0:  # not finite: the protocol has no nan or inf
+                self.count_error("value")
+                continue
+            k = self.metric_name(k)
+            if k is not None:
+                try:
+                    self.add(f"gs1 metric {k} {v!r}{sstep} t={mono():.6f}")
+                except Exception:
+                    self.count_error()
 
     def param(self, **kv):
         """Records run parameters: param(batch_size=64, precision="bf16"). Booleans are sent as
@@ -293,7 +323,7 @@ class Client:
             else:
                 self.add(f"gs1 mark {name} {float(value)!r} t={mono():.6f}")
         except Exception:
-            self.count_error()
+            self.count_error("value" if value is not None else "argument")
 
     def watch(self, loader, samples=None, model=None):
         """Wraps an iterable of batches: `for batch in gpuscope.watch(loader):`. Each step's data wait
@@ -309,13 +339,53 @@ class Client:
 
     # -- the interface of the framework callbacks --
 
-    def count_error(self):
-        """Counts a message lost to a bad argument or an error in the client. Never raises."""
+    def count_error(self, cause="argument", n=1):
+        """Counts n messages refused for cause (REJECT_CAUSES: a bad argument or an error in the
+        client by default). Never raises."""
         try:
             with self.lock:
-                self.ndropped += 1
+                self.nrejected[cause] += n
         except Exception:
             pass
+
+    def metric_name(self, name):
+        """name as the protocol takes it (None: it cannot be sent, counted under "name"): characters
+        outside [A-Za-z0-9_./-] become "_" and it is cut at 128; the first name mapped, and the first
+        refused, are said once on stderr. Never raises."""
+        try:
+            got = _METRIC_NAMES.get(name)
+        except Exception:  # unhashable
+            got = None
+        if got is not None:
+            return got or self._refuse_name(name)
+        try:
+            s = str(name)
+            got = "".join(c if c.isascii() and (c.isalnum() or c in "_./-") else "_" for c in s)[:128]
+            if not got or got.startswith("step."):
+                got = ""
+            elif got != s:
+                self._say("mapped", f"gpuscope: metric name {s[:200]!r} sent as {got!r} (a name is 1-128 of "
+                          "A-Z a-z 0-9 _ . / -); further names are mapped without a word\n")
+            if len(_METRIC_NAMES) < 4096:
+                _METRIC_NAMES[name] = got
+        except Exception:
+            got = ""
+        return got or self._refuse_name(name)
+
+    def _refuse_name(self, name):
+        try:
+            self._say("refused", f"gpuscope: metric {str(name)[:200]!r} not sent: a name needs a letter, digit or "
+                      "_ . / - and may not start with 'step.' (those are the step series); further ones are "
+                      "only counted (gpuscope.rejected())\n")
+        except Exception:
+            pass
+        self.count_error("name")
+        return None
+
+    def _say(self, what, text):
+        if what not in self.said:
+            self.said.add(what)
+            sys.stderr.write(text)
 
     def auto_precision(self, value, source, rank):
         """The run's precision as the client found it (_precision's vocabulary), from source (words
@@ -404,15 +474,12 @@ class Client:
             self._origin()
         lines, self.lines, self.nbytes = self.lines, [], 0
         if not lines:
-            if self.sock is not None and self.ndropped > self.nreported:
-                self._report_dropped()  # a flush with nothing pending (at exit) still reports drops
+            # a flush with nothing pending (at exit) still reports drops and refusals, even when
+            # nothing else was ever sent
+            if (self.ndropped > self.nreported or self.nrejected != self.rreported) and self._open():
+                self._report_dropped()
             return
-        try:
-            if self.sock is None:
-                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-                s.setblocking(False)
-                self.sock = s
-        except Exception:
+        if not self._open():
             self.ndropped += len(lines)
             return
         chunk, size = [], 0
@@ -429,6 +496,16 @@ class Client:
         if chunk:
             self._send(chunk)
         self._report_dropped()
+
+    def _open(self):  # the lock held; True when there is a socket to send with
+        try:
+            if self.sock is None:
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+                s.setblocking(False)
+                self.sock = s
+            return True
+        except Exception:
+            return False
 
     def _origin(self):  # the lock held; before the first datagram, then until torch is seen
         """Where the run came from, sent once as params with the first messages: the Python
@@ -447,14 +524,20 @@ class Client:
                 self.params[k] = v
 
     def _report_dropped(self):  # the lock held
-        """Tells the agent how many messages it missed since the last time, so a report built on part
-        of the steps says so; counted as told only once the datagram went out."""
+        """Tells the agent how many messages it missed since the last time (gs1 dropped), so a report
+        built on part of the steps says so, and what the client refused by cause (gs1 rejected);
+        counted as told only once the datagram went out."""
         n = self.ndropped - self.nreported
-        if n <= 0 or self.path is None:
+        told = [f"gs1 dropped {n}"] if n > 0 else []
+        rej = {c: k - self.rreported[c] for c, k in self.nrejected.items() if k > self.rreported[c]}
+        told += [f"gs1 rejected {c} {k}" for c, k in rej.items()]
+        if not told or self.path is None:
             return
         try:
-            self.sock.sendto(f"gs1 dropped {n}".encode(), self.path)
-            self.nreported += n
+            self.sock.sendto("\n".join(told).encode(), self.path)
+            self.nreported += max(n, 0)
+            for c, k in rej.items():
+                self.rreported[c] += k
         except Exception:
             pass
 
@@ -607,6 +690,19 @@ class _Watched:
 
 
 _PHASE_NAMES = {}  # a cache: name as given -> name as sent
+_METRIC_NAMES = {}  # the same for metric names ("": refused), at most 4096 kept
+_INF = float("inf")
+
+
+def _whole(step):
+    """step as a whole number >= 0 (an int, or a float or numpy number with no fraction), else None."""
+    try:
+        if isinstance(step, bool):
+            return None
+        n = int(step)
+        return n if n == step and 0 <= n <= 999999999999999 else None
+    except Exception:
+        return None
 _RESERVED = {"n", "t", "total", "samples", "rank"}
 
 
