@@ -758,7 +758,7 @@ static void agent_finish(struct agent *a) {
            : *a->job_status > 128 && !a->exec_errno ? "killed"
                                                     : "failed");
   if (a->alerts) { /* the exit alert, what is still firing resolved, the drain; its counts flushed */
-    alert_engine_finish(a->alerts, a->run.status, a->run.exit_code);
+    alert_engine_finish(a->alerts, a->run.status, a->run.exit_code, NAN);
     writer_flush(&a->w, 0); /* after the writer stopped: the job's output was ended by its last cycle */
   }
   if (a->st->run_end(a->st, &a->run))

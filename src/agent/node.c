@@ -7,6 +7,7 @@
  * exported as gpuscope_finding, both by a store thread of their own: a store that is slow or
  * hangs never holds a tick). It ends on SIGINT, SIGTERM or SIGHUP. */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -317,7 +318,7 @@ int agent_node_run(const struct agent_node_opts *o) {
   node_loop(o, sfd, sink, st != NULL, cols, ncols);
   if (st)
     node_store_stop(&w);
-  alert_engine_finish(alerts, "finished", -1); /* resolves what fires; its counts go in the last flush */
+  alert_engine_finish(alerts, "finished", -1, NAN); /* resolves what fires; its counts go in the last flush */
   if (!o->quiet && alerts)
     alert_engine_summary(alerts, stderr);
 fail:

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "collect/collect.h"
 #include "core/core.h"
 
 /* How long one git command may take (a repository on a slow network mount). */
@@ -194,7 +195,7 @@ static void env_params(struct gs_sink *s) {
   else if (access("/.dockerenv", F_OK) == 0)
     gs_sink_param(s, "container.runtime", "docker");
   char cg[1024];
-  if (!gs_cgroup_path(cg, sizeof cg) && cg[0] && strcmp(cg, "/")) /* the root cgroup says nothing */
+  if (!collect_cgroup_path(NULL, cg, sizeof cg) && cg[0] && strcmp(cg, "/")) /* the root cgroup says nothing */
     gs_sink_param(s, "container.cgroup", cg);
 }
 

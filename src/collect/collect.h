@@ -61,6 +61,56 @@ int collect_count_descendants(pid_t pid);
  * frees (it may be NULL when there are none). Returns how many; 0 when none or out of memory. */
 int collect_list_descendants(pid_t pid, pid_t **out);
 
+/* ---- cgroups and the other per-process files (collect/proc_pid_cgroup.c): the one reader of
+ * /proc/PID/cgroup and /proc/self/mountinfo, behind the root prefix (NULL or "/": the real one) ---- */
+
+/* The controllers gpuscope reads, each found on its own hierarchy. */
+enum { COLLECT_CG_CPU, COLLECT_CG_CPUACCT, COLLECT_CG_MEMORY, COLLECT_CG_CPUSET, COLLECT_CG_N };
+/* The host's layout as the process sees it: no cgroup found, all on v2, all on v1, or v1
+ * controllers beside a v2 hierarchy (v2 mounted at /sys/fs/cgroup/unified with no controllers). */
+enum { COLLECT_CG_NONE, COLLECT_CG_V2, COLLECT_CG_V1, COLLECT_CG_HYBRID };
+#define COLLECT_CG_DIR_MAX 640
+/* v1 writes "no memory limit" as the largest page-aligned counter (9223372036854771712). */
+#define COLLECT_CG_V1_UNLIMITED 4611686018427387904.0 /* 2^62: no real limit is that large */
+
+struct collect_cgroup {
+  char dir[COLLECT_CG_N][COLLECT_CG_DIR_MAX]; /* each controller's folder ("/sys/fs/cgroup/memory/job"),
+                                                 without the root prefix; "" when not found */
+  int v1[COLLECT_CG_N];                       /* 1: on a cgroup v1 hierarchy, 0: on the unified one */
+  char v2_path[512];                          /* the "0::" line's path, "" when none */
+  int layout;                                 /* COLLECT_CG_NONE / V2 / V1 / HYBRID */
+};
+
+/* Finds pid's cgroup folder for each controller (pid 0: this process): its line of /proc/PID/cgroup
+ * and its hierarchy's mount in /proc/self/mountinfo (without a mountinfo, the usual places under
+ * /sys/fs/cgroup). Fills *cg (the caller's). Returns 0, or -1 when /proc/PID/cgroup is unreadable. */
+int collect_cgroup_find(const char *root, pid_t pid, struct collect_cgroup *cg);
+/* "none", "v2", "v1", "hybrid". Never NULL. */
+const char *collect_cgroup_layout_name(int layout);
+/* This process's cgroup path into buf: the v2 path, or where v2 says only "/" (v1, hybrid) the
+ * memory hierarchy's. Returns 0, or -1 when there is none or it does not fit. */
+int collect_cgroup_path(const char *root, char *buf, size_t n);
+
+/* A cgroup's memory limit, peak and OOM kills, from the layout's own files. */
+struct collect_oom {
+  long long kills;      /* OOM kills so far (v2 memory.events oom_kill, v1 memory.oom_control); -1 unknown */
+  long long limit_hits; /* times usage reached the limit (v2 memory.events max, v1 memory.failcnt); -1 unknown */
+  double limit_bytes;   /* memory.max / memory.limit_in_bytes; NAN when none or unknown */
+  double peak_bytes;    /* memory.peak (kernel 5.19 on) / memory.max_usage_in_bytes; NAN when unknown */
+};
+/* Reads pid's (0: this process's) memory cgroup into *o. Returns 0, or -1 when no memory cgroup
+ * was found (then *o says unknown throughout). Can't fail otherwise. */
+int collect_cgroup_oom(const char *root, pid_t pid, struct collect_oom *o);
+
+/* Reads /proc/PID/FILE (pid <= 0: /proc/FILE) under the root: up to n-1 bytes into buf,
+ * NUL-terminated (NULs inside, as in environ and cmdline, are kept). Returns the bytes read, or -1
+ * with errno set when it cannot be opened or read. */
+ssize_t collect_proc_read(const char *root, pid_t pid, const char *file, char *buf, size_t n);
+/* The running gpuscope binary, to start again (top -- CMD). */
+#define COLLECT_SELF_EXE "/proc/self/exe"
+/* This boot's id (/proc/sys/kernel/random/boot_id) into buf, "" when unknown. Can't fail. */
+void collect_boot_id(char *buf, size_t n);
+
 /* ---- NVML specifics (collect/nvml*.c) ---- */
 
 /* What `gpuscope devices` and the run's params say about one GPU. Text fields are "" and numbers

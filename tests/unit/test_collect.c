@@ -270,11 +270,112 @@ static void test_gputrees_is_off_for_a_job(void **state) {
   gs_sink_free(s);
 }
 
+/* ---- every cgroup layout gives the same series ---- */
+
+/* The host.cgroup.* values after two ticks of a layout's trees (tests/fixtures/host/layout_<name>,
+ * over the tick1/tick2 host), laid on a root of its own so the layouts do not mix. */
+static const char *const cg_series[] = {"host.cgroup.cpu_limit_cores",   "host.cgroup.cpu_used_pct_of_limit",
+                                        "host.cgroup.cpu_throttled_pct", "host.cgroup.mem_limit_bytes",
+                                        "host.cgroup.mem_used_bytes",    "host.cgroup.mem_used_pct_of_limit",
+                                        "host.cgroup.mem_peak_bytes",    "host.cgroup.mem_limit_hits",
+                                        "host.cgroup.oom_kills",         "host.cpuset_cores"};
+#define N_CG_SERIES (sizeof cg_series / sizeof *cg_series)
+
+/* Lays the host and the layout's trees of tick k over r. */
+static void lay_layout(const char *layout, int k, const char *r) {
+  char tree[96];
+  assert_int_equal(fixture_lay(k == 1 ? "host/tick1" : "host/tick2", r), 0);
+  snprintf(tree, sizeof tree, "host/layout_%s/tick%d", layout, k);
+  assert_int_equal(fixture_lay(tree, r), 0);
+}
+
+static void layout_values(const char *layout, double *v, int *found_layout) {
+  char r[300];
+  snprintf(r, sizeof r, "%s/%s", root, layout);
+  lay_layout(layout, 1, r);
+  struct collect_cgroup cg;
+  assert_int_equal(collect_cgroup_find(r, 0, &cg), 0);
+  *found_layout = cg.layout;
+  struct collector_opts o = {.root = r};
+  struct gs_sink *s = gs_sink_new();
+  char err[128] = "";
+  void *ctx = collector_host.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  assert_int_equal(collector_host.sample(ctx, s, 1000000000LL), GS_COLLECT_OK);
+  lay_layout(layout, 2, r);
+  assert_int_equal(collector_host.sample(ctx, s, 2000000000LL), GS_COLLECT_OK);
+  struct gs_batch *b = gs_sink_take(s);
+  for (size_t i = 0; i < N_CG_SERIES; i++)
+    v[i] = last_of(b, gs_sink_find(s, "host", cg_series[i], ""));
+  gs_batch_free(b);
+  collector_host.close(ctx);
+  gs_sink_free(s);
+  assert_int_equal(fixture_remove(r), 0);
+}
+
+static void test_host_cgroup_series_alike_on_v2_v1_and_hybrid(void **state) {
+  (void)state;
+  static const char *const layouts[] = {"v2", "v1", "hybrid"};
+  static const int kinds[] = {COLLECT_CG_V2, COLLECT_CG_V1, COLLECT_CG_HYBRID};
+  /* 2-core quota, 1.9 s of CPU in 1 s, 5 of 10 periods throttled; 1 GiB of a 4 GiB limit, a 2 GiB
+   * peak, 3 hits of the limit, one OOM kill; 7 CPUs in the cpuset */
+  static const double want[N_CG_SERIES] = {2.0,  95.0,         50.0, 4294967296.0, 1073741824.0,
+                                           25.0, 2147483648.0, 3.0,  1.0,          7.0};
+  for (int l = 0; l < 3; l++) {
+    double v[N_CG_SERIES];
+    int kind = -1;
+    layout_values(layouts[l], v, &kind);
+    assert_int_equal(kind, kinds[l]);
+    for (size_t i = 0; i < N_CG_SERIES; i++) {
+      if (!(fabs(v[i] - want[i]) <= 1e-6 * fmax(1, want[i])))
+        fail_msg("layout %s: %s is %g, not %g", layouts[l], cg_series[i], v[i], want[i]);
+    }
+  }
+}
+
+/* The OOM count, limit and peak come from each layout's own files. */
+static void test_cgroup_oom_reads_each_layout(void **state) {
+  (void)state;
+  static const char *const layouts[] = {"v2", "v1", "hybrid"};
+  for (int l = 0; l < 3; l++) {
+    char r[300], tree[96];
+    snprintf(r, sizeof r, "%s/oom-%s", root, layouts[l]);
+    snprintf(tree, sizeof tree, "host/layout_%s/tick1", layouts[l]);
+    assert_int_equal(fixture_lay(tree, r), 0);
+    struct collect_oom m;
+    assert_int_equal(collect_cgroup_oom(r, 0, &m), 0);
+    assert_int_equal(m.kills, 1);
+    assert_int_equal(m.limit_hits, 3);
+    assert_near(m.limit_bytes, 4294967296.0, 0.5);
+    assert_near(m.peak_bytes, 2147483648.0, 0.5);
+    assert_int_equal(fixture_remove(r), 0);
+  }
+}
+
+/* Provenance's cgroup path: v2's, or on v1 the memory hierarchy's below its mount. */
+static void test_cgroup_path_on_v1_is_the_memory_hierarchys(void **state) {
+  (void)state;
+  char r[300], p[512];
+  snprintf(r, sizeof r, "%s/path-v1", root);
+  assert_int_equal(fixture_lay("host/layout_v1/tick1", r), 0);
+  assert_int_equal(collect_cgroup_path(r, p, sizeof p), 0);
+  assert_string_equal(p, "/slurm/uid_1000/job_42/step_0");
+  assert_int_equal(fixture_remove(r), 0);
+  snprintf(r, sizeof r, "%s/path-v2", root);
+  assert_int_equal(fixture_lay("host/layout_v2/tick1", r), 0);
+  assert_int_equal(collect_cgroup_path(r, p, sizeof p), 0);
+  assert_string_equal(p, "/job.slice");
+  assert_int_equal(fixture_remove(r), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_rates_and_cgroup_quota),
       cmocka_unit_test(test_host_without_cgroup_limit_emits_no_cgroup_series),
       cmocka_unit_test(test_host_cpuset_counts_the_cpus_the_job_may_use),
+      cmocka_unit_test(test_host_cgroup_series_alike_on_v2_v1_and_hybrid),
+      cmocka_unit_test(test_cgroup_oom_reads_each_layout),
+      cmocka_unit_test(test_cgroup_path_on_v1_is_the_memory_hierarchys),
       cmocka_unit_test(test_proctree_follows_children_that_come_and_go),
       cmocka_unit_test(test_gputrees_one_tree_per_gpu_process_at_most_64),
       cmocka_unit_test(test_gputrees_is_off_for_a_job),
