@@ -77,6 +77,7 @@ struct collect_cgroup {
   char dir[COLLECT_CG_N][COLLECT_CG_DIR_MAX]; /* each controller's folder ("/sys/fs/cgroup/memory/job"),
                                                  without the root prefix; "" when not found */
   int v1[COLLECT_CG_N];                       /* 1: on a cgroup v1 hierarchy, 0: on the unified one */
+  char path[COLLECT_CG_N][512];               /* each one's cgroup path (its /proc/PID/cgroup line) */
   char v2_path[512];                          /* the "0::" line's path, "" when none */
   int layout;                                 /* COLLECT_CG_NONE / V2 / V1 / HYBRID */
 };

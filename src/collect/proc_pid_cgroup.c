@@ -180,6 +180,8 @@ int collect_cgroup_find(const char *root, pid_t pid, struct collect_cgroup *cg) 
     }
     free(mi);
   }
+  for (int c = 0; c < COLLECT_CG_N; c++)
+    snprintf(cg->path[c], sizeof cg->path[c], "%s", cg->v1[c] ? paths[c] : cg->dir[c][0] ? cg->v2_path : "");
   int v1 = 0, v2 = 0;
   for (int c = 0; c < COLLECT_CG_N; c++)
     v1 |= cg->dir[c][0] && cg->v1[c], v2 |= cg->dir[c][0] && !cg->v1[c];

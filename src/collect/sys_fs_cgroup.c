@@ -136,7 +136,10 @@ static void open_files(struct host *h, const struct collect_cgroup *cg) {
   if (h->cg_v1_cpu) {
     h->fd_cg_cpu_max = open_in(h, cpu, "cpu.cfs_quota_us");
     h->fd_cg_cpu_period = open_in(h, cpu, "cpu.cfs_period_us");
-    h->fd_cg_cpu_usage = open_in(h, cg->dir[COLLECT_CG_CPUACCT], "cpuacct.usage");
+    /* the quota's own cgroup's use: cpuacct apart from cpu (not co-mounted) and in another cgroup
+     * (a job moved into a cpu cgroup only) counts other processes' time, so none is read */
+    if (!strcmp(cg->path[COLLECT_CG_CPU], cg->path[COLLECT_CG_CPUACCT]))
+      h->fd_cg_cpu_usage = open_in(h, cg->dir[COLLECT_CG_CPUACCT], "cpuacct.usage");
   } else {
     h->fd_cg_cpu_max = open_in(h, cpu, "cpu.max");
   }

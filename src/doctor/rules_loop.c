@@ -311,6 +311,21 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
             d->step_mean * 1e3, bs, rec, rec, rec);
 }
 
+/* Whether more loader processes would help, for the input-bound fix. A quota that binds is named:
+ * on a 64-core host, "the cores it can" would read as 64. */
+static const char *more_workers_text(const struct dr_run *d, const struct dr_findings *fs, char *buf, size_t n) {
+  if (dr_has(fs, "loader_workers"))
+    dr_printf(buf, n, " (see loader_workers)");
+  else if (saturated(d) != 1)
+    dr_printf(buf, n, " (the workers model found none worth adding here)");
+  else if (isfinite(d->quota) && d->quota <= dr_usable_cores(d) + 1e-9)
+    dr_printf(buf, n, " (here they are not: the job already uses the %.1f cores its cgroup's CPU quota allows)",
+              d->quota);
+  else
+    dr_printf(buf, n, " (here they are not: the job already uses the cores it can)");
+  return buf;
+}
+
 static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu_lo, double lcpu_hi, int inferred) {
   const struct dr_gpu *g = used_gpu(d);
   double share = inferred ? 1 - g->util.mean / 100 : d->data_share;
@@ -368,6 +383,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
               "the loader used %s (the host's CPU or the split of the training process's CPU not measured "
               "well enough to tell CPU work from latency)",
               cores_text((char[48]){0}, 48, lcpu_lo, lcpu_hi));
+  char idle[128];
   dr_printf(f->fix, sizeof f->fix,
             "%s and %s: make each "
             "batch cheaper to produce. Move costly per-sample transforms offline (preprocess once and store "
@@ -381,10 +397,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
             "Keras / tf.data:\n"
             "  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()  # cache before random aug\n"
             "  ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
-            wait, why,
-            dr_has(fs, "loader_workers") ? " (see loader_workers)"
-            : saturated(d) == 1          ? " (here they are not: the job already uses the cores it can)"
-                                         : " (the workers model found none worth adding here)");
+            wait, why, more_workers_text(d, fs, idle, sizeof idle));
 }
 
 static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu_lo, double lcpu_hi) {

@@ -127,7 +127,8 @@ static void print_header(FILE *out, const struct style *s, const struct report_r
   rp_duration(dur, sizeof dur, r->view.duration_s);
   fprintf(out, " — ");
   gs_term_text(out, r->view.run.status, 0);
-  fprintf(out, ", %s, exit %d\n", dur, r->view.run.exit_code);
+  char why[96];
+  fprintf(out, "%s, %s, exit %d\n", rp_exit_why(why, sizeof why, &r->view), dur, r->view.run.exit_code);
   fputs("  command:  ", out);
   gs_term_text(out, r->view.run.command, 0);
   fputs("\n  host:     ", out);
