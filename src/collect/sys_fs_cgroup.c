@@ -155,10 +155,10 @@ static void open_files(struct host *h, const struct collect_cgroup *cg) {
 static void register_series(struct host *h, struct gs_sink *s) {
   uint64_t v;
   h->cg_cores = read_quota(h);
-  if (h->cg_cores > 0 && !read_usage_ns(h, &v)) {
+  if (h->cg_cores > 0)
     h->sid_cg[CG_CPU_LIMIT] = host_series(s, "host.cgroup.cpu_limit_cores", "", "cores");
+  if (h->cg_cores > 0 && !read_usage_ns(h, &v))
     h->sid_cg[CG_CPU_PCT] = host_series(s, "host.cgroup.cpu_used_pct_of_limit", "", "%");
-  }
   if (h->cg_cores > 0 && !read_key(h, h->fd_cg_cpu_stat, "nr_periods", &v))
     h->sid_cg[CG_THROTTLED] = host_series(s, "host.cgroup.cpu_throttled_pct", "", "%");
   if (read_mem_limit(h, &v))
@@ -192,11 +192,13 @@ void host_open_cgroup(struct host *h, struct gs_sink *s) {
 /* CPU: use over the quota, and the share of enforcement periods that were throttled. */
 static void read_cpu(struct host *h, struct gs_sink *s, int64_t now, double dt) {
   uint64_t usage, periods, throttled;
-  if (h->sid_cg[CG_CPU_PCT] >= 0 && !read_usage_ns(h, &usage)) {
+  if (h->sid_cg[CG_CPU_LIMIT] >= 0) {
     double cores = read_quota(h);
     if (cores > 0)
       h->cg_cores = cores;
     gs_sink_put(s, h->sid_cg[CG_CPU_LIMIT], now, h->cg_cores);
+  }
+  if (h->sid_cg[CG_CPU_PCT] >= 0 && !read_usage_ns(h, &usage)) {
     if (h->primed && dt > 0 && usage >= h->cg_usage_prev)
       gs_sink_put(s, h->sid_cg[CG_CPU_PCT], now, 100.0 * (double)(usage - h->cg_usage_prev) / 1e9 / dt / h->cg_cores);
     h->cg_usage_prev = usage;

@@ -70,7 +70,7 @@ def child_cgroups(ctls):
         for ctl in ctls:
             base = v1_dir(ctl)
             check(base and os.path.isdir(base), f"no cgroup v1 {ctl} folder for this process ({base})")
-            d = os.path.join(base, f"gstest-{os.getpid()}-{ctl}")
+            d = os.path.join(base, f"gstest-{os.getpid()}")  # one name: as co-mounted controllers have
             os.mkdir(d)
             made[ctl] = d
         yield made
@@ -109,12 +109,15 @@ def test_a_job_in_a_half_core_v1_quota_is_input_bound_with_the_quota_named():
         check("input_bound" in found, f"findings: {sorted(found)}")
         fix = found["input_bound"]["fix"]
         check("0.5 cores its cgroup's CPU quota allows" in fix, f"the fix names the quota: {fix}")
-        check("loader_workers" not in found, f"no advice for more workers than 0.5 cores allow: {found.get('loader_workers')}")
+        check("loader_workers" not in found,
+              f"no advice for more workers than 0.5 cores allow: {json.dumps(found.get('loader_workers'))}")
         lim = sb.csv("show", "quota", "--metric", "host.cgroup.cpu_limit_cores", "--csv")
         check(lim and all(abs(float(r["value"]) - 0.5) < 1e-9 for r in lim), f"cpu_limit_cores: {lim[:3]}")
         used = [float(r["value"]) for r in sb.csv("show", "quota", "--metric", "host.cgroup.cpu_used_pct_of_limit",
                                                    "--csv")]
-        check(used and max(used) < 130, f"CPU used of the quota: {used}: the quota's own cgroup, at most ~100 %")
+        # per tick the kernel's periods and the ticks do not line up; over the run the quota's own
+        # cgroup stays near 100 % (the whole host's CPU read as the cgroup's would be far over it)
+        check(used and sum(used) / len(used) < 125, f"CPU used of the quota: {used}")
     finally:
         sb.close()
 
