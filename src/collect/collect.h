@@ -112,6 +112,37 @@ ssize_t collect_proc_read(const char *root, pid_t pid, const char *file, char *b
 /* This boot's id (/proc/sys/kernel/random/boot_id) into buf, "" when unknown. Can't fail. */
 void collect_boot_id(char *buf, size_t n);
 
+/* ---- who a process belongs to (collect/proc_pid_owner.c) ---- */
+
+/* A process's container, pod and Slurm job as its cgroup paths name them; "" for each one unknown. */
+struct collect_owner {
+  char runtime[16];   /* "docker", "containerd", "cri-o", "podman"; "" when the path does not say */
+  char container[72]; /* the container id (64 hex) */
+  char pod_uid[40];   /* the Kubernetes pod's UID (8-4-4-4-12) */
+  char hpc_job[24];   /* the Slurm job id */
+  long nspid;         /* its pid inside its own PID namespace (the last NSpid); -1 unknown */
+  int ns_levels;      /* PID namespaces it is in (1: only the host's); 0 unknown */
+};
+/* Reads what one cgroup path says into *o, filling only fields still empty and keeping the others.
+ * Paths as the kernel writes them; any bytes are safe (each field is checked for its shape). */
+void collect_owner_parse(const char *path, struct collect_owner *o);
+/* Fills *o (the caller's) from /proc/PID/cgroup (every line) and /proc/PID/status under the root.
+ * Returns 0, or -1 when the process's cgroup file cannot be read (gone, or another namespace's). */
+int collect_owner_of(const char *root, pid_t pid, struct collect_owner *o);
+
+/* A pod's names, from the kubelet's log folders. */
+struct collect_pod {
+  char ns[64], pod[256], container[64];
+};
+/* Finds pod uid's namespace and name (/var/log/pods/NAMESPACE_POD_UID under the root) and, with a
+ * container id cid (NULL: none), the container's name (/var/log/containers/POD_NS_NAME-CID.log).
+ * Returns 0 (container "" when not found), or -1 when the pod's folder is not there. */
+int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct collect_pod *pod);
+/* The Slurm job(s) on GPU gpu from dcgm-exporter's mapping folder (DCGM_HPC_JOB_MAPPING_DIR: a file
+ * per GPU index, one job id a line, written by the prolog): the ids joined with ',' into buf.
+ * Returns 0, or -1 when there is no such file or it names no job. */
+int collect_hpc_job_file(const char *dir, int gpu, char *buf, size_t n);
+
 /* ---- NVML specifics (collect/nvml*.c) ---- */
 
 /* What `gpuscope devices` and the run's params say about one GPU. Text fields are "" and numbers

@@ -368,6 +368,98 @@ static void test_cgroup_path_on_v1_is_the_memory_hierarchys(void **state) {
   assert_int_equal(fixture_remove(r), 0);
 }
 
+/* ---- who a GPU process belongs to: real cgroup paths of each runtime, v1 and v2 ---- */
+
+#define CID "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
+#define UID "0b4f6a1c-2d3e-4f50-8a9b-c0d1e2f3a4b5"
+#define UID_ "0b4f6a1c_2d3e_4f50_8a9b_c0d1e2f3a4b5"
+
+static void test_owner_parse_names_each_runtime_on_v1_and_v2(void **state) {
+  (void)state;
+  static const struct {
+    const char *path, *runtime, *container, *pod, *job;
+  } cases[] = {
+      {"/docker/" CID, "docker", CID, "", ""},                       /* v1 cgroupfs */
+      {"/system.slice/docker-" CID ".scope", "docker", CID, "", ""}, /* v2 systemd */
+      {"/kubepods/burstable/pod" UID "/" CID, "", CID, UID, ""},     /* v1 kubelet */
+      {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/cri-containerd-" CID ".scope",
+       "containerd", CID, UID, ""},
+      {"/kubepods.slice/kubepods-pod" UID_ ".slice/crio-" CID ".scope", "cri-o", CID, UID, ""}, /* guaranteed */
+      {"/machine.slice/libpod-" CID ".scope/container", "podman", CID, "", ""},
+      {"/slurm/uid_1000/job_42/step_0", "", "", "", "42"},
+      {"/system.slice/slurmstepd.scope/job_4242/step_batch/user/task_0", "", "", "", "4242"},
+      {"/user.slice/user-1000.slice/session-3.scope", "", "", "", ""},
+      /* look-alikes: not a runtime's id, not a Slurm folder, not a pod UID */
+      {"/docker/"
+       "4F3C2B1A",
+       "", "", "", ""},
+      {"/system.slice/docker-xyz.scope", "", "", "", ""},
+      {"/home/job_42", "", "", "", ""},
+      {"/kubepods/burstable/podnot-a-uid", "", "", "", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct collect_owner o = {.nspid = -1};
+    collect_owner_parse(cases[i].path, &o);
+    if (strcmp(o.runtime, cases[i].runtime) || strcmp(o.container, cases[i].container) ||
+        strcmp(o.pod_uid, cases[i].pod) || strcmp(o.hpc_job, cases[i].job))
+      fail_msg("%s: runtime '%s' container '%s' pod '%s' job '%s'", cases[i].path, o.runtime, o.container, o.pod_uid,
+               o.hpc_job);
+  }
+}
+
+/* A process in a container, seen from the host: its ids from /proc/PID/cgroup, its own pid from
+ * NSpid; the pod's names from the kubelet's folders; a Slurm GPU's job from the mapping files. */
+static void test_owner_of_a_pod_process_from_the_host(void **state) {
+  (void)state;
+  char r[300], p[512];
+  snprintf(r, sizeof r, "%s/owner", root);
+  assert_int_equal(mkdir(r, 0755), 0);
+  static const char *const files[][2] = {
+      {"proc/777/cgroup",
+       "12:memory:/kubepods/burstable/pod" UID "/" CID "\n11:cpu,cpuacct:/kubepods/burstable/pod" UID "/" CID "\n"},
+      {"proc/777/status", "Name:\tpython3\nPid:\t777\nNSpid:\t777\t1\nVmRSS:\t10 kB\n"},
+      {"var/log/pods/team-a_train-7f9c_" UID "/trainer/0.log", "x"},
+      {"var/log/containers/train-7f9c_team-a_trainer-" CID ".log", "x"},
+      {"var/log/containers/train-7f9c_team-a_sidecar-"
+       "aa" CID ".log",
+       "x"},
+      {"jobmap/0", "4242\n"},
+      {"jobmap/1", "17\n18\n;rm -rf /\n"},
+  };
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    snprintf(p, sizeof p, "%s/%s", r, files[i][0]);
+    for (char *q = p + strlen(r) + 1; (q = strchr(q, '/')); q++) {
+      *q = 0;
+      mkdir(p, 0755);
+      *q = '/';
+    }
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(files[i][1], f);
+    fclose(f);
+  }
+  struct collect_owner o;
+  assert_int_equal(collect_owner_of(r, 777, &o), 0);
+  assert_string_equal(o.container, CID);
+  assert_string_equal(o.pod_uid, UID);
+  assert_int_equal(o.nspid, 1);
+  assert_int_equal(o.ns_levels, 2);
+  struct collect_pod pod;
+  assert_int_equal(collect_k8s_pod(r, o.pod_uid, o.container, &pod), 0);
+  assert_string_equal(pod.ns, "team-a");
+  assert_string_equal(pod.pod, "train-7f9c");
+  assert_string_equal(pod.container, "trainer");
+  char job[64];
+  snprintf(p, sizeof p, "%s/jobmap", r);
+  assert_int_equal(collect_hpc_job_file(p, 0, job, sizeof job), 0);
+  assert_string_equal(job, "4242");
+  assert_int_equal(collect_hpc_job_file(p, 1, job, sizeof job), 0);
+  assert_string_equal(job, "17,18"); /* the line that is no job id is left out */
+  assert_int_equal(collect_hpc_job_file(p, 2, job, sizeof job), -1);
+  assert_int_equal(collect_owner_of(r, 778, &o), -1);
+  assert_int_equal(fixture_remove(r), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_rates_and_cgroup_quota),
@@ -376,6 +468,8 @@ int main(void) {
       cmocka_unit_test(test_host_cgroup_series_alike_on_v2_v1_and_hybrid),
       cmocka_unit_test(test_cgroup_oom_reads_each_layout),
       cmocka_unit_test(test_cgroup_path_on_v1_is_the_memory_hierarchys),
+      cmocka_unit_test(test_owner_parse_names_each_runtime_on_v1_and_v2),
+      cmocka_unit_test(test_owner_of_a_pod_process_from_the_host),
       cmocka_unit_test(test_proctree_follows_children_that_come_and_go),
       cmocka_unit_test(test_gputrees_one_tree_per_gpu_process_at_most_64),
       cmocka_unit_test(test_gputrees_is_off_for_a_job),
