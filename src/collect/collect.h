@@ -47,6 +47,11 @@ extern const struct collector collector_nvml;
  * per-process series from the sink, so it samples after collector_nvml. */
 extern const struct collector collector_gputrees;
 #define GPUTREES_MAX 64
+/* Whose work is on each GPU (collect/gpu_owners.c; samples after collector_nvml). Node mode: the
+ * series gpu_proc.owner per GPU process (pid, nspid, runtime, container, pod_uid, hpc_job) and the
+ * params gpu.N.hpc_job / namespace / pod / container. A run in a PID namespace of its own: a note
+ * when NVML lists pids from outside it. Off for a run on the host. */
+extern const struct collector collector_gpuowners;
 
 /* All collectors, in sampling order, NULL-terminated. */
 extern const struct collector *const collect_registry[];
@@ -134,8 +139,9 @@ int collect_owner_of(const char *root, pid_t pid, struct collect_owner *o);
 struct collect_pod {
   char ns[64], pod[256], container[64];
 };
-/* Finds pod uid's namespace and name (/var/log/pods/NAMESPACE_POD_UID under the root) and, with a
- * container id cid (NULL: none), the container's name (/var/log/containers/POD_NS_NAME-CID.log).
+/* Finds pod uid's namespace and name (/var/log/pods/NAMESPACE_POD_UID under the root, or under
+ * $GPUSCOPE_KUBELET_LOGS where a DaemonSet mounted the node's /var/log) and, with a container id
+ * cid (NULL: none), the container's name (/var/log/containers/POD_NS_NAME-CID.log).
  * Returns 0 (container "" when not found), or -1 when the pod's folder is not there. */
 int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct collect_pod *pod);
 /* The Slurm job(s) on GPU gpu from dcgm-exporter's mapping folder (DCGM_HPC_JOB_MAPPING_DIR: a file

@@ -173,11 +173,24 @@ static int k8s_name(const char *s) {
   return 1;
 }
 
-int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct collect_pod *pod) {
+/* The kubelet's log folder NAME: GPUSCOPE_KUBELET_LOGS/NAME when set (where a DaemonSet mounted the
+ * node's /var/log), else /var/log/NAME under the root. */
+static const char *kubelet_dir(const char *root, const char *name, char *p, size_t n) {
+  const char *env = getenv("GPUSCOPE_KUBELET_LOGS");
   struct collector_opts o = {.root = root};
+  char rel[64];
+  if (env && *env) {
+    snprintf(p, n, "%s/%s", env, name);
+    return p;
+  }
+  snprintf(rel, sizeof rel, "/var/log/%s", name);
+  return collect_path(&o, rel, p, n);
+}
+
+int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct collect_pod *pod) {
   char p[512];
   memset(pod, 0, sizeof *pod);
-  DIR *d = opendir(collect_path(&o, "/var/log/pods", p, sizeof p));
+  DIR *d = opendir(kubelet_dir(root, "pods", p, sizeof p));
   if (!d)
     return -1;
   struct dirent *e;
@@ -191,7 +204,7 @@ int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct c
     return -1;
   }
   /* the container's name: /var/log/containers/POD_NAMESPACE_CONTAINER-ID.log */
-  if (!cid || !cid[0] || !(d = opendir(collect_path(&o, "/var/log/containers", p, sizeof p))))
+  if (!cid || !cid[0] || !(d = opendir(kubelet_dir(root, "containers", p, sizeof p))))
     return 0;
   char head[340], tail[80];
   snprintf(head, sizeof head, "%s_%s_", pod->pod, pod->ns);
