@@ -28,16 +28,16 @@ static int all_hex(const char *s, size_t n) {
 /* A pod UID (36 characters: 8-4-4-4-12 hex) from s[0..n), where the systemd driver writes '_' for
  * '-'; 0 when it is not one. */
 static int take_uid(const char *s, size_t n, char *out) {
+  char u[37];
   if (n != 36)
     return 0;
   for (size_t i = 0; i < 36; i++) {
     int dash = i == 8 || i == 13 || i == 18 || i == 23;
-    char c = s[i] == '_' ? '-' : s[i];
-    if (dash ? c != '-' : !all_hex(&c, 1))
-      return 0;
-    out[i] = c;
+    u[i] = s[i] == '_' ? '-' : s[i];
+    if (dash ? u[i] != '-' : !all_hex(&u[i], 1))
+      return 0; /* out untouched: a look-alike leaves no half of itself */
   }
-  out[36] = 0;
+  memcpy(out, u, 36), out[36] = 0;
   return 1;
 }
 
