@@ -144,6 +144,10 @@ struct collect_pod {
  * cid (NULL: none), the container's name (/var/log/containers/POD_NS_NAME-CID.log).
  * Returns 0 (container "" when not found), or -1 when the pod's folder is not there. */
 int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct collect_pod *pod);
+/* Inside a pod: its namespace, from the service account's mounted file
+ * (/var/run/secrets/kubernetes.io/serviceaccount/namespace under the root) into buf. Returns 0, or
+ * -1 when there is none or it is not a Kubernetes name. */
+int collect_k8s_own_namespace(const char *root, char *buf, size_t n);
 /* The Slurm job(s) on GPU gpu from dcgm-exporter's mapping folder (DCGM_HPC_JOB_MAPPING_DIR: a file
  * per GPU index, one job id a line, written by the prolog): the ids joined with ',' into buf.
  * Returns 0, or -1 when there is no such file or it names no job. */

@@ -223,6 +223,24 @@ int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct c
   return 0;
 }
 
+int collect_k8s_own_namespace(const char *root, char *buf, size_t n) {
+  struct collector_opts o = {.root = root};
+  char p[256];
+  buf[0] = 0;
+  FILE *f = fopen(collect_path(&o, "/var/run/secrets/kubernetes.io/serviceaccount/namespace", p, sizeof p), "re");
+  if (!f)
+    return -1;
+  if (!fgets(buf, (int)n, f))
+    buf[0] = 0;
+  fclose(f);
+  buf[strcspn(buf, "\r\n")] = 0;
+  if (!buf[0] || !k8s_name(buf)) {
+    buf[0] = 0;
+    return -1;
+  }
+  return 0;
+}
+
 int collect_hpc_job_file(const char *dir, int gpu, char *buf, size_t n) {
   char path[600], text[512];
   buf[0] = 0;

@@ -7,7 +7,8 @@ fake kubelet's log folders (GPUSCOPE_KUBELET_LOGS), and GPU 2 no process but a d
 pod and container, GPU 2's hpc_job="77"; gpuscope_gpu_proc_owner must show the container's process
 with its id, pod UID and its pid inside the container (NSpid); and when the Slurm step's process
 exits, its label leaves the page (bounded cardinality). A `gpuscope run` inside a PID namespace
-whose NVML lists a host pid notes it once, with the fix.
+whose NVML lists a host pid notes it once, with the fix; a run in a pod's or a Slurm step's cgroup
+records the container id, pod UID or job in its params.
 
 The cgroups are made only below this process's own memory cgroup and removed after (test_cgroup_v1's
 helpers). Needs root and the v1 memory controller, and unshare(1): else the script is a skip."""
@@ -125,6 +126,30 @@ def test_node_agent_labels_each_gpu_with_its_job_pod_and_container():
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        for d in cgroups + [base]:
+            _remove(d)
+        sb.close()
+
+
+def test_a_run_in_a_pod_or_a_slurm_step_records_them_in_its_provenance():
+    sb = Sandbox()
+    base = os.path.join(v1_dir("memory"), f"gstest-{os.getpid()}")
+    os.mkdir(base)
+    cgroups = []
+    try:
+        pod = make_dirs(base, f"kubepods/burstable/pod{UID}/{CID}")
+        step = make_dirs(base, "slurm/uid_0/job_4242/step_0")
+        cgroups = pod + step
+        env = {k: v for k, v in sb.env.items() if not k.startswith("SLURM_") and k not in ("POD_NAME", "POD_NAMESPACE")}
+        for name, d in (("in-pod", pod[0]), ("in-step", step[0])):
+            p = subprocess.run(["sh", "-c", 'echo $$ > "$1/cgroup.procs" && shift && exec "$@"', "sh", d, BIN, "run",
+                                "--name", name, "--", "true"], env=env, capture_output=True, text=True, timeout=120)
+            check(p.returncode == 0, p.stderr)
+        prm = {r["key"]: r["value"] for r in sb.csv("show", "in-pod", "--params", "--csv")}
+        check(prm.get("container.id") == CID and prm.get("sched.k8s_pod_uid") == UID, prm)
+        prm = {r["key"]: r["value"] for r in sb.csv("show", "in-step", "--params", "--csv")}
+        check(prm.get("sched.slurm_job_id") == "4242" and "container.id" not in prm, prm)
+    finally:
         for d in cgroups + [base]:
             _remove(d)
         sb.close()
