@@ -2,9 +2,9 @@
 whose GPUs list real processes the test starts in real cgroups — GPU 0 a Slurm job step's process
 (the v1 layout /slurm/uid_0/job_42/step_0, below the test's own memory cgroup), GPU 1 a Kubernetes
 pod's container process (/kubepods/burstable/pod<UID>/<ID>) in a PID namespace of its own, beside a
-fake kubelet's log folders (GPUSCOPE_KUBELET_LOGS), and GPU 2 no process but a dcgm-exporter job file
+fake kubelet's log folders (GPUSCOPE_KUBELET_LOGS: the pod-resources API is not read yet), and GPU 2 no process but a dcgm-exporter job file
 (DCGM_HPC_JOB_MAPPING_DIR). /metrics must label GPU 0's DCGM lines hpc_job="42", GPU 1's namespace,
-pod and container, GPU 2's hpc_job="77"; gpuscope_gpu_proc_owner must show the container's process
+pod and container (also in a real Prometheus that scrapes it), GPU 2's hpc_job="77"; gpuscope_gpu_proc_owner must show the container's process
 with its id, pod UID and its pid inside the container (NSpid); and when the Slurm step's process
 exits, its label leaves the page (bounded cardinality). A `gpuscope run` inside a PID namespace
 whose NVML lists a host pid notes it once, with the fix; a run in a pod's or a Slurm step's cgroup
@@ -22,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gstest import *  # noqa: E402,F403
 from test_cgroup_v1 import v1_dir, _remove  # noqa: E402
 from test_metrics import get, samples, stop, wait_for  # noqa: E402
+from test_prometheus import Prom  # noqa: E402
 
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 UID = "0b4f6a1c-2d3e-4f50-8a9b-c0d1e2f3a4b5"
@@ -113,6 +114,15 @@ def test_node_agent_labels_each_gpu_with_its_job_pod_and_container():
         check(own.get(str(b), {}).get("container") == CID and own[str(b)].get("pod_uid") == UID and
               own[str(b)].get("nspid") == "1", f"the container's process from the host: {own.get(str(b))}")
         check(own.get(str(a.pid), {}).get("hpc_job") == "42" and "nspid" not in own[str(a.pid)], own.get(str(a.pid)))
+        # a real Prometheus scraping the agent stores the labels as dcgm-exporter's users query them
+        prom = Prom(sb, url)
+        try:
+            q = 'DCGM_FI_DEV_GPU_UTIL{namespace="team-a",pod="train-7f9c",container="trainer"}'
+            prom.wait(lambda: prom.query(q), 60, f"Prometheus has no {q}")
+            check([r["metric"]["gpu"] for r in prom.query(q)] == ["1"], prom.query(q))
+            prom.wait(lambda: prom.query('DCGM_FI_DEV_GPU_UTIL{hpc_job="42"}'), 60, "Prometheus has no hpc_job 42")
+        finally:
+            prom.close()
         a.kill()
         a.wait()
         after = wait_for(lambda: (lambda t: t if not gpu_line(t, 0).get("hpc_job") else None)(get(url)[1]), 60,
