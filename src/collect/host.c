@@ -47,11 +47,15 @@ static const struct gs_metric_desc host_metrics[] = {
      "CPUs the job may run on: its affinity (sched_getaffinity) and the cgroup's cpuset.cpus.effective"},
     {"host.cgroup.cpu_used_pct_of_limit", "%", GS_GAUGE, "CPU used by the cgroup relative to its quota"},
     {"host.cgroup.cpu_throttled_pct", "%", GS_GAUGE, "share of the quota's periods that were throttled (cpu.stat)"},
+    {"host.cgroup.cpu_throttled_time_pct", "%", GS_GAUGE,
+     "time throttled per second, summed over the CPUs: may pass 100 % (v2 throttled_usec, v1 throttled_time)"},
     {"host.cgroup.mem_limit_bytes", "B", GS_GAUGE, "cgroup memory limit (v2 memory.max, v1 memory.limit_in_bytes)"},
     {"host.cgroup.mem_used_bytes", "B", GS_GAUGE, "v2 memory.current, v1 memory.usage_in_bytes"},
     {"host.cgroup.mem_used_pct_of_limit", "%", GS_GAUGE, "memory used / the limit"},
     {"host.cgroup.mem_peak_bytes", "B", GS_GAUGE, "v2 memory.peak, v1 memory.max_usage_in_bytes"},
     {"host.cgroup.mem_limit_hits", "count", GS_GAUGE, "times use reached the limit (v2 memory.events max, v1 failcnt)"},
+    {"host.cgroup.mem_anon_bytes", "B", GS_GAUGE,
+     "memory the limit cannot reclaim without swap (memory.stat: v2 anon, v1 total_rss)"},
     {"host.cgroup.oom_kills", "count", GS_GAUGE,
      "the OOM killer's kills (memory.events / memory.oom_control oom_kill)"},
 };
@@ -79,6 +83,7 @@ static void host_close(void *ctx) {
                 &h->fd_cg_mem_peak,
                 &h->fd_cg_mem_events,
                 &h->fd_cg_mem_failcnt,
+                &h->fd_cg_mem_stat,
                 &h->fd_cg_cpuset};
   for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
     host_close_fd(fds[i]);

@@ -24,6 +24,8 @@ enum {
   CG_MEM_PEAK,
   CG_MEM_HITS,
   CG_OOM_KILLS,
+  CG_THR_TIME,
+  CG_MEM_ANON,
   CG_NSERIES
 };
 
@@ -46,7 +48,7 @@ struct host {
   int fd_stat, fd_mem, fd_load, fd_disk, fd_net, fd_psi[3];
   /* the cgroup's files (sys_fs_cgroup.c): on v1 cpu_max is cpu.cfs_quota_us, events memory.oom_control */
   int fd_cg_cpu_max, fd_cg_cpu_period, fd_cg_cpu_stat, fd_cg_cpu_usage;
-  int fd_cg_mem_max, fd_cg_mem_cur, fd_cg_mem_peak, fd_cg_mem_events, fd_cg_mem_failcnt, fd_cg_cpuset;
+  int fd_cg_mem_max, fd_cg_mem_cur, fd_cg_mem_peak, fd_cg_mem_events, fd_cg_mem_failcnt, fd_cg_mem_stat, fd_cg_cpuset;
   int cg_v1_cpu, cg_v1_mem, cg_layout;
   int sid_cpuset;
   int64_t t_prev;
@@ -62,7 +64,7 @@ struct host {
   int sid_load[3];
   int sid_mem[6];
   uint64_t cg_usage_prev; /* ns */
-  uint64_t cg_periods_prev, cg_throttled_prev;
+  uint64_t cg_periods_prev, cg_throttled_prev, cg_thr_ns_prev;
   int sid_cg[CG_NSERIES];
   double cg_cores; /* CPU quota in cores, 0 = none */
 };

@@ -9,6 +9,8 @@
  *   quota                  cpu.max                   cpu.cfs_quota_us / cpu.cfs_period_us
  *   CPU used               cpu.stat usage_usec       cpuacct.usage (ns)
  *   throttled periods      cpu.stat nr_throttled / nr_periods (both)
+ *   throttled time         cpu.stat throttled_usec       cpu.stat throttled_time (ns)
+ *   anonymous memory       memory.stat anon              memory.stat total_rss
  *   memory limit, used     memory.max, .current      memory.limit_in_bytes, .usage_in_bytes
  *   peak                   memory.peak               memory.max_usage_in_bytes
  *   limit hits, OOM kills  memory.events max, oom_kill   memory.failcnt, memory.oom_control oom_kill
@@ -45,18 +47,23 @@ static int read_u64_file(int fd, char *buf, uint64_t *v) {
   return 0;
 }
 
-/* The value of "key N" in the file's current text (h->buf, re-read); -1 when absent. */
-static int read_key(struct host *h, int fd, const char *key, uint64_t *v) {
-  if (reread(fd, h->buf, BUF) <= 0)
-    return -1;
+/* The value of a "key N" line of text; -1 when absent. */
+static int key_in(const char *text, const char *key, uint64_t *v) {
   size_t kl = strlen(key);
-  for (const char *p = h->buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+  for (const char *p = text; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
     if (!strncmp(p, key, kl) && p[kl] == ' ') {
       p += kl + 1;
       *v = next_u64(&p);
       return 0;
     }
   return -1;
+}
+
+/* The value of "key N" in the file's current text (h->buf, re-read); -1 when absent. */
+static int read_key(struct host *h, int fd, const char *key, uint64_t *v) {
+  if (reread(fd, h->buf, BUF) <= 0)
+    return -1;
+  return key_in(h->buf, key, v);
 }
 
 /* The cgroup's CPU time so far, in ns: v2 cpu.stat usage_usec, v1 cpuacct.usage. -1 when unknown. */
@@ -149,6 +156,7 @@ static void open_files(struct host *h, const struct collect_cgroup *cg) {
   h->fd_cg_mem_peak = open_in(h, mem, v1 ? "memory.max_usage_in_bytes" : "memory.peak");
   h->fd_cg_mem_events = open_in(h, mem, v1 ? "memory.oom_control" : "memory.events");
   h->fd_cg_mem_failcnt = v1 ? open_in(h, mem, "memory.failcnt") : -1;
+  h->fd_cg_mem_stat = open_in(h, mem, "memory.stat");
 }
 
 /* The series a limit makes meaningful; those of an unlimited cgroup are not registered. */
@@ -161,6 +169,8 @@ static void register_series(struct host *h, struct gs_sink *s) {
     h->sid_cg[CG_CPU_PCT] = host_series(s, "host.cgroup.cpu_used_pct_of_limit", "", "%");
   if (h->cg_cores > 0 && !read_key(h, h->fd_cg_cpu_stat, "nr_periods", &v))
     h->sid_cg[CG_THROTTLED] = host_series(s, "host.cgroup.cpu_throttled_pct", "", "%");
+  if (h->cg_cores > 0 && !read_key(h, h->fd_cg_cpu_stat, h->cg_v1_cpu ? "throttled_time" : "throttled_usec", &v))
+    h->sid_cg[CG_THR_TIME] = host_series(s, "host.cgroup.cpu_throttled_time_pct", "", "%");
   if (read_mem_limit(h, &v))
     return;
   h->sid_cg[CG_MEM_LIMIT] = host_series(s, "host.cgroup.mem_limit_bytes", "", "B");
@@ -172,11 +182,14 @@ static void register_series(struct host *h, struct gs_sink *s) {
     h->sid_cg[CG_MEM_HITS] = host_series(s, "host.cgroup.mem_limit_hits", "", "count");
   if (!read_key(h, h->fd_cg_mem_events, "oom_kill", &v))
     h->sid_cg[CG_OOM_KILLS] = host_series(s, "host.cgroup.oom_kills", "", "count");
+  if (!read_key(h, h->fd_cg_mem_stat, h->cg_v1_mem ? "total_rss" : "anon", &v))
+    h->sid_cg[CG_MEM_ANON] = host_series(s, "host.cgroup.mem_anon_bytes", "", "B");
 }
 
 void host_open_cgroup(struct host *h, struct gs_sink *s) {
   h->fd_cg_cpu_max = h->fd_cg_cpu_period = h->fd_cg_cpu_stat = h->fd_cg_cpu_usage = -1;
   h->fd_cg_mem_max = h->fd_cg_mem_cur = h->fd_cg_mem_peak = h->fd_cg_mem_events = h->fd_cg_mem_failcnt = -1;
+  h->fd_cg_mem_stat = -1;
   h->fd_cg_cpuset = -1;
   for (int i = 0; i < CG_NSERIES; i++)
     h->sid_cg[i] = -1;
@@ -203,8 +216,16 @@ static void read_cpu(struct host *h, struct gs_sink *s, int64_t now, double dt) 
       gs_sink_put(s, h->sid_cg[CG_CPU_PCT], now, 100.0 * (double)(usage - h->cg_usage_prev) / 1e9 / dt / h->cg_cores);
     h->cg_usage_prev = usage;
   }
-  if (h->sid_cg[CG_THROTTLED] >= 0 && !read_key(h, h->fd_cg_cpu_stat, "nr_periods", &periods) &&
-      !read_key(h, h->fd_cg_cpu_stat, "nr_throttled", &throttled)) {
+  if (h->sid_cg[CG_THROTTLED] < 0 || reread(h->fd_cg_cpu_stat, h->buf, BUF) <= 0)
+    return;
+  uint64_t thr;
+  if (h->sid_cg[CG_THR_TIME] >= 0 && !key_in(h->buf, h->cg_v1_cpu ? "throttled_time" : "throttled_usec", &thr)) {
+    thr *= h->cg_v1_cpu ? 1 : 1000; /* ns */
+    if (h->primed && dt > 0 && thr >= h->cg_thr_ns_prev)
+      gs_sink_put(s, h->sid_cg[CG_THR_TIME], now, 100.0 * (double)(thr - h->cg_thr_ns_prev) / 1e9 / dt);
+    h->cg_thr_ns_prev = thr;
+  }
+  if (!key_in(h->buf, "nr_periods", &periods) && !key_in(h->buf, "nr_throttled", &throttled)) {
     if (h->primed && periods > h->cg_periods_prev && throttled >= h->cg_throttled_prev)
       gs_sink_put(s, h->sid_cg[CG_THROTTLED], now,
                   100.0 * (double)(throttled - h->cg_throttled_prev) / (double)(periods - h->cg_periods_prev));
@@ -233,4 +254,6 @@ void host_read_cgroup(struct host *h, struct gs_sink *s, int64_t now, double dt)
     gs_sink_put(s, h->sid_cg[CG_MEM_HITS], now, (double)v);
   if (h->sid_cg[CG_OOM_KILLS] >= 0 && !read_key(h, h->fd_cg_mem_events, "oom_kill", &v))
     gs_sink_put(s, h->sid_cg[CG_OOM_KILLS], now, (double)v);
+  if (h->sid_cg[CG_MEM_ANON] >= 0 && !read_key(h, h->fd_cg_mem_stat, h->cg_v1_mem ? "total_rss" : "anon", &v))
+    gs_sink_put(s, h->sid_cg[CG_MEM_ANON], now, (double)v);
 }

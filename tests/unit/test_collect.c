@@ -274,11 +274,12 @@ static void test_gputrees_is_off_for_a_job(void **state) {
 
 /* The host.cgroup.* values after two ticks of a layout's trees (tests/fixtures/host/layout_<name>,
  * over the tick1/tick2 host), laid on a root of its own so the layouts do not mix. */
-static const char *const cg_series[] = {"host.cgroup.cpu_limit_cores",   "host.cgroup.cpu_used_pct_of_limit",
-                                        "host.cgroup.cpu_throttled_pct", "host.cgroup.mem_limit_bytes",
-                                        "host.cgroup.mem_used_bytes",    "host.cgroup.mem_used_pct_of_limit",
-                                        "host.cgroup.mem_peak_bytes",    "host.cgroup.mem_limit_hits",
-                                        "host.cgroup.oom_kills",         "host.cpuset_cores"};
+static const char *const cg_series[] = {"host.cgroup.cpu_limit_cores",       "host.cgroup.cpu_used_pct_of_limit",
+                                        "host.cgroup.cpu_throttled_pct",     "host.cgroup.cpu_throttled_time_pct",
+                                        "host.cgroup.mem_limit_bytes",       "host.cgroup.mem_used_bytes",
+                                        "host.cgroup.mem_used_pct_of_limit", "host.cgroup.mem_peak_bytes",
+                                        "host.cgroup.mem_limit_hits",        "host.cgroup.oom_kills",
+                                        "host.cgroup.mem_anon_bytes",        "host.cpuset_cores"};
 #define N_CG_SERIES (sizeof cg_series / sizeof *cg_series)
 
 /* Lays the host and the layout's trees of tick k over r. */
@@ -317,10 +318,10 @@ static void test_host_cgroup_series_alike_on_v2_v1_and_hybrid(void **state) {
   (void)state;
   static const char *const layouts[] = {"v2", "v1", "hybrid"};
   static const int kinds[] = {COLLECT_CG_V2, COLLECT_CG_V1, COLLECT_CG_HYBRID};
-  /* 2-core quota, 1.9 s of CPU in 1 s, 5 of 10 periods throttled; 1 GiB of a 4 GiB limit, a 2 GiB
-   * peak, 3 hits of the limit, one OOM kill; 7 CPUs in the cpuset */
-  static const double want[N_CG_SERIES] = {2.0,  95.0,         50.0, 4294967296.0, 1073741824.0,
-                                           25.0, 2147483648.0, 3.0,  1.0,          7.0};
+  /* 2-core quota, 1.9 s of CPU in 1 s, 5 of 10 periods throttled for 0.25 s; 1 GiB of a 4 GiB
+   * limit, a 2 GiB peak, 3 hits of the limit, one OOM kill, 768 MiB anonymous; 7 CPUs in the cpuset */
+  static const double want[N_CG_SERIES] = {2.0,  95.0,         50.0, 25.0, 4294967296.0, 1073741824.0,
+                                           25.0, 2147483648.0, 3.0,  1.0,  805306368.0,  7.0};
   for (int l = 0; l < 3; l++) {
     double v[N_CG_SERIES];
     int kind = -1;
@@ -331,6 +332,40 @@ static void test_host_cgroup_series_alike_on_v2_v1_and_hybrid(void **state) {
         fail_msg("layout %s: %s is %g, not %g", layouts[l], cg_series[i], v[i], want[i]);
     }
   }
+}
+
+/* On v1 with cpu and cpuacct mounted apart, a job moved into a cpu cgroup only (cpuacct still the
+ * root's) keeps its quota, but the root's CPU time is not its use: no use of the quota, not a wrong one. */
+static void test_host_v1_quota_without_its_cpuacct_reads_no_use(void **state) {
+  (void)state;
+  char r[300], p[400];
+  snprintf(r, sizeof r, "%s/cpuacct-apart", root);
+  lay_layout("hybrid", 1, r);
+  snprintf(p, sizeof p, "%s/proc/self/cgroup", r);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs("4:memory:/docker/4f3c2b1a0e9d\n3:cpuset:/docker/4f3c2b1a0e9d\n2:cpuacct:/\n1:cpu:/docker/4f3c2b1a0e9d\n"
+        "0::/docker/4f3c2b1a0e9d\n",
+        f);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/sys/fs/cgroup/cpuacct/cpuacct.usage", r); /* the whole host's CPU time */
+  assert_non_null(f = fopen(p, "w"));
+  fputs("987654321000\n", f);
+  fclose(f);
+  struct collector_opts o = {.root = r};
+  struct gs_sink *s = gs_sink_new();
+  char err[128] = "";
+  void *ctx = collector_host.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  collector_host.sample(ctx, s, 1000000000LL);
+  collector_host.sample(ctx, s, 2000000000LL);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cgroup.cpu_limit_cores", "")), 2.0, 1e-9);
+  assert_int_equal(gs_sink_find(s, "host", "host.cgroup.cpu_used_pct_of_limit", ""), -1);
+  gs_batch_free(b);
+  collector_host.close(ctx);
+  gs_sink_free(s);
+  assert_int_equal(fixture_remove(r), 0);
 }
 
 /* The OOM count, limit and peak come from each layout's own files. */
@@ -468,6 +503,7 @@ int main(void) {
       cmocka_unit_test(test_host_without_cgroup_limit_emits_no_cgroup_series),
       cmocka_unit_test(test_host_cpuset_counts_the_cpus_the_job_may_use),
       cmocka_unit_test(test_host_cgroup_series_alike_on_v2_v1_and_hybrid),
+      cmocka_unit_test(test_host_v1_quota_without_its_cpuacct_reads_no_use),
       cmocka_unit_test(test_cgroup_oom_reads_each_layout),
       cmocka_unit_test(test_cgroup_path_on_v1_is_the_memory_hierarchys),
       cmocka_unit_test(test_owner_parse_names_each_runtime_on_v1_and_v2),
