@@ -444,6 +444,21 @@ static void test_owner_parse_names_each_runtime_on_v1_and_v2(void **state) {
   }
 }
 
+/* Writes text into root/rel, making its folders. */
+static void put_file(const char *r, const char *rel, const char *text) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", r, rel);
+  for (char *q = p + strlen(r) + 1; (q = strchr(q, '/')); q++) {
+    *q = 0;
+    mkdir(p, 0755);
+    *q = '/';
+  }
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
 /* A process in a container, seen from the host: its ids from /proc/PID/cgroup, its own pid from
  * NSpid; the pod's names from the kubelet's folders; a Slurm GPU's job from the mapping files. */
 static void test_owner_of_a_pod_process_from_the_host(void **state) {
@@ -463,18 +478,8 @@ static void test_owner_of_a_pod_process_from_the_host(void **state) {
       {"jobmap/0", "4242\n"},
       {"jobmap/1", "17\n18\n;rm -rf /\n"},
   };
-  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
-    snprintf(p, sizeof p, "%s/%s", r, files[i][0]);
-    for (char *q = p + strlen(r) + 1; (q = strchr(q, '/')); q++) {
-      *q = 0;
-      mkdir(p, 0755);
-      *q = '/';
-    }
-    FILE *f = fopen(p, "w");
-    assert_non_null(f);
-    fputs(files[i][1], f);
-    fclose(f);
-  }
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+    put_file(r, files[i][0], files[i][1]);
   struct collect_owner o;
   assert_int_equal(collect_owner_of(r, 777, &o), 0);
   assert_string_equal(o.container, CID);
@@ -497,6 +502,45 @@ static void test_owner_of_a_pod_process_from_the_host(void **state) {
   assert_int_equal(fixture_remove(r), 0);
 }
 
+/* The node agent's owners collector over a fabricated root: NVML's per-process series for pid 777
+ * (a Slurm step's process) on GPU 0 give GPU 0 the param hpc_job=42 and an owner line; when the
+ * process is gone (NVML still listing it), both go. */
+static void test_owners_label_a_gpu_with_its_job_until_it_ends(void **state) {
+  (void)state;
+  char r[300], v[64];
+  snprintf(r, sizeof r, "%s/owners", root);
+  assert_int_equal(mkdir(r, 0755), 0);
+  put_file(r, "proc/777/cgroup", "12:memory:/slurm/uid_1000/job_42/step_0\n0::/\n");
+  put_file(r, "proc/777/status", "Name:\tpython3\nNSpid:\t777\n");
+  put_file(r, "proc/777/stat", "777 (python3) S 1 777 777 0 -1 0\n");
+  struct gs_sink *s = gs_sink_new();
+  gs_sink_param(s, "gpu.0.uuid", "GPU-0");
+  int mem = gs_sink_series(s, "nvml", "gpu.proc_mem_bytes", "gpu=0,pid=777", "B", GS_GAUGE);
+  struct collector_opts o = {.root = r, .interval_ns = GS_NS_PER_S};
+  char err[128] = "";
+  void *ctx = collector_gpuowners.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  gs_sink_put(s, mem, 1000000000LL, 1e9);
+  assert_int_equal(collector_gpuowners.sample(ctx, s, 1000000000LL), GS_COLLECT_OK);
+  assert_true(gs_sink_param_get(s, "gpu.0.hpc_job", v, sizeof v));
+  assert_string_equal(v, "42");
+  int own = gs_sink_find(s, "owners", "gpu_proc.owner", "pid=777,hpc_job=42");
+  assert_true(own >= 0);
+  assert_near(gs_sink_last(s, own), 1.0, 0);
+  char gone[320];
+  snprintf(gone, sizeof gone, "%s/proc/777", r);
+  assert_int_equal(fixture_remove(gone), 0);
+  gs_sink_put(s, mem, 2000000000LL, 1e9);
+  collector_gpuowners.sample(ctx, s, 2000000000LL);
+  assert_true(gs_sink_param_get(s, "gpu.0.hpc_job", v, sizeof v));
+  assert_string_equal(v, ""); /* the label leaves the GPU's lines */
+  assert_true(isnan(gs_sink_last(s, own)));
+  collector_gpuowners.close(ctx);
+  gs_batch_free(gs_sink_take(s));
+  gs_sink_free(s);
+  assert_int_equal(fixture_remove(r), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_rates_and_cgroup_quota),
@@ -508,6 +552,7 @@ int main(void) {
       cmocka_unit_test(test_cgroup_path_on_v1_is_the_memory_hierarchys),
       cmocka_unit_test(test_owner_parse_names_each_runtime_on_v1_and_v2),
       cmocka_unit_test(test_owner_of_a_pod_process_from_the_host),
+      cmocka_unit_test(test_owners_label_a_gpu_with_its_job_until_it_ends),
       cmocka_unit_test(test_proctree_follows_children_that_come_and_go),
       cmocka_unit_test(test_gputrees_one_tree_per_gpu_process_at_most_64),
       cmocka_unit_test(test_gputrees_is_off_for_a_job),
