@@ -49,6 +49,7 @@ struct gpuowners {
   char put[MAX_GPUS][N_GPU_PARAMS][256]; /* the params as last put */
   int own_ns;                            /* in a PID namespace of its own: 1, 0, -1 unknown */
   int foreign;                           /* run mode: pids NVML listed that this namespace lacks */
+  int listed_any;                        /* run mode: NVML listed some process */
 };
 
 static const struct gs_metric_desc owners_metrics[] = {
@@ -207,6 +208,7 @@ static int own_pid_namespace(const struct collector_opts *o) {
 /* A run's tick in a PID namespace of its own: NVML's pids that are not in it, noted once. */
 static void run_tick(struct gpuowners *g, struct gs_sink *s) {
   char buf[64];
+  g->listed_any |= g->n_listed > 0;
   for (size_t i = 0; i < g->n_listed && !g->foreign; i++)
     if (collect_proc_read(g->opts.root, g->listed[i].pid, "stat", buf, sizeof buf) < 0) {
       g->foreign = (int)g->listed[i].pid;
@@ -257,8 +259,10 @@ static void owners_summary(void *ctx, FILE *out) {
             "containers: NVML lists host pids (%d is not in this PID namespace): GPU use is not tied to the job; "
             "run with --pid=host (Kubernetes: hostPID: true) or use `gpuscope agent` on the host\n",
             g->foreign);
-  else if (g->opts.pid > 0)
+  else if (g->opts.pid > 0 && g->listed_any)
     fprintf(out, "containers: in a PID namespace of its own; NVML's pids are this namespace's\n");
+  else if (g->opts.pid > 0)
+    fprintf(out, "containers: in a PID namespace of its own\n");
   else
     fprintf(out, "owners: %zu GPU processes tied to their containers and jobs\n", g->n_owned);
 }
