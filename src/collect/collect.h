@@ -144,6 +144,20 @@ struct collect_pod {
  * cid (NULL: none), the container's name (/var/log/containers/POD_NS_NAME-CID.log).
  * Returns 0 (container "" when not found), or -1 when the pod's folder is not there. */
 int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct collect_pod *pod);
+/* A GPU a pod holds, from the kubelet's pod-resources API (collect/kubelet_podres.c). */
+struct collect_podres_gpu {
+  char uuid[96]; /* the device id: GPU-... or MIG-... */
+  char ns[64], pod[256], container[64];
+};
+/* Calls PodResourcesLister.List (pod-resources v1) on the kubelet's socket sock, waiting at most
+ * timeout_ms for each answer, and lists the nvidia.com/ devices pods hold into out (max of them).
+ * Returns how many, or -1 with a one-line reason in err. */
+int collect_podres_list(const char *sock, int timeout_ms, struct collect_podres_gpu *out, int max, char *err,
+                        size_t errlen);
+/* Decodes a ListPodResourcesResponse (protobuf; any bytes are safe) into out. Returns how many
+ * devices, or -1 when it is malformed. */
+int collect_podres_decode(const uint8_t *msg, size_t len, struct collect_podres_gpu *out, int max);
+
 /* Inside a pod: its namespace, from the service account's mounted file
  * (/var/run/secrets/kubernetes.io/serviceaccount/namespace under the root) into buf. Returns 0, or
  * -1 when there is none or it is not a Kubernetes name. */

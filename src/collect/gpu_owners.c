@@ -21,7 +21,9 @@
 #include "collect/collect.h"
 #include "collect/collect_util.h"
 
-enum { MAX_LISTED = 1024, MAX_GPUS = 64, MAX_OWNED = GPUTREES_MAX, N_GPU_PARAMS = 4 };
+enum { MAX_LISTED = 1024, MAX_GPUS = 64, MAX_OWNED = GPUTREES_MAX, N_GPU_PARAMS = 4, MAX_PODRES = 512 };
+#define PODRES_EVERY_NS (10 * GS_NS_PER_S) /* pods come and go in seconds, not ticks */
+#define PODRES_TIMEOUT_MS 500              /* a local socket: a kubelet that slow is not answering */
 
 static const char *const gpu_params[N_GPU_PARAMS] = {"hpc_job", "namespace", "pod", "container"};
 
@@ -50,6 +52,10 @@ struct gpuowners {
   int own_ns;                            /* in a PID namespace of its own: 1, 0, -1 unknown */
   int foreign;                           /* run mode: pids NVML listed that this namespace lacks */
   int listed_any;                        /* run mode: NVML listed some process */
+  char podres_sock[512];                 /* the kubelet's pod-resources socket, "" when absent */
+  int64_t podres_at;                     /* when it was last asked */
+  int n_podres, podres_noted;
+  struct collect_podres_gpu podres[MAX_PODRES];
 };
 
 static const struct gs_metric_desc owners_metrics[] = {
@@ -136,10 +142,29 @@ static void join_distinct(char *buf, size_t n, const char *v) {
     snprintf(buf + o, n - o, "%s%s", o ? "," : "", v);
 }
 
-/* This tick's params of GPU gpu from its processes' owners; put when they changed. */
+/* The pods the kubelet says hold GPU gpu (its UUID, or a MIG instance's parent), into v[1..3].
+ * Returns whether any does. */
+static int podres_of(struct gpuowners *g, struct gs_sink *s, int gpu, char v[][256]) {
+  char key[32], uuid[96];
+  snprintf(key, sizeof key, "gpu.%d.uuid", gpu);
+  if (!g->n_podres || !gs_sink_param_get(s, key, uuid, sizeof uuid) || !uuid[0])
+    return 0;
+  int any = 0;
+  for (int i = 0; i < g->n_podres; i++)
+    if (!strcmp(g->podres[i].uuid, uuid)) {
+      join_distinct(v[1], 256, g->podres[i].ns);
+      join_distinct(v[2], 256, g->podres[i].pod);
+      join_distinct(v[3], 256, g->podres[i].container);
+      any = 1;
+    }
+  return any;
+}
+
+/* This tick's params of GPU gpu from the kubelet and its processes' owners; put when they changed. */
 static void gpu_params_put(struct gpuowners *g, struct gs_sink *s, int gpu) {
   char v[N_GPU_PARAMS][256] = {{0}};
   int from_file = !collect_hpc_job_file(g->jobmap, gpu, v[0], sizeof v[0]);
+  int from_kubelet = podres_of(g, s, gpu, v);
   for (size_t i = 0; i < g->n_listed; i++) {
     if (g->listed[i].gpu != gpu)
       continue;
@@ -149,6 +174,8 @@ static void gpu_params_put(struct gpuowners *g, struct gs_sink *s, int gpu) {
         continue;
       if (!from_file)
         join_distinct(v[0], sizeof v[0], w->o.hpc_job);
+      if (from_kubelet)
+        continue;
       join_distinct(v[1], sizeof v[1], w->pod.ns);
       join_distinct(v[2], sizeof v[2], w->pod.pod);
       join_distinct(v[3], sizeof v[3], w->pod.container);
@@ -163,8 +190,22 @@ static void gpu_params_put(struct gpuowners *g, struct gs_sink *s, int gpu) {
     }
 }
 
+/* Asks the kubelet which pods hold which GPUs, every PODRES_EVERY_NS; a failure is noted once and
+ * leaves the pods to the processes' cgroups until it answers again. */
+static void podres_refresh(struct gpuowners *g, struct gs_sink *s, int64_t now) {
+  if (!g->podres_sock[0] || (g->podres_at && now - g->podres_at < PODRES_EVERY_NS))
+    return;
+  char err[600];
+  int n = collect_podres_list(g->podres_sock, PODRES_TIMEOUT_MS, g->podres, MAX_PODRES, err, sizeof err);
+  g->podres_at = now;
+  g->n_podres = n > 0 ? n : 0;
+  if (n < 0 && !g->podres_noted++)
+    gs_sink_note(s, "kubelet pod-resources: %s; the pods' labels come from the GPU processes' cgroups", err);
+}
+
 /* The node agent's tick: owners of the listed processes, their series and each GPU's params. */
 static void node_tick(struct gpuowners *g, struct gs_sink *s, int64_t now) {
+  podres_refresh(g, s, now);
   for (size_t i = 0; i < g->n_owned; i++)
     g->owned[i].listed = 0;
   unsigned long long gpus = 0;
@@ -186,9 +227,9 @@ static void node_tick(struct gpuowners *g, struct gs_sink *s, int64_t now) {
   char key[32], v[8];
   for (int gpu = 0; gpu < MAX_GPUS; gpu++) {
     int had = g->put[gpu][0][0] || g->put[gpu][1][0] || g->put[gpu][2][0] || g->put[gpu][3][0];
-    /* the mapping files name a GPU's job whether or not a process runs: every GPU NVML listed */
+    /* the mapping files and the kubelet name a GPU's job or pod whether or not a process runs */
     snprintf(key, sizeof key, "gpu.%d.uuid", gpu);
-    if (gpus >> gpu & 1 || had || (g->jobmap && gs_sink_param_get(s, key, v, sizeof v)))
+    if (gpus >> gpu & 1 || had || ((g->jobmap || g->n_podres) && gs_sink_param_get(s, key, v, sizeof v)))
       gpu_params_put(g, s, gpu);
   }
 }
@@ -235,6 +276,14 @@ static void *owners_open(const struct collector_opts *o, struct gs_sink *s, char
   }
   const char *m = getenv("DCGM_HPC_JOB_MAPPING_DIR");
   g->jobmap = m && *m ? m : NULL;
+  /* the kubelet's pod-resources socket, when there is one (GPUSCOPE_KUBELET_SOCKET: where a
+   * DaemonSet mounted it) */
+  const char *k = getenv("GPUSCOPE_KUBELET_SOCKET");
+  char p[512];
+  if (!k || !*k)
+    k = collect_path(o, "/var/lib/kubelet/pod-resources/kubelet.sock", p, sizeof p);
+  if (o->pid <= 0 && access(k, F_OK) == 0)
+    snprintf(g->podres_sock, sizeof g->podres_sock, "%s", k);
   int64_t iv = o->interval_ns > 0 ? o->interval_ns : GS_NS_PER_S;
   g->grace_ns = 5 * iv < 10 * GS_NS_PER_S ? 10 * GS_NS_PER_S : 5 * iv;
   return g;

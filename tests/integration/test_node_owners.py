@@ -2,16 +2,17 @@
 whose GPUs list real processes the test starts in real cgroups — GPU 0 a Slurm job step's process
 (the v1 layout /slurm/uid_0/job_42/step_0, below the test's own memory cgroup), GPU 1 a Kubernetes
 pod's container process (/kubepods/burstable/pod<UID>/<ID>) in a PID namespace of its own, beside a
-fake kubelet's log folders (GPUSCOPE_KUBELET_LOGS: the pod-resources API is not read yet), and GPU 2 no process but a dcgm-exporter job file
-(DCGM_HPC_JOB_MAPPING_DIR). /metrics must label GPU 0's DCGM lines hpc_job="42", GPU 1's namespace,
-pod and container (also in a real Prometheus that scrapes it), GPU 2's hpc_job="77"; gpuscope_gpu_proc_owner must show the container's process
-with its id, pod UID and its pid inside the container (NSpid); and when the Slurm step's process
-exits, its label leaves the page (bounded cardinality). A `gpuscope run` inside a PID namespace
-whose NVML lists a host pid notes it once, with the fix; a run in a pod's or a Slurm step's cgroup
-records the container id, pod UID or job in its params.
-
-The cgroups are made only below this process's own memory cgroup and removed after (test_cgroup_v1's
-helpers). Needs root and the v1 memory controller, and unshare(1): else the script is a skip."""
+fake kubelet's log folders (GPUSCOPE_KUBELET_LOGS) — and GPU 2 no process but a dcgm-exporter job
+file (DCGM_HPC_JOB_MAPPING_DIR) and a pod that holds it by a fake kubelet's pod-resources API
+(fake_kubelet.py: Debian's python3-grpcio on GPUSCOPE_KUBELET_SOCKET). /metrics, and a real
+Prometheus that scrapes it, must label GPU 0's DCGM lines hpc_job="42", GPU 1's namespace, pod and
+container from the log folders, GPU 2's hpc_job="77" and its pod from the kubelet;
+gpuscope_gpu_proc_owner must show the container's process with its id, pod UID and its pid inside
+the container (NSpid); and when the Slurm step's process exits, its label leaves the page (bounded
+cardinality). A `gpuscope run` inside a PID namespace whose NVML lists a host pid notes it once,
+with the fix; a run in a pod's or a Slurm step's cgroup records the container id, pod UID or job in
+its params."""
+import json
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ from test_metrics import get, samples, stop, wait_for  # noqa: E402
 from test_prometheus import Prom  # noqa: E402
 
 SIM = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
+FAKE_KUBELET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fake_kubelet.py")
 UID = "0b4f6a1c-2d3e-4f50-8a9b-c0d1e2f3a4b5"
 CID = "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
 SLEEP = "import time\nwhile True: time.sleep(1)"
@@ -98,18 +100,32 @@ def test_node_agent_labels_each_gpu_with_its_job_pod_and_container():
         logs, jobmap = kubelet(sb)
         env = dict(sb.env, GPUSIM_SCENARIO=scenario(sb, a.pid, b), GPUSCOPE_NVML_LIB=SIM,
                    GPUSCOPE_KUBELET_LOGS=logs, DCGM_HPC_JOB_MAPPING_DIR=jobmap)
+        # the fake kubelet's pod-resources API: GPU 2, where no process runs, is held by a pod
+        uuids = {d["index"]: d["uuid"] for d in json.loads(subprocess.run(
+            [BIN, "devices", "--json"], env=env, capture_output=True, text=True, check=True).stdout)["devices"]}
+        pods = os.path.join(sb.dir, "pods.json")
+        with open(pods, "w") as f:
+            json.dump([{"namespace": "serving", "name": "infer-0", "container": "server", "devices": [uuids[2]]}], f)
+        env["GPUSCOPE_KUBELET_SOCKET"] = os.path.join(sb.dir, "kubelet.sock")
+        fake = subprocess.Popen([PYTHON, FAKE_KUBELET, env["GPUSCOPE_KUBELET_SOCKET"], pods], stdout=subprocess.PIPE,
+                                text=True)
+        procs.append(fake)
+        check(fake.stdout.readline().strip() == "ready", "the fake kubelet did not start")
         agent = subprocess.Popen([BIN, "agent", "--listen", "127.0.0.1:0", "--interval", "200ms"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = agent.stdout.readline()
         check(" metrics at http://" in line, f"no address line: {line!r}")
         url = line.strip().rsplit(" ", 1)[1]
-        body = wait_for(lambda: (lambda t: t if gpu_line(t, 0).get("hpc_job") and gpu_line(t, 1).get("pod") else None)(
-            get(url)[1]), 60, "no hpc_job on GPU 0 or pod on GPU 1")
+        body = wait_for(lambda: (lambda t: t if gpu_line(t, 0).get("hpc_job") and gpu_line(t, 1).get("pod") and
+                                 gpu_line(t, 2).get("pod") else None)(get(url)[1]), 60,
+                        "no hpc_job on GPU 0, or no pod on GPU 1 or GPU 2")
         g0, g1, g2 = gpu_line(body, 0), gpu_line(body, 1), gpu_line(body, 2)
         check(g0.get("hpc_job") == "42" and "pod" not in g0, f"GPU 0: {g0}")
         check((g1.get("namespace"), g1.get("pod"), g1.get("container")) == ("team-a", "train-7f9c", "trainer"),
               f"GPU 1: {g1}")
         check(g2.get("hpc_job") == "77", f"GPU 2 (the mapping file's job): {g2}")
+        check((g2.get("namespace"), g2.get("pod"), g2.get("container")) == ("serving", "infer-0", "server"),
+              f"GPU 2 (the kubelet's pod-resources, no process on it): {g2}")
         own = {l["pid"]: l for l, v in samples(body, "gpuscope_gpu_proc_owner") if v == 1}
         check(own.get(str(b), {}).get("container") == CID and own[str(b)].get("pod_uid") == UID and
               own[str(b)].get("nspid") == "1", f"the container's process from the host: {own.get(str(b))}")
@@ -121,6 +137,8 @@ def test_node_agent_labels_each_gpu_with_its_job_pod_and_container():
             prom.wait(lambda: prom.query(q), 60, f"Prometheus has no {q}")
             check([r["metric"]["gpu"] for r in prom.query(q)] == ["1"], prom.query(q))
             prom.wait(lambda: prom.query('DCGM_FI_DEV_GPU_UTIL{hpc_job="42"}'), 60, "Prometheus has no hpc_job 42")
+            q = 'DCGM_FI_DEV_GPU_UTIL{namespace="serving",pod="infer-0",container="server"}'
+            check([r["metric"]["gpu"] for r in prom.query(q)] == ["2"], f"{q}: {prom.query(q)}")
         finally:
             prom.close()
         a.kill()
