@@ -541,6 +541,32 @@ static void test_owners_label_a_gpu_with_its_job_until_it_ends(void **state) {
   assert_int_equal(fixture_remove(r), 0);
 }
 
+/* The kubelet's ListPodResourcesResponse: one pod with a GPU and a NIC (not nvidia.com/: left out),
+ * encoded as api.proto numbers its fields; cut short, it is refused. */
+static void test_podres_decode_keeps_the_pods_gpus(void **state) {
+  (void)state;
+  static const uint8_t msg[] = {
+      0x0a, 0x48,                                                                       /* pod_resources (72 bytes) */
+      0x0a, 0x07, 'i', 'n', 'f', 'e', 'r', '-', '0',                                    /* name */
+      0x12, 0x07, 's', 'e', 'r', 'v', 'i', 'n', 'g',                                    /* namespace */
+      0x1a, 0x34,                                                                       /* containers (52 bytes) */
+      0x0a, 0x06, 's', 'e', 'r', 'v', 'e', 'r',                                         /* name */
+      0x12, 0x15,                                                                       /* devices (21) */
+      0x0a, 0x0e, 'n', 'v', 'i', 'd', 'i', 'a', '.', 'c', 'o', 'm', '/', 'g', 'p', 'u', /* resource */
+      0x12, 0x03, 'G', 'P', 'U',                                                        /* device_ids */
+      0x12, 0x13,                                                                       /* devices (19) */
+      0x0a, 0x0c, 'e', 'x', 'a', 'm', 'p', 'l', 'e', '.', 'n', 'i', 'c', 's',           /* resource */
+      0x12, 0x03, 'e', 't', 'h',                                                        /* device_ids */
+  };
+  struct collect_podres_gpu out[4];
+  assert_int_equal(collect_podres_decode(msg, sizeof msg, out, 4), 1);
+  assert_string_equal(out[0].uuid, "GPU");
+  assert_string_equal(out[0].pod, "infer-0");
+  assert_string_equal(out[0].ns, "serving");
+  assert_string_equal(out[0].container, "server");
+  assert_int_equal(collect_podres_decode(msg, sizeof msg - 3, out, 4), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_rates_and_cgroup_quota),
@@ -553,6 +579,7 @@ int main(void) {
       cmocka_unit_test(test_owner_parse_names_each_runtime_on_v1_and_v2),
       cmocka_unit_test(test_owner_of_a_pod_process_from_the_host),
       cmocka_unit_test(test_owners_label_a_gpu_with_its_job_until_it_ends),
+      cmocka_unit_test(test_podres_decode_keeps_the_pods_gpus),
       cmocka_unit_test(test_proctree_follows_children_that_come_and_go),
       cmocka_unit_test(test_gputrees_one_tree_per_gpu_process_at_most_64),
       cmocka_unit_test(test_gputrees_is_off_for_a_job),
