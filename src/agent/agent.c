@@ -395,6 +395,7 @@ static int attach_end(struct gs_sink *s, int *job_status, const char *how) {
 /* Everything one run holds, so setup, loop and finish can be read apart. */
 struct agent {
   const struct agent_opts *o;
+  struct collect_oom oom0; /* the cgroup's memory figures at the start (oom.c) */
   struct store *st;
   struct gs_sink *sink;
   struct ingest *in;
@@ -518,6 +519,7 @@ static int agent_setup(struct agent *a) {
     return rc;
   if ((rc = sig_setup(&a->sig, joblog_has_tty(a->log))))
     return rc;
+  agent_oom_start(&a->oom0);
   if (o->alerts && alert_config_active(o->alerts)) {
     struct alert_run_info ai = {.run_id = a->run.id,
                                 .run_name = a->run.name,
@@ -757,10 +759,11 @@ static void agent_finish(struct agent *a) {
            *a->job_status == 0                      ? "finished"
            : *a->job_status > 128 && !a->exec_errno ? "killed"
                                                     : "failed");
-  if (a->alerts) { /* the exit alert, what is still firing resolved, the drain; its counts flushed */
-    alert_engine_finish(a->alerts, a->run.status, a->run.exit_code);
+  double oom = agent_oom_end(&a->oom0, a->run.exit_code, a->sink); /* NAN: not OOM-killed */
+  if (a->alerts) /* the exit alert, what is still firing resolved, the drain; its counts flushed */
+    alert_engine_finish(a->alerts, a->run.status, a->run.exit_code, oom);
+  if (a->alerts || !isnan(oom))
     writer_flush(&a->w, 0); /* after the writer stopped: the job's output was ended by its last cycle */
-  }
   if (a->st->run_end(a->st, &a->run))
     fprintf(stderr, "gpuscope: cannot close the run: %s\n", gs_last_error());
   char unkept[2304];

@@ -87,4 +87,14 @@ void joblog_end(struct joblog *j);
 /* Stops the pump if it runs and frees everything; NULL: nothing. */
 void joblog_free(struct joblog *j);
 
+/* ---- oom.c: whether the kernel's OOM killer ended the job ---- */
+struct collect_oom;
+struct gs_sink;
+/* The cgroup's memory figures at the run's start into *at_start (unknown ones -1 / NAN). */
+void agent_oom_start(struct collect_oom *at_start);
+/* At the job's end (status its shell status, -1 unknown: nothing said): when the OOM killer ended
+ * it, puts the params exit.oom_killed=1, exit.oom_limit_bytes, exit.mem_peak_bytes and a note, and
+ * returns the limit in bytes (0 when unknown); NAN when it was not OOM-killed. */
+double agent_oom_end(const struct collect_oom *at_start, int status, struct gs_sink *s);
+
 #endif

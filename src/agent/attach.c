@@ -15,20 +15,14 @@
 
 #include "agent/agent.h"
 #include "agent/agent_int.h"
+#include "collect/collect.h"
 #include "core/core.h"
 
 /* The start time (field 22) of /proc/PID/stat, or 0 when the process is gone. */
 static unsigned long long proc_start_time(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  char buf[1024];
+  if (collect_proc_read(NULL, pid, "stat", buf, sizeof buf) <= 0)
     return 0;
-  ssize_t r = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (r <= 0)
-    return 0;
-  buf[r] = 0;
   const char *p = strrchr(buf, ')'); /* comm may hold spaces and parentheses */
   if (!p)
     return 0;
@@ -54,9 +48,9 @@ int agent_attach_open(pid_t pid, struct agent_attach_target *t) {
     return gs_fail(GS_EINVAL, "attach: %d is gpuscope itself", (int)pid);
   if (!(t->start = proc_start_time(pid)))
     return gs_fail(GS_ENOENT, "attach: no process %d", (int)pid);
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)pid, (int)pid);
-  if (access(path, R_OK))
+  char path[64], kids[64];
+  snprintf(path, sizeof path, "task/%d/children", (int)pid);
+  if (collect_proc_read(NULL, pid, path, kids, sizeof kids) < 0)
     return gs_fail(GS_EINVAL, "attach: cannot watch process %d: %s", (int)pid, strerror(errno));
 #ifdef SYS_pidfd_open
   t->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -82,17 +76,12 @@ void agent_attach_done(struct agent_attach_target *t) {
 }
 
 void agent_attach_command(pid_t pid, char *buf, size_t n) {
-  char path[64];
-  buf[0] = 0;
-  snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0 || n < 2) {
-    if (fd >= 0)
-      close(fd);
+  if (n < 2) {
+    if (n)
+      buf[0] = 0;
     return;
   }
-  ssize_t r = read(fd, buf, n - 1);
-  close(fd);
+  ssize_t r = collect_proc_read(NULL, pid, "cmdline", buf, n);
   if (r <= 0) {
     buf[0] = 0;
     return;

@@ -7,6 +7,7 @@
  * exported as gpuscope_finding, both by a store thread of their own: a store that is slow or
  * hangs never holds a tick). It ends on SIGINT, SIGTERM or SIGHUP. */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -159,7 +160,7 @@ static size_t node_open_collectors(const struct agent_node_opts *o, struct gs_si
   char err[256];
   size_t ncols = 0;
   struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = 0, .interval_ns = o->interval_ns};
-  const struct collector *want[] = {&collector_host, &collector_nvml, &collector_gputrees};
+  const struct collector *want[] = {&collector_host, &collector_nvml, &collector_gputrees, &collector_gpuowners};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     err[0] = 0;
     void *ctx = want[i]->open(&copts, sink, err, sizeof err);
@@ -262,7 +263,7 @@ int agent_node_run(const struct agent_node_opts *o) {
   int rc = GS_OK, sfd = -1, failed = 0, begun = 0;
   struct store *st = NULL;
   struct store_run run;
-  struct node_col cols[4];
+  struct node_col cols[5];
   size_t ncols = 0;
   struct expose *m = NULL;
   struct alert_engine *alerts = NULL;
@@ -317,7 +318,7 @@ int agent_node_run(const struct agent_node_opts *o) {
   node_loop(o, sfd, sink, st != NULL, cols, ncols);
   if (st)
     node_store_stop(&w);
-  alert_engine_finish(alerts, "finished", -1); /* resolves what fires; its counts go in the last flush */
+  alert_engine_finish(alerts, "finished", -1, NAN); /* resolves what fires; its counts go in the last flush */
   if (!o->quiet && alerts)
     alert_engine_summary(alerts, stderr);
 fail:

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/agent_int.h"
+#include "collect/collect.h"
 #include "core/core.h"
 
 /* How long one git command may take (a repository on a slow network mount). */
@@ -165,6 +166,23 @@ static void git_params(struct gs_sink *s, const char *cwd, int save_diff) {
   free(c.all);
 }
 
+/* What the run's own cgroups say (a container's cgroup namespace may hide them: then nothing), where
+ * the environment did not: the container's id, the pod's UID and namespace, the Slurm job. */
+static void owner_params(struct gs_sink *s, const struct collect_owner *o) {
+  char ns[128], v[8];
+  if (o->container[0])
+    gs_sink_param(s, "container.id", o->container);
+  if (o->pod_uid[0])
+    gs_sink_param(s, "sched.k8s_pod_uid", o->pod_uid);
+  if (!gs_sink_param_get(s, "sched.k8s_namespace", v, sizeof v) && !collect_k8s_own_namespace(NULL, ns, sizeof ns))
+    gs_sink_param(s, "sched.k8s_namespace", ns);
+  const char *host = getenv("HOSTNAME"); /* a pod's hostname is its name unless spec.hostname says else */
+  if (getenv("KUBERNETES_SERVICE_HOST") && !gs_sink_param_get(s, "sched.k8s_pod", v, sizeof v) && host && *host)
+    gs_sink_param(s, "sched.k8s_pod", host);
+  if (o->hpc_job[0] && !gs_sink_param_get(s, "sched.slurm_job_id", v, sizeof v))
+    gs_sink_param(s, "sched.slurm_job_id", o->hpc_job);
+}
+
 /* The scheduler's ids and the container, from the environment and /proc. */
 static void env_params(struct gs_sink *s) {
   static const struct {
@@ -188,14 +206,20 @@ static void env_params(struct gs_sink *s) {
   }
   if (getenv("KUBERNETES_SERVICE_HOST"))
     gs_sink_param(s, "container.orchestrator", "kubernetes");
+  struct collect_owner own;
+  int owned = !collect_owner_of(NULL, getpid(), &own);
   const char *rt = getenv("container"); /* podman, systemd-nspawn, lxc set it */
   if (rt && *rt)
     gs_sink_param(s, "container.runtime", rt);
   else if (access("/.dockerenv", F_OK) == 0)
     gs_sink_param(s, "container.runtime", "docker");
+  else if (owned && own.runtime[0])
+    gs_sink_param(s, "container.runtime", own.runtime);
   char cg[1024];
-  if (!gs_cgroup_path(cg, sizeof cg) && cg[0] && strcmp(cg, "/")) /* the root cgroup says nothing */
+  if (!collect_cgroup_path(NULL, cg, sizeof cg) && cg[0] && strcmp(cg, "/")) /* the root cgroup says nothing */
     gs_sink_param(s, "container.cgroup", cg);
+  if (owned)
+    owner_params(s, &own);
 }
 
 void agent_provenance(struct gs_sink *s, const char *cwd, int save_diff) {

@@ -110,11 +110,12 @@ struct alert_engine *alert_engine_new(const struct alert_config *c, const struct
 int alert_engine_eval(struct alert_engine *e, struct store *st);
 
 /* The run's end: status is the run's (finished, failed, killed), exit_code the job's shell status
- * (-1 unknown). Fires the exit rule for a run that did not finish, resolves what is firing ("the run
- * ended"), lets the delivery thread send what is queued for at most the timeout, then stops it;
- * what it could not send is dropped, counted. Puts the counts as params alert.fired, alert.sent,
- * alert.failed, alert.dropped, and a note when some were dropped or failed. Call once. */
-void alert_engine_finish(struct alert_engine *e, const char *status, int exit_code);
+ * (-1 unknown), oom_limit NAN unless the kernel's OOM killer ended the job, then its cgroup's memory
+ * limit in bytes (0 when unknown; the agent tells: collect/ reads the cgroup). Fires the exit rule for a run that did
+ * not finish, resolves what is firing ("the run ended"), lets the delivery thread send what is queued for at most the
+ * timeout, then stops it; what it could not send is dropped, counted. Puts the counts as params alert.fired,
+ * alert.sent, alert.failed, alert.dropped, and a note when some were dropped or failed. Call once. */
+void alert_engine_finish(struct alert_engine *e, const char *status, int exit_code, double oom_limit);
 
 /* One line for the run summary ("  alerts: 2 fired, 1 resolved; 3 sent, 0 failed, 0 dropped") on out;
  * nothing when no rule fired and nothing was dropped. */

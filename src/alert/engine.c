@@ -48,7 +48,6 @@ struct alert_engine {
   size_t nact;
   int64_t last_eval;
   long fired, resolved;
-  long oom_at_start; /* the cgroup's oom_kill count when the run began, -1 unknown */
   int finished;
   int full_said; /* the event that the key table is full was recorded */
 };
@@ -528,7 +527,6 @@ struct alert_engine *alert_engine_new(const struct alert_config *c, const struct
   snprintf(e->run_name, sizeof e->run_name, "%s", info->run_name ? info->run_name : "");
   snprintf(e->host, sizeof e->host, "%s", info->host ? info->host : "");
   e->sink = sink;
-  e->oom_at_start = gs_cgroup_oom_kills();
   if (alert_queue_start(&e->q, &e->c)) {
     free(e);
     return NULL;
@@ -537,23 +535,23 @@ struct alert_engine *alert_engine_new(const struct alert_config *c, const struct
 }
 
 /* exit: a run that did not finish fires once. */
-static void fire_exit(struct alert_engine *e, int rule, const char *status, int exit_code) {
+static void fire_exit(struct alert_engine *e, int rule, const char *status, int exit_code, double oom_limit) {
   struct alert_obs *o = obs_new("exit", "");
   if (!o)
     return;
-  long oom = gs_cgroup_oom_kills();
-  int oomed = oom > e->oom_at_start && e->oom_at_start >= 0;
+  char why[160] = "", lim[32];
+  if (!isnan(oom_limit)) /* killed by the OOM killer at 700 MiB */
+    snprintf(why, sizeof why, "; killed by the OOM killer%s%s (its cgroup's memory limit)", oom_limit > 0 ? " at " : "",
+             oom_limit > 0 ? gs_fmt_limit(oom_limit, lim, sizeof lim) : "");
   o->cond = 1;
   o->value = exit_code;
   if (exit_code > 128 && !strcmp(status, "killed")) {
     int sig = exit_code - 128;
-    snprintf(o->title, sizeof o->title, "the run was %s", oomed ? "OOM-killed" : "killed");
-    snprintf(o->text, sizeof o->text, "the job died of signal %d (%s)%s", sig, strsignal(sig),
-             oomed ? "; the kernel's OOM killer ended a process of its cgroup (memory.events oom_kill)" : "");
+    snprintf(o->title, sizeof o->title, "the run was %s", why[0] ? "OOM-killed" : "killed");
+    snprintf(o->text, sizeof o->text, "the job died of signal %d (%s)%s", sig, strsignal(sig), why);
   } else {
     snprintf(o->title, sizeof o->title, "the run failed");
-    snprintf(o->text, sizeof o->text, "the job exited with status %d%s", exit_code,
-             oomed ? "; the kernel's OOM killer ended a process of its cgroup (memory.events oom_kill)" : "");
+    snprintf(o->text, sizeof o->text, "the job exited with status %d%s", exit_code, why);
   }
   alert_observe(e, rule, o);
   free(o);
@@ -575,13 +573,13 @@ static void put_counts(struct alert_engine *e) {
     gs_sink_note(e->sink, "alerts: %ld could not be delivered (last: %s)", q->failed, q->last_error);
 }
 
-void alert_engine_finish(struct alert_engine *e, const char *status, int exit_code) {
+void alert_engine_finish(struct alert_engine *e, const char *status, int exit_code, double oom_limit) {
   if (!e || e->finished)
     return;
   e->finished = 1;
   for (size_t i = 0; i < e->c.nrules; i++)
     if (e->c.rules[i].kind == ALERT_EXIT && strcmp(status, "finished"))
-      fire_exit(e, (int)i, status, exit_code);
+      fire_exit(e, (int)i, status, exit_code, oom_limit);
   for (size_t i = 0; i < e->nact; i++) {
     struct alert_active *a = &e->act[i];
     if (!a->firing || e->c.rules[a->rule].kind == ALERT_EXIT)

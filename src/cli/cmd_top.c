@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "collect/collect.h"
 #include "tui/tui.h"
 
 static const char top_usage[] =
@@ -46,7 +47,7 @@ int cmd_top(int argc, char **argv) {
                                            {"store", required_argument, 0, 's'},
                                            {"help", no_argument, 0, 'h'},
                                            {0, 0, 0, 0}};
-  struct top_args a = {.o = {.refresh_ns = GS_NS_PER_S, .self_exe = "/proc/self/exe"}};
+  struct top_args a = {.o = {.refresh_ns = GS_NS_PER_S, .self_exe = COLLECT_SELF_EXE}};
   /* Options stop at "--": what follows is the job's command line, never top's options. */
   int dash = argc;
   for (int i = 1; i < argc; i++)

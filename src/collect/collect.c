@@ -6,8 +6,8 @@
 
 #include "collect/collect.h"
 
-const struct collector *const collect_registry[] = {&collector_host, &collector_proctree, &collector_nvml,
-                                                    &collector_gputrees, NULL};
+const struct collector *const collect_registry[] = {&collector_host,     &collector_proctree,  &collector_nvml,
+                                                    &collector_gputrees, &collector_gpuowners, NULL};
 
 const char *collect_path(const struct collector_opts *o, const char *path, char *buf, size_t n) {
   const char *root = o && o->root ? o->root : "/";

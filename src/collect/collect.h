@@ -47,6 +47,11 @@ extern const struct collector collector_nvml;
  * per-process series from the sink, so it samples after collector_nvml. */
 extern const struct collector collector_gputrees;
 #define GPUTREES_MAX 64
+/* Whose work is on each GPU (collect/gpu_owners.c; samples after collector_nvml). Node mode: the
+ * series gpu_proc.owner per GPU process (pid, nspid, runtime, container, pod_uid, hpc_job) and the
+ * params gpu.N.hpc_job / namespace / pod / container. A run in a PID namespace of its own: a note
+ * when NVML lists pids from outside it. Off for a run on the host. */
+extern const struct collector collector_gpuowners;
 
 /* All collectors, in sampling order, NULL-terminated. */
 extern const struct collector *const collect_registry[];
@@ -60,6 +65,107 @@ int collect_count_descendants(pid_t pid);
 /* Lists the live descendants of pid (parents before their children) into *out, which the caller
  * frees (it may be NULL when there are none). Returns how many; 0 when none or out of memory. */
 int collect_list_descendants(pid_t pid, pid_t **out);
+
+/* ---- cgroups and the other per-process files (collect/proc_pid_cgroup.c): the one reader of
+ * /proc/PID/cgroup and /proc/self/mountinfo, behind the root prefix (NULL or "/": the real one) ---- */
+
+/* The controllers gpuscope reads, each found on its own hierarchy. */
+enum { COLLECT_CG_CPU, COLLECT_CG_CPUACCT, COLLECT_CG_MEMORY, COLLECT_CG_CPUSET, COLLECT_CG_N };
+/* The host's layout as the process sees it: no cgroup found, all on v2, all on v1, or v1
+ * controllers beside a v2 hierarchy (v2 mounted at /sys/fs/cgroup/unified with no controllers). */
+enum { COLLECT_CG_NONE, COLLECT_CG_V2, COLLECT_CG_V1, COLLECT_CG_HYBRID };
+#define COLLECT_CG_DIR_MAX 640
+/* v1 writes "no memory limit" as the largest page-aligned counter (9223372036854771712). */
+#define COLLECT_CG_V1_UNLIMITED 4611686018427387904.0 /* 2^62: no real limit is that large */
+
+struct collect_cgroup {
+  char dir[COLLECT_CG_N][COLLECT_CG_DIR_MAX]; /* each controller's folder ("/sys/fs/cgroup/memory/job"),
+                                                 without the root prefix; "" when not found */
+  int v1[COLLECT_CG_N];                       /* 1: on a cgroup v1 hierarchy, 0: on the unified one */
+  char path[COLLECT_CG_N][512];               /* each one's cgroup path (its /proc/PID/cgroup line) */
+  char v2_path[512];                          /* the "0::" line's path, "" when none */
+  int layout;                                 /* COLLECT_CG_NONE / V2 / V1 / HYBRID */
+};
+
+/* Finds pid's cgroup folder for each controller (pid 0: this process): its line of /proc/PID/cgroup
+ * and its hierarchy's mount in /proc/self/mountinfo (without a mountinfo, the usual places under
+ * /sys/fs/cgroup). Fills *cg (the caller's). Returns 0, or -1 when /proc/PID/cgroup is unreadable. */
+int collect_cgroup_find(const char *root, pid_t pid, struct collect_cgroup *cg);
+/* "none", "v2", "v1", "hybrid". Never NULL. */
+const char *collect_cgroup_layout_name(int layout);
+/* This process's cgroup path into buf: the v2 path, or where v2 says only "/" (v1, hybrid) the
+ * memory hierarchy's. Returns 0, or -1 when there is none or it does not fit. */
+int collect_cgroup_path(const char *root, char *buf, size_t n);
+
+/* A cgroup's memory limit, peak and OOM kills, from the layout's own files. */
+struct collect_oom {
+  long long kills;      /* OOM kills so far (v2 memory.events oom_kill, v1 memory.oom_control); -1 unknown */
+  long long limit_hits; /* times usage reached the limit (v2 memory.events max, v1 memory.failcnt); -1 unknown */
+  double limit_bytes;   /* memory.max / memory.limit_in_bytes; NAN when none or unknown */
+  double peak_bytes;    /* memory.peak (kernel 5.19 on) / memory.max_usage_in_bytes; NAN when unknown */
+};
+/* Reads pid's (0: this process's) memory cgroup into *o. Returns 0, or -1 when no memory cgroup
+ * was found (then *o says unknown throughout). Can't fail otherwise. */
+int collect_cgroup_oom(const char *root, pid_t pid, struct collect_oom *o);
+
+/* Reads /proc/PID/FILE (pid <= 0: /proc/FILE) under the root: up to n-1 bytes into buf,
+ * NUL-terminated (NULs inside, as in environ and cmdline, are kept). Returns the bytes read, or -1
+ * with errno set when it cannot be opened or read. */
+ssize_t collect_proc_read(const char *root, pid_t pid, const char *file, char *buf, size_t n);
+/* The running gpuscope binary, to start again (top -- CMD). */
+#define COLLECT_SELF_EXE "/proc/self/exe"
+/* This boot's id (/proc/sys/kernel/random/boot_id) into buf, "" when unknown. Can't fail. */
+void collect_boot_id(char *buf, size_t n);
+
+/* ---- who a process belongs to (collect/proc_pid_owner.c) ---- */
+
+/* A process's container, pod and Slurm job as its cgroup paths name them; "" for each one unknown. */
+struct collect_owner {
+  char runtime[16];   /* "docker", "containerd", "cri-o", "podman"; "" when the path does not say */
+  char container[72]; /* the container id (64 hex) */
+  char pod_uid[40];   /* the Kubernetes pod's UID (8-4-4-4-12) */
+  char hpc_job[24];   /* the Slurm job id */
+  long nspid;         /* its pid inside its own PID namespace (the last NSpid); -1 unknown */
+  int ns_levels;      /* PID namespaces it is in (1: only the host's); 0 unknown */
+};
+/* Reads what one cgroup path says into *o, filling only fields still empty and keeping the others.
+ * Paths as the kernel writes them; any bytes are safe (each field is checked for its shape). */
+void collect_owner_parse(const char *path, struct collect_owner *o);
+/* Fills *o (the caller's) from /proc/PID/cgroup (every line) and /proc/PID/status under the root.
+ * Returns 0, or -1 when the process's cgroup file cannot be read (gone, or another namespace's). */
+int collect_owner_of(const char *root, pid_t pid, struct collect_owner *o);
+
+/* A pod's names, from the kubelet's log folders. */
+struct collect_pod {
+  char ns[64], pod[256], container[64];
+};
+/* Finds pod uid's namespace and name (/var/log/pods/NAMESPACE_POD_UID under the root, or under
+ * $GPUSCOPE_KUBELET_LOGS where a DaemonSet mounted the node's /var/log) and, with a container id
+ * cid (NULL: none), the container's name (/var/log/containers/POD_NS_NAME-CID.log).
+ * Returns 0 (container "" when not found), or -1 when the pod's folder is not there. */
+int collect_k8s_pod(const char *root, const char *uid, const char *cid, struct collect_pod *pod);
+/* A GPU a pod holds, from the kubelet's pod-resources API (collect/kubelet_podres.c). */
+struct collect_podres_gpu {
+  char uuid[96]; /* the device id: GPU-... or MIG-... */
+  char ns[64], pod[256], container[64];
+};
+/* Calls PodResourcesLister.List (pod-resources v1) on the kubelet's socket sock, waiting at most
+ * timeout_ms for each answer, and lists the nvidia.com/ devices pods hold into out (max of them).
+ * Returns how many, or -1 with a one-line reason in err. */
+int collect_podres_list(const char *sock, int timeout_ms, struct collect_podres_gpu *out, int max, char *err,
+                        size_t errlen);
+/* Decodes a ListPodResourcesResponse (protobuf; any bytes are safe) into out. Returns how many
+ * devices, or -1 when it is malformed. */
+int collect_podres_decode(const uint8_t *msg, size_t len, struct collect_podres_gpu *out, int max);
+
+/* Inside a pod: its namespace, from the service account's mounted file
+ * (/var/run/secrets/kubernetes.io/serviceaccount/namespace under the root) into buf. Returns 0, or
+ * -1 when there is none or it is not a Kubernetes name. */
+int collect_k8s_own_namespace(const char *root, char *buf, size_t n);
+/* The Slurm job(s) on GPU gpu from dcgm-exporter's mapping folder (DCGM_HPC_JOB_MAPPING_DIR: a file
+ * per GPU index, one job id a line, written by the prolog): the ids joined with ',' into buf.
+ * Returns 0, or -1 when there is no such file or it names no job. */
+int collect_hpc_job_file(const char *dir, int gpu, char *buf, size_t n);
 
 /* ---- NVML specifics (collect/nvml*.c) ---- */
 

@@ -1,4 +1,4 @@
-/* collect/host: the machine as the job sees it, from procfs and cgroup v2 — CPU per core and in
+/* collect/host: the machine as the job sees it, from procfs and the cgroup (v2, v1 or hybrid) — CPU per core and in
  * total (user/system/iowait/steal), load, memory and swap, disk and network throughput per device,
  * pressure stall information, and, when the agent runs under a CPU quota or memory limit, usage
  * relative to that limit (a container with 4 cores on a 64-core host must not look 94 % idle).
@@ -42,13 +42,22 @@ static const struct gs_metric_desc host_metrics[] = {
     {"host.psi.memory_full_pct", "%", GS_GAUGE, "share of time all tasks stalled on memory"},
     {"host.psi.io_some_pct", "%", GS_GAUGE, "... on I/O"},
     {"host.psi.io_full_pct", "%", GS_GAUGE, "... all tasks on I/O"},
-    {"host.cgroup.cpu_limit_cores", "cores", GS_GAUGE, "cgroup v2 CPU quota (cpu.max) in cores"},
+    {"host.cgroup.cpu_limit_cores", "cores", GS_GAUGE, "cgroup CPU quota in cores (v2 cpu.max, v1 cpu.cfs_quota_us)"},
     {"host.cpuset_cores", "cores", GS_GAUGE,
      "CPUs the job may run on: its affinity (sched_getaffinity) and the cgroup's cpuset.cpus.effective"},
     {"host.cgroup.cpu_used_pct_of_limit", "%", GS_GAUGE, "CPU used by the cgroup relative to its quota"},
-    {"host.cgroup.mem_limit_bytes", "B", GS_GAUGE, "cgroup v2 memory.max"},
-    {"host.cgroup.mem_used_bytes", "B", GS_GAUGE, "cgroup v2 memory.current"},
-    {"host.cgroup.mem_used_pct_of_limit", "%", GS_GAUGE, "memory.current / memory.max"},
+    {"host.cgroup.cpu_throttled_pct", "%", GS_GAUGE, "share of the quota's periods that were throttled (cpu.stat)"},
+    {"host.cgroup.cpu_throttled_time_pct", "%", GS_GAUGE,
+     "time throttled per second, summed over the CPUs: may pass 100 % (v2 throttled_usec, v1 throttled_time)"},
+    {"host.cgroup.mem_limit_bytes", "B", GS_GAUGE, "cgroup memory limit (v2 memory.max, v1 memory.limit_in_bytes)"},
+    {"host.cgroup.mem_used_bytes", "B", GS_GAUGE, "v2 memory.current, v1 memory.usage_in_bytes"},
+    {"host.cgroup.mem_used_pct_of_limit", "%", GS_GAUGE, "memory used / the limit"},
+    {"host.cgroup.mem_peak_bytes", "B", GS_GAUGE, "v2 memory.peak, v1 memory.max_usage_in_bytes"},
+    {"host.cgroup.mem_limit_hits", "count", GS_GAUGE, "times use reached the limit (v2 memory.events max, v1 failcnt)"},
+    {"host.cgroup.mem_anon_bytes", "B", GS_GAUGE,
+     "memory the limit cannot reclaim without swap (memory.stat: v2 anon, v1 total_rss)"},
+    {"host.cgroup.oom_kills", "count", GS_GAUGE,
+     "the OOM killer's kills (memory.events / memory.oom_control oom_kill)"},
 };
 
 /* ---- the collector ---- */
@@ -57,9 +66,25 @@ static void host_close(void *ctx) {
   struct host *h = ctx;
   if (!h)
     return;
-  int *fds[] = {&h->fd_stat,       &h->fd_mem,        &h->fd_load,     &h->fd_disk,       &h->fd_net,
-                &h->fd_psi[0],     &h->fd_psi[1],     &h->fd_psi[2],   &h->fd_cg_cpu_max, &h->fd_cg_cpu_stat,
-                &h->fd_cg_mem_max, &h->fd_cg_mem_cur, &h->fd_cg_cpuset};
+  int *fds[] = {&h->fd_stat,
+                &h->fd_mem,
+                &h->fd_load,
+                &h->fd_disk,
+                &h->fd_net,
+                &h->fd_psi[0],
+                &h->fd_psi[1],
+                &h->fd_psi[2],
+                &h->fd_cg_cpu_max,
+                &h->fd_cg_cpu_period,
+                &h->fd_cg_cpu_stat,
+                &h->fd_cg_cpu_usage,
+                &h->fd_cg_mem_max,
+                &h->fd_cg_mem_cur,
+                &h->fd_cg_mem_peak,
+                &h->fd_cg_mem_events,
+                &h->fd_cg_mem_failcnt,
+                &h->fd_cg_mem_stat,
+                &h->fd_cg_cpuset};
   for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
     host_close_fd(fds[i]);
   free(h->buf);
@@ -115,7 +140,7 @@ static void host_summary(void *ctx, FILE *out) {
   struct host *h = ctx;
   fprintf(out, "host: %d CPUs", h->ncpu);
   if (h->cg_cores > 0)
-    fprintf(out, " (cgroup quota %.1f cores)", h->cg_cores);
+    fprintf(out, " (cgroup %s quota %.1f cores)", collect_cgroup_layout_name(h->cg_layout), h->cg_cores);
   fprintf(out, ", %d disks, %d network interfaces%s\n", h->ndisk, h->nnet, h->fd_psi[0] >= 0 ? ", PSI on" : "");
 }
 

@@ -42,18 +42,14 @@ int64_t gs_wall_ns(void);
 /* Parses a duration such as "100ms", "0.5s", "2s", "250us", "1m", "90d", or a bare number of seconds.
  * Returns 0 and sets *ns, or GS_EINVAL with a message. */
 int gs_parse_duration(const char *s, int64_t *ns);
-/* This process's cgroup v2 path (the "0::" line of /proc/self/cgroup: "/" for the root cgroup) into
- * buf. Returns 0, or -1 when there is none (cgroup v1 only, no /proc, a path that does not fit). */
-int gs_cgroup_path(char *buf, size_t n);
-/* The kernel's count of OOM kills so far in this process's cgroup (v2: the oom_kill line of
- * /sys/fs/cgroup/<our cgroup>/memory.events); -1 when unknown (cgroup v1, no such file). A job
- * gpuscope launched shares the count unless it moved cgroups. Can't fail otherwise. */
-long gs_cgroup_oom_kills(void);
 
 /* Formats a duration in a short human form ("1.2 s", "3 m 05 s", "2 h 01 m") into buf. */
 const char *gs_fmt_duration(int64_t ns, char *buf, size_t n);
 /* Formats bytes ("512 B", "3.4 MiB"). */
 const char *gs_fmt_bytes(double bytes, char *buf, size_t n);
+/* Formats a limit as it was set: whole GiB or MiB without decimals ("700 MiB", "4 GiB"), else as
+ * gs_fmt_bytes. Returns buf. */
+const char *gs_fmt_limit(double bytes, char *buf, size_t n);
 
 /* Decodes one UTF-8 code point at s (NUL-terminated); invalid or overlong bytes give U+FFFD and
  * consume one byte. Returns the bytes consumed (0 at the end). */

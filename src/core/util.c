@@ -113,6 +113,17 @@ const char *gs_fmt_bytes(double b, char *buf, size_t n) {
   return buf;
 }
 
+const char *gs_fmt_limit(double b, char *buf, size_t n) {
+  static const double unit[] = {1024.0 * 1024 * 1024, 1024.0 * 1024};
+  static const char *const name[] = {"GiB", "MiB"};
+  for (int u = 0; u < 2; u++)
+    if (b >= unit[u] && b / unit[u] == floor(b / unit[u])) {
+      snprintf(buf, n, "%.0f %s", b / unit[u], name[u]);
+      return buf;
+    }
+  return gs_fmt_bytes(b, buf, n);
+}
+
 const char *gs_kind_name(enum gs_kind k) {
   switch (k) {
   case GS_GAUGE:
@@ -233,34 +244,4 @@ char *gs_term_escape(const char *in, int utf8, char *out, size_t n) {
   if (n)
     out[o] = 0;
   return out;
-}
-
-int gs_cgroup_path(char *buf, size_t n) {
-  char line[4096];
-  FILE *f = fopen("/proc/self/cgroup", "r");
-  int rc = -1;
-  while (f && rc && fgets(line, sizeof line, f))
-    if (!strncmp(line, "0::", 3)) {
-      line[strcspn(line, "\n")] = 0;
-      rc = snprintf(buf, n, "%s", line + 3) < (int)n ? 0 : -1;
-    }
-  if (f)
-    fclose(f);
-  return rc;
-}
-
-long gs_cgroup_oom_kills(void) {
-  char cg[4096], path[4200], line[256];
-  long n = -1;
-  FILE *f;
-  if (gs_cgroup_path(cg, sizeof cg))
-    return -1;
-  snprintf(path, sizeof path, "/sys/fs/cgroup%s/memory.events", cg);
-  if (!(f = fopen(path, "r")))
-    return -1;
-  while (fgets(line, sizeof line, f))
-    if (sscanf(line, "oom_kill %ld", &n) == 1)
-      break;
-  fclose(f);
-  return n;
 }

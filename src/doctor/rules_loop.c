@@ -22,6 +22,13 @@ static int saturated(const struct dr_run *d) {
   return d->job_cores >= DR_SATURATED * u;
 }
 
+/* A CPU quota that binds with no room left in it for one more loading process (the quota less the
+ * job's CPU below what one loading process uses): more workers would only share the same cores. */
+static int quota_full(const struct dr_run *d, double lcpu_lo) {
+  return isfinite(d->quota) && d->quota <= dr_usable_cores(d) + 1e-9 && isfinite(d->job_cores) &&
+         d->quota - d->job_cores < (isfinite(lcpu_lo) && lcpu_lo > 0.1 ? lcpu_lo : 0.1);
+}
+
 /* Do the host's tasks wait for a CPU most of the time (PSI cpu some)? Then a process's low CPU says
  * it was runnable, not that it waited on something else. */
 static int cpu_contended(const struct dr_run *d) {
@@ -251,7 +258,7 @@ static void workers_evidence(struct store_finding *f, const struct dr_run *d, in
 static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0, double load_s, double lcpu_lo,
                                double lcpu_hi) {
   struct workers_advice a;
-  if (!advise_workers(d, w0, load_s, &a))
+  if (quota_full(d, lcpu_lo) || !advise_workers(d, w0, load_s, &a))
     return;
   int rec = a.rec;
   double s_new = a.s_new;
@@ -311,6 +318,23 @@ static void add_loader_workers(struct dr_run *d, struct dr_findings *fs, int w0,
             d->step_mean * 1e3, bs, rec, rec, rec);
 }
 
+/* Whether more loader processes would help, for the input-bound fix. A quota that binds is named:
+ * on a 64-core host, "the cores it can" would read as 64. */
+static const char *more_workers_text(const struct dr_run *d, const struct dr_findings *fs, char *buf, size_t n) {
+  int full = saturated(d) == 1 || quota_full(d, -1);
+  if (dr_has(fs, "loader_workers"))
+    dr_printf(buf, n, " (see loader_workers)");
+  else if (isfinite(d->quota) && d->quota <= dr_usable_cores(d) + 1e-9)
+    dr_printf(buf, n, " (%s %.1f cores its cgroup's CPU quota allows)",
+              full ? "here they are not: the job already uses the" : "the workers model found none worth adding in the",
+              d->quota);
+  else if (saturated(d) != 1)
+    dr_printf(buf, n, " (the workers model found none worth adding here)");
+  else
+    dr_printf(buf, n, " (here they are not: the job already uses the cores it can)");
+  return buf;
+}
+
 static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu_lo, double lcpu_hi, int inferred) {
   const struct dr_gpu *g = used_gpu(d);
   double share = inferred ? 1 - g->util.mean / 100 : d->data_share;
@@ -368,6 +392,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
               "the loader used %s (the host's CPU or the split of the training process's CPU not measured "
               "well enough to tell CPU work from latency)",
               cores_text((char[48]){0}, 48, lcpu_lo, lcpu_hi));
+  char idle[128];
   dr_printf(f->fix, sizeof f->fix,
             "%s and %s: make each "
             "batch cheaper to produce. Move costly per-sample transforms offline (preprocess once and store "
@@ -381,10 +406,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
             "Keras / tf.data:\n"
             "  ds = ds.map(decode, num_parallel_calls=tf.data.AUTOTUNE).cache()  # cache before random aug\n"
             "  ds = ds.map(augment, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)",
-            wait, why,
-            dr_has(fs, "loader_workers") ? " (see loader_workers)"
-            : saturated(d) == 1          ? " (here they are not: the job already uses the cores it can)"
-                                         : " (the workers model found none worth adding here)");
+            wait, why, more_workers_text(d, fs, idle, sizeof idle));
 }
 
 static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, double lcpu_lo, double lcpu_hi) {

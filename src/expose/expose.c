@@ -122,6 +122,8 @@ struct gpu_labels {
   int known;
   char text[512]; /* gpu="0",UUID="...",... */
   size_t head;    /* length of text up to modelName: a MIG instance's labels go after it */
+  char work[640]; /* the workload's labels (workload_labels), as of the render at work_at */
+  int64_t work_at;
 };
 
 struct expose {
@@ -272,6 +274,26 @@ static const char *gpu_labels(struct expose *m, int gpu) {
   snprintf(key, sizeof key, "gpu.%d.uuid", gpu);
   g->known = gs_sink_param_get(m->sink, key, v, sizeof v);
   return g->text;
+}
+
+/* The labels of the work on a GPU, as dcgm-exporter names them: hpc_job (Slurm), namespace, pod,
+ * container (Kubernetes), from the params the owners collector keeps (collect/gpu_owners.c; "" when
+ * the work is gone, so a finished job's labels leave the page). Read once per render. */
+static const char *workload_labels(struct expose *m, int gpu) {
+  static const char *const keys[] = {"hpc_job", "namespace", "pod", "container"};
+  if (gpu < 0 || gpu >= MAX_GPUS)
+    return "";
+  struct gpu_labels *g = &m->gpus[gpu];
+  if (g->work_at == m->now && m->now)
+    return g->work;
+  char key[64], v[256];
+  g->work[0] = 0, g->work_at = m->now;
+  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+    snprintf(key, sizeof key, "gpu.%d.%s", gpu, keys[i]);
+    if (gs_sink_param_get(m->sink, key, v, sizeof v) && v[0])
+      label_add(g->work, sizeof g->work, keys[i], strlen(keys[i]), v, strlen(v));
+  }
+  return g->work;
 }
 
 /* gpuscope's own name for a series: gpuscope_ + the name with dots as underscores, a percentage as a
@@ -620,8 +642,9 @@ int expose_write(struct expose *m, FILE *out, int openmetrics, int64_t now_ns) {
     const char *gl = r->gpu < 0  ? ""
                      : r->gi < 0 ? gpu_labels(m, r->gpu)
                                  : mig_labels(m, r->gpu, r->gi, mig, sizeof mig);
+    const char *wl = r->gpu >= 0 && r->gi < 0 ? workload_labels(m, r->gpu) : "";
     if (*gl || r->labels[0])
-      fprintf(out, "{%s%s%s}", gl, *gl && r->labels[0] ? "," : "", r->labels);
+      fprintf(out, "{%s%s%s%s%s}", gl, *gl && *wl ? "," : "", wl, (*gl || *wl) && r->labels[0] ? "," : "", r->labels);
     fputc(' ', out);
     put_value(out, r->v);
     fputc('\n', out);

@@ -48,6 +48,21 @@ const char *rp_bytes(char *buf, size_t n, double v) {
   return gs_fmt_bytes(v, buf, n);
 }
 
+const char *rp_exit_why(char *buf, size_t n, const struct runview *v) {
+  char lim[32] = "", peak[32] = "";
+  double l = runview_param_num(v, "exit.oom_limit_bytes"), p = runview_param_num(v, "exit.mem_peak_bytes");
+  buf[0] = 0;
+  if (runview_param_bool(v, "exit.oom_killed") != 1)
+    return buf;
+  if (isfinite(l))
+    gs_fmt_limit(l, lim, sizeof lim);
+  if (isfinite(p))
+    gs_fmt_bytes(p, peak, sizeof peak);
+  snprintf(buf, n, ", OOM-killed%s%s%s%s%s", lim[0] ? " at " : "", lim, peak[0] ? " (peak " : "", peak,
+           peak[0] ? ")" : "");
+  return buf;
+}
+
 const char *rp_duration(char *buf, size_t n, double seconds) {
   if (!isfinite(seconds) || seconds <= 0 || seconds > 9e9) {
     snprintf(buf, n, "—");

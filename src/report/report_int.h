@@ -20,6 +20,9 @@ const char *rp_pct(char *buf, size_t n, double share);
 /* Bytes ("3.4 GiB") or "—". */
 const char *rp_bytes(char *buf, size_t n, double v);
 
+/* Why the run ended, when the agent knew more than the status: ", OOM-killed at 700 MiB (peak 700.0
+ * MiB)" from the exit.oom_* params; "" otherwise. Returns buf. */
+const char *rp_exit_why(char *buf, size_t n, const struct runview *v);
 /* A duration in seconds ("1m 30s" style), or "—" when not finite or not positive. */
 const char *rp_duration(char *buf, size_t n, double seconds);
 /* One evidence value (raw JSON text val[0..vlen)) for people, in the unit doctor_evidence_unit gives

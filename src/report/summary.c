@@ -77,7 +77,8 @@ int report_summary(FILE *out, const struct runview *v) {
   }
   fputs(" — ", out);
   gs_term_text(out, run.status, 0);
-  fprintf(out, ", %s (exit %d)\n", dur, run.exit_code);
+  char why[96];
+  fprintf(out, "%s, %s (exit %d)\n", rp_exit_why(why, sizeof why, v), dur, run.exit_code);
   struct runview_stats cpu, cg, tree, rss, mem;
   runview_stats(v, "host", "host.cpu.busy_pct", "cpu=total", INT64_MIN, INT64_MAX, &cpu);
   runview_stats(v, "host", "host.cgroup.cpu_used_pct_of_limit", "", INT64_MIN, INT64_MAX, &cg);

@@ -140,7 +140,8 @@ static void print_header(FILE *out, const struct style *s, const struct report_r
   rp_duration(dur, sizeof dur, r->view.duration_s);
   fprintf(out, " — ");
   gs_term_text(out, r->view.run.status, 0);
-  fprintf(out, ", %s, exit %d", dur, r->view.run.exit_code);
+  char why[96];
+  fprintf(out, "%s, %s, exit %d", rp_exit_why(why, sizeof why, &r->view), dur, r->view.run.exit_code);
   print_gpu_death(out, r);
   fputs("\n  command:  ", out);
   gs_term_text(out, r->view.run.command, 0);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "collect/collect.h"
 #include "store/store_backend.h"
 
 void store_kv_free(struct gs_kv *kv, size_t n) {
@@ -178,13 +179,7 @@ void store_make_run_id(char *out) {
 }
 
 void store_boot_id(char *buf, size_t n) {
-  buf[0] = 0;
-  FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-  if (f) {
-    if (fgets(buf, (int)n, f))
-      buf[strcspn(buf, "\n")] = 0;
-    fclose(f);
-  }
+  collect_boot_id(buf, n); /* collect/ reads every /proc path */
 }
 
 int store_spool_dirs(char dirs[][STORE_SPOOL_DIR_MAX], int max) {

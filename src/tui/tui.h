@@ -20,7 +20,7 @@ struct tui_opts {
   const char *store_url; /* NULL: the default store */
   const char *run_ref;   /* a run reference; NULL: the newest running run */
   char *const *argv;     /* non-NULL: `top -- CMD`: run CMD under `gpuscope run` and watch that run */
-  const char *self_exe;  /* the gpuscope binary to start for argv ("/proc/self/exe") */
+  const char *self_exe;  /* the gpuscope binary to start for argv (COLLECT_SELF_EXE) */
   int64_t refresh_ns;    /* how often the store is read again (default 1 s) */
 };
 

@@ -550,15 +550,9 @@ int tune_trial_poll(const struct tune_opts *o, struct tune_proc *p, int64_t dead
 
 /* The command name of pid into buf ("?" when gone), control characters replaced. */
 static void proc_comm(pid_t pid, char *buf, size_t n) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-  FILE *f = fopen(path, "r");
-  snprintf(buf, n, "?");
-  if (f) {
-    if (fgets(buf, (int)n, f))
-      buf[strcspn(buf, "\n")] = 0;
-    fclose(f);
-  }
+  if (collect_proc_read(NULL, pid, "comm", buf, n) <= 0)
+    snprintf(buf, n, "?");
+  buf[strcspn(buf, "\n")] = 0;
   for (char *c = buf; *c; c++)
     if ((unsigned char)*c < 32 || *c == 127)
       *c = '?';
@@ -567,13 +561,9 @@ static void proc_comm(pid_t pid, char *buf, size_t n) {
 /* Whether pid's environment says it belongs to trial `mark` (GPUSCOPE_TUNE_TRIAL=mark, which every
  * process of a trial's job inherits however it detached). */
 static int proc_of_trial(pid_t pid, int mark) {
-  char path[64], want[48], buf[65536];
-  snprintf(path, sizeof path, "/proc/%d/environ", (int)pid);
-  int fd = open(path, O_RDONLY | O_CLOEXEC), n = snprintf(want, sizeof want, "GPUSCOPE_TUNE_TRIAL=%d", mark);
-  if (fd < 0)
-    return 0;
-  ssize_t got = read(fd, buf, sizeof buf - 1);
-  close(fd);
+  char want[48], buf[65536];
+  int n = snprintf(want, sizeof want, "GPUSCOPE_TUNE_TRIAL=%d", mark);
+  ssize_t got = collect_proc_read(NULL, pid, "environ", buf, sizeof buf);
   for (ssize_t i = 0; i < got;) { /* NUL-separated NAME=VALUE entries */
     size_t len = strnlen(buf + i, (size_t)(got - i));
     if (len == (size_t)n && !memcmp(buf + i, want, (size_t)n))
@@ -581,6 +571,12 @@ static int proc_of_trial(pid_t pid, int mark) {
     i += (ssize_t)len + 1;
   }
   return 0;
+}
+
+/* The kernel's OOM kills so far in tune's cgroup (every layout's count, collect/); -1 unknown. */
+static long trial_oom_kills(void) {
+  struct collect_oom m;
+  return collect_cgroup_oom(NULL, 0, &m) ? -1 : (long)m.kills;
 }
 
 /* Reaps tune's children that have ended (left-behind processes reparented to tune, the subreaper) —
@@ -664,7 +660,7 @@ static int reached_end(const struct tune_opts *o, const struct tune_trial *t) {
  * the end of its log (NULL when unread), kills0 the cgroup's OOM kills before it started. */
 static void trial_classify(const struct tune_opts *o, struct tune_trial *t, int status, int termed, int interrupted,
                            const char *end, long kills0) {
-  long kills1 = kills0 >= 0 ? gs_cgroup_oom_kills() : -1;
+  long kills1 = kills0 >= 0 ? trial_oom_kills() : -1;
   int asked = termed || ((status == 128 + SIGTERM || status == 128 + SIGKILL) && reached_end(o, t));
   int by_us = asked || interrupted;
   char line[256];
@@ -693,8 +689,8 @@ static void trial_classify(const struct tune_opts *o, struct tune_trial *t, int 
   } else if (kills0 >= 0 && kills1 > kills0) { /* the job or one of its workers */
     t->status = TUNE_OOM;
     snprintf(t->reason, sizeof t->reason,
-             "the kernel's OOM killer ran during the trial (cgroup memory.events oom_kill %ld -> %ld), exit %d", kills0,
-             kills1, status);
+             "the kernel's OOM killer ran during the trial (cgroup oom_kill %ld -> %ld), exit %d", kills0, kills1,
+             status);
   } else {
     t->status = TUNE_FAILED;
     if (status > 128)
@@ -734,7 +730,7 @@ int tune_trial_start(const struct tune_opts *o, struct tune_trial *t, int k, int
     snprintf(t->reason, sizeof t->reason, "pipe: %s", strerror(errno));
     goto fail;
   }
-  p->kills0 = gs_cgroup_oom_kills();
+  p->kills0 = trial_oom_kills();
   p->t0 = gs_mono_ns();
   fflush(NULL);
   if ((p->pid = spawn(o, t, k, argv, tags, p->log_fd, res[1], pinned ? &cores : NULL)) < 0) {

@@ -270,11 +270,316 @@ static void test_gputrees_is_off_for_a_job(void **state) {
   gs_sink_free(s);
 }
 
+/* ---- every cgroup layout gives the same series ---- */
+
+/* The host.cgroup.* values after two ticks of a layout's trees (tests/fixtures/host/layout_<name>,
+ * over the tick1/tick2 host), laid on a root of its own so the layouts do not mix. */
+static const char *const cg_series[] = {"host.cgroup.cpu_limit_cores",       "host.cgroup.cpu_used_pct_of_limit",
+                                        "host.cgroup.cpu_throttled_pct",     "host.cgroup.cpu_throttled_time_pct",
+                                        "host.cgroup.mem_limit_bytes",       "host.cgroup.mem_used_bytes",
+                                        "host.cgroup.mem_used_pct_of_limit", "host.cgroup.mem_peak_bytes",
+                                        "host.cgroup.mem_limit_hits",        "host.cgroup.oom_kills",
+                                        "host.cgroup.mem_anon_bytes",        "host.cpuset_cores"};
+#define N_CG_SERIES (sizeof cg_series / sizeof *cg_series)
+
+/* Lays the host and the layout's trees of tick k over r. */
+static void lay_layout(const char *layout, int k, const char *r) {
+  char tree[96];
+  assert_int_equal(fixture_lay(k == 1 ? "host/tick1" : "host/tick2", r), 0);
+  snprintf(tree, sizeof tree, "host/layout_%s/tick%d", layout, k);
+  assert_int_equal(fixture_lay(tree, r), 0);
+}
+
+static void layout_values(const char *layout, double *v, int *found_layout) {
+  char r[300];
+  snprintf(r, sizeof r, "%s/%s", root, layout);
+  lay_layout(layout, 1, r);
+  struct collect_cgroup cg;
+  assert_int_equal(collect_cgroup_find(r, 0, &cg), 0);
+  *found_layout = cg.layout;
+  struct collector_opts o = {.root = r};
+  struct gs_sink *s = gs_sink_new();
+  char err[128] = "";
+  void *ctx = collector_host.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  assert_int_equal(collector_host.sample(ctx, s, 1000000000LL), GS_COLLECT_OK);
+  lay_layout(layout, 2, r);
+  assert_int_equal(collector_host.sample(ctx, s, 2000000000LL), GS_COLLECT_OK);
+  struct gs_batch *b = gs_sink_take(s);
+  for (size_t i = 0; i < N_CG_SERIES; i++)
+    v[i] = last_of(b, gs_sink_find(s, "host", cg_series[i], ""));
+  gs_batch_free(b);
+  collector_host.close(ctx);
+  gs_sink_free(s);
+  assert_int_equal(fixture_remove(r), 0);
+}
+
+static void test_host_cgroup_series_alike_on_v2_v1_and_hybrid(void **state) {
+  (void)state;
+  static const char *const layouts[] = {"v2", "v1", "hybrid"};
+  static const int kinds[] = {COLLECT_CG_V2, COLLECT_CG_V1, COLLECT_CG_HYBRID};
+  /* 2-core quota, 1.9 s of CPU in 1 s, 5 of 10 periods throttled for 0.25 s; 1 GiB of a 4 GiB
+   * limit, a 2 GiB peak, 3 hits of the limit, one OOM kill, 768 MiB anonymous; 7 CPUs in the cpuset */
+  static const double want[N_CG_SERIES] = {2.0,  95.0,         50.0, 25.0, 4294967296.0, 1073741824.0,
+                                           25.0, 2147483648.0, 3.0,  1.0,  805306368.0,  7.0};
+  for (int l = 0; l < 3; l++) {
+    double v[N_CG_SERIES];
+    int kind = -1;
+    layout_values(layouts[l], v, &kind);
+    assert_int_equal(kind, kinds[l]);
+    for (size_t i = 0; i < N_CG_SERIES; i++) {
+      if (!(fabs(v[i] - want[i]) <= 1e-6 * fmax(1, want[i])))
+        fail_msg("layout %s: %s is %g, not %g", layouts[l], cg_series[i], v[i], want[i]);
+    }
+  }
+}
+
+/* On v1 with cpu and cpuacct mounted apart, a job moved into a cpu cgroup only (cpuacct still the
+ * root's) keeps its quota, but the root's CPU time is not its use: no use of the quota, not a wrong one. */
+static void test_host_v1_quota_without_its_cpuacct_reads_no_use(void **state) {
+  (void)state;
+  char r[300], p[400];
+  snprintf(r, sizeof r, "%s/cpuacct-apart", root);
+  lay_layout("hybrid", 1, r);
+  snprintf(p, sizeof p, "%s/proc/self/cgroup", r);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs("4:memory:/docker/4f3c2b1a0e9d\n3:cpuset:/docker/4f3c2b1a0e9d\n2:cpuacct:/\n1:cpu:/docker/4f3c2b1a0e9d\n"
+        "0::/docker/4f3c2b1a0e9d\n",
+        f);
+  fclose(f);
+  snprintf(p, sizeof p, "%s/sys/fs/cgroup/cpuacct/cpuacct.usage", r); /* the whole host's CPU time */
+  assert_non_null(f = fopen(p, "w"));
+  fputs("987654321000\n", f);
+  fclose(f);
+  struct collector_opts o = {.root = r};
+  struct gs_sink *s = gs_sink_new();
+  char err[128] = "";
+  void *ctx = collector_host.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  collector_host.sample(ctx, s, 1000000000LL);
+  collector_host.sample(ctx, s, 2000000000LL);
+  struct gs_batch *b = gs_sink_take(s);
+  assert_near(last_of(b, gs_sink_find(s, "host", "host.cgroup.cpu_limit_cores", "")), 2.0, 1e-9);
+  assert_int_equal(gs_sink_find(s, "host", "host.cgroup.cpu_used_pct_of_limit", ""), -1);
+  gs_batch_free(b);
+  collector_host.close(ctx);
+  gs_sink_free(s);
+  assert_int_equal(fixture_remove(r), 0);
+}
+
+/* The OOM count, limit and peak come from each layout's own files. */
+static void test_cgroup_oom_reads_each_layout(void **state) {
+  (void)state;
+  static const char *const layouts[] = {"v2", "v1", "hybrid"};
+  for (int l = 0; l < 3; l++) {
+    char r[300], tree[96];
+    snprintf(r, sizeof r, "%s/oom-%s", root, layouts[l]);
+    snprintf(tree, sizeof tree, "host/layout_%s/tick1", layouts[l]);
+    assert_int_equal(fixture_lay(tree, r), 0);
+    struct collect_oom m;
+    assert_int_equal(collect_cgroup_oom(r, 0, &m), 0);
+    assert_int_equal(m.kills, 1);
+    assert_int_equal(m.limit_hits, 3);
+    assert_near(m.limit_bytes, 4294967296.0, 0.5);
+    assert_near(m.peak_bytes, 2147483648.0, 0.5);
+    assert_int_equal(fixture_remove(r), 0);
+  }
+}
+
+/* Provenance's cgroup path: v2's, or on v1 the memory hierarchy's below its mount. */
+static void test_cgroup_path_on_v1_is_the_memory_hierarchys(void **state) {
+  (void)state;
+  char r[300], p[512];
+  snprintf(r, sizeof r, "%s/path-v1", root);
+  assert_int_equal(fixture_lay("host/layout_v1/tick1", r), 0);
+  assert_int_equal(collect_cgroup_path(r, p, sizeof p), 0);
+  assert_string_equal(p, "/slurm/uid_1000/job_42/step_0");
+  assert_int_equal(fixture_remove(r), 0);
+  snprintf(r, sizeof r, "%s/path-v2", root);
+  assert_int_equal(fixture_lay("host/layout_v2/tick1", r), 0);
+  assert_int_equal(collect_cgroup_path(r, p, sizeof p), 0);
+  assert_string_equal(p, "/job.slice");
+  assert_int_equal(fixture_remove(r), 0);
+}
+
+/* ---- who a GPU process belongs to: real cgroup paths of each runtime, v1 and v2 ---- */
+
+#define CID "4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f6e5d4c3b"
+#define UID "0b4f6a1c-2d3e-4f50-8a9b-c0d1e2f3a4b5"
+#define UID_ "0b4f6a1c_2d3e_4f50_8a9b_c0d1e2f3a4b5"
+
+static void test_owner_parse_names_each_runtime_on_v1_and_v2(void **state) {
+  (void)state;
+  static const struct {
+    const char *path, *runtime, *container, *pod, *job;
+  } cases[] = {
+      {"/docker/" CID, "docker", CID, "", ""},                       /* v1 cgroupfs */
+      {"/system.slice/docker-" CID ".scope", "docker", CID, "", ""}, /* v2 systemd */
+      {"/kubepods/burstable/pod" UID "/" CID, "", CID, UID, ""},     /* v1 kubelet */
+      {"/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" UID_ ".slice/cri-containerd-" CID ".scope",
+       "containerd", CID, UID, ""},
+      {"/kubepods.slice/kubepods-pod" UID_ ".slice/crio-" CID ".scope", "cri-o", CID, UID, ""}, /* guaranteed */
+      {"/machine.slice/libpod-" CID ".scope/container", "podman", CID, "", ""},
+      {"/slurm/uid_1000/job_42/step_0", "", "", "", "42"},
+      {"/system.slice/slurmstepd.scope/job_4242/step_batch/user/task_0", "", "", "", "4242"},
+      {"/user.slice/user-1000.slice/session-3.scope", "", "", "", ""},
+      /* look-alikes: not a runtime's id, not a Slurm folder, not a pod UID */
+      {"/docker/"
+       "4F3C2B1A",
+       "", "", "", ""},
+      {"/system.slice/docker-xyz.scope", "", "", "", ""},
+      {"/home/job_42", "", "", "", ""},
+      {"/kubepods/burstable/podnot-a-uid", "", "", "", ""},
+      /* a UID that fails late must leave nothing of itself (found by fuzz_owner) */
+      {"/kubepods.slice/kubepods-burstable-pod5btf6a1c_2d3e_4f50_8a9b_c0d1e2f3a4b5.slice", "", "", "", ""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    struct collect_owner o = {.nspid = -1};
+    collect_owner_parse(cases[i].path, &o);
+    if (strcmp(o.runtime, cases[i].runtime) || strcmp(o.container, cases[i].container) ||
+        strcmp(o.pod_uid, cases[i].pod) || strcmp(o.hpc_job, cases[i].job))
+      fail_msg("%s: runtime '%s' container '%s' pod '%s' job '%s'", cases[i].path, o.runtime, o.container, o.pod_uid,
+               o.hpc_job);
+  }
+}
+
+/* Writes text into root/rel, making its folders. */
+static void put_file(const char *r, const char *rel, const char *text) {
+  char p[600];
+  snprintf(p, sizeof p, "%s/%s", r, rel);
+  for (char *q = p + strlen(r) + 1; (q = strchr(q, '/')); q++) {
+    *q = 0;
+    mkdir(p, 0755);
+    *q = '/';
+  }
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
+/* A process in a container, seen from the host: its ids from /proc/PID/cgroup, its own pid from
+ * NSpid; the pod's names from the kubelet's folders; a Slurm GPU's job from the mapping files. */
+static void test_owner_of_a_pod_process_from_the_host(void **state) {
+  (void)state;
+  char r[300], p[512];
+  snprintf(r, sizeof r, "%s/owner", root);
+  assert_int_equal(mkdir(r, 0755), 0);
+  static const char *const files[][2] = {
+      {"proc/777/cgroup",
+       "12:memory:/kubepods/burstable/pod" UID "/" CID "\n11:cpu,cpuacct:/kubepods/burstable/pod" UID "/" CID "\n"},
+      {"proc/777/status", "Name:\tpython3\nPid:\t777\nNSpid:\t777\t1\nVmRSS:\t10 kB\n"},
+      {"var/log/pods/team-a_train-7f9c_" UID "/trainer/0.log", "x"},
+      {"var/log/containers/train-7f9c_team-a_trainer-" CID ".log", "x"},
+      {"var/log/containers/train-7f9c_team-a_sidecar-"
+       "aa" CID ".log",
+       "x"},
+      {"jobmap/0", "4242\n"},
+      {"jobmap/1", "17\n18\n;rm -rf /\n"},
+  };
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++)
+    put_file(r, files[i][0], files[i][1]);
+  struct collect_owner o;
+  assert_int_equal(collect_owner_of(r, 777, &o), 0);
+  assert_string_equal(o.container, CID);
+  assert_string_equal(o.pod_uid, UID);
+  assert_int_equal(o.nspid, 1);
+  assert_int_equal(o.ns_levels, 2);
+  struct collect_pod pod;
+  assert_int_equal(collect_k8s_pod(r, o.pod_uid, o.container, &pod), 0);
+  assert_string_equal(pod.ns, "team-a");
+  assert_string_equal(pod.pod, "train-7f9c");
+  assert_string_equal(pod.container, "trainer");
+  char job[64];
+  snprintf(p, sizeof p, "%s/jobmap", r);
+  assert_int_equal(collect_hpc_job_file(p, 0, job, sizeof job), 0);
+  assert_string_equal(job, "4242");
+  assert_int_equal(collect_hpc_job_file(p, 1, job, sizeof job), 0);
+  assert_string_equal(job, "17,18"); /* the line that is no job id is left out */
+  assert_int_equal(collect_hpc_job_file(p, 2, job, sizeof job), -1);
+  assert_int_equal(collect_owner_of(r, 778, &o), -1);
+  assert_int_equal(fixture_remove(r), 0);
+}
+
+/* The node agent's owners collector over a fabricated root: NVML's per-process series for pid 777
+ * (a Slurm step's process) on GPU 0 give GPU 0 the param hpc_job=42 and an owner line; when the
+ * process is gone (NVML still listing it), both go. */
+static void test_owners_label_a_gpu_with_its_job_until_it_ends(void **state) {
+  (void)state;
+  char r[300], v[64];
+  snprintf(r, sizeof r, "%s/owners", root);
+  assert_int_equal(mkdir(r, 0755), 0);
+  put_file(r, "proc/777/cgroup", "12:memory:/slurm/uid_1000/job_42/step_0\n0::/\n");
+  put_file(r, "proc/777/status", "Name:\tpython3\nNSpid:\t777\n");
+  put_file(r, "proc/777/stat", "777 (python3) S 1 777 777 0 -1 0\n");
+  struct gs_sink *s = gs_sink_new();
+  gs_sink_param(s, "gpu.0.uuid", "GPU-0");
+  int mem = gs_sink_series(s, "nvml", "gpu.proc_mem_bytes", "gpu=0,pid=777", "B", GS_GAUGE);
+  struct collector_opts o = {.root = r, .interval_ns = GS_NS_PER_S};
+  char err[128] = "";
+  void *ctx = collector_gpuowners.open(&o, s, err, sizeof err);
+  assert_non_null(ctx);
+  gs_sink_put(s, mem, 1000000000LL, 1e9);
+  assert_int_equal(collector_gpuowners.sample(ctx, s, 1000000000LL), GS_COLLECT_OK);
+  assert_true(gs_sink_param_get(s, "gpu.0.hpc_job", v, sizeof v));
+  assert_string_equal(v, "42");
+  int own = gs_sink_find(s, "owners", "gpu_proc.owner", "pid=777,hpc_job=42");
+  assert_true(own >= 0);
+  assert_near(gs_sink_last(s, own), 1.0, 0);
+  char gone[320];
+  snprintf(gone, sizeof gone, "%s/proc/777", r);
+  assert_int_equal(fixture_remove(gone), 0);
+  gs_sink_put(s, mem, 2000000000LL, 1e9);
+  collector_gpuowners.sample(ctx, s, 2000000000LL);
+  assert_true(gs_sink_param_get(s, "gpu.0.hpc_job", v, sizeof v));
+  assert_string_equal(v, ""); /* the label leaves the GPU's lines */
+  assert_true(isnan(gs_sink_last(s, own)));
+  collector_gpuowners.close(ctx);
+  gs_batch_free(gs_sink_take(s));
+  gs_sink_free(s);
+  assert_int_equal(fixture_remove(r), 0);
+}
+
+/* The kubelet's ListPodResourcesResponse: one pod with a GPU and a NIC (not nvidia.com/: left out),
+ * encoded as api.proto numbers its fields; cut short, it is refused. */
+static void test_podres_decode_keeps_the_pods_gpus(void **state) {
+  (void)state;
+  static const uint8_t msg[] = {
+      0x0a, 0x48,                                                                       /* pod_resources (72 bytes) */
+      0x0a, 0x07, 'i', 'n', 'f', 'e', 'r', '-', '0',                                    /* name */
+      0x12, 0x07, 's', 'e', 'r', 'v', 'i', 'n', 'g',                                    /* namespace */
+      0x1a, 0x34,                                                                       /* containers (52 bytes) */
+      0x0a, 0x06, 's', 'e', 'r', 'v', 'e', 'r',                                         /* name */
+      0x12, 0x15,                                                                       /* devices (21) */
+      0x0a, 0x0e, 'n', 'v', 'i', 'd', 'i', 'a', '.', 'c', 'o', 'm', '/', 'g', 'p', 'u', /* resource */
+      0x12, 0x03, 'G', 'P', 'U',                                                        /* device_ids */
+      0x12, 0x13,                                                                       /* devices (19) */
+      0x0a, 0x0c, 'e', 'x', 'a', 'm', 'p', 'l', 'e', '.', 'n', 'i', 'c', 's',           /* resource */
+      0x12, 0x03, 'e', 't', 'h',                                                        /* device_ids */
+  };
+  struct collect_podres_gpu out[4];
+  assert_int_equal(collect_podres_decode(msg, sizeof msg, out, 4), 1);
+  assert_string_equal(out[0].uuid, "GPU");
+  assert_string_equal(out[0].pod, "infer-0");
+  assert_string_equal(out[0].ns, "serving");
+  assert_string_equal(out[0].container, "server");
+  assert_int_equal(collect_podres_decode(msg, sizeof msg - 3, out, 4), -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_host_rates_and_cgroup_quota),
       cmocka_unit_test(test_host_without_cgroup_limit_emits_no_cgroup_series),
       cmocka_unit_test(test_host_cpuset_counts_the_cpus_the_job_may_use),
+      cmocka_unit_test(test_host_cgroup_series_alike_on_v2_v1_and_hybrid),
+      cmocka_unit_test(test_host_v1_quota_without_its_cpuacct_reads_no_use),
+      cmocka_unit_test(test_cgroup_oom_reads_each_layout),
+      cmocka_unit_test(test_cgroup_path_on_v1_is_the_memory_hierarchys),
+      cmocka_unit_test(test_owner_parse_names_each_runtime_on_v1_and_v2),
+      cmocka_unit_test(test_owner_of_a_pod_process_from_the_host),
+      cmocka_unit_test(test_owners_label_a_gpu_with_its_job_until_it_ends),
+      cmocka_unit_test(test_podres_decode_keeps_the_pods_gpus),
       cmocka_unit_test(test_proctree_follows_children_that_come_and_go),
       cmocka_unit_test(test_gputrees_one_tree_per_gpu_process_at_most_64),
       cmocka_unit_test(test_gputrees_is_off_for_a_job),
