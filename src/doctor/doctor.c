@@ -228,6 +228,7 @@ const char *doctor_not_judged(const struct runview *v, char *buf, size_t n) {
   if (!dr_run_load(v, INT64_MIN, INT64_MAX, &d)) {
     /* the rules that can say they could not judge, on a scratch list */
     rule_host_code(&d, &fs);
+    dr_rule_batch(&d, &fs);
     dr_rule_mixed_precision(&d, &fs);
   }
   if (n)

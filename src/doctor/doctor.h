@@ -49,9 +49,10 @@ int doctor_diagnose_live_run(struct store *st, const char *run_id, int64_t windo
                              size_t *n, struct runview_window *w);
 
 /* Why rules could not judge the run loaded in v (the usual window), into buf (n bytes), "; " between
- * them: mixed_precision on a GPU without GPM when the job did not say its precision, host_code_bound
- * on a host whose CPUs were contended; "" when every rule could. For a report's notes (healthy's evidence says it as
- * "not_judged"). Returns buf. */
+ * them, each "rule: why": mixed_precision on a GPU without GPM when the job did not say its precision,
+ * batch_too_small's GPU-side fill on a GPU without SM activity readings (with the tune command that
+ * measures it), host_code_bound on a host whose CPUs were contended; "" when every rule could. For a
+ * report's notes (healthy's evidence says it as "not_judged"). Returns buf. */
 const char *doctor_not_judged(const struct runview *v, char *buf, size_t n);
 
 /* Diagnoses run_id, replaces its findings in the store, and returns them ranked in *out (malloc'd,

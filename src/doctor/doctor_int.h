@@ -74,7 +74,6 @@
 #define DR_SEVERITY_HIGH 0.30         /* a finding costing this share of the window is high */
 #define DR_SEVERITY_MEDIUM 0.10       /* ... this share medium, less low */
 #define DR_HOSTCODE_MIN_SPEEDUP 1.0   /* host_code_bound: any gain the model gives (its share decides) */
-#define DR_MIN_UTIL_PCT 1.0           /* batch_too_small: activity below this % is taken as this (no 0 divide) */
 #define DR_LATENCY_MIN_COMPUTE_S 1e-3 /* input_latency: a compute phase below this is taken as this */
 #define DR_LATENCY_SPARE 1            /* ... and advises this many workers more than keep up exactly */
 #define DR_IO_DSTATE_PSI 0.125        /* D-state share that is storage when PSI io is high as well */
@@ -186,7 +185,7 @@ struct dr_run {
   double strag_lost;
   double stall_data_share; /* periodic_stall: the data wait inside the stalls, share of the window (NAN unknown) */
   int strag_gpu;
-  char not_judged[512]; /* why rules could not judge ("" none), "; " between them (dr_not_judged) */
+  char not_judged[1024]; /* why rules could not judge ("" none), "; " between them (dr_not_judged) */
 };
 
 /* Derives every signal of the run in v over [from, to] (ns since run start; INT64_MIN / INT64_MAX:

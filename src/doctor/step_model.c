@@ -75,14 +75,16 @@ double dr_step_speedup(const struct dr_step *m, const struct dr_change *c) {
   return fmax(1, t0 / fmax(t1, (1 - DR_MAX_LOST) * t0));
 }
 
-/* The used GPUs' filled share of their busy time: SM activity (GPM), else memory-controller
- * utilisation, over util; 1 (all filled: a batch amortises nothing on the GPU) when unknown. */
+/* The used GPUs' filled share of their busy time: SM activity (GPM, DCGM) over util; 1 (all filled:
+ * a batch amortises nothing on the GPU, only the measured host overhead) when no GPU measures it.
+ * Memory-controller utilisation is no stand-in: a compute-bound GEMM keeps it low because its SMs
+ * are busy (docs/diagnosis.md, batch_too_small). */
 static double gpu_fill(const struct dr_run *d) {
   double sum = 0;
   int n = 0;
   for (int i = 0; i < d->ngpus; i++) {
     const struct dr_gpu *g = &d->gpus[i];
-    double a = g->sm_active.n ? g->sm_active.mean : g->mem_util.n ? g->mem_util.mean : NAN;
+    double a = g->sm_active.n ? g->sm_active.mean : NAN;
     if (!g->used || !g->util.n || !(g->util.mean > 0) || !isfinite(a))
       continue;
     sum += clamp01(a / g->util.mean), n++;

@@ -197,6 +197,33 @@ static void print_gaps(FILE *out, const struct style *s, const struct report_run
   free(gap_text);
 }
 
+/* Why rules could not judge the run (doctor_not_judged), as notes, when no healthy verdict says it
+ * already: each reason ("rule: why", "; " between them) whose rule has no finding of its own (whose
+ * fix says it there). Returns how many it printed after the `printed` notes before it. */
+static size_t print_not_judged(FILE *out, const struct report_run *r, size_t printed) {
+  for (size_t i = 0; i < r->view.nfindings; i++)
+    if (!strcmp(r->view.findings[i].rule, "healthy"))
+      return 0;
+  char buf[1024];
+  size_t k = 0;
+  doctor_not_judged(&r->view, buf, sizeof buf);
+  for (char *p = buf, *next; p && *p; p = next) {
+    next = strstr(p, "; ");
+    if (next)
+      *next = 0, next += 2;
+    int own = 0;
+    for (size_t i = 0; i < r->view.nfindings; i++) {
+      size_t rl = strlen(r->view.findings[i].rule);
+      own |= rl && !strncmp(p, r->view.findings[i].rule, rl) && p[rl] == ':';
+    }
+    if (own)
+      continue;
+    fputs(printed + k++ ? "\n  not judged: " : "\nnotes\n  not judged: ", out);
+    gs_term_text(out, p, 0);
+  }
+  return k;
+}
+
 /* The findings ranked by time lost, their combined fix, then the run's notes. */
 static void print_findings(FILE *out, const struct style *s, const struct report_run *r) {
   fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s->bold, s->reset, r->diagnosed ? " (diagnosed now)" : "");
@@ -217,9 +244,9 @@ static void print_findings(FILE *out, const struct style *s, const struct report
   for (size_t i = 0; i < r->view.nnotes; i++) {
     fputs(i ? "\n  " : "\nnotes\n  ", out);
     gs_term_text(out, r->view.notes[i], 0);
-    if (i + 1 == r->view.nnotes)
-      fputc('\n', out);
   }
+  if (r->view.nnotes + (r->diag_rc ? 0 : print_not_judged(out, r, r->view.nnotes)))
+    fputc('\n', out);
 }
 
 /* The last lines of a run that did not finish well, escaped for the terminal. */
