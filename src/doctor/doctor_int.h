@@ -344,10 +344,20 @@ enum { DR_CH_NONE, DR_CH_FACTOR, DR_CH_REMOVE, DR_CH_WORKERS, DR_CH_BATCH, DR_CH
 struct dr_change_req {
   int kind, term;
   double value, min_speedup;
+  int measured; /* the finding's share is a measured cost, kept (dr_keep_share); 0: 1 - T'/T */
 };
 /* States the change of finding f (the last one dr_add returned). */
 void dr_set_change(struct dr_findings *fs, const struct store_finding *f, int kind, int term, double value,
                    double min_speedup);
+/* After dr_set_change: f's share (the one dr_add set) is the measured cost of its symptom — the data
+ * wait's share of the step, the run view's figure the report shows beside it — and stays; the step
+ * model gives only its speed-up. Without it the share is what the change wins back, 1 - T'/T. */
+void dr_keep_share(struct dr_findings *fs, const struct store_finding *f);
+/* Resolves every finding's change against the run's step model (built here from d and the findings
+ * so far): its speed-up is T / T' for that change alone, its share 1 - T' / T unless dr_keep_share
+ * kept the measured one; a finding whose change gains less than its rule asks is dropped. The model
+ * and the change go into the evidence for doctor_combine. Can't fail. */
+void dr_evaluate_changes(struct dr_run *d, struct dr_findings *fs);
 /* Resolves a request against m into a change. Returns 0 when it is outside the model (DR_CH_NONE). */
 int dr_change_resolve(const struct dr_step *m, const struct dr_change_req *r, struct dr_change *c);
 /* Appends the model and the change to evidence (a JSON object of cap bytes) as "change" and

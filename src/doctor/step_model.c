@@ -198,7 +198,12 @@ void dr_set_change(struct dr_findings *fs, const struct store_finding *f, int ki
                    double min_speedup) {
   if (!f || !fs->ch || f < fs->v || f >= fs->v + fs->n)
     return;
-  fs->ch[f - fs->v] = (struct dr_change_req){kind, term, value, min_speedup};
+  fs->ch[f - fs->v] = (struct dr_change_req){kind, term, value, min_speedup, 0};
+}
+
+void dr_keep_share(struct dr_findings *fs, const struct store_finding *f) {
+  if (f && fs->ch && f >= fs->v && f < fs->v + fs->n)
+    fs->ch[f - fs->v].measured = 1;
 }
 
 int dr_change_resolve(const struct dr_step *m, const struct dr_change_req *r, struct dr_change *c) {
@@ -233,6 +238,27 @@ int dr_change_resolve(const struct dr_step *m, const struct dr_change_req *r, st
     return 0;
   }
   return 1;
+}
+
+void dr_evaluate_changes(struct dr_run *d, struct dr_findings *fs) {
+  struct dr_step m;
+  dr_step_build(d, fs, &m);
+  size_t k = 0;
+  for (size_t i = 0; i < fs->n; i++) {
+    struct store_finding *f = &fs->v[i];
+    struct dr_change c;
+    if (dr_change_resolve(&m, &fs->ch[i], &c)) {
+      double sp = dr_step_speedup(&m, &c);
+      if (sp < fs->ch[i].min_speedup || !(sp > 1))
+        continue;
+      /* A measured cost (the data wait: the run view's share) stays what was measured. */
+      dr_set_estimate(f, d, fs->ch[i].measured ? f->share : 1 - 1 / sp, sp);
+      dr_step_evidence(f->evidence, sizeof f->evidence, &m, &c);
+    }
+    fs->ch[k] = fs->ch[i];
+    fs->v[k++] = *f;
+  }
+  fs->n = k;
 }
 
 /* Appends ,"key":{...} (text) to the object in ev when it fits. */

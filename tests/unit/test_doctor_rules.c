@@ -1852,6 +1852,31 @@ static void test_mutants_reduced_precision_job_gets_no_mixed_precision_advice(vo
   }
 }
 
+/* One share, one place: a data-wait finding's share is the run view's data share (the figure the
+ * report shows beside it), exactly, even where the step model says the fix wins back less — here a
+ * loaded host (other work on 1.65 of 2 cores) leaves the job half a core, so the job's CPU per step
+ * holds the advised workers to 2.0x (1 - 1/2 = 0.5) while the loop waits 75 % of each step. */
+static void test_data_wait_findings_share_the_run_views_figure(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 2, 95, 0.25);
+  steps(&f, 0.030, 0.010, 0, 0);
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *il = find(fs, n, "input_latency");
+  struct runview v;
+  assert_int_equal(runview_load(f.st, f.run.id, &v), 0);
+  struct runview_step_figures fig;
+  runview_step_figures(&v, 0, v.nsteps, &fig);
+  if (il->share != fig.data_share)
+    fail_msg("input_latency share %.17g, the run's data share %.17g", il->share, fig.data_share);
+  if (!(il->speedup < 1 / (1 - fig.data_share) - 0.5))
+    fail_msg("speed-up %.3f: the model's CPU term did not bind", il->speedup);
+  runview_done(&v);
+  fake_free(&f, fs);
+}
+
 /* Two ranks are enough for a straggler. Kills rank_straggler's `d->nranks < 2` -> `<= 2`. */
 static void test_mutants_two_ranks_have_a_straggler(void **state) {
   (void)state;
@@ -2410,6 +2435,7 @@ int main(void) {
       cmocka_unit_test(test_batch_without_gpm_claims_no_more_than_the_host_overhead),
       cmocka_unit_test(test_batch_without_gpm_amortises_only_the_host_overhead),
       cmocka_unit_test(test_batch_tune_command_without_the_batch_in_the_command),
+      cmocka_unit_test(test_data_wait_findings_share_the_run_views_figure),
       cmocka_unit_test(test_unknown_precision_without_gpm_is_said),
       cmocka_unit_test(test_evidence_strings_are_cut_on_a_character_boundary),
       cmocka_unit_test(test_mutants_reduced_precision_job_gets_no_mixed_precision_advice),
