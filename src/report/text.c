@@ -28,11 +28,18 @@ static const char *severity_color(const struct style *s, const char *sev, const 
 struct ev_print {
   FILE *out;
   size_t col;
+  const char *rule;
+  int hidden; /* members left to --json (how the estimate was made) */
 };
 
-/* One evidence member as key=value in the unit its key names, wrapping lines at about 100 columns. */
+/* One evidence member a person reads (doctor_evidence_shown; the rest is counted and left to --json)
+ * as key=value in the unit its key names, wrapping lines at about 100 columns. */
 static void ev_member(void *user, const char *key, size_t klen, const char *val, size_t vlen) {
   struct ev_print *p = user;
+  if (!doctor_evidence_shown(p->rule, key, klen)) {
+    p->hidden++;
+    return;
+  }
   char k[64], v[160];
   snprintf(k, sizeof k, "%.*s", (int)(klen < 63 ? klen : 63), key);
   rp_ev_value(v, sizeof v, key, klen, val, vlen);
@@ -95,9 +102,11 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
   }
   if (gs_json_object_valid(f->evidence)) {
     fputs("    evidence: ", out);
-    struct ev_print p = {out, 14};
+    struct ev_print p = {out, 14, rule, 0};
     gs_json_members(f->evidence, ev_member, &p);
     fputc('\n', out);
+    if (p.hidden && !doctor_is_verdict(rule))
+      fputs("    how this was estimated: the step model and its inputs are in `gpuscope report --json`\n", out);
   } else if (f->evidence[0]) {
     fputs("    evidence (not valid JSON): ", out);
     gs_term_text(out, f->evidence, 0);

@@ -33,8 +33,12 @@ def test_text_evidence_is_in_units_json_keeps_raw_numbers():
     # data_wait_share=0.74 in JSON, "74%" for people; step_s=0.04 in JSON, "40.1 ms" for people
     check(re.search(r"data_wait_share=\d+%", out) and re.search(r"step_s=[\d.]+ ms", out), out)
     check(not re.search(r"_share=0\.\d+\s", out) and "e+0" not in out, "raw numbers in the text evidence")
+    # the model's internals are for --json: the text says where they are
+    check("step_model=" not in out and "change=" not in out and "model=" not in out
+          and "how this was estimated" in out, out)
     rep = sb.json("report", "waits", "--json")
     ev = rep["findings"][0]["evidence"]
+    check("step_model" in ev and "change" in ev, f"--json keeps the model: {ev}")
     check(isinstance(ev["data_wait_share"], float) and ev["data_wait_share"] < 1, str(ev))
     # one combined estimate for two or more findings, else null (one finding has nothing to combine)
     c = rep["combined"]
