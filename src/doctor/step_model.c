@@ -423,15 +423,31 @@ void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combi
 
 /* ---- the loop's capacity and its stalls, which the rules read too ---- */
 
-/* Cores the job could use: the CPUs less what other work on the host took, and never more than its
- * cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota). NAN when
- * the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
+double dr_job_runq(const struct dr_run *d) {
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < d->nprocs; i++) {
+    const struct dr_proc *p = &d->procs[i];
+    if (isfinite(p->runq) && (p->role == DOCTOR_ROLE_TRAINER || p->role == DOCTOR_ROLE_WORKER))
+      sum += p->runq, n++;
+  }
+  return n ? sum / n : NAN;
+}
+
+/* Cores the job could use: the CPUs less what other work on the host took from it, and never more
+ * than its cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota).
+ * Other work takes the job's cores only as far as the job waits for them: all of it when the job's
+ * processes waited for a CPU DR_CONTENDED_RUNQ of the time or more (CPU-bound neighbours at the same
+ * priority), none when they never waited (work that only fills what the job leaves: light daemons,
+ * or neighbours below the job's cgroup weight), in proportion between; unknown waits count it all.
+ * NAN when the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
 double dr_usable_cores(const struct dr_run *d) {
   if (!isfinite(d->cores))
     return NAN;
   if (d->ncpu && !isfinite(d->others_cores))
     return NAN;
-  double free_cpus = d->ncpu ? d->ncpu - d->others_cores : d->cores;
+  double q = dr_job_runq(d), taken = isfinite(q) ? clamp01(q / DR_CONTENDED_RUNQ) : 1;
+  double free_cpus = d->ncpu ? d->ncpu - d->others_cores * taken : d->cores;
   return fmax(DR_MIN_USABLE_CORES, fmin(d->cores, free_cpus));
 }
 

@@ -238,6 +238,34 @@ static void test_input_bound_with_idle_core_advises_two_workers(void **state) {
   fake_free(&f, fs);
 }
 
+/* Other work takes the job's cores only as far as the job waits for them: on a host whose two CPUs
+ * are full (the job's one core and another core of other work; PSI cpu some 95 %), a job that hardly
+ * waited for a CPU (2 % of the time: it sits above the others in cgroup weight) has lost a fifth of
+ * the other core's work to them (2 % of the 10 % that counts it all): 1.8 usable cores, and the job's
+ * CPU per step (1 core x 50 ms) fits in 27.8 ms with two workers: 1.8x; one that waited 40 % of the
+ * time has lost all of it (0.5 usable cores, the least) and gets no workers advice. */
+static void test_other_work_counts_only_as_far_as_the_job_waits(void **state) {
+  (void)state;
+  static const double runq_pct[] = {2, 40};
+  for (int k = 0; k < 2; k++) {
+    struct fake f;
+    fake_begin(&f, 20);
+    host_and_job(&f, 2, 100, 1.0);
+    constant(&f, "host", "host.psi.cpu_some_pct", "", 95);
+    constant(&f, "proctree", "proc.runq_wait_pct", "pid=100", runq_pct[k]);
+    steps(&f, 0.040, 0.010, 0, 0);
+    gs_sink_param(f.sink, "num_workers", "0");
+    size_t n;
+    struct store_finding *fs = fake_end(&f, &n);
+    const struct store_finding *lw = find_or_null(fs, n, "loader_workers");
+    if (k == 0 && !(lw && fabs(lw->speedup - 1.8) < 0.02))
+      fail_msg("runq 2%%: %s", lw ? lw->title : "no loader_workers");
+    if (k == 1 && lw)
+      fail_msg("runq 40%%: %s", lw->title);
+    fake_free(&f, fs);
+  }
+}
+
 /* Without workers the loader's CPU is a range from the training process's CPU: m = 1 core, 80 % data
  * wait, 2 usable cores: 0.75-1.25 cores, shown as a range; without the job's CPU (no process tree)
  * it is unknown, not the usable cores. Kills loader_cpu's `if (!isfinite(m) || !(ds > 0))` -> `if (0)`
@@ -2436,6 +2464,7 @@ int main(void) {
       cmocka_unit_test(test_batch_without_gpm_amortises_only_the_host_overhead),
       cmocka_unit_test(test_batch_tune_command_without_the_batch_in_the_command),
       cmocka_unit_test(test_data_wait_findings_share_the_run_views_figure),
+      cmocka_unit_test(test_other_work_counts_only_as_far_as_the_job_waits),
       cmocka_unit_test(test_unknown_precision_without_gpm_is_said),
       cmocka_unit_test(test_evidence_strings_are_cut_on_a_character_boundary),
       cmocka_unit_test(test_mutants_reduced_precision_job_gets_no_mixed_precision_advice),
