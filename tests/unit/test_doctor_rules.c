@@ -735,7 +735,7 @@ static void test_mutants_a_busy_gpu_alone_is_judged_healthy(void **state) {
 
 /* Mixed precision on a GPU-only run (no steps, no host): the estimate still comes out of the step
  * model, above 1 (which is why the rule's own first guess, 1 / (1 - share), is equivalent when
- * mutated: evaluate_changes replaces it; tests/mutation/equivalent.txt). */
+ * mutated: dr_evaluate_changes replaces it; tests/mutation/equivalent.txt). */
 static void test_mutants_mixed_precision_without_steps_has_an_estimate(void **state) {
   (void)state;
   struct fake f;
@@ -2106,7 +2106,7 @@ static void test_mutants_healthy_title_gives_the_data_wait_in_percent(void **sta
 /* A GPU busy 97 % of the time and nearly filled (SM activity 94.5 %) with most of its memory free: a
  * 4x batch amortises only the host's 2.6 % of the step and the unfilled 2.5 % of the GPU's: 0.75 x
  * 5.1 % = 3.8 % less, 1.04x — above the 3 % any finding needs but under batch_too_small's own 5 %, so
- * the step model drops it. Kills evaluate_changes' `if (sp < min_speedup || !(sp > 1)) continue` ->
+ * the step model drops it. Kills dr_evaluate_changes' `if (sp < min_speedup || !(sp > 1)) continue` ->
  * `if (0)`. */
 static void test_mutants_a_nearly_full_gpu_with_free_memory_gets_no_batch_advice(void **state) {
   (void)state;
