@@ -14,30 +14,30 @@
 #include "store/store.h"
 
 /* ---- thresholds and model constants (docs/diagnosis.md states each; the rules use no others) ---- */
-#define DR_INPUT_SHARE 0.20          /* data wait, share of step time, that makes a run input-bound */
-#define DR_LOADER_CPU_IDLE 0.35      /* loader below this (cores per loading process, at most): latency */
-#define DR_LOADER_STARVED 0.25       /* loading that waited for a CPU this share of its time: starved */
-#define DR_WORKER_MEM_SAFETY 0.80    /* share of free memory new workers may take */
-#define DR_MAX_WORKERS 32            /* never advise more loader processes than this */
-#define DR_WORKER_HEADROOM 1.25      /* advise workers enough for loading this much slower */
-#define DR_WORKERS_NEAR_BEST 1.05    /* ... the fewest within this factor of the best step time */
-#define DR_WORKERS_MIN_SPEEDUP 1.05  /* loader_workers fires only when its model promises this */
-#define DR_GIL_THREADS 4             /* a training process with this many threads ... */
-#define DR_GIL_CORES_LO 0.70         /* ... keeping between this ... */
-#define DR_GIL_CORES_HI 1.30         /* ... and this many cores busy: Python threads under one GIL */
-#define DR_IO_DSTATE 0.25            /* share of the loading processes' time in D state */
-#define DR_IO_PSI 20.0               /* PSI io some, % of wall time (halves the D-state threshold) */
-#define DR_INFER_GPU_UTIL 50.0       /* no step timings: a used GPU below this util next to a saturated CPU */
-#define DR_HOSTCODE_GPU_UTIL 60.0    /* GPU util below which an un-starved GPU is waiting on the host */
-#define DR_HOSTCODE_MIN_SHARE 0.10   /* ... when the idle share left over is at least this */
-#define DR_HOSTCODE_TARGET_UTIL 90.0 /* util a GPU reaches with host overhead removed */
-#define DR_LAUNCH_CORES 0.85         /* a training process busier than this: launch overhead */
-#define DR_HOSTCODE_CPU_CORES 0.50   /* CPU-only run: the job using less than this many cores is waiting */
-#define DR_CPU_CONTENDED 80.0        /* host PSI cpu some, %: the CPUs are full (no host code, no more workers) */
-#define DR_SATURATED 0.85            /* share of the job's usable cores that counts as saturated */
-#define DR_MIN_USABLE_CORES 0.5      /* usable cores are never taken as fewer than this */
-#define DR_CONTENDED_RUNQ                                                                                              \
-  0.10 /* the job's processes waiting for a CPU this share of the time: others' CPU is the job's loss */
+#define DR_INPUT_SHARE 0.20           /* data wait, share of step time, that makes a run input-bound */
+#define DR_LOADER_CPU_IDLE 0.35       /* loader below this (cores per loading process, at most): latency */
+#define DR_LOADER_STARVED 0.25        /* loading that waited for a CPU this share of its time: starved */
+#define DR_WORKER_MEM_SAFETY 0.80     /* share of free memory new workers may take */
+#define DR_MAX_WORKERS 32             /* never advise more loader processes than this */
+#define DR_WORKER_HEADROOM 1.25       /* advise workers enough for loading this much slower */
+#define DR_WORKERS_NEAR_BEST 1.05     /* ... the fewest within this factor of the best step time */
+#define DR_WORKERS_MIN_SPEEDUP 1.05   /* loader_workers fires only when its model promises this */
+#define DR_GIL_THREADS 4              /* a training process with this many threads ... */
+#define DR_GIL_CORES_LO 0.70          /* ... keeping between this ... */
+#define DR_GIL_CORES_HI 1.30          /* ... and this many cores busy: Python threads under one GIL */
+#define DR_IO_DSTATE 0.25             /* share of the loading processes' time in D state */
+#define DR_IO_PSI 20.0                /* PSI io some, % of wall time (halves the D-state threshold) */
+#define DR_INFER_GPU_UTIL 50.0        /* no step timings: a used GPU below this util next to a saturated CPU */
+#define DR_HOSTCODE_GPU_UTIL 60.0     /* GPU util below which an un-starved GPU is waiting on the host */
+#define DR_HOSTCODE_MIN_SHARE 0.10    /* ... when the idle share left over is at least this */
+#define DR_HOSTCODE_TARGET_UTIL 90.0  /* util a GPU reaches with host overhead removed */
+#define DR_LAUNCH_CORES 0.85          /* a training process busier than this: launch overhead */
+#define DR_HOSTCODE_CPU_CORES 0.50    /* CPU-only run: the job using less than this many cores is waiting */
+#define DR_CPU_CONTENDED 80.0         /* host PSI cpu some, %: the CPUs are full (no host code, no more workers) */
+#define DR_SATURATED 0.85             /* share of the job's usable cores that counts as saturated */
+#define DR_MIN_USABLE_CORES 0.5       /* usable cores are never taken as fewer than this */
+#define DR_CONTENDED_RUNQ 0.05        /* job waiting for a CPU this share of the time: others' CPU is its loss */
+#define DR_UNCONTENDED_RUNQ 0.02      /* ... at most this share: none is (others only fill what it leaves) */
 #define DR_BATCH_MEM_FREE 0.50        /* GPU memory peak below this share of total: a larger batch fits */
 #define DR_BATCH_MEM_FIT 0.90         /* ... a k-times batch fits when k x peak stays below this share */
 #define DR_BATCH_MAX_SCALE 8          /* never advise more than this multiple of the batch */

@@ -26,7 +26,7 @@ static int saturated(const struct dr_run *d) {
  * it was runnable, not that it waited on something else — unless the job's own processes hardly
  * waited (the others waited for it: a job above them in cgroup weight). */
 static int cpu_contended(const struct dr_run *d) {
-  return d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED && !(dr_job_runq(d) < DR_CONTENDED_RUNQ);
+  return d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED && !(dr_job_runq(d) <= DR_UNCONTENDED_RUNQ);
 }
 
 /* The first used GPU with util readings (the no-steps paths read this one, not GPU 0), or NULL. */

@@ -438,15 +438,17 @@ double dr_job_runq(const struct dr_run *d) {
  * than its cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota).
  * Other work takes the job's cores only as far as the job waits for them: all of it when the job's
  * processes waited for a CPU DR_CONTENDED_RUNQ of the time or more (CPU-bound neighbours at the same
- * priority), none when they never waited (work that only fills what the job leaves: light daemons,
- * or neighbours below the job's cgroup weight), in proportion between; unknown waits count it all.
+ * priority), none when they waited at most DR_UNCONTENDED_RUNQ (work that only fills what the job
+ * leaves: light daemons, or neighbours below the job's cgroup weight), in proportion between;
+ * unknown waits count it all.
  * NAN when the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
 double dr_usable_cores(const struct dr_run *d) {
   if (!isfinite(d->cores))
     return NAN;
   if (d->ncpu && !isfinite(d->others_cores))
     return NAN;
-  double q = dr_job_runq(d), taken = isfinite(q) ? clamp01(q / DR_CONTENDED_RUNQ) : 1;
+  double q = dr_job_runq(d);
+  double taken = isfinite(q) ? clamp01((q - DR_UNCONTENDED_RUNQ) / (DR_CONTENDED_RUNQ - DR_UNCONTENDED_RUNQ)) : 1;
   double free_cpus = d->ncpu ? d->ncpu - d->others_cores * taken : d->cores;
   return fmax(DR_MIN_USABLE_CORES, fmin(d->cores, free_cpus));
 }
