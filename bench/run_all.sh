@@ -5,7 +5,7 @@
 #
 #   bench/run_all.sh [--quick] [--build DIR]
 #
-# Default: about 20 minutes (agent cost over 5 minutes, job cost with 4 interleaved repetitions, a
+# Default: about 25 minutes (agent cost over 5 minutes, job cost with 4 interleaved repetitions, a
 # week of 8-GPU 10 Hz data into the store). --quick: about 5 minutes, for a look. DIR defaults to
 # $BUILD, else build/; it is configured and built first. Results are printed and kept in
 # DIR/bench-results.txt. Peers (sysstat, collectd, node-exporter, glances) are installed with
@@ -36,10 +36,10 @@ OUT="$BUILD_DIR/bench-results.txt"
 
 if [ "$QUICK" = 1 ]; then
   OVERHEAD="--seconds 30"; AGENTS="--minutes 1 --warmup 10"; JOB="--reps 2 --steps 80"
-  STORE="--hours 12 --plain-hours 0.5"; RES="--seconds 20"; LIVE="--seconds 10"
+  STORE="--hours 12 --plain-hours 0.5"; RES="--seconds 20"; LIVE="--seconds 10"; EST="--seconds 5"
 else
   OVERHEAD="--seconds 60"; AGENTS="--minutes 5"; JOB="--reps 6 --steps 100"
-  STORE="--days 7 --plain-hours 1"; RES="--seconds 60"; LIVE="--seconds 30"
+  STORE="--days 7 --plain-hours 1"; RES="--seconds 60"; LIVE="--seconds 30"; EST="--seconds 10"
 fi
 
 # Runs one benchmark; a failure is reported and the others still run.
@@ -72,5 +72,7 @@ bench() {
     $PY bench/client_full_socket.py
   bench "2i. tune --gpus: trials side by side vs one at a time (bench/tune_gpus.py)" \
     $PY bench/tune_gpus.py --build "$BUILD_DIR"
+  bench "3. the doctor's estimates against real fixes: 10 CPU PyTorch pairs (bench/estimates.py $EST)" \
+    $PY bench/estimates.py --build "$BUILD_DIR" $EST
 } 2>&1 | tee "$OUT"
 echo "(kept in $OUT)"

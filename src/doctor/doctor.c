@@ -153,29 +153,6 @@ static void add_insufficient(struct dr_run *d, struct dr_findings *fs) {
             "to send step timings.");
 }
 
-/* Resolves every finding's change against the run's step model: its speed-up is T / T' for that
- * change alone, its share 1 - T' / T; a finding whose change gains less than its rule asks is
- * dropped. The model and the change go into the evidence for doctor_combine. */
-static void evaluate_changes(struct dr_run *d, struct dr_findings *fs) {
-  struct dr_step m;
-  dr_step_build(d, fs, &m);
-  size_t k = 0;
-  for (size_t i = 0; i < fs->n; i++) {
-    struct store_finding *f = &fs->v[i];
-    struct dr_change c;
-    if (dr_change_resolve(&m, &fs->ch[i], &c)) {
-      double sp = dr_step_speedup(&m, &c);
-      if (sp < fs->ch[i].min_speedup || !(sp > 1))
-        continue;
-      dr_set_estimate(f, d, 1 - 1 / sp, sp);
-      dr_step_evidence(f->evidence, sizeof f->evidence, &m, &c);
-    }
-    fs->ch[k] = fs->ch[i];
-    fs->v[k++] = *f;
-  }
-  fs->n = k;
-}
-
 /* The findings about one host (FAMILY_HOST): in a group, the node they were read on is named. */
 static int host_side(const char *rule) {
   for (size_t i = 0; i < NRULES; i++)
@@ -196,7 +173,7 @@ int doctor_diagnose_view(const struct runview *v, int64_t from, int64_t to, stru
     if (RULES[r].rule)
       RULES[r].rule(&d, &fs);
   if (!fs.oom)
-    evaluate_changes(&d, &fs);
+    dr_evaluate_changes(&d, &fs);
   dr_health_overrules(&d, &fs);
   for (size_t i = 0; i < fs.n; i++)
     if (host_side(fs.v[i].rule))
@@ -232,6 +209,7 @@ const char *doctor_not_judged(const struct runview *v, char *buf, size_t n) {
   if (!dr_run_load(v, INT64_MIN, INT64_MAX, &d)) {
     /* the rules that can say they could not judge, on a scratch list */
     rule_host_code(&d, &fs);
+    dr_rule_batch(&d, &fs);
     dr_rule_mixed_precision(&d, &fs);
   }
   if (n)

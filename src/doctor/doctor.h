@@ -49,9 +49,10 @@ int doctor_diagnose_live_run(struct store *st, const char *run_id, int64_t windo
                              size_t *n, struct runview_window *w);
 
 /* Why rules could not judge the run loaded in v (the usual window), into buf (n bytes), "; " between
- * them: mixed_precision on a GPU without GPM when the job did not say its precision, host_code_bound
- * on a host whose CPUs were contended; "" when every rule could. For a report's notes (healthy's evidence says it as
- * "not_judged"). Returns buf. */
+ * them, each "rule: why": mixed_precision on a GPU without GPM when the job did not say its precision,
+ * batch_too_small's GPU-side fill on a GPU without SM activity readings (with the tune command that
+ * measures it), host_code_bound on a host whose CPUs were contended; "" when every rule could. For a
+ * report's notes (healthy's evidence says it as "not_judged"). Returns buf. */
 const char *doctor_not_judged(const struct runview *v, char *buf, size_t n);
 
 /* Diagnoses run_id, replaces its findings in the store, and returns them ranked in *out (malloc'd,
@@ -83,6 +84,12 @@ const char *doctor_role_name(enum doctor_role role);
  * report's text formats by it, and the API sends it beside each finding's evidence
  * ("evidence_units") for the web page. Can't fail; never NULL. */
 const char *doctor_evidence_unit(const char *key, size_t klen);
+/* Is evidence member key (klen bytes) of a finding of rule one a person reads — the three to six
+ * figures that carry it — rather than how it was estimated (the step model, its change, the model's
+ * sentence and intermediate figures)? 1 or 0; 1 for every member of a rule the doctor's table does not
+ * list. The text report shows only those (the rest is in --json); the API sends the others' keys
+ * ("evidence_estimate") for the web page to fold. Can't fail. */
+int doctor_evidence_shown(const char *rule, const char *key, size_t klen);
 
 /* Is a gap of gap_s between two steps, where the typical gap is typical_s, a stall? The doctor's
  * test (DR_STALL_MIN_S longer and DR_STALL_FACTOR times as long), exported so a chart of the gaps

@@ -36,6 +36,8 @@
 #define DR_CPU_CONTENDED 80.0         /* host PSI cpu some, %: the CPUs are full (no host code, no more workers) */
 #define DR_SATURATED 0.85             /* share of the job's usable cores that counts as saturated */
 #define DR_MIN_USABLE_CORES 0.5       /* usable cores are never taken as fewer than this */
+#define DR_CONTENDED_RUNQ 0.05        /* job waiting for a CPU this share of the time: others' CPU is its loss */
+#define DR_UNCONTENDED_RUNQ 0.02      /* ... at most this share: none is (others only fill what it leaves) */
 #define DR_BATCH_MEM_FREE 0.50        /* GPU memory peak below this share of total: a larger batch fits */
 #define DR_BATCH_MEM_FIT 0.90         /* ... a k-times batch fits when k x peak stays below this share */
 #define DR_BATCH_MAX_SCALE 8          /* never advise more than this multiple of the batch */
@@ -74,7 +76,6 @@
 #define DR_SEVERITY_HIGH 0.30         /* a finding costing this share of the window is high */
 #define DR_SEVERITY_MEDIUM 0.10       /* ... this share medium, less low */
 #define DR_HOSTCODE_MIN_SPEEDUP 1.0   /* host_code_bound: any gain the model gives (its share decides) */
-#define DR_MIN_UTIL_PCT 1.0           /* batch_too_small: activity below this % is taken as this (no 0 divide) */
 #define DR_LATENCY_MIN_COMPUTE_S 1e-3 /* input_latency: a compute phase below this is taken as this */
 #define DR_LATENCY_SPARE 1            /* ... and advises this many workers more than keep up exactly */
 #define DR_IO_DSTATE_PSI 0.125        /* D-state share that is storage when PSI io is high as well */
@@ -189,7 +190,7 @@ struct dr_run {
   double strag_lost;
   double stall_data_share; /* periodic_stall: the data wait inside the stalls, share of the window (NAN unknown) */
   int strag_gpu;
-  char not_judged[512]; /* why rules could not judge ("" none), "; " between them (dr_not_judged) */
+  char not_judged[1024]; /* why rules could not judge ("" none), "; " between them (dr_not_judged) */
 };
 
 /* Derives every signal of the run in v over [from, to] (ns since run start; INT64_MIN / INT64_MAX:
@@ -308,6 +309,9 @@ void dr_health_overrules(struct dr_run *d, struct dr_findings *fs);
 /* Cores the job could use: its cores less what other work took (at least DR_MIN_USABLE_CORES); NAN
  * when the CPUs, or (with host CPU readings expected) other work, are unknown (rules_loop.c). */
 double dr_usable_cores(const struct dr_run *d);
+/* The share of the time the job's training and loader processes waited for a CPU while runnable,
+ * their mean (NAN when not measured: no schedstat, or no such process seen) (step_model.c). */
+double dr_job_runq(const struct dr_run *d);
 /* Processes loading now: the num_workers param when sent, else the worker processes seen. */
 int dr_current_workers(const struct dr_run *d);
 
@@ -364,10 +368,20 @@ enum { DR_CH_NONE, DR_CH_FACTOR, DR_CH_REMOVE, DR_CH_WORKERS, DR_CH_BATCH, DR_CH
 struct dr_change_req {
   int kind, term;
   double value, min_speedup;
+  int measured; /* the finding's share is a measured cost, kept (dr_keep_share); 0: 1 - T'/T */
 };
 /* States the change of finding f (the last one dr_add returned). */
 void dr_set_change(struct dr_findings *fs, const struct store_finding *f, int kind, int term, double value,
                    double min_speedup);
+/* After dr_set_change: f's share (the one dr_add set) is the measured cost of its symptom — the data
+ * wait's share of the step, the run view's figure the report shows beside it — and stays; the step
+ * model gives only its speed-up. Without it the share is what the change wins back, 1 - T'/T. */
+void dr_keep_share(struct dr_findings *fs, const struct store_finding *f);
+/* Resolves every finding's change against the run's step model (built here from d and the findings
+ * so far): its speed-up is T / T' for that change alone, its share 1 - T' / T unless dr_keep_share
+ * kept the measured one; a finding whose change gains less than its rule asks is dropped. The model
+ * and the change go into the evidence for doctor_combine. Can't fail. */
+void dr_evaluate_changes(struct dr_run *d, struct dr_findings *fs);
 /* Resolves a request against m into a change. Returns 0 when it is outside the model (DR_CH_NONE). */
 int dr_change_resolve(const struct dr_step *m, const struct dr_change_req *r, struct dr_change *c);
 /* Appends the model and the change to evidence (a JSON object of cap bytes) as "change" and

@@ -48,6 +48,46 @@ const char *doctor_evidence_unit(const char *key, size_t klen) {
   return "";
 }
 
+/* What a person reads of each rule's evidence: the figures that carry the finding, in units (the
+ * title and the fix say why). The other members are how it was estimated (the step model and its
+ * change, the model's sentence, its intermediate figures): the web page folds them under "how this
+ * was estimated" and the text report leaves them to --json. A rule missing here shows everything. */
+static const struct {
+  const char *rule, *keys; /* keys: space-separated */
+} EVIDENCE_SHOWN[] = {
+    {"input_bound", "data_wait_share data_wait_s step_s loader_cpu_cores_min loader_cpu_cores_max usable_cores"},
+    {"loader_workers", "num_workers recommended_workers data_wait_s step_s usable_cores memory_room_bytes"},
+    {"input_latency", "data_wait_share data_wait_s step_s loader_cpu_cores_max num_workers recommended_workers"},
+    {"io_bound", "dstate_share iowait_pct psi_io_some_pct job_read_bytes_s data_wait_share"},
+    {"host_code_bound", "gpu_util_pct data_wait_share main_process_cpu_cores job_cpu_cores usable_cores step_s"},
+    {"periodic_stall", "stalls period_s mean_stall_s marks source steps_sampled"},
+    {"batch_too_small", "mem_used_peak_bytes mem_total_bytes gpu_util_pct sm_active_pct batch_size recommended_batch"},
+    {"mixed_precision", "gpu compute_capability precision tensor_active_pct gpu_util_pct"},
+    {"pageable_copies", "pcie_rx_bytes_s h2d_share pin_memory"},
+    {"throttled", "gpu throttled_share reasons sm_clock_throttled_mhz sm_clock_otherwise_mhz temp_max_c"},
+    {"straggler", "gpu host_gpu rank signal value others_median slower_by data_wait_s others_data_wait_s"},
+    {"underused_gpus", "gpus idle busy idle_gpu_hours"},
+    {"healthy", "gpu_util_pct data_wait_share step_s steps steps_sampled job_cpu_cores host_cpu_pct"},
+    {"insufficient_data", "missing gpus steps window_s"},
+};
+
+int doctor_evidence_shown(const char *rule, const char *key, size_t klen) {
+  if (klen == 4 && !memcmp(key, "host", 4))
+    return 1; /* a group's node, named first (dr_name_node) */
+  for (size_t i = 0; i < sizeof EVIDENCE_SHOWN / sizeof *EVIDENCE_SHOWN; i++) {
+    if (strcmp(rule, EVIDENCE_SHOWN[i].rule))
+      continue;
+    for (const char *p = EVIDENCE_SHOWN[i].keys; *p;) {
+      size_t n = strcspn(p, " ");
+      if (n == klen && !memcmp(p, key, n))
+        return 1;
+      p += n + (p[n] == ' ');
+    }
+    return 0;
+  }
+  return 1;
+}
+
 double dr_fin(double v, double dflt) {
   return isfinite(v) ? v : dflt;
 }

@@ -33,6 +33,109 @@ static const struct dr_gpu *fullest_gpu(const struct dr_run *d, double *ratio) {
   return worst;
 }
 
+/* Is the command's token at p (len bytes, ending at a space or the end) the batch size, given as
+ * "--batch 32", "--batch-size=32", "batch_size=32" or "-b 32"? */
+static int batch_token(const char *cmd, const char *p, size_t len) {
+  if (!(p[len] == ' ' || !p[len]) || p == cmd || !(p[-1] == ' ' || p[-1] == '='))
+    return 0;
+  /* the name before it, [b, e): the token before the space, or the same token before '=' */
+  const char *e = p - 1, *b = e;
+  while (b > cmd && b[-1] != ' ')
+    b--;
+  size_t n = (size_t)(e - b);
+  if (n == 2 && !strncmp(b, "-b", 2))
+    return 1;
+  for (const char *q = b; q + 5 <= e; q++)
+    if (!strncasecmp(q, "batch", 5))
+      return 1;
+  return 0;
+}
+
+/* The job's command as a tune template: its batch size's value replaced by {batch_size} (the first
+ * that batch_token recognises) and its own braces doubled (tune's literal braces). Returns 1 when
+ * the batch was found and the whole command fits in buf, else 0 (buf then holds no command). */
+static int batch_template(const char *cmd, double batch, char *buf, size_t n) {
+  char num[32];
+  snprintf(num, sizeof num, "%.0f", batch);
+  size_t nl = strlen(num), o = 0;
+  int found = 0;
+  buf[0] = 0;
+  for (const char *p = cmd; *p; p++) {
+    const char *put = p[0] == '{' ? "{{" : p[0] == '}' ? "}}" : NULL;
+    char one[2] = {p[0], 0};
+    if (!found && isfinite(batch) && !strncmp(p, num, nl) && batch_token(cmd, p, nl))
+      put = "{batch_size}", found = 1, p += nl - 1;
+    const char *add = put ? put : one;
+    size_t al = strlen(add);
+    if (o + al + 1 > n)
+      return buf[0] = 0, 0;
+    memcpy(buf + o, add, al + 1), o += al;
+  }
+  if (!found)
+    buf[0] = 0;
+  return found;
+}
+
+/* The command that measures what the GPU-side share of a bigger batch is worth where SM activity is
+ * not measured: two `gpuscope tune` trials, the job's batch and k times it. */
+static void batch_tune_command(const struct dr_run *d, int k, char *buf, size_t n) {
+  char tpl[600];
+  const char *cmd = d->v->run.command;
+  int known = isfinite(d->batch_size) && d->batch_size > 0;
+  int fits = known && batch_template(cmd, d->batch_size, tpl, sizeof tpl);
+  if (known)
+    dr_printf(buf, n, "gpuscope tune --param batch_size=%.0f,%.0f -- %s", d->batch_size, d->batch_size * k,
+              fits ? tpl : "CMD   # CMD: the job's command, with {batch_size} where it sets its batch size");
+  else
+    dr_printf(buf, n,
+              "gpuscope tune --param batch_size=B,%dB -- CMD   # B: the job's batch size (it did not report "
+              "it); CMD: its command, with {batch_size} where it sets it",
+              k);
+}
+
+/* The fix's first paragraph: what was measured, and — where SM activity is not — that the estimate
+ * counts only the host overhead. */
+static void batch_reason(const struct dr_gpu *g, int k, const char *nb, char *buf, size_t n) {
+  char used[32], tot[32], mu[32], util[32];
+  gs_fmt_bytes(g->mem_used.max, used, sizeof used);
+  gs_fmt_bytes(mem_total(g), tot, sizeof tot);
+  dr_fmt(util, sizeof util, g->util.mean, 0, "%");
+  if (g->sm_active.n)
+    dr_printf(buf, n,
+              "GPU %d peaks at %s of %s, and with SM activity at %.0f%% (util %s) the GPU is under-filled. "
+              "Raise the batch from %s (memory allows about %dx, counting all used memory as batch-dependent, "
+              "so it is a safe figure).",
+              g->index, used, tot, g->sm_active.mean, util, nb, k);
+  else
+    dr_printf(buf, n,
+              "GPU %d peaks at %s of %s. It has no SM activity readings (no GPM), so how much of its busy time "
+              "a bigger batch would fill is unknown: the estimate counts only the measured host overhead per "
+              "step (memory-controller util %s is not a fill). Raise the batch from %s (memory allows about "
+              "%dx, counting all used memory as batch-dependent); it may gain more than estimated.",
+              g->index, used, tot, dr_fmt(mu, sizeof mu, g->mem_util.mean, 0, "%"), nb, k);
+}
+
+static void batch_evidence(const struct dr_run *d, const struct dr_gpu *g, double ratio, int k, char *ev, size_t n) {
+  struct dr_json j;
+  dr_json_begin(&j, ev, n);
+  dr_json_int(&j, "gpu", g->index);
+  dr_json_num(&j, "mem_used_peak_bytes", g->mem_used.max);
+  dr_json_num(&j, "mem_total_bytes", mem_total(g));
+  dr_json_num(&j, "mem_used_share", ratio);
+  dr_json_num(&j, "sm_active_pct", g->sm_active.mean);
+  dr_json_num(&j, "mem_util_pct", g->mem_util.mean);
+  dr_json_num(&j, "gpu_util_pct", g->util.mean);
+  dr_json_str(&j, "fill_signal", g->sm_active.n ? "sm_active" : "unknown");
+  dr_json_num(&j, "batch_size", d->batch_size);
+  dr_json_int(&j, "batch_scale", k);
+  dr_json_num(&j, "recommended_batch", isfinite(d->batch_size) ? d->batch_size * k : NAN);
+  dr_json_str(&j, "model",
+              g->sm_active.n ? "a k-times batch pays per-step overhead 1/k as often: the host idle term and the "
+                               "unfilled share of GPU work (1 - SM activity / util) shrink by k"
+                             : "a k-times batch pays the measured host overhead per step 1/k as often; the GPU's "
+                               "unfilled share is unknown without SM activity and counted as none");
+}
+
 void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
   double ratio;
   const struct dr_gpu *worst = fullest_gpu(d, &ratio);
@@ -42,26 +145,27 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
    * it, and the idle time is the data wait's, not per-step overhead. */
   if (d->data_share >= DR_INPUT_SHARE)
     return;
-  /* How filled the GPU's busy time is: SM activity where GPM measures it, else memory-controller
-   * utilisation, else util (the batch then amortises host idle only). */
-  const char *signal = worst->sm_active.n ? "sm_active" : worst->mem_util.n ? "mem_util" : "util";
-  double act = worst->sm_active.n ? worst->sm_active.mean : worst->mem_util.n ? worst->mem_util.mean : worst->util.mean;
-  if (!isfinite(act))
-    return;
-  act = fmax(act, DR_MIN_UTIL_PCT);
   int k = 1;
   while (k * 2 <= DR_BATCH_MAX_SCALE && (k * 2) * ratio <= DR_BATCH_MEM_FIT)
     k *= 2;
   if (k < 2)
     return;
+  char nb[48], code[200], tune[800];
+  if (!worst->sm_active.n) {
+    /* Said whether or not the host overhead alone makes a finding: the rest is for a trial to tell. */
+    batch_tune_command(d, k, tune, sizeof tune);
+    dr_not_judged(d,
+                  "batch_too_small: GPU %d uses %.0f%% of its memory but has no SM activity readings (no GPM), "
+                  "so the GPU-side fill of a bigger batch is unknown (judged on the host overhead alone). "
+                  "Measure it: %s",
+                  worst->index, ratio * 100, tune);
+  }
   struct store_finding *f = dr_add(fs, d, "batch_too_small", 0, 1);
   if (!f)
     return;
-  /* The step model decides the figure (and drops the finding below DR_BATCH_MIN_SPEEDUP). */
+  /* The step model decides the figure (and drops the finding below DR_BATCH_MIN_SPEEDUP): without SM
+   * activity its fill is 1, so only the host term shrinks. */
   dr_set_change(fs, f, DR_CH_BATCH, DR_TERM_HOST, k, DR_BATCH_MIN_SPEEDUP);
-  char used[32], tot[32], nb[48], code[200];
-  gs_fmt_bytes(worst->mem_used.max, used, sizeof used);
-  gs_fmt_bytes(mem_total(worst), tot, sizeof tot);
   if (isfinite(d->batch_size) && d->batch_size > 0)
     dr_printf(nb, sizeof nb, "%.0f to %.0f", d->batch_size, d->batch_size * k);
   else
@@ -75,28 +179,16 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
               "  lr = base_lr * %d\n",
               k, k);
   dr_printf(f->title, sizeof f->title, "Batch too small: GPU memory peaks at %.0f%%; a %dx batch fits", ratio * 100, k);
-  struct dr_json j;
-  dr_json_begin(&j, f->evidence, sizeof f->evidence);
-  dr_json_int(&j, "gpu", worst->index);
-  dr_json_num(&j, "mem_used_peak_bytes", worst->mem_used.max);
-  dr_json_num(&j, "mem_total_bytes", mem_total(worst));
-  dr_json_num(&j, "mem_used_share", ratio);
-  dr_json_num(&j, "sm_active_pct", worst->sm_active.mean);
-  dr_json_num(&j, "mem_util_pct", worst->mem_util.mean);
-  dr_json_num(&j, "gpu_util_pct", worst->util.mean);
-  dr_json_str(&j, "fill_signal", signal);
-  dr_json_num(&j, "batch_size", d->batch_size);
-  dr_json_int(&j, "batch_scale", k);
-  dr_json_num(&j, "recommended_batch", isfinite(d->batch_size) ? d->batch_size * k : NAN);
-  dr_json_str(&j, "model",
-              "a k-times batch pays per-step overhead 1/k as often: the host idle term and the unfilled share of "
-              "GPU work (1 - fill, fill = SM activity, else memory-controller util, over util) shrink by k");
+  batch_evidence(d, worst, ratio, k, f->evidence, sizeof f->evidence);
+  char why[800], measure[900] = "";
+  batch_reason(worst, k, nb, why, sizeof why);
+  if (!worst->sm_active.n)
+    dr_printf(measure, sizeof measure, "Measure the GPU-side fill with two trials:\n  %s\n", tune);
   dr_printf(f->fix, sizeof f->fix,
-            "GPU %d peaks at %s of %s, and with %s at %.0f%% the GPU is under-filled. Raise the batch "
-            "from %s (memory allows about %dx, counting all used memory as batch-dependent, so it is a safe "
-            "figure). Scale the learning rate with the batch (linear scaling with a few epochs of warm-up; "
-            "LARS/LAMB for very large batches) and check that the model still converges to the same accuracy; "
-            "or keep the batch and use the room for a larger model.\n"
+            "%s Scale the learning rate with the batch (linear scaling with a few epochs of warm-up; LARS/LAMB "
+            "for very large batches) and check that the model still converges to the same accuracy; or keep "
+            "the batch and use the room for a larger model.\n"
+            "%s"
             "PyTorch:\n"
             "%s"
             "  loader = torch.utils.data.DataLoader(ds, batch_size=new_bs, shuffle=True, num_workers=W)\n"
@@ -104,11 +196,7 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
             "Keras:\n"
             "  model.compile(optimizer=keras.optimizers.SGD(learning_rate=base_lr * %d), loss=...)\n"
             "  model.fit(ds.batch(new_bs), ...)",
-            worst->index, used, tot,
-            !strcmp(signal, "sm_active")  ? "SM activity"
-            : !strcmp(signal, "mem_util") ? "memory-controller utilisation (no SM activity readings)"
-                                          : "util",
-            act, nb, k, code, k);
+            why, measure, code, k);
 }
 
 /* ---- mixed_precision ---- */

@@ -30,9 +30,10 @@ static int quota_full(const struct dr_run *d, double lcpu_lo) {
 }
 
 /* Do the host's tasks wait for a CPU most of the time (PSI cpu some)? Then a process's low CPU says
- * it was runnable, not that it waited on something else. */
+ * it was runnable, not that it waited on something else — unless the job's own processes hardly
+ * waited (the others waited for it: a job above them in cgroup weight). */
 static int cpu_contended(const struct dr_run *d) {
-  return d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED;
+  return d->psi_cpu.n && d->psi_cpu.mean >= DR_CPU_CONTENDED && !(dr_job_runq(d) <= DR_UNCONTENDED_RUNQ);
 }
 
 /* The first used GPU with util readings (the no-steps paths read this one, not GPU 0), or NULL. */
@@ -337,9 +338,11 @@ static const char *more_workers_text(const struct dr_run *d, const struct dr_fin
 
 static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu_lo, double lcpu_hi, int inferred) {
   const struct dr_gpu *g = used_gpu(d);
+  /* The cost is what was measured: the data wait's share of the step (the run view's data_share, the
+   * figure the report shows beside it), or without step timings the GPU's idle share; the speed-up is
+   * the step model's (dr_evaluate_changes, step_model.c). */
   double share = inferred ? 1 - g->util.mean / 100 : d->data_share;
-  double speedup = 1 / (1 - fmin(share, DR_MAX_LOST));
-  struct store_finding *f = dr_add(fs, d, "input_bound", share, speedup);
+  struct store_finding *f = dr_add(fs, d, "input_bound", share, 1);
   if (!f)
     return;
   /* With steps: the data term goes (and the loading's CPU with it). Inferred: the GPU's idle time,
@@ -348,6 +351,7 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
     dr_set_change(fs, f, DR_CH_REMOVE, DR_TERM_HOST, share, 1);
   else
     dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, 0, 1);
+  dr_keep_share(fs, f);
   if (inferred)
     dr_printf(f->title, sizeof f->title,
               "Input-bound: GPU %d idles %.0f%% of the time while the job's CPU is saturated (no step timings; "
@@ -419,11 +423,13 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
     rec = DR_MAX_WORKERS;
   double load_s = w0 > 0 ? w0 * d->step_mean : d->data_mean;
   double s_new = fmax(ch, load_s / rec);
-  double speedup = d->step_mean / s_new;
-  struct store_finding *f = dr_add(fs, d, "input_latency", d->data_share, speedup);
+  /* The cost is the measured data wait (the run view's data_share); the speed-up of rec workers is
+   * the step model's (dr_evaluate_changes). */
+  struct store_finding *f = dr_add(fs, d, "input_latency", d->data_share, 1);
   if (!f)
     return;
   dr_set_change(fs, f, DR_CH_WORKERS, DR_TERM_DATA, rec, 1);
+  dr_keep_share(fs, f);
   char bs[32];
   if (isfinite(d->batch_size))
     dr_printf(bs, sizeof bs, "%.0f", d->batch_size);
@@ -467,6 +473,8 @@ static void add_input_latency(struct dr_run *d, struct dr_findings *fs, int w0, 
 }
 
 static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share, double dsh) {
+  /* The cost is measured (the data wait, else the D-state share of the idle time); the speed-up is
+   * the step model's, and 1 / (1 - share) only where there is no model (no steps and no GPU). */
   struct store_finding *f = dr_add(fs, d, "io_bound", share, 1 / (1 - fmin(share, DR_MAX_LOST)));
   if (!f)
     return;
@@ -475,6 +483,7 @@ static void add_io_bound(struct dr_run *d, struct dr_findings *fs, double share,
     dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, 0, 1);
   else
     dr_set_change(fs, f, DR_CH_REMOVE, DR_TERM_HOST, share, 1);
+  dr_keep_share(fs, f);
   double iowait_cores = d->iowait.n && d->ncpu ? d->iowait.mean / 100 * d->ncpu : NAN;
   dr_printf(f->title, sizeof f->title, "Storage-bound: the job's loading processes wait on I/O %.0f%% of the time",
             dsh * 100);

@@ -75,14 +75,16 @@ double dr_step_speedup(const struct dr_step *m, const struct dr_change *c) {
   return fmax(1, t0 / fmax(t1, (1 - DR_MAX_LOST) * t0));
 }
 
-/* The used GPUs' filled share of their busy time: SM activity (GPM), else memory-controller
- * utilisation, over util; 1 (all filled: a batch amortises nothing on the GPU) when unknown. */
+/* The used GPUs' filled share of their busy time: SM activity (GPM, DCGM) over util; 1 (all filled:
+ * a batch amortises nothing on the GPU, only the measured host overhead) when no GPU measures it.
+ * Memory-controller utilisation is no stand-in: a compute-bound GEMM keeps it low because its SMs
+ * are busy (docs/diagnosis.md, batch_too_small). */
 static double gpu_fill(const struct dr_run *d) {
   double sum = 0;
   int n = 0;
   for (int i = 0; i < d->ngpus; i++) {
     const struct dr_gpu *g = &d->gpus[i];
-    double a = g->sm_active.n ? g->sm_active.mean : g->mem_util.n ? g->mem_util.mean : NAN;
+    double a = g->sm_active.n ? g->sm_active.mean : NAN;
     if (!g->used || !g->util.n || !(g->util.mean > 0) || !isfinite(a))
       continue;
     sum += clamp01(a / g->util.mean), n++;
@@ -196,7 +198,12 @@ void dr_set_change(struct dr_findings *fs, const struct store_finding *f, int ki
                    double min_speedup) {
   if (!f || !fs->ch || f < fs->v || f >= fs->v + fs->n)
     return;
-  fs->ch[f - fs->v] = (struct dr_change_req){kind, term, value, min_speedup};
+  fs->ch[f - fs->v] = (struct dr_change_req){kind, term, value, min_speedup, 0};
+}
+
+void dr_keep_share(struct dr_findings *fs, const struct store_finding *f) {
+  if (f && fs->ch && f >= fs->v && f < fs->v + fs->n)
+    fs->ch[f - fs->v].measured = 1;
 }
 
 int dr_change_resolve(const struct dr_step *m, const struct dr_change_req *r, struct dr_change *c) {
@@ -231,6 +238,27 @@ int dr_change_resolve(const struct dr_step *m, const struct dr_change_req *r, st
     return 0;
   }
   return 1;
+}
+
+void dr_evaluate_changes(struct dr_run *d, struct dr_findings *fs) {
+  struct dr_step m;
+  dr_step_build(d, fs, &m);
+  size_t k = 0;
+  for (size_t i = 0; i < fs->n; i++) {
+    struct store_finding *f = &fs->v[i];
+    struct dr_change c;
+    if (dr_change_resolve(&m, &fs->ch[i], &c)) {
+      double sp = dr_step_speedup(&m, &c);
+      if (sp < fs->ch[i].min_speedup || !(sp > 1))
+        continue;
+      /* A measured cost (the data wait: the run view's share) stays what was measured. */
+      dr_set_estimate(f, d, fs->ch[i].measured ? f->share : 1 - 1 / sp, sp);
+      dr_step_evidence(f->evidence, sizeof f->evidence, &m, &c);
+    }
+    fs->ch[k] = fs->ch[i];
+    fs->v[k++] = *f;
+  }
+  fs->n = k;
 }
 
 /* Appends ,"key":{...} (text) to the object in ev when it fits. */
@@ -395,15 +423,33 @@ void doctor_combine(const struct store_finding *f, size_t n, struct doctor_combi
 
 /* ---- the loop's capacity and its stalls, which the rules read too ---- */
 
-/* Cores the job could use: the CPUs less what other work on the host took, and never more than its
- * cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota). NAN when
- * the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
+double dr_job_runq(const struct dr_run *d) {
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < d->nprocs; i++) {
+    const struct dr_proc *p = &d->procs[i];
+    if (isfinite(p->runq) && (p->role == DOCTOR_ROLE_TRAINER || p->role == DOCTOR_ROLE_WORKER))
+      sum += p->runq, n++;
+  }
+  return n ? sum / n : NAN;
+}
+
+/* Cores the job could use: the CPUs less what other work on the host took from it, and never more
+ * than its cgroup quota or its cpuset (other work outside the job's cgroup does not spend the quota).
+ * Other work takes the job's cores only as far as the job waits for them: all of it when the job's
+ * processes waited for a CPU DR_CONTENDED_RUNQ of the time or more (CPU-bound neighbours at the same
+ * priority), none when they waited at most DR_UNCONTENDED_RUNQ (work that only fills what the job
+ * leaves: light daemons, or neighbours below the job's cgroup weight), in proportion between;
+ * unknown waits count it all.
+ * NAN when the CPUs are unknown, or when the host's CPUs are known but what other work took is not. */
 double dr_usable_cores(const struct dr_run *d) {
   if (!isfinite(d->cores))
     return NAN;
   if (d->ncpu && !isfinite(d->others_cores))
     return NAN;
-  double free_cpus = d->ncpu ? d->ncpu - d->others_cores : d->cores;
+  double q = dr_job_runq(d);
+  double taken = isfinite(q) ? clamp01((q - DR_UNCONTENDED_RUNQ) / (DR_CONTENDED_RUNQ - DR_UNCONTENDED_RUNQ)) : 1;
+  double free_cpus = d->ncpu ? d->ncpu - d->others_cores * taken : d->cores;
   return fmax(DR_MIN_USABLE_CORES, fmin(d->cores, free_cpus));
 }
 

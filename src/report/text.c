@@ -28,11 +28,18 @@ static const char *severity_color(const struct style *s, const char *sev, const 
 struct ev_print {
   FILE *out;
   size_t col;
+  const char *rule;
+  int hidden; /* members left to --json (how the estimate was made) */
 };
 
-/* One evidence member as key=value in the unit its key names, wrapping lines at about 100 columns. */
+/* One evidence member a person reads (doctor_evidence_shown; the rest is counted and left to --json)
+ * as key=value in the unit its key names, wrapping lines at about 100 columns. */
 static void ev_member(void *user, const char *key, size_t klen, const char *val, size_t vlen) {
   struct ev_print *p = user;
+  if (!doctor_evidence_shown(p->rule, key, klen)) {
+    p->hidden++;
+    return;
+  }
   char k[64], v[160];
   snprintf(k, sizeof k, "%.*s", (int)(klen < 63 ? klen : 63), key);
   rp_ev_value(v, sizeof v, key, klen, val, vlen);
@@ -95,9 +102,11 @@ static void print_finding(FILE *out, const struct style *s, size_t i, const stru
   }
   if (gs_json_object_valid(f->evidence)) {
     fputs("    evidence: ", out);
-    struct ev_print p = {out, 14};
+    struct ev_print p = {out, 14, rule, 0};
     gs_json_members(f->evidence, ev_member, &p);
     fputc('\n', out);
+    if (p.hidden && !doctor_is_verdict(rule))
+      fputs("    how this was estimated: the step model and its inputs are in `gpuscope report --json`\n", out);
   } else if (f->evidence[0]) {
     fputs("    evidence (not valid JSON): ", out);
     gs_term_text(out, f->evidence, 0);
@@ -212,6 +221,33 @@ static void print_gaps(FILE *out, const struct style *s, const struct report_run
   free(gap_text);
 }
 
+/* Why rules could not judge the run (doctor_not_judged), as notes, when no healthy verdict says it
+ * already: each reason ("rule: why", "; " between them) whose rule has no finding of its own (whose
+ * fix says it there). Returns how many it printed after the `printed` notes before it. */
+static size_t print_not_judged(FILE *out, const struct report_run *r, size_t printed) {
+  for (size_t i = 0; i < r->view.nfindings; i++)
+    if (!strcmp(r->view.findings[i].rule, "healthy"))
+      return 0;
+  char buf[1024];
+  size_t k = 0;
+  doctor_not_judged(&r->view, buf, sizeof buf);
+  for (char *p = buf, *next; p && *p; p = next) {
+    next = strstr(p, "; ");
+    if (next)
+      *next = 0, next += 2;
+    int own = 0;
+    for (size_t i = 0; i < r->view.nfindings; i++) {
+      size_t rl = strlen(r->view.findings[i].rule);
+      own |= rl && !strncmp(p, r->view.findings[i].rule, rl) && p[rl] == ':';
+    }
+    if (own)
+      continue;
+    fputs(printed + k++ ? "\n  not judged: " : "\nnotes\n  not judged: ", out);
+    gs_term_text(out, p, 0);
+  }
+  return k;
+}
+
 /* The findings ranked by time lost, their combined fix, then the run's notes. */
 static void print_findings(FILE *out, const struct style *s, const struct report_run *r) {
   fprintf(out, "\n%sfindings%s, ranked by time lost%s\n", s->bold, s->reset, r->diagnosed ? " (diagnosed now)" : "");
@@ -232,9 +268,9 @@ static void print_findings(FILE *out, const struct style *s, const struct report
   for (size_t i = 0; i < r->view.nnotes; i++) {
     fputs(i ? "\n  " : "\nnotes\n  ", out);
     gs_term_text(out, r->view.notes[i], 0);
-    if (i + 1 == r->view.nnotes)
-      fputc('\n', out);
   }
+  if (r->view.nnotes + (r->diag_rc ? 0 : print_not_judged(out, r, r->view.nnotes)))
+    fputc('\n', out);
 }
 
 /* The last lines of a run that did not finish well, escaped for the terminal. */

@@ -74,7 +74,19 @@ void serve_json_knum(FILE *out, const char *key, double v) {
 struct units_ctx {
   FILE *out;
   int k;
+  const char *rule;
 };
+
+/* "key" for one evidence member that tells how the estimate was made (doctor_evidence_shown 0). */
+static void estimate_member(void *user, const char *key, size_t klen, const char *val, size_t vlen) {
+  struct units_ctx *c = user;
+  (void)val, (void)vlen;
+  if (doctor_evidence_shown(c->rule, key, klen))
+    return;
+  fputs(c->k++ ? ",\"" : "\"", c->out);
+  fwrite(key, 1, klen, c->out);
+  fputc('"', c->out);
+}
 
 /* "key":"unit" for one evidence member; the key as the stored evidence spells it (a valid JSON
  * string's content: written back between quotes unchanged). */
@@ -103,10 +115,15 @@ void serve_json_finding(FILE *out, const struct store_finding *f) {
     gs_json_str(out, f->evidence);
   /* each evidence member's unit (doctor_evidence_unit, the one table): the page formats by it */
   fputs(",\"evidence_units\":{", out);
-  struct units_ctx uc = {out, 0};
+  struct units_ctx uc = {out, 0, f->rule};
   if (object)
     gs_json_members(f->evidence, unit_member, &uc);
-  fputs("},", out);
+  /* the members that tell how the estimate was made: the page folds them under a summary */
+  fputs("},\"evidence_estimate\":[", out);
+  uc.k = 0;
+  if (object)
+    gs_json_members(f->evidence, estimate_member, &uc);
+  fputs("],", out);
   serve_json_key(out, "fix");
   gs_json_str(out, f->fix);
   fputc('}', out);

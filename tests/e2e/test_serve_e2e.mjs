@@ -171,6 +171,8 @@ try {
     check(await page.$eval("#runs .tag", (e) => e.textContent) === "team=vision", "the tag as a chip");
     const note = await page.$eval("#runs .note", (e) => ({ text: e.textContent, tags: e.querySelectorAll("b").length }));
     check(note.text.includes("loader starved <b>x</b>") && note.tags === 0, "the note, as text: " + JSON.stringify(note));
+    check(!/Not Supported/.test(note.text + (await page.$eval("#runs .note", (e) => e.title))),
+      "no GPU's missing metric under the run's name: " + note.text);
     await open(page, base, "#/?" + new URLSearchParams({ where: "param.batch_size = 32 and not status = running",
       sort: "-samples_per_s", columns: "samples_per_s" }));
     const order = await page.$$eval("#runs tbody tr[data-run]", names);
@@ -214,6 +216,18 @@ try {
     check(/NVIDIA driver\s+\d+\.\d+/.test(origin) && /driver CUDA\s+12\.4/.test(origin), "where it came from: " + origin);
     const ev = await page.$$eval("#findings table.evidence td", (t) => t.map((x) => x.innerText).join(" "));
     check(/ms|%|GiB/.test(ev), "evidence in units: " + ev.slice(0, 200));
+    // a person reads a few figures; the step model and its change are folded under "how this was estimated"
+    const shown = await page.$$eval("#findings article", (a) => a.map((f) => [f.dataset.rule,
+      f.querySelectorAll("table.evidence:not(.estimate) tr").length, f.querySelector("details.estimate")?.innerText || ""]));
+    check(shown.length && shown.every(([, n]) => n >= 1 && n <= 6), "three to six figures each: " + JSON.stringify(shown));
+    check(shown.some(([, , est]) => /how this was estimated/.test(est)), "the model folded: " + JSON.stringify(shown));
+    const folded = await page.$$eval("#findings details.estimate", (d) => d.map((x) => x.open));
+    check(folded.length && folded.every((o) => !o), "folded (closed): " + folded);
+    // a GPU's missing metrics (busy8_h200.scn: no fan speed) under the GPU table, not at the top
+    const top = await page.$eval("#run-notes", (e) => e.textContent);
+    check(!/Not Supported/.test(top) && top.includes("loader starved"), "the top's notes: " + top);
+    const gpuNotes = await page.$eval("#gpu-notes", (e) => e.textContent);
+    check(/gpu0: fan speed: Not Supported/.test(gpuNotes), "the GPU table's details: " + gpuNotes);
     for (const id of ["util", "mem-util", "activity", "memory", "power", "thermal", "pcie", "cpu", "steps"]) {
       const p = await chartPoints(page, id);
       check(p && p.values > 0, `chart ${id} has data: ${JSON.stringify(p)}`);

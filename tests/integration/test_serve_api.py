@@ -241,6 +241,19 @@ def test_findings_name_each_evidence_fields_unit():
     check(page and all("evidence_units" in x for x in page), "the run page's findings carry them too")
 
 
+def test_findings_name_the_evidence_that_tells_how_it_was_estimated():
+    """The page folds the step model and the rest of how an estimate was made (the doctor's one table
+    of what a person reads): the API names those members; the figures that carry the finding stay out."""
+    f = server().json("/api/runs/slow/findings")["findings"]
+    estimated = [x for x in f if x["rule"] not in ("healthy", "insufficient_data")]
+    check(estimated, f"findings with an estimate: {[x['rule'] for x in f]}")
+    for x in estimated:
+        est = x["evidence_estimate"]
+        check(set(est) <= set(x["evidence"]) and "step_model" in est and "change" in est, f"{x['rule']}: {est}")
+        shown = set(x["evidence"]) - set(est)
+        check(1 <= len(shown) <= 6 and not shown & {"step_model", "change", "model"}, f"{x['rule']}: shows {shown}")
+
+
 def test_pages_and_assets():
     st, h, body = server().get("/")
     check(st == 200 and h["Content-Type"].startswith("text/html") and b"gpuscope" in body, f"/ -> {st}")

@@ -1,7 +1,7 @@
 // Unit tests of web/src/fmt.js: every figure the pages show, and "—" for what was not measured.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { bytes, DASH, evidence, num, pct, pctv, rate, secs, speed, sps } from "../../web/src/fmt.js";
+import { bytes, DASH, evidence, gpuNote, num, pct, pctv, rate, secs, speed, sps } from "../../web/src/fmt.js";
 
 test("what was not measured is a dash, never zero", () => {
   for (const f of [num, pct, pctv, bytes, rate, secs, speed, sps])
@@ -36,4 +36,13 @@ test("evidence values are shown in the unit the API names for them", () => {
   assert.equal(evidence(4, ""), "4");
   assert.equal(evidence(0.25, undefined), "0.2500"); // no unit named: the number as it is
   assert.equal(evidence({ "0": 10, "1": 20 }, "pct"), "0: 10.0 %, 1: 20.0 %");
+});
+
+test("a note about a metric a GPU does not have names its GPU; any other note is the user's", () => {
+  assert.equal(gpuNote("gpu0: fan speed: Not Supported"), 0);
+  assert.equal(gpuNote("gpu12 mig 3: SM activity (GPM): Insufficient Permissions"), 12);
+  assert.equal(gpuNote("gpu1: clock event reasons: Function Not Found"), 1);
+  for (const n of ["loader starved <b>x</b>", "gpu0: utilization: Unknown Error (retrying)", "nvml collector off: no driver",
+    "gpu0: fan speed: Not Supported, said the user", "my gpu0: fan: Not Supported", ""])
+    assert.equal(gpuNote(n), null, n);
 });

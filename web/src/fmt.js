@@ -4,6 +4,16 @@ export const fin = (v) => typeof v === "number" && isFinite(v);
 export const DASH = "—";
 // A verdict on the whole run (the doctor's doctor_is_verdict): no cost, no speed-up, not a finding.
 export const isVerdict = (rule) => rule === "healthy" || rule === "insufficient_data";
+
+// A note the NVML collector wrote about a metric a GPU (or MIG instance) does not have — "gpu0: fan
+// speed: Not Supported", as nv_verdict words it with NVML's error string — is about the GPU, not
+// something to act on: the run page lists such notes under its GPU table, not at the top of the
+// page, and the runs page leaves them out. Its GPU's index, else null.
+const GPU_NOTE = /^gpu(\d+)(?: mig \d+)?: .+: (?:Not Supported|Insufficient Permissions|Function Not Found)$/;
+export function gpuNote(note) {
+  const m = GPU_NOTE.exec(String(note));
+  return m ? Number(m[1]) : null;
+}
 export function num(v, d = 1, unit = "") {
   if (!fin(v)) return DASH;
   return v.toFixed(d) + (unit ? " " + unit : "");

@@ -4,7 +4,7 @@
 import { api, EMB } from "../api.js";
 import { chartData, chartPlan, fetchLines, makeChart, samplesRate, spansOf } from "../charts.js";
 import { $app, $live, cleanup, copyButton, crumbs, el, rerender, statusBadge, tagChips } from "../dom.js";
-import { bytes, DASH, evidence, fin, isVerdict, num, pct, pctv, secs, speed, sps, when } from "../fmt.js";
+import { bytes, DASH, evidence, fin, gpuNote, isVerdict, num, pct, pctv, secs, speed, sps, when } from "../fmt.js";
 import { isOrigin, originRows } from "../origin.js";
 import { logFeed, logFinish, logMatcher } from "../log.js";
 
@@ -70,8 +70,15 @@ function verdictCard(run) {
 }
 function figure(label, value) { return el("div", { class: "figure" }, el("div", { class: "fig-v" }, value), el("div", { class: "fig-l" }, label)); }
 
-function gpuTable(gpus) {
+// The GPU table, then — folded — the metrics the GPUs do not have (the NVML collector's notes).
+function gpuTable(gpus, notes) {
   if (!gpus.length) return el("p", { class: "muted" }, "No GPU was sampled in this run.");
+  const missing = notes.length ? el("details", { class: "params", id: "gpu-notes" },
+    el("summary", {}, `metrics these GPUs do not report (${notes.length})`),
+    el("ul", {}, notes.map((n) => el("li", {}, n)))) : "";
+  return el("div", {}, gpuRows(gpus), missing);
+}
+function gpuRows(gpus) {
   return el("table", { class: "gpus", id: "gpus" },
     el("thead", {}, el("tr", {}, ["GPU", "name", "util mean", "util min", "SM active", "tensor active", "memory peak / total",
       "power (limit)", "temp max", "throttled"].map((h) => el("th", {}, h)))),
@@ -82,6 +89,19 @@ function gpuTable(gpus) {
       el("td", { class: "num" }, bytes(g.mem_peak_bytes) + " / " + bytes(g.mem_total_bytes)),
       el("td", { class: "num" }, num(g.power_w, 0, "W") + " (" + num(g.power_limit_w, 0, "W") + ")"),
       el("td", { class: "num" }, num(g.temp_max_c, 0, "°C")), el("td", { class: "num" }, pct(g.throttled_share, 1))))));
+}
+
+// A finding's evidence: the figures a person reads, then — folded under "how this was estimated" —
+// the members the API names as the estimate's (evidence_estimate: the step model, its change, the
+// model's sentence and intermediate figures; the doctor's one table, doctor_evidence_shown).
+function evidenceTables(f, ev) {
+  const model = new Set(f.evidence_estimate || []), units = f.evidence_units || {};
+  const rows = (pairs) => pairs.map(([k, v]) =>
+    el("tr", {}, el("th", {}, k.replace(/_/g, " ")), el("td", {}, evidence(v, units[k]))));
+  const all = Object.entries(ev), shown = all.filter(([k]) => !model.has(k)), inner = all.filter(([k]) => model.has(k));
+  return el("div", {}, el("table", { class: "evidence" }, rows(shown)),
+    inner.length ? el("details", { class: "estimate" }, el("summary", {}, "how this was estimated"),
+      el("table", { class: "evidence estimate" }, rows(inner))) : "");
 }
 
 export function findingsList(findings, live, window_s, error) {
@@ -97,9 +117,7 @@ export function findingsList(findings, live, window_s, error) {
       el("h3", {}, el("span", { class: "sev-dot" }), f.title),
       el("div", { class: "finding-meta" }, f.rule, " · ", f.severity, " · lost ", secs(f.lost_s), " (", pct(f.share, 1),
         ") · speed-up ", speed(f.speedup)),
-      ev ? el("table", { class: "evidence" }, Object.entries(ev).map(([k, v]) =>
-        el("tr", {}, el("th", {}, k.replace(/_/g, " ")), el("td", {}, evidence(v, (f.evidence_units || {})[k]))))) :
-        el("p", {}, String(f.evidence || "")),
+      ev ? evidenceTables(f, ev) : el("p", {}, String(f.evidence || "")),
       f.fix ? el("div", { class: "fix" }, copyButton(f.fix), el("pre", {}, f.fix)) : null));
   }
   return box;
@@ -121,19 +139,21 @@ export async function pageRun(ref) {
   const R = run.run, id = R.id;
   crumbs(EMB ? "run" : el("a", { href: "#/" }, "runs"), R.name || id);
   const running = R.status === "running";
+  // the top of the page is for what the user must act on: a GPU's missing metrics go under its table
+  const gpuNotes = run.notes.filter((n) => gpuNote(n) !== null), notes = run.notes.filter((n) => gpuNote(n) === null);
   const head = el("section", { class: "run-head" },
     el("h1", {}, R.name || id, " ", statusBadge(R.status)),
     el("div", { class: "muted" }, id, " · ", R.host, " · ", when(R.start), " · ", R.command),
     R.tags ? el("div", { id: "run-tags" }, tagChips(R.tags)) : null,
-    run.notes.length ? el("ul", { class: "notes", id: "run-notes" }, run.notes.map((n) => el("li", {}, n))) : null);
+    notes.length ? el("ul", { class: "notes", id: "run-notes" }, notes.map((n) => el("li", {}, n))) : null);
   const params = Object.entries(run.params).filter(([k]) => !/^gpu\.\d+\./.test(k) && !isOrigin(k));
-  const paramBox = el("details", { class: "params" }, el("summary", {}, `params (${params.length}) and notes (${run.notes.length})`),
+  const paramBox = el("details", { class: "params" }, el("summary", {}, `params (${params.length}) and notes (${notes.length})`),
     el("table", {}, params.map(([k, v]) => el("tr", {}, el("th", {}, k), el("td", {}, v)))),
-    el("ul", {}, run.notes.map((n) => el("li", {}, n))));
+    el("ul", {}, notes.map((n) => el("li", {}, n))));
   const charts = el("section", { class: "charts", id: "charts" });
   const hint = el("p", { class: "muted hint" }, "drag across a chart to zoom, double-click to reset");
   let findingsBox = findingsList(run.findings, false, null, run.findings_error);
-  $app().replaceChildren(head, verdictCard(run), el("h2", {}, "GPUs"), gpuTable(run.gpus), originBox(run.params) || "", paramBox,
+  $app().replaceChildren(head, verdictCard(run), el("h2", {}, "GPUs"), gpuTable(run.gpus, gpuNotes), originBox(run.params) || "", paramBox,
     el("h2", {}, "Timeline"), hint, charts, findingsBox, R.id === R.group ? null : logPanel(id, running));
 
   const plan = chartPlan(run);

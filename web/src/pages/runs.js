@@ -5,7 +5,7 @@
 // the view; the quick filter box only narrows what is shown.
 import { api } from "../api.js";
 import { $app, cleanup, crumbs, el, sparkline, statusBadge, tagChips } from "../dom.js";
-import { DASH, fin, pctv, secs, speed, sps, when } from "../fmt.js";
+import { DASH, fin, gpuNote, pctv, secs, speed, sps, when } from "../fmt.js";
 import { routeQuery, searchHash } from "../router.js";
 
 // A search column's value for a cell: numbers to six significant digits, missing as a dash.
@@ -74,12 +74,13 @@ export async function pageRuns() {
         box.checked ? state.picked.add(r.id) : state.picked.delete(r.id);
         cmp.disabled = state.picked.size < 2;
       });
-      const f = r.top_finding;
+      // a GPU's missing metrics are listed on its run page, under the GPU table
+      const f = r.top_finding, notes = (r.notes || []).filter((n) => gpuNote(n) === null);
       return el("tr", { "data-run": r.id },
         el("td", {}, box),
         el("td", { class: "name-cell" }, el("a", { href: "#/run/" + encodeURIComponent(r.id) }, r.name || r.id),
-          tagChips(r.tags), (r.notes || []).length ? el("div", { class: "note muted", title: r.notes.join("\n") },
-            r.notes[r.notes.length - 1], r.notes.length > 1 ? ` (+${r.notes.length - 1})` : "") : null),
+          tagChips(r.tags), notes.length ? el("div", { class: "note muted", title: notes.join("\n") },
+            notes[notes.length - 1], notes.length > 1 ? ` (+${notes.length - 1})` : "") : null),
         el("td", {}, statusBadge(r.status)),
         el("td", {}, r.group || ""),
         el("td", { class: "num" }, when(r.start)),
