@@ -12,7 +12,13 @@
  *
  * In a run (opts.pid > 0) inside a container: when this process is in a PID namespace of its own
  * and NVML lists pids that are not in it (the driver reports the host's), the join of GPU processes
- * to the job cannot work; one note says so, with the fix, and the summary repeats it. */
+ * to the job cannot work; one note says so, with the fix, and the summary repeats it. A GPU's use is
+ * then tied to the job only where that is certain, and marked inferred (infer_owner): every process
+ * in this namespace that holds an NVIDIA GPU device open (/dev/nvidiaN) is the job's, and NVML lists
+ * exactly as many processes on this container's GPUs as the job has such processes, so no process
+ * of another container shares them. Each GPU then gets gpu.N.owner "job" and gpu.N.owner_how the
+ * reason; where it is not certain, gpu.N.owner "unknown" and the reason. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +58,10 @@ struct gpuowners {
   int own_ns;                            /* in a PID namespace of its own: 1, 0, -1 unknown */
   int foreign;                           /* run mode: pids NVML listed that this namespace lacks */
   int listed_any;                        /* run mode: NVML listed some process */
+  int64_t inferred_at;                   /* run mode: when the owner was last inferred */
+  char owner[MAX_GPUS][160];             /* run mode: gpu.N.owner_how as last put */
+  char how[160];                         /* run mode: the last inference's reason, "" before one */
+  int certain;                           /* run mode: whether it tied the GPUs' use to the job */
   char podres_sock[512];                 /* the kubelet's pod-resources socket, "" when absent */
   int64_t podres_at;                     /* when it was last asked */
   int n_podres, podres_noted;
@@ -234,6 +244,98 @@ static void node_tick(struct gpuowners *g, struct gs_sink *s, int64_t now) {
   }
 }
 
+/* Whether /proc/PID/fd under the root holds an NVIDIA GPU device (/dev/nvidiaN; not nvidiactl or
+ * nvidia-uvm, which every CUDA process opens whatever GPU it uses). */
+static int holds_gpu_device(const struct collector_opts *o, const char *pid) {
+  char dir[320], p[600], link[64];
+  snprintf(dir, sizeof dir, "/proc/%s/fd", pid);
+  DIR *d = opendir(collect_path(o, dir, p, sizeof p));
+  if (!d)
+    return 0;
+  int holds = 0;
+  for (struct dirent *e; !holds && (e = readdir(d));) {
+    if (e->d_name[0] == '.')
+      continue;
+    snprintf(p + strlen(p), sizeof p - strlen(p), "/%s", e->d_name);
+    ssize_t n = readlink(p, link, sizeof link - 1);
+    *strrchr(p, '/') = 0;
+    if (n <= 11)
+      continue;
+    link[n] = 0;
+    const char *q = link + 11;
+    holds = !strncmp(link, "/dev/nvidia", 11) && strspn(q, "0123456789") == strlen(q);
+  }
+  closedir(d);
+  return holds;
+}
+
+/* Counts the processes of this namespace (but gpuscope) that hold a GPU device open: in *job those
+ * of the job's tree, the return value the others; -1 when /proc cannot be listed. */
+static int device_holders(const struct gpuowners *g, int *job) {
+  char p[512];
+  DIR *d = opendir(collect_path(&g->opts, "/proc", p, sizeof p));
+  if (!d)
+    return -1;
+  pid_t *tree = NULL;
+  int nt = collect_list_descendants(g->opts.pid, &tree), others = 0;
+  *job = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == getpid() || !holds_gpu_device(&g->opts, e->d_name))
+      continue;
+    int mine = pid == g->opts.pid;
+    for (int i = 0; i < nt && !mine; i++)
+      mine = tree[i] == pid;
+    *job += mine, others += !mine;
+  }
+  closedir(d);
+  free(tree);
+  return others;
+}
+
+/* Run mode with host pids: whether the listed GPUs' use is the job's, put as gpu.N.owner and
+ * gpu.N.owner_how when it changes. Looked at every few seconds (a scan of this namespace's fds). */
+static void infer_owner(struct gpuowners *g, struct gs_sink *s, int64_t now) {
+  if (g->inferred_at && now - g->inferred_at < 5 * GS_NS_PER_S)
+    return;
+  g->inferred_at = now;
+  int job = 0, others = device_holders(g, &job);
+  size_t listed = 0; /* distinct pids, a process on two GPUs once */
+  for (size_t i = 0; i < g->n_listed; i++) {
+    size_t k = 0;
+    while (k < i && g->listed[k].pid != g->listed[i].pid)
+      k++;
+    listed += k == i;
+  }
+  char how[160];
+  int certain = others == 0 && job > 0 && (size_t)job == listed;
+  if (certain)
+    snprintf(how, sizeof how, "inferred: %d process%s of the job hold%s a GPU open and NVML lists %zu", job,
+             job == 1 ? "" : "es", job == 1 ? "s" : "", listed);
+  else if (others < 0)
+    snprintf(how, sizeof how, "this namespace's processes cannot be listed");
+  else if (others > 0)
+    snprintf(how, sizeof how, "%d process%s of this container outside the job hold%s a GPU open", others,
+             others == 1 ? "" : "es", others == 1 ? "s" : "");
+  else
+    snprintf(how, sizeof how, "NVML lists %zu process%s, %d of the job hold%s a GPU open: others may share them",
+             listed, listed == 1 ? "" : "es", job, job == 1 ? "s" : "");
+  snprintf(g->how, sizeof g->how, "%s", how);
+  g->certain = certain;
+  for (size_t i = 0; i < g->n_listed; i++) {
+    int gpu = g->listed[i].gpu;
+    if (!strcmp(g->owner[gpu], how))
+      continue;
+    char key[32];
+    snprintf(key, sizeof key, "gpu.%d.owner", gpu);
+    gs_sink_param(s, key, certain ? "job" : "unknown");
+    snprintf(key, sizeof key, "gpu.%d.owner_how", gpu);
+    gs_sink_param(s, key, how);
+    snprintf(g->owner[gpu], sizeof g->owner[gpu], "%s", how);
+  }
+}
+
 /* Whether this process is in a PID namespace other than the host's: 1, 0, or -1 unknown. Not from
  * NSpid, which a container's own /proc shows one level deep; the host's namespace is the one whose
  * inode is the kernel's fixed PROC_PID_INIT_INO. */
@@ -247,7 +349,7 @@ static int own_pid_namespace(const struct collector_opts *o) {
 }
 
 /* A run's tick in a PID namespace of its own: NVML's pids that are not in it, noted once. */
-static void run_tick(struct gpuowners *g, struct gs_sink *s) {
+static void run_tick(struct gpuowners *g, struct gs_sink *s, int64_t now) {
   char buf[64];
   g->listed_any |= g->n_listed > 0;
   for (size_t i = 0; i < g->n_listed && !g->foreign; i++)
@@ -259,6 +361,8 @@ static void run_tick(struct gpuowners *g, struct gs_sink *s) {
                    "container with --pid=host (Kubernetes: hostPID: true), or run `gpuscope agent` on the host",
                    g->foreign);
     }
+  if (g->foreign && g->n_listed)
+    infer_owner(g, s, now);
 }
 
 static void *owners_open(const struct collector_opts *o, struct gs_sink *s, char *err, size_t errlen) {
@@ -295,7 +399,7 @@ static int owners_sample(void *ctx, struct gs_sink *s, int64_t now) {
   g->since = now - g->grace_ns;
   gs_sink_each(s, note_listed, g);
   if (g->opts.pid > 0)
-    run_tick(g, s);
+    run_tick(g, s, now);
   else
     node_tick(g, s, now);
   return GS_COLLECT_OK;
@@ -303,11 +407,16 @@ static int owners_sample(void *ctx, struct gs_sink *s, int64_t now) {
 
 static void owners_summary(void *ctx, FILE *out) {
   const struct gpuowners *g = ctx;
-  if (g->opts.pid > 0 && g->foreign)
+  if (g->opts.pid > 0 && g->foreign && g->certain)
     fprintf(out,
-            "containers: NVML lists host pids (%d is not in this PID namespace): GPU use is not tied to the job; "
+            "containers: NVML lists host pids (%d is not in this PID namespace); the GPUs' use is tied to the job "
+            "(%s)\n",
+            g->foreign, g->how);
+  else if (g->opts.pid > 0 && g->foreign)
+    fprintf(out,
+            "containers: NVML lists host pids (%d is not in this PID namespace): GPU use is not tied to the job%s%s%s; "
             "run with --pid=host (Kubernetes: hostPID: true) or use `gpuscope agent` on the host\n",
-            g->foreign);
+            g->foreign, g->how[0] ? " (" : "", g->how, g->how[0] ? ")" : "");
   else if (g->opts.pid > 0 && g->listed_any)
     fprintf(out, "containers: in a PID namespace of its own; NVML's pids are this namespace's\n");
   else if (g->opts.pid > 0)

@@ -170,6 +170,20 @@ const char *rp_param(const struct report_run *r, const char *key) {
   return runview_param(&r->view, key);
 }
 
+/* Whose GPU g's use is, where a run in a container had to infer it (NVML listed host pids). */
+void rp_gpu_owner(FILE *out, const struct runview *v, int g) {
+  char key[48];
+  snprintf(key, sizeof key, "gpu.%d.owner", g);
+  const char *owner = runview_param(v, key);
+  snprintf(key, sizeof key, "gpu.%d.owner_how", g);
+  const char *how = runview_param(v, key);
+  if (!owner || (strcmp(owner, "job") && strcmp(owner, "unknown")))
+    return;
+  fputs(!strcmp(owner, "job") ? "; the job's (" : "; not tied to the job (", out);
+  gs_term_text(out, how && *how ? how : "no reason recorded", 0);
+  fputc(')', out);
+}
+
 const char *rp_gpus(const struct report_run *r, char *buf, size_t n) {
   if (!r->ngpus) {
     snprintf(buf, n, "none");

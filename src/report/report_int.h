@@ -35,6 +35,9 @@ const char *rp_ev_value(char *buf, size_t n, const char *key, size_t klen, const
  * findings share the same step time, so their gains do not add: fixing all: ~2.4x". */
 const char *rp_combined_line(char *buf, size_t n, const struct store_finding *f, size_t nf);
 
+/* "; the job's (REASON)" or "; not tied to the job (REASON)" after GPU g's line, where a run in a
+ * container had to infer whose the GPU's use is (params gpu.N.owner, gpu.N.owner_how); else nothing. */
+void rp_gpu_owner(FILE *out, const struct runview *v, int g);
 /* A run's param, or NULL. */
 const char *rp_param(const struct report_run *r, const char *key);
 /* "8 x NVIDIA H200" (or "2 GPUs: A, B"; "none"). */

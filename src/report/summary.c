@@ -112,7 +112,9 @@ int report_summary(FILE *out, const struct runview *v) {
       fputs(" (MIG mode: the driver gives no whole-GPU util)", out);
     if (sm.n)
       fprintf(out, "; SM active mean %.0f%%", sm.mean);
-    fprintf(out, "; memory peak %s\n", rp_bytes(b1, sizeof b1, mu.n ? mu.max : NAN));
+    fprintf(out, "; memory peak %s", rp_bytes(b1, sizeof b1, mu.n ? mu.max : NAN));
+    rp_gpu_owner(out, v, g);
+    fputc('\n', out);
   }
   struct runview_step_figures steps;
   runview_step_figures(v, 0, v->nsteps, &steps);

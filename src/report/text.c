@@ -198,11 +198,13 @@ static void print_training_loop(FILE *out, const struct style *s, const struct r
           rp_bytes(b3, sizeof b3, r->job_rss_peak));
   for (int i = 0; i < r->ngpus; i++) {
     const struct report_gpu *g = &r->gpus[i];
-    fprintf(out, "  GPU %d: util %s (min %s), SM active %s, tensor %s, memory peak %s of %s, power %s, temp max %s\n",
+    fprintf(out, "  GPU %d: util %s (min %s), SM active %s, tensor %s, memory peak %s of %s, power %s, temp max %s",
             g->index, rp_num(b1, sizeof b1, g->util, 0, "%"), rp_num(b2, sizeof b2, g->util_min, 0, "%"),
             rp_num(b3, sizeof b3, g->sm_active, 0, "%"), rp_num(b4, sizeof b4, g->tensor, 0, "%"),
             rp_bytes((char[32]){0}, 32, g->mem_peak), rp_bytes((char[32]){0}, 32, g->mem_total),
             rp_num((char[32]){0}, 32, g->power, 0, "W"), rp_num((char[32]){0}, 32, g->temp_max, 0, "C"));
+    rp_gpu_owner(out, &r->view, g->index);
+    fputc('\n', out);
   }
   if (r->ngpus)
     fprintf(out, "  GPU energy %s (%s per sample); idle GPU-hours %s of %s\n",

@@ -431,10 +431,20 @@ static long job_of_pid(const struct group_store *g, const char *host, const char
 }
 
 /* Which run's job uses each GPU, from every run's per-process GPU series (gpu.proc_mem_bytes
- * labelled gpu=N,pid=P) joined to the runs' process series on that host: one run, or none when
- * several runs' processes (or none known) are on it. */
+ * labelled gpu=N,pid=P) joined to the runs' process series on that host, and from a run in a
+ * container whose NVML lists host pids, its own inference (param gpu.N.owner "job"): one run, or
+ * none when several runs' processes (or none known) are on it. */
 static void attribute_gpus(struct group_store *g) {
-  for (size_t i = 0; i < g->nruns; i++)
+  for (size_t i = 0; i < g->nruns; i++) {
+    for (size_t k = 0; k < g->gr[i].nkv; k++) {
+      const char *rest;
+      int n = gpu_of_key(g->gr[i].kv[k].key, &rest);
+      if (n < 0 || g->gr[i].gpu[n] < 0 || strcmp(rest, ".owner") || strcmp(g->gr[i].kv[k].value, "job"))
+        continue;
+      struct ggpu *x = &g->gpus[g->gr[i].gpu[n]];
+      if (x->by != -2)
+        x->by = x->by == -1 || x->by == (long)i ? (long)i : -2;
+    }
     for (size_t k = 0; k < g->gr[i].ns; k++) {
       const struct store_series *s = &g->gr[i].s[k];
       const char *rest, *pid;
@@ -448,6 +458,7 @@ static void attribute_gpus(struct group_store *g) {
       if (j >= 0 && x->by != -2)
         x->by = x->by == -1 || x->by == j ? j : -2;
     }
+  }
 }
 
 /* Group labels for run i's series x; returns 0 to skip it (a GPU or host series another run gives). */

@@ -10,8 +10,10 @@ container from the log folders, GPU 2's hpc_job="77" and its pod from the kubele
 gpuscope_gpu_proc_owner must show the container's process with its id, pod UID and its pid inside
 the container (NSpid); and when the Slurm step's process exits, its label leaves the page (bounded
 cardinality). A `gpuscope run` inside a PID namespace whose NVML lists a host pid notes it once,
-with the fix; a run in a pod's or a Slurm step's cgroup records the container id, pod UID or job in
-its params."""
+with the fix; there, the GPU's use is tied to the job (gpu.0.owner=job, marked inferred, in the
+report's GPU line) only when the job alone holds the GPU device open and NVML lists as many
+processes, and is "unknown" with the reason when another process shares it; a run in a pod's or a
+Slurm step's cgroup records the container id, pod UID or job in its params."""
 import json
 import os
 import shutil
@@ -200,6 +202,70 @@ def test_run_in_a_pid_namespace_notes_host_pids_once():
         notes = sb.ok("show", "ns", "--notes")
         check(notes.count("not in this container's PID namespace") == 1 and "hostPID: true" in notes, notes)
     finally:
+        sb.close()
+
+
+# Inside the run's own PID and mount namespaces: /dev becomes a tmpfs with the usual nodes and a
+# plain file named nvidia0 for the "GPU device" (readlink of an fd names the path, not the kind);
+# with "other", a process outside the job holds it too. Then gpuscope runs a job that opens it.
+IN_NS = r"""set -e
+T=$(mktemp -d)
+mount -t tmpfs gstest-dev "$T"
+mknod -m 666 "$T/null" c 1 3
+mknod -m 666 "$T/zero" c 1 5
+mknod -m 666 "$T/urandom" c 1 9
+: > "$T/nvidia0"
+mount --bind "$T" /dev
+if [ "$1" = other ]; then sh -c 'exec 3</dev/nvidia0; exec sleep 60' & fi
+shift
+exec "$@"
+"""
+
+
+def test_run_in_a_container_ties_gpu_use_to_the_job_only_when_certain():
+    sb = Sandbox()
+    runs = []
+    try:
+        # "alone": NVML lists one host pid, the job alone holds the device: the GPU is the job's,
+        # inferred. "shared": NVML lists two host pids for the job's one: another container's
+        # process shares the GPU. "other": a process of the container outside the job holds it.
+        for name, pids in (("alone", [os.getpid()]), ("shared", [os.getpid(), os.getppid()]),
+                           ("other", [os.getpid()])):
+            scn = os.path.join(sb.dir, f"{name}.scn")
+            procs = ",".join(f"{p}:8GiB:45" for p in pids)
+            with open(scn, "w") as f:
+                f.write(f"driver 550.54.15\ndevice 0\n  name NVIDIA A100-SXM4-80GB\n  memory 81920MiB\n"
+                        f"  at 0 util=90 mem_used=20GiB power=300 procs={procs}\n")
+            env = dict(sb.env, GPUSIM_SCENARIO=scn, GPUSCOPE_NVML_LIB=SIM)
+            job = "f = open('/dev/nvidia0'); import time; time.sleep(8)"
+            runs.append((name, subprocess.Popen(
+                ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", IN_NS, "sh", name, BIN, "run", "--name",
+                 name, "--interval", "200ms", "--", PYTHON, "-c", job], env=env, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, text=True)))
+        out = {}
+        for name, p in runs:
+            o, e = p.communicate(timeout=120)
+            check(p.returncode == 0, e)
+            out[name] = e
+        prm = {n: {r["key"]: r["value"] for r in sb.csv("show", n, "--params", "--csv")} for n in out}
+        check(prm["alone"].get("gpu.0.owner") == "job", prm["alone"])
+        check("inferred: 1 process of the job holds a GPU open and NVML lists 1" in prm["alone"].get("gpu.0.owner_how", ""),
+              prm["alone"])
+        check("the GPUs' use is tied to the job (inferred" in out["alone"], out["alone"])
+        check("GPU 0:" in sb.ok("report", "alone") and "the job's (inferred:" in sb.ok("report", "alone"),
+              sb.ok("report", "alone"))
+        check(prm["shared"].get("gpu.0.owner") == "unknown", prm["shared"])
+        check("NVML lists 2 processes, 1 of the job holds a GPU open" in prm["shared"].get("gpu.0.owner_how", ""),
+              prm["shared"])
+        check("GPU use is not tied to the job (NVML lists 2" in out["shared"], out["shared"])
+        check("not tied to the job (NVML lists 2" in sb.ok("report", "shared"), sb.ok("report", "shared"))
+        check(prm["other"].get("gpu.0.owner") == "unknown", prm["other"])
+        check("1 process of this container outside the job holds a GPU open" in prm["other"].get("gpu.0.owner_how", ""), prm["other"])
+    finally:
+        for _, p in runs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
         sb.close()
 
 
