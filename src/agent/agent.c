@@ -760,8 +760,11 @@ static void agent_finish(struct agent *a) {
            : *a->job_status > 128 && !a->exec_errno ? "killed"
                                                     : "failed");
   double oom = agent_oom_end(&a->oom0, a->run.exit_code, a->sink); /* NAN: not OOM-killed */
-  if (a->alerts) /* the exit alert, what is still firing resolved, the drain; its counts flushed */
+  if (a->alerts) { /* the job's last alerts; the exit alert, what is still firing resolved, the drain */
+    if (alert_engine_last_eval(a->alerts, a->st))
+      fprintf(stderr, "gpuscope: alerts: cannot read the run for its last alerts: %s\n", gs_last_error());
     alert_engine_finish(a->alerts, a->run.status, a->run.exit_code, oom);
+  }
   if (a->alerts || !isnan(oom))
     writer_flush(&a->w, 0); /* after the writer stopped: the job's output was ended by its last cycle */
   if (a->st->run_end(a->st, &a->run))

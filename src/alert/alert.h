@@ -25,6 +25,7 @@ enum alert_kind {
   ALERT_ECC,       /* uncorrected ECC errors within for_ns, or corrected ones above rate per minute */
   ALERT_ROW_REMAP, /* a row remap pending or failed (the latest reading) */
   ALERT_NVLINK,    /* NVLink errors (replay, recovery, CRC) within for_ns */
+  ALERT_JOB,       /* the job's own alert (gpuscope.alert, wandb.alert) of at least severity (its level) */
 };
 
 struct alert_rule {
@@ -32,7 +33,8 @@ struct alert_rule {
   double threshold; /* %, for gpu_idle, throttle and gpu_mem */
   int64_t for_ns;   /* how long the condition holds before the alert fires */
   double gain;      /* finding, straggler: the least estimated speed-up (1.0 = any) */
-  int severity;     /* finding, straggler: the least severity (0 info, 1 low, 2 medium, 3 high) */
+  int severity;     /* finding, straggler: the least severity (0 info, 1 low, 2 medium, 3 high); job: the least
+                       level (0 info, 1 warn, 2 error) */
   double rate;      /* ecc: corrected errors per minute that fire it (0: uncorrected only) */
   char spec[128];   /* as written, for messages and the payload */
 };
@@ -81,7 +83,7 @@ const char *alert_config_default_path(char *buf, size_t n);
 /* The rules a destination without any gets (ALERT_DEFAULT_RULES): a webhook, a Slack URL or a
  * command set but no rule would otherwise be sent nothing, the job's crash included. When c has a
  * destination and no rule, adds them and returns 1; else returns 0 and leaves c as it is. */
-#define ALERT_DEFAULT_RULES "exit, hang"
+#define ALERT_DEFAULT_RULES "exit, hang, job"
 int alert_config_default_rules(struct alert_config *c);
 /* Whether c has a rule (without a webhook or command, its alerts are the run's events alone). */
 int alert_config_active(const struct alert_config *c);
@@ -108,6 +110,12 @@ struct alert_engine *alert_engine_new(const struct alert_config *c, const struct
  * change; never waits on a delivery. Returns 0 or a GS_E code when the view cannot be read (no alert
  * changes then). */
 int alert_engine_eval(struct alert_engine *e, struct store *st);
+
+/* The run's last look, after its last flush and before alert_engine_finish: sends the job's own
+ * alerts it raised since the last evaluation (a job that alerts and exits at once is not left
+ * unheard), and notes once how many were raised without a `job` rule to send them. Returns as
+ * alert_engine_eval. */
+int alert_engine_last_eval(struct alert_engine *e, struct store *st);
 
 /* The run's end: status is the run's (finished, failed, killed), exit_code the job's shell status
  * (-1 unknown), oom_limit NAN unless the kernel's OOM killer ended the job, then its cgroup's memory

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <ini.h>
 
@@ -33,6 +34,7 @@ int alert_config_default_rules(struct alert_config *c) {
   char err[64];
   alert_rule_parse("exit", &c->rules[c->nrules++], err, sizeof err); /* can't fail: known rules */
   alert_rule_parse("hang", &c->rules[c->nrules++], err, sizeof err);
+  alert_rule_parse("job", &c->rules[c->nrules++], err, sizeof err);
   return 1;
 }
 
@@ -56,9 +58,11 @@ static const struct rule_name RULES[] = {
     {"ecc", ALERT_ECC, 0, 0, 300},
     {"row_remap", ALERT_ROW_REMAP, 0, 0, 0},
     {"nvlink", ALERT_NVLINK, 0, 0, 300},
+    {"job", ALERT_JOB, 0, 0, 0},
 };
 
 static const char *const SEVERITIES[] = {"info", "low", "medium", "high"};
+static const char *const LEVELS[] = {"info", "warn", "error"}; /* W&B's AlertLevel, lower-cased */
 
 /* A plain decimal at v — digits with at most one point, no sign, exponent, hex ("0x10" is not 16),
  * inf or nan — into *out, *end past it. GS_OK, or GS_EINVAL when v does not start with one. */
@@ -85,10 +89,17 @@ static int rule_option(struct alert_rule *r, const char *kv, char *err, size_t e
   if (!eq || !*v)
     return snprintf(err, errlen, "alert '%s': '%s' is not KEY=VALUE", r->spec, kv), GS_EINVAL;
   if (klen == 3 && !strncmp(kv, "for", 3)) {
-    if (r->kind == ALERT_EXIT || gs_parse_duration(v, &r->for_ns) || r->for_ns < 0)
+    if (r->kind == ALERT_EXIT || r->kind == ALERT_JOB || gs_parse_duration(v, &r->for_ns) || r->for_ns < 0)
       return snprintf(err, errlen, "alert '%s': for= wants a duration such as 30s or 2m%s", r->spec,
-                      r->kind == ALERT_EXIT ? " (and exit takes none)" : ""),
+                      r->kind == ALERT_EXIT || r->kind == ALERT_JOB ? " (and this rule takes none)" : ""),
              GS_EINVAL;
+  } else if (klen == 5 && !strncmp(kv, "level", 5) && r->kind == ALERT_JOB) {
+    r->severity = -1;
+    for (int i = 0; i < 3; i++)
+      if (!strcasecmp(v, LEVELS[i]))
+        r->severity = i;
+    if (r->severity < 0)
+      return snprintf(err, errlen, "alert '%s': level= is info, warn or error", r->spec), GS_EINVAL;
   } else if (klen == 4 && !strncmp(kv, "gain", 4) && (r->kind == ALERT_FINDING || r->kind == ALERT_STRAGGLER)) {
     const char *end;
     if (decimal(v, &r->gain, &end) || (*end && strcmp(end, "x")) || !isfinite(r->gain) || r->gain < 1)

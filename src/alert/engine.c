@@ -18,6 +18,7 @@
 #include "store/store.h"
 
 #define ALERT_MAX_ACTIVE 128
+#define JOB_MAX_SEEN 1024 /* the job's own alerts a run sends at most; past it, an event says so */
 
 struct alert_active {
   char key[160];
@@ -50,6 +51,10 @@ struct alert_engine {
   long fired, resolved;
   int finished;
   int full_said; /* the event that the key table is full was recorded */
+  double job_seen[JOB_MAX_SEEN]; /* the job alerts looked at (their numbers), for every job rule at once */
+  size_t njob_seen;
+  long job_raised; /* job alerts raised (marks "alert") */
+  int job_unheard_said;
 };
 
 /* What one rule sees for one key in this evaluation. */
@@ -100,7 +105,7 @@ static struct alert_active *active_find(struct alert_engine *e, int rule, const 
 }
 
 static const char *const KIND_NAMES[] = {"gpu_idle",  "finding", "hang", "exit",      "throttle", "gpu_mem",
-                                         "straggler", "xid",     "ecc",  "row_remap", "nvlink"};
+                                         "straggler", "xid",     "ecc",  "row_remap", "nvlink",   "job"};
 
 /* Queues one change of a key's state and records it as an event of the run. */
 static void alert_emit(struct alert_engine *e, int rule, const struct alert_obs *o, const char *state) {
@@ -465,11 +470,69 @@ static void eval_health(struct alert_engine *e, int rule, const struct runview *
   }
 }
 
+/* ---- job: the job's own alerts (docs/alerts.md, "The job's own alerts") ---- */
+
+static const char *const JOB_LEVELS[] = {"INFO", "WARN", "ERROR"};
+
+/* The job's alert number n's params (job.alert.N.level, .title, .text) into o; its level 0..2. */
+static int job_alert_of(const struct runview *v, double n, struct alert_obs *o) {
+  char key[80];
+  snprintf(key, sizeof key, "job.alert.%.0f.level", n);
+  const char *lv = runview_param(v, key);
+  int level = 0;
+  for (int i = 0; lv && i < 3; i++)
+    if (!strcmp(lv, JOB_LEVELS[i]))
+      level = i;
+  snprintf(key, sizeof key, "job.alert.%.0f.title", n);
+  const char *title = runview_param(v, key);
+  snprintf(key, sizeof key, "job.alert.%.0f.text", n);
+  const char *text = runview_param(v, key);
+  snprintf(o->title, sizeof o->title, "%s", title && *title ? title : "the job raised an alert");
+  snprintf(o->text, sizeof o->text, "%s", text ? text : "");
+  snprintf(o->labels, sizeof o->labels, "level=%s", JOB_LEVELS[level]);
+  o->value = level;
+  return level;
+}
+
+/* Sends each alert the job raised (a mark "alert", its number the value) not looked at before, to
+ * every job rule whose level it reaches; each once, never resolved. */
+static void eval_job(struct alert_engine *e, const struct runview *v) {
+  for (size_t i = 0; i < v->nevents; i++) {
+    const struct store_event *ev = &v->events[i];
+    if (strcmp(ev->kind, "mark") || strcmp(ev->name, "alert") || !isfinite(ev->value))
+      continue;
+    size_t k = 0;
+    while (k < e->njob_seen && e->job_seen[k] != ev->value)
+      k++;
+    if (k < e->njob_seen)
+      continue;
+    e->job_raised++;
+    if (e->njob_seen == JOB_MAX_SEEN) {
+      if (!e->job_unheard_said++)
+        gs_sink_event(e->sink, gs_mono_ns(), "alert", "job_full", JOB_MAX_SEEN, "",
+                      "over 1024 alerts of the job: the rest are not sent");
+      continue;
+    }
+    e->job_seen[e->njob_seen++] = ev->value;
+    char key[48];
+    snprintf(key, sizeof key, "job %.0f", ev->value);
+    struct alert_obs *o = obs_new(key, "");
+    if (!o)
+      return;
+    int level = job_alert_of(v, ev->value, o);
+    o->cond = 1;
+    for (size_t r = 0; r < e->c.nrules; r++)
+      if (e->c.rules[r].kind == ALERT_JOB && level >= e->c.rules[r].severity)
+        alert_emit(e, (int)r, o, "firing");
+    free(o);
+  }
+}
+
 static void eval_rules(struct alert_engine *e, const struct runview *v) {
   int64_t end = v->duration_ns;
   struct store_finding *f = NULL;
   size_t nf = 0;
-  int diagnosed = 0, have_f = 0;
+  int diagnosed = 0, have_f = 0, job = 0;
   for (size_t i = 0; i < e->nact; i++)
     e->act[i].seen = 0;
   for (size_t i = 0; i < e->c.nrules; i++) {
@@ -483,6 +546,8 @@ static void eval_rules(struct alert_engine *e, const struct runview *v) {
       resolve_unseen(e, (int)i);
     } else if (k == ALERT_ECC || k == ALERT_ROW_REMAP || k == ALERT_NVLINK)
       eval_health(e, (int)i, v, end);
+    else if (k == ALERT_JOB)
+      job = 1;
     else if (k == ALERT_FINDING || k == ALERT_STRAGGLER) {
       if (!diagnosed)
         diagnosed = 1, have_f = !alert_live_findings(v, &f, &nf);
@@ -492,6 +557,8 @@ static void eval_rules(struct alert_engine *e, const struct runview *v) {
       }
     }
   }
+  if (job)
+    eval_job(e, v);
   free(f);
 }
 
@@ -509,6 +576,31 @@ int alert_engine_eval(struct alert_engine *e, struct store *st) {
   int rc = runview_load(st, e->run_id, v);
   if (!rc && v->duration_ns > 0)
     eval_rules(e, v);
+  runview_done(v);
+  free(v);
+  return rc;
+}
+
+int alert_engine_last_eval(struct alert_engine *e, struct store *st) {
+  if (!e || e->finished)
+    return GS_OK;
+  int job = 0;
+  for (size_t i = 0; i < e->c.nrules; i++)
+    job |= e->c.rules[i].kind == ALERT_JOB;
+  struct runview *v = calloc(1, sizeof *v);
+  if (!v)
+    return gs_fail(GS_ENOMEM, "out of memory");
+  int rc = runview_load(st, e->run_id, v);
+  if (!rc && job)
+    eval_job(e, v);
+  long raised = 0;
+  for (size_t i = 0; !rc && !job && i < v->nevents; i++)
+    raised += !strcmp(v->events[i].kind, "mark") && !strcmp(v->events[i].name, "alert");
+  if (raised)
+    gs_sink_note(e->sink,
+                 "alerts: the job raised %ld alert%s (gpuscope.alert, wandb.alert); none was sent: add the "
+                 "rule `job` (--alert job) to send them",
+                 raised, raised == 1 ? "" : "s");
   runview_done(v);
   free(v);
   return rc;

@@ -47,7 +47,9 @@ static void test_a_wrong_rule_is_one_message_naming_it(void **state) {
   } bad[] = {{"gpu_idle>5", "takes '<'"},
              {"nope", "unknown rule"},
              {"hang:for=soon", "duration"},
-             {"exit:for=1s", "exit takes none"},
+             {"exit:for=1s", "this rule takes none"},
+             {"job:for=1s", "this rule takes none"},
+             {"job:level=loud", "level= is info, warn or error"},
              {"finding:gain=0.5", "at least 1"},
              {"gpu_idle<101", "0..100"},
              {"gpu_idle<10%x", "unexpected"},
@@ -125,11 +127,12 @@ static void test_the_file_sets_what_the_flags_set(void **state) {
                    0);
   assert_int_equal(c2.nrules, 3);
   assert_true(c2.rules[2].gain == 1.5);
-  /* a destination without a rule gets exit and hang; with one, or without a destination, nothing */
+  /* a destination without a rule gets exit, hang and job; with one, or without a destination, nothing */
   assert_int_equal(alert_config_default_rules(&c2), 0);
   assert_int_equal(load_text("[alerts]\ncommand = logger x\n", &c2, err, sizeof err, path, sizeof path), 0);
   assert_int_equal(alert_config_default_rules(&c2), 1);
-  assert_true(c2.nrules == 2 && c2.rules[0].kind == ALERT_EXIT && c2.rules[1].kind == ALERT_HANG);
+  assert_true(c2.nrules == 3 && c2.rules[0].kind == ALERT_EXIT && c2.rules[1].kind == ALERT_HANG &&
+              c2.rules[2].kind == ALERT_JOB);
   alert_config_init(&c2);
   assert_int_equal(alert_config_default_rules(&c2), 0);
   assert_true(c.hook_slack[0] == 1 && c.hook_slack[1] == 0);

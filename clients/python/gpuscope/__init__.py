@@ -8,6 +8,7 @@
         loss = train_step(x, y)
         gpuscope.log("loss", loss_value, step)   # pass a Python number (a GPU tensor would sync)
     gpuscope.mark("epoch", 1)
+    gpuscope.alert("loss is NaN", f"at step {step}", "ERROR")  # to the run's alert destinations
 
 Under `gpuscope run -- python train.py` the agent sets GPUSCOPE_SOCKET; this module sends gs1 text
 messages (docs/protocol.md) to it over a UNIX datagram socket. Without GPUSCOPE_SOCKET every call is
@@ -35,7 +36,7 @@ loaded on first use).
 """
 from . import _core
 
-__all__ = ["log", "param", "mark", "watch", "phase", "flush", "dropped", "rejected", "enabled", "set_rank", "start",
+__all__ = ["log", "param", "mark", "alert", "watch", "phase", "flush", "dropped", "rejected", "enabled", "set_rank", "start",
            "stop"]
 __version__ = "0.1.0"
 PROTOCOL = _core.PROTOCOL
@@ -44,6 +45,7 @@ _inst = _core.default_client
 log = _inst.log
 param = _inst.param
 mark = _inst.mark
+alert = _inst.alert
 watch = _inst.watch
 flush = _inst.flush
 dropped = _inst.dropped

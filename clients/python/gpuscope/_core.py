@@ -95,7 +95,7 @@ class Client:
 
     __slots__ = ("path", "rank", "steps", "sock", "lines", "nbytes", "last", "ndropped", "nreported", "lock",
                  "params", "finder", "found", "early", "agent", "warned", "prec_user", "prec_rank", "origin",
-                 "nrejected", "rreported", "said")
+                 "nrejected", "rreported", "said", "alerted", "n_alerts")
 
     def __init__(self, path=None, rank=0, look=False):
         self.path = path or None
@@ -110,6 +110,8 @@ class Client:
         self.prec_user = False  # the job set precision itself: nothing the client sees replaces it
         self.prec_rank = 0  # how sure the precision the client found is (auto_precision)
         self.origin = 0  # what of origin_params() went out: 0 nothing, 1 Python's, 2 torch's too
+        self.alerted = {}  # alert() title -> when it was last sent (wait_duration)
+        self.n_alerts = 0
         self._reset()
 
     @classmethod
@@ -324,6 +326,38 @@ class Client:
                 self.add(f"gs1 mark {name} {float(value)!r} t={mono():.6f}")
         except Exception:
             self.count_error("value" if value is not None else "argument")
+
+    _LEVELS = ("INFO", "WARN", "ERROR")
+
+    def alert(self, title, text="", level="INFO", wait_duration=None):
+        """Raises an alert of the job's own: the run's alert destinations get it through the rule
+        `job` (in the default rules; docs/alerts.md), and the run keeps it (a mark "alert", the params
+        job.alert.N.level/.title/.text). level is INFO, WARN or ERROR (W&B's AlertLevel or its
+        name); wait_duration (seconds, or a timedelta): another alert of the same title within it is
+        not sent, as W&B's is not. Returns whether it was sent."""
+        if self.path is None and not self._look():
+            return False
+        try:
+            lv = str(getattr(level, "value", level) or "INFO").upper()
+            lv = "WARN" if lv == "WARNING" else lv
+            if lv not in self._LEVELS:
+                self.count_error("argument")
+                return False
+            wait = wait_duration.total_seconds() if hasattr(wait_duration, "total_seconds") else wait_duration
+            now = mono()
+            last = self.alerted.get(str(title))
+            if wait and last is not None and now - last < float(wait):
+                return False
+            self.alerted[str(title)] = now
+            self.n_alerts += 1
+            n = os.getpid() * 1000000 + self.n_alerts  # unique across the job's processes
+            self._param({f"job.alert.{n}.level": lv, f"job.alert.{n}.title": title,
+                         f"job.alert.{n}.text": text})
+            self.add(f"gs1 mark alert {n} t={now:.6f}")
+            return True
+        except Exception:
+            self.count_error("argument")
+            return False
 
     def watch(self, loader, samples=None, model=None):
         """Wraps an iterable of batches: `for batch in gpuscope.watch(loader):`. Each step's data wait

@@ -14,8 +14,8 @@ flattened as W&B's UI shows it: "optimizer.lr"); log() -> metrics with W&B's ste
 counter; commit=False accumulates into the current step; an explicit step= moves it forward, and a
 step lower than the current one is refused as W&B refuses it); define_metric(name,
 step_metric="epoch") logs name against that metric's value; tags -> params tag.NAME = true; project,
-group, job_type, notes -> params wandb.*; summary[k] = v -> param summary.k; alert() -> a mark
-"alert" and the param wandb.alert (it does not go through gpuscope's alert destinations). Media,
+group, job_type, notes -> params wandb.*; summary[k] = v -> param summary.k; alert() -> gpuscope.alert:
+the run's alert destinations get it through the rule `job` (docs/alerts.md). Media,
 tables, histograms and artifacts are counted and said once on stderr (unkept()), never raised. Every
 call keeps the client's promises: standard library only, never blocks, never raises. Reading the
 run back: gpuscope.Store().history(run), as W&B's run.history()."""
@@ -174,11 +174,9 @@ class Run:
             self._step_metrics[str(name)] = str(step_metric)
 
     def alert(self, title, text="", level=None, wait_duration=None):
-        """A mark "alert" and the param wandb.alert ("LEVEL: title: text"). gpuscope's alert
-        destinations fire on gpuscope's own rules (docs/alerts.md), not on this."""
-        lv = getattr(level, "value", level) or "INFO"
-        _d.client().mark("alert")
-        _d.params({"wandb.alert": f"{lv}: {title}: {text}"})
+        """W&B's alert: through the run's alert destinations (the rule `job`, in the default rules;
+        docs/alerts.md) and kept by the run (gpuscope.alert); wait_duration as W&B's."""
+        _d.client().alert(title, text, level or "INFO", wait_duration)
 
     def watch(self, *args, **kwargs):
         """W&B's gradient and parameter histograms: not kept (said once)."""
@@ -237,7 +235,8 @@ def _current():
 log = _d.guard(lambda data, step=None, commit=None, sync=None: _current().log(data, step=step, commit=commit))
 log.__doc__ = Run.log.__doc__
 define_metric = _d.guard(lambda name, step_metric=None, **kw: _current().define_metric(name, step_metric))
-alert = _d.guard(lambda title, text="", level=None, wait_duration=None: _current().alert(title, text, level))
+alert = _d.guard(lambda title, text="", level=None, wait_duration=None: _current().alert(title, text, level,
+                                                                                      wait_duration))
 watch = _d.guard(lambda *a, **k: _current().watch())
 save = _d.guard(lambda *a, **k: _current().save())
 log_artifact = _d.guard(lambda *a, **k: _current().log_artifact())
