@@ -2,8 +2,9 @@
 fires one "firing" at a loopback webhook (and Slack's form) and one "resolved" when it recovers; a
 throttled GPU with its memory nearly full fires those two; a job that waits for data with its CPU
 idle and then stops stepping fires the live finding and the hang alert; a crash fires the exit alert
-once and --alert-cmd gets it as JSON on stdin, also when no rule was given (the default rules exit
-and hang, said on stderr); a malformed alerts.ini line is one line naming the
+once and --alert-cmd gets it as JSON on stdin, also when no rule was given (the default rules exit,
+hang and job, said on stderr); the job's own alerts (wandb.alert, gpuscope.alert) go out through the
+rule job by level, also when raised just before the exit; a malformed alerts.ini line is one line naming the
 file and the line. The simulated GPU's scenario moves only when the test has seen the store hold
 what the previous step produced (GPUSIM_CLOCK). Delivery's faults: test_alert_webhooks.py."""
 import json
