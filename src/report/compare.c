@@ -273,7 +273,11 @@ int report_compare_text(FILE *out, const struct report_run *runs, size_t n, int 
     rule_list(all, sizeof all, &runs[i], NULL);
     fprintf(out, "  %.12s: ", runs[i].view.run.id);
     gs_term_text(out, all, 0);
-    if (i) {
+    if (i && (rp_has_rule(&runs[0], "insufficient_data") || rp_has_rule(&runs[i], "insufficient_data"))) {
+      /* a run not judged (an imported one, a run with nothing measured) lost no finding, nor gained one */
+      fprintf(out, "\n      appeared, disappeared: cannot tell (%s not judged: not enough measured)",
+              rp_has_rule(&runs[i], "insufficient_data") ? "this run was" : "the first run was");
+    } else if (i) {
       rule_list(app, sizeof app, &runs[i], &runs[0]);
       rule_list(gone, sizeof gone, &runs[0], &runs[i]);
       fputs("\n      appeared: ", out);

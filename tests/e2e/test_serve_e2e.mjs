@@ -125,6 +125,22 @@ async function chartPoints(page, id) {
   }, id);
 }
 
+// An MLflow file store of one run, "mlflow-run", by the format's own rules (as test_import_mlflow.py
+// writes it): its loss at steps 0..59, one point a second; imported, it has no step series of its own.
+function importMlflow() {
+  const root = join(dir, "mlruns"), rid = "5e2e5e2e5e2e5e2e5e2e5e2e5e2e5e2e", d = join(root, "0", rid), t0 = 1796000000000;
+  for (const sub of ["metrics", "params", "tags"]) mkdirSync(join(d, sub), { recursive: true });
+  writeFileSync(join(root, "0", "meta.yaml"), `artifact_location: file://${root}/0\ncreation_time: ${t0}\nexperiment_id: '0'\n` +
+    `last_update_time: ${t0}\nlifecycle_stage: active\nname: e2e\n`);
+  writeFileSync(join(d, "meta.yaml"), `artifact_uri: file://${d}/artifacts\nend_time: ${t0 + 61000}\nexperiment_id: '0'\n` +
+    `lifecycle_stage: active\nrun_id: ${rid}\nrun_name: mlflow-run\nrun_uuid: ${rid}\nstart_time: ${t0}\nstatus: 3\n` +
+    `tags: []\nuser_id: e2e\n`);
+  writeFileSync(join(d, "params", "batch_size"), "32");
+  writeFileSync(join(d, "metrics", "loss"), Array.from({ length: 60 }, (_, i) => `${t0 + 1000 * (i + 1)} ${2.5 / (1 + i * 0.05)} ${i}\n`).join(""));
+  const r = spawnSync(BIN, ["import", root], { env, encoding: "utf8" });
+  check(r.status === 0, `import of the MLflow store exited ${r.status}: ${r.stderr}`);
+}
+
 let browser;
 try {
   check(existsSync(SIM), SIM + " is not built");
@@ -298,6 +314,24 @@ try {
     const byStep = await chartPoints(page, "step.total_s");
     check(byStep.values > 0 && byStep.last >= 50 && byStep.last <= 60, "aligned by step, up to the 60th: " + JSON.stringify(byStep));
     await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
+  });
+
+  await step("an imported MLflow run beside a gpuscope run, overlaid by step through its metric's own steps", async () => {
+    importMlflow();
+    await open(page, base, "#/compare/slow-loader,mlflow-run");
+    // the imported run has no step series: the page starts by step all the same (its loss carries steps)
+    check(await page.$("#align-step"), "a step alignment is offered");
+    // not judged (nothing measured): no finding "went away", the page says it cannot tell
+    const changed = await page.$eval("#findings-changed", (x) => x.innerText);
+    check(/mlflow-run: cannot tell/.test(changed) && !/went away:/.test(changed), "findings of an unjudged run: " + changed);
+    await page.waitForFunction(() => { const w = document.querySelector('[data-chart="loss"]'); return w && w.dataset.align === "step"; },
+      { timeout: 15000 });
+    const got = await page.$eval('[data-chart="loss"]', (w) => {
+      const d = w.gsPlot.data, x = d[0];
+      return d.slice(1).map((ys) => { const k = ys.map((v, i) => (v === null || v === undefined ? -1 : i)).filter((i) => i >= 0); return { n: k.length, last: x[k[k.length - 1]] }; });
+    });
+    check(got.length === 2 && got.every((g) => g.n >= 50 && g.last >= 55 && g.last <= 60), "both runs' loss by step, to about the 60th: " + JSON.stringify(got));
+    await page.screenshot({ path: join(SHOTS, "compare-imported.png"), fullPage: true });
   });
 
   await step("the self-contained run and compare pages open from file:// with no network", async () => {

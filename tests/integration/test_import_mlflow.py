@@ -98,6 +98,8 @@ def test_an_mlflow_store_comes_in_whole_once_and_a_damaged_one_not_at_all():
         check("job metrics" in out and "train/acc" in out, out)
         loss = [ln for ln in out.splitlines() if ln.strip().startswith("loss ")]
         check(len(loss) == 1 and "0.125" in loss[0] and "0.1333" in loss[0], f"loss side by side: {loss}")
+        # an imported run is not judged (nothing measured): no finding is said to have appeared or gone
+        check(out.count("appeared, disappeared: cannot tell (") == 2 and "disappeared: —" not in out, out)
 
         before = sb.json("runs", "--json")
         rc, out, err = sb.gs("import", root)

@@ -1,7 +1,7 @@
 // Unit tests of web/src/align.js: the compare page's alignments by time, step and samples seen.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { align, defaultAlignment, samplesPerStep, stepAt } from "../../web/src/align.js";
+import { align, defaultAlignment, hasOwnSteps, samplesPerStep, stepAt } from "../../web/src/align.js";
 
 const steps = { t: [0, 10, 20], mean: [0, 100, 200] };
 
@@ -36,4 +36,22 @@ test("runs of different batch sizes start aligned by samples seen", () => {
   assert.equal(defaultAlignment([{ key: "batch_size" }], [s, s], [16, 64]), "samples");
   assert.equal(defaultAlignment([{ key: "lr" }], [s, s], [16, 16]), "step");
   assert.equal(defaultAlignment([{ key: "batch_size" }], [s, null], [16, null]), "time");
+});
+
+test("a metric that carries its own steps is placed by them, without a step series", () => {
+  // an imported MLflow run: no step.n, each loss point with its step; one point without falls back
+  const loss = { t: [5, 15, 18], mean: [1.0, 0.8, 0.6], step: [0, 10, null] };
+  assert.equal(hasOwnSteps(loss), true);
+  assert.equal(hasOwnSteps({ t: [1], mean: [1] }), false);
+  assert.equal(hasOwnSteps({ t: [1], mean: [1], step: [null] }), false);
+  assert.deepEqual(align(loss, "step", null, null), [[0, 10], [1.0, 0.8]]);
+  assert.deepEqual(align(loss, "step", steps, null), [[0, 10, 180], [1.0, 0.8, 0.6]]);
+  assert.deepEqual(align(loss, "samples", null, 32), [[0, 320], [1.0, 0.8]]);
+});
+
+test("a run with own steps but no step series still starts aligned by step", () => {
+  const s = { t: [0], mean: [0] };
+  assert.equal(defaultAlignment([], [s, null], [16, null], [false, true]), "step");
+  assert.equal(defaultAlignment([], [s, null], [16, null], [false, false]), "time");
+  assert.equal(defaultAlignment([], [s, null], [16, null]), "time");
 });

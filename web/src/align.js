@@ -22,6 +22,18 @@ export function samplesPerStep(samples) {
   return v.length ? v.reduce((a, b) => a + b, 0) / v.length : null;
 }
 
+// Whether series s carries its points' own steps (a metric logged with its step, as W&B's and
+// MLflow's are, an imported run's: the API's "step"), which place it by step without a step series.
+export function hasOwnSteps(s) {
+  return !!(s && Array.isArray(s.step) && s.step.some(fin));
+}
+
+// The step of point k of s: its own where it has one, else the step series' at its time.
+function stepOf(s, k, steps) {
+  const own = Array.isArray(s.step) ? s.step[k] : null;
+  return fin(own) ? own : stepAt(steps, s.t[k]);
+}
+
 // [x, y] of series s in mode "time" | "step" | "samples", or null when nothing can be placed. x only
 // grows (a point at or before the last placed one is dropped), as uPlot needs.
 export function align(s, mode, steps, perStep) {
@@ -30,7 +42,7 @@ export function align(s, mode, steps, perStep) {
   if (mode === "samples" && !fin(perStep)) return null;
   const x = [], y = [];
   s.t.forEach((t, k) => {
-    let n = stepAt(steps, t);
+    let n = stepOf(s, k, steps);
     if (n === null) return;
     if (mode === "samples") n *= perStep;
     if (!x.length || n > x[x.length - 1]) x.push(n), y.push(s.mean[k]);
@@ -39,10 +51,11 @@ export function align(s, mode, steps, perStep) {
 }
 
 // The alignment a comparison starts with: samples seen when the runs' batch sizes differ and every
-// run counts samples, else step when every run has steps, else time.
-export function defaultAlignment(paramsDiffer, stepsOf, perStepOf) {
+// run counts samples, else step when every run has steps (a step series, or metrics that carry
+// their own steps: ownStepsOf), else time.
+export function defaultAlignment(paramsDiffer, stepsOf, perStepOf, ownStepsOf = []) {
   const batchDiffers = (paramsDiffer || []).some((p) => /batch/.test(p.key));
   if (batchDiffers && perStepOf.length && perStepOf.every(fin)) return "samples";
-  if (stepsOf.length && stepsOf.every(Boolean)) return "step";
+  if (stepsOf.length && stepsOf.every((s, i) => s || ownStepsOf[i])) return "step";
   return "time";
 }

@@ -1,7 +1,7 @@
 // The compare page: throughput bars with each run's speed-up against the first, the figures side by
 // side, the params that differ, the findings that appeared or went away, and overlaid charts aligned
 // by time since start or by step.
-import { align, defaultAlignment, samplesPerStep } from "../align.js";
+import { align, defaultAlignment, hasOwnSteps, samplesPerStep } from "../align.js";
 import { api, EMB } from "../api.js";
 import { $app, COLORS, crumbs, el } from "../dom.js";
 import { bytes, DASH, fin, isVerdict, pct, pctv, secs, speed, sps } from "../fmt.js";
@@ -45,10 +45,17 @@ export async function pageCompare(list) {
       el("tbody", {}, c.origin_differ.map((p) => el("tr", {}, el("th", {}, p.label), p.values.map((v) => el("td", {}, v === null ? DASH : v))))))) : null;
   const changes = el("section", { id: "findings-changed" }, el("h2", {}, "Findings that appeared or went away (against the first run)"));
   const ul = el("ul");
+  // a run not judged (an imported one, one with nothing measured) lost no finding, nor gained one
+  const unjudged = runs.map((r, i) => c.findings.some((f) => f.rule === "insufficient_data" && f.in[i]));
+  runs.forEach((r, i) => {
+    if (i && (unjudged[i] || unjudged[0]))
+      ul.append(el("li", { class: "muted", "data-unjudged": r.name || r.id }, r.name || r.id, ": cannot tell (",
+        unjudged[i] ? "this run" : "the first run", " was not judged: not enough measured)"));
+  });
   for (const f of c.findings) {
     if (isVerdict(f.rule)) continue; // a verdict on the run (healthy, not enough measured), not a finding
     runs.forEach((r, i) => {
-      if (!i || f.in[0] === f.in[i]) return;
+      if (!i || f.in[0] === f.in[i] || unjudged[i] || unjudged[0]) return;
       ul.append(el("li", { class: f.in[i] ? "appeared" : "gone" }, r.name || r.id, ": ", f.in[i] ? "appeared: " : "went away: ", f.title,
         f.in[i] ? " (" + secs(f.lost_s[i]) + " lost)" : ""));
     });
@@ -85,8 +92,11 @@ export async function pageCompare(list) {
       metricLines.set(name, { name, title: "Job metric: " + name, fmt: metricFmt, got: await Promise.all(runs.map((r) => get(r, name, ""))) });
     return metricLines.get(name);
   };
-  const can = { step: stepsOf.some(Boolean), samples: perStepOf.some(fin) };
-  let mode = defaultAlignment(c.params_differ, stepsOf, perStepOf);
+  // a run without a step series (an imported one) still aligns by step through its metrics' own steps
+  const first = await Promise.all([...picked].map(metricLine));
+  const ownStepsOf = runs.map((r, i) => first.some((l) => hasOwnSteps(l.got[i])));
+  const can = { step: stepsOf.some(Boolean) || ownStepsOf.some(Boolean), samples: perStepOf.some(fin) };
+  let mode = defaultAlignment(c.params_differ, stepsOf, perStepOf, ownStepsOf);
   const modes = el("div", { class: "toolbar", id: "align" }, "align by ",
     el("button", { type: "button", id: "align-time" }, "time since start"),
     can.step ? el("button", { type: "button", id: "align-step" }, "step") : null,
