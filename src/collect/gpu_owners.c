@@ -62,6 +62,7 @@ struct gpuowners {
   char owner[MAX_GPUS][160];             /* run mode: gpu.N.owner_how as last put */
   char how[160];                         /* run mode: the last inference's reason, "" before one */
   int certain;                           /* run mode: whether it tied the GPUs' use to the job */
+  int job_holds;                         /* run mode: the job held a GPU device open at the last look */
   char podres_sock[512];                 /* the kubelet's pod-resources socket, "" when absent */
   int64_t podres_at;                     /* when it was last asked */
   int n_podres, podres_noted;
@@ -295,12 +296,14 @@ static int device_holders(const struct gpuowners *g, int *job) {
 }
 
 /* Run mode with host pids: whether the listed GPUs' use is the job's, put as gpu.N.owner and
- * gpu.N.owner_how when it changes. Looked at every few seconds (a scan of this namespace's fds). */
+ * gpu.N.owner_how when it changes. Looked at every 5 s (a scan of this namespace's fds), every
+ * second while the job holds no GPU device yet (CUDA's start). */
 static void infer_owner(struct gpuowners *g, struct gs_sink *s, int64_t now) {
-  if (g->inferred_at && now - g->inferred_at < 5 * GS_NS_PER_S)
+  if (g->inferred_at && now - g->inferred_at < (g->job_holds ? 5 : 1) * GS_NS_PER_S)
     return;
   g->inferred_at = now;
   int job = 0, others = device_holders(g, &job);
+  g->job_holds = job > 0;
   size_t listed = 0; /* distinct pids, a process on two GPUs once */
   for (size_t i = 0; i < g->n_listed; i++) {
     size_t k = 0;

@@ -237,7 +237,7 @@ def test_run_in_a_container_ties_gpu_use_to_the_job_only_when_certain():
                 f.write(f"driver 550.54.15\ndevice 0\n  name NVIDIA A100-SXM4-80GB\n  memory 81920MiB\n"
                         f"  at 0 util=90 mem_used=20GiB power=300 procs={procs}\n")
             env = dict(sb.env, GPUSIM_SCENARIO=scn, GPUSCOPE_NVML_LIB=SIM)
-            job = "f = open('/dev/nvidia0'); import time; time.sleep(8)"
+            job = "f = open('/dev/nvidia0'); import time; time.sleep(4)"
             runs.append((name, subprocess.Popen(
                 ["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", IN_NS, "sh", name, BIN, "run", "--name",
                  name, "--interval", "200ms", "--", PYTHON, "-c", job], env=env, stdout=subprocess.PIPE,
