@@ -19,6 +19,7 @@
  * of another container shares them. Each GPU then gets gpu.N.owner "job" and gpu.N.owner_how the
  * reason; where it is not certain, gpu.N.owner "unknown" and the reason. */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,13 +247,14 @@ static void node_tick(struct gpuowners *g, struct gs_sink *s, int64_t now) {
 }
 
 /* Whether /proc/PID/fd under the root holds an NVIDIA GPU device (/dev/nvidiaN; not nvidiactl or
- * nvidia-uvm, which every CUDA process opens whatever GPU it uses). */
+ * nvidia-uvm, which every CUDA process opens whatever GPU it uses): 1, 0, or -1 when its fds may not
+ * be read (another user's process: then nobody can be sure). */
 static int holds_gpu_device(const struct collector_opts *o, const char *pid) {
   char dir[320], p[600], link[64];
   snprintf(dir, sizeof dir, "/proc/%s/fd", pid);
   DIR *d = opendir(collect_path(o, dir, p, sizeof p));
   if (!d)
-    return 0;
+    return errno == EACCES || errno == EPERM ? -1 : 0; /* ENOENT: it is gone */
   int holds = 0;
   for (struct dirent *e; !holds && (e = readdir(d));) {
     if (e->d_name[0] == '.')
@@ -271,19 +273,22 @@ static int holds_gpu_device(const struct collector_opts *o, const char *pid) {
 }
 
 /* Counts the processes of this namespace (but gpuscope) that hold a GPU device open: in *job those
- * of the job's tree, the return value the others; -1 when /proc cannot be listed. */
+ * of the job's tree, the return value the others; -1 when /proc cannot be listed or a process's fds
+ * cannot be read. */
 static int device_holders(const struct gpuowners *g, int *job) {
   char p[512];
   DIR *d = opendir(collect_path(&g->opts, "/proc", p, sizeof p));
   if (!d)
     return -1;
   pid_t *tree = NULL;
-  int nt = collect_list_descendants(g->opts.pid, &tree), others = 0;
+  int nt = collect_list_descendants(g->opts.pid, &tree), others = 0, unreadable = 0;
   *job = 0;
   for (struct dirent *e; (e = readdir(d));) {
     char *end;
     long pid = strtol(e->d_name, &end, 10);
-    if (*end || pid <= 0 || pid == getpid() || !holds_gpu_device(&g->opts, e->d_name))
+    int holds = *end || pid <= 0 || pid == getpid() ? 0 : holds_gpu_device(&g->opts, e->d_name);
+    unreadable |= holds < 0;
+    if (holds <= 0)
       continue;
     int mine = pid == g->opts.pid;
     for (int i = 0; i < nt && !mine; i++)
@@ -292,7 +297,7 @@ static int device_holders(const struct gpuowners *g, int *job) {
   }
   closedir(d);
   free(tree);
-  return others;
+  return unreadable ? -1 : others;
 }
 
 /* Run mode with host pids: whether the listed GPUs' use is the job's, put as gpu.N.owner and
@@ -317,7 +322,7 @@ static void infer_owner(struct gpuowners *g, struct gs_sink *s, int64_t now) {
     snprintf(how, sizeof how, "inferred: %d process%s of the job hold%s a GPU open and NVML lists %zu", job,
              job == 1 ? "" : "es", job == 1 ? "s" : "", listed);
   else if (others < 0)
-    snprintf(how, sizeof how, "this namespace's processes cannot be listed");
+    snprintf(how, sizeof how, "this namespace's processes, or the fds of one, cannot be read");
   else if (others > 0)
     snprintf(how, sizeof how, "%d process%s of this container outside the job hold%s a GPU open", others,
              others == 1 ? "" : "es", others == 1 ? "s" : "");
