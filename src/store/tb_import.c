@@ -147,8 +147,11 @@ static void put_param(struct tbx *x, const char *key, const char *value) {
   fputs("}\n", x->out);
 }
 
+/* Unix seconds (0 .. 9e9, tb_parse checked) as nanoseconds: whole seconds and the fraction apart,
+ * as wall * 1e9 near 1.8e18 would round to 256 ns. */
 static int64_t wall_ns(double wall) {
-  return (int64_t)llround(wall * 1e9);
+  double sec = floor(wall);
+  return (int64_t)sec * 1000000000 + (int64_t)llround((wall - sec) * 1e9);
 }
 
 /* A series of the run's n points of one tag (by time, then step): their values, or their steps;
