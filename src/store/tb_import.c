@@ -41,7 +41,7 @@ static const char *const kind_names[TB_KINDS][2] = {
     [TB_AUDIO] = {"audio clip", "audio clips"},
     [TB_TENSOR] = {"tensor (text, another plugin's)", "tensors (text, other plugins')"},
     [TB_GRAPH] = {"graph", "graphs"},
-    [TB_OTHER] = {"other event", "other events"},
+    [TB_OTHER] = {"other value or event", "other values or events"},
 };
 
 static int join(char *out, const char *dir, const char *name) {

@@ -35,6 +35,7 @@ struct tb_run {
   char **tags;    /* scalar tags in the order first seen (malloc'd, NUL-terminated) */
   char **plugins; /* each tag's plugin name as its first metadata said ("" when none yet) */
   size_t n_tags;
+  size_t hint; /* where the next tag is looked for first: tags come in the same order each step */
   struct tb_point *pts;
   size_t n_pts, cap_pts;
   char **params; /* key, value, key, value...: hparams' session_start_info (numbers as %.17g, bools) */

@@ -98,17 +98,20 @@ static char *dup_str(const char *s, size_t max) {
 /* The index of tag in r->tags, added when new (its plugin as this value's metadata says); -1 when
  * the tag is too long or there are too many, -2 out of memory. */
 static int tag_index(struct tb_run *r, const char *tag, const char *plugin) {
-  for (size_t i = r->n_tags; i-- > 0;) /* newest first: a summary's tags come in the same order */
+  for (size_t k = 0; k < r->n_tags; k++) { /* from the one after the last found, round: O(1) in a loop's order */
+    size_t i = (r->hint + k) % r->n_tags;
     if (!strcmp(r->tags[i], tag)) {
       if (!*r->plugins[i] && plugin && *plugin) { /* the first metadata that names its plugin */
-        char *p = dup_str(plugin, 255);
+        char *p = dup_str(strlen(plugin) <= 255 ? plugin : "?", 255);
         if (p) {
           free(r->plugins[i]);
           r->plugins[i] = p;
         }
       }
+      r->hint = i + 1;
       return (int)i;
     }
+  }
   if (strlen(tag) > TB_MAX_TAG || r->n_tags >= TB_MAX_TAGS)
     return -1;
   if (!(r->n_tags & (r->n_tags + 1))) { /* 0, 1, 3, 7...: grown to twice its size */
@@ -121,6 +124,8 @@ static int tag_index(struct tb_run *r, const char *tag, const char *plugin) {
       return -2;
     r->plugins = p;
   }
+  if (plugin && strlen(plugin) > 255)
+    plugin = "?"; /* some plugin's, not the scalars' */
   char *t = dup_str(tag, TB_MAX_TAG), *p = dup_str(plugin ? plugin : "", 255);
   if (!t || !p) {
     free(t);
