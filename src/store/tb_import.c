@@ -249,16 +249,18 @@ static void put_run(struct tbx *x, const char *dir, const char *name, struct tb_
 /* The run's name: its path below the root, else the root's own name; at most 127 bytes, cut on a
  * character's boundary. */
 static void run_name(const struct tbx *x, const char *rel, char *out, size_t n) {
-  const char *base = x->root + strlen(x->root);
-  while (base > x->root && base[-1] == '/')
+  char *real = realpath(x->root, NULL); /* "." and ".." by their names */
+  const char *root = real ? real : x->root, *base = root + strlen(root);
+  while (base > root && base[-1] == '/')
     base--;
   const char *end = base;
-  while (base > x->root && base[-1] != '/')
+  while (base > root && base[-1] != '/')
     base--;
   if (*rel)
     snprintf(out, n, "%s", rel);
   else
     snprintf(out, n, "%.*s", (int)(end - base), end > base ? base : "/");
+  free(real);
   size_t len = strlen(out);
   while (len > 127 || (len && ((unsigned char)out[len] & 0xc0) == 0x80))
     len--;
