@@ -2,6 +2,7 @@
  * CRC32C, scalars as torch's add_scalar and TF2's tf.summary.scalar write them, hparams, what is
  * counted and passed over, and the offsets of what is refused. The records are encoded here by
  * protobuf's wire rules, by hand. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -210,6 +211,67 @@ static void test_a_record_that_is_not_an_event_is_refused(void **state) {
   assert_int_equal(r.events, 0);
 }
 
+/* A Summary.Value of a tensor: tag, optional plugin metadata, dtype DT_FLOAT, dims (0: none), one float. */
+static void tensor_value(struct buf *v, const char *tag, const char *plugin, int dims, float x) {
+  struct buf t = {.n = 0}, shape = {.n = 0}, dim = {.n = 0}, md = {.n = 0}, pd = {.n = 0};
+  varint(&dim, 1 << 3); /* Dim.size */
+  varint(&dim, 1);
+  for (int i = 0; i < dims; i++)
+    f_bytes(&shape, 2, dim.b, dim.n);
+  varint(&t, 1 << 3);
+  varint(&t, 1);
+  f_bytes(&t, 2, shape.b, shape.n);
+  f_bytes(&t, 5, &x, 4);
+  f_str(v, 1, tag);
+  if (plugin) {
+    f_str(&pd, 1, plugin);
+    f_bytes(&md, 1, pd.b, pd.n);
+    f_bytes(v, 9, md.b, md.n);
+  }
+  f_bytes(v, 8, t.b, t.n);
+}
+
+static void test_what_is_not_a_finite_scalar_is_counted_or_left_out(void **state) {
+  (void)state;
+  struct buf f = {.n = 0}, v = {.n = 0}, e = {.n = 0};
+  tensor_value(&v, "w", "scalars", 1, 1.0f); /* rank 1: not a scalar */
+  event(&e, 1796000000.0, 1, &v);
+  record(&f, &e);
+  v.n = e.n = 0;
+  tensor_value(&v, "pr", "pr_curves", 0, 1.0f); /* 0-d, but another plugin's */
+  event(&e, 1796000000.0, 1, &v);
+  record(&f, &e);
+  v.n = e.n = 0;
+  tensor_value(&v, "pr", NULL, 0, 2.0f); /* its tag's next value, without metadata: still that plugin's */
+  event(&e, 1796000000.0, 2, &v);
+  record(&f, &e);
+  v.n = e.n = 0;
+  f_str(&v, 1, "loss");
+  f_float(&v, 2, (float)NAN); /* missing is not zero */
+  event(&e, 1796000000.0, 3, &v);
+  record(&f, &e);
+  struct tb_run r = {0};
+  char err[256];
+  assert_int_equal(tb_parse_events(&r, f.b, f.n, err, sizeof err), 0);
+  assert_int_equal(r.n_pts, 0);
+  assert_int_equal(r.other[TB_TENSOR], 3);
+  assert_int_equal(r.events, 4);
+  tb_run_done(&r);
+}
+
+static void test_a_wall_time_that_is_not_a_time_is_refused(void **state) {
+  (void)state;
+  struct buf f = {.n = 0}, e = {.n = 0};
+  f_double(&e, 1, -1.0);
+  f_str(&e, 3, "brain.Event:2");
+  record(&f, &e);
+  struct tb_run r = {0};
+  char err[256];
+  assert_int_equal(tb_parse_events(&r, f.b, f.n, err, sizeof err), -1);
+  assert_non_null(strstr(err, "offset 0: an event's wall_time is not a time"));
+  tb_run_done(&r);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_masked_crc32c_is_tfrecords),
@@ -218,6 +280,8 @@ int main(void) {
       cmocka_unit_test(test_a_file_cut_short_says_the_record_offset),
       cmocka_unit_test(test_a_changed_byte_fails_a_crc),
       cmocka_unit_test(test_a_record_that_is_not_an_event_is_refused),
+      cmocka_unit_test(test_what_is_not_a_finite_scalar_is_counted_or_left_out),
+      cmocka_unit_test(test_a_wall_time_that_is_not_a_time_is_refused),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
