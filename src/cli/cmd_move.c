@@ -114,10 +114,10 @@ fail:
   return rc;
 }
 
-/* `gpuscope import mlruns/`: an MLflow file store's runs, converted and checked before the store
- * is opened (store_mlflow_convert), so a damaged one makes none. */
-static int import_mlflow(const char *url, const char *dir) {
-  FILE *in = store_mlflow_convert(dir);
+/* `gpuscope import mlruns/` or `logs/`: an MLflow file store's runs, or a TensorBoard log
+ * directory's, converted and checked before the store is opened (store_mlflow_convert,
+ * store_tb_convert), so a damaged one makes none; what names the runs in the last line. */
+static int import_converted(const char *url, const char *dir, FILE *in, const char *what) {
   if (!in)
     return cli_error(GS_EXIT_USAGE, "import: %s", gs_last_error());
   struct store *st = cli_open_store_mode(url, STORE_WRITE);
@@ -130,21 +130,32 @@ static int import_mlflow(const char *url, const char *dir) {
   if (rc)
     rc = fail_code(rc);
   else
-    fprintf(stderr, "gpuscope: %zu MLflow run%s added, %zu in the store already\n", s.written,
+    fprintf(stderr, "gpuscope: %zu %s run%s added, %zu in the store already\n", s.written, what,
             s.written == 1 ? "" : "s", s.held);
   fclose(in);
   st->close(st);
   return rc;
 }
 
+static int import_tensorboard(const char *url, const char *dir) {
+  char said[512];
+  FILE *in = store_tb_convert(dir, said, sizeof said);
+  if (in && *said) /* before the store is opened: only scalars and hparams are runs' data here */
+    fprintf(stderr, "gpuscope: import: not imported (only scalars and hparams are): %s\n", said);
+  return import_converted(url, dir, in, "TensorBoard");
+}
+
 int cmd_import(int argc, char **argv) {
   static const char usage[] =
-      "usage: gpuscope import FILE|MLRUNS [--store URL]\n\n"
+      "usage: gpuscope import FILE|MLRUNS|LOGDIR [--store URL]\n\n"
       "Writes the runs of an export file into the store, each with its id: a run the store holds\n"
       "already is left as it is (a second import adds nothing). The whole file is read first: a\n"
       "truncated or damaged one is refused (exit 2) and nothing of it is written.\n"
       "MLRUNS, an MLflow file store's folder (mlruns/), brings its runs in the same way: names,\n"
-      "params, tags, metrics by step and time, start and end (docs/export.md, From MLflow).\n";
+      "params, tags, metrics by step and time, start and end (docs/export.md, From MLflow).\n"
+      "LOGDIR, a TensorBoard log directory (folders of events.out.tfevents.* files), brings each\n"
+      "folder of event files in as a run: scalars by step and time, hparams as params (docs/export.md,\n"
+      "From TensorBoard).\n";
   struct move_opts o;
   int rc = parse(argc, argv, usage, &o);
   if (rc >= 0)
@@ -152,7 +163,9 @@ int cmd_import(int argc, char **argv) {
   if (optind + 1 != argc)
     return cli_error(GS_EXIT_USAGE, "import: one FILE is needed (see 'gpuscope import --help')");
   if (store_mlflow_is(argv[optind]))
-    return import_mlflow(o.store, argv[optind]);
+    return import_converted(o.store, argv[optind], store_mlflow_convert(argv[optind]), "MLflow");
+  if (store_tb_is(argv[optind]))
+    return import_tensorboard(o.store, argv[optind]);
   FILE *in = fopen(argv[optind], "r");
   if (!in)
     return cli_error(GS_EXIT_USAGE, "import: cannot read %s: %s", argv[optind], strerror(errno));

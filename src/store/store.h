@@ -352,6 +352,18 @@ int store_mlflow_is(const char *path);
  * anywhere), GS_EINVAL for a folder or file that cannot be read, GS_EIO, GS_ENOMEM. */
 void *store_mlflow_convert(const char *dir);
 
+/* 1 when path is a TensorBoard log directory (a folder with events.out.tfevents.* files in it or in
+ * a folder below), else 0. Can't fail. */
+int store_tb_is(const char *path);
+/* Reads every run of the TensorBoard log directory at dir (tb_import.c; docs/export.md "From
+ * TensorBoard": a run is a folder holding event files) and converts them into an export file,
+ * checked and rewound, as store_mlflow_convert does: a FILE * the caller passes to store_import and
+ * fcloses. Each run's id is "tb" and a hash of its first event file's name and first record, so a
+ * second import adds nothing. What was passed over (images, histograms...) is said in said ("3
+ * images, 1 graph"; "" when nothing). NULL with the message on error: GS_ECORRUPT's "FILE: offset
+ * N: why" for a damaged file (nothing is written anywhere), GS_EINVAL, GS_EIO, GS_ENOMEM. */
+void *store_tb_convert(const char *dir, char *said, size_t saidlen);
+
 /* Copies n runs of src (as run_get gives them) into dst: store_export into a temporary file (in
  * $TMPDIR, else /tmp; removed), then store_import_check and store_import, so a copy is what an import of an export is.
  * Returns 0 or a GS_E code with the message. */
