@@ -13,18 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "store/import_write.h"
 #include "store/mlflow_int.h"
 #include "store/store_backend.h"
 
-enum { POINTS_PER_LINE = 4096 };
-
 /* What one run's conversion writes: the output, the run's id, its start and the lines so far. */
 struct mlx {
-  FILE *out;
-  char id[32];
-  int64_t start_ns;
-  int64_t lines;    /* of the run in progress, its run line included */
-  int64_t n_series; /* declared so far */
+  struct imp_out w; /* the output, the run's id, its start and the lines so far */
 };
 
 enum { ML_PATH = 4096 };
@@ -92,21 +87,6 @@ int store_mlflow_is(const char *path) {
   return found;
 }
 
-/* Opens a line of the run in progress: {"type":TYPE,"run":ID */
-static void line_open(struct mlx *x, const char *type) {
-  fprintf(x->out, "{\"type\":\"%s\",\"run\":\"%s\"", type, x->id);
-  x->lines++;
-}
-
-static void put_param(struct mlx *x, const char *key, const char *value) {
-  line_open(x, "param");
-  fputs(",\"key\":", x->out);
-  gs_json_str(x->out, key);
-  fputs(",\"value\":", x->out);
-  gs_json_str(x->out, value);
-  fputs("}\n", x->out);
-}
-
 /* Calls fn for each file under dir, its key the path below dir ("train/loss"), sorted. */
 typedef int (*file_fn)(struct mlx *x, const char *path, const char *key, void *user);
 static int each_file(struct mlx *x, const char *dir, const char *prefix, file_fn fn, void *user) {
@@ -142,11 +122,16 @@ static int param_file(struct mlx *x, const char *path, const char *key, void *us
   if (strlen(k) > 255)
     rc = gs_fail(GS_ECORRUPT, "%s: a key over 255 bytes", path);
   else
-    put_param(x, k, buf);
+    imp_param(&x->w, k, buf);
   if (!rc && !strcmp(k, "tag.mlflow.source.git.commit"))
-    put_param(x, "git.commit", buf);
+    imp_param(&x->w, "git.commit", buf);
   free(buf);
   return rc;
+}
+
+static void ml_point_of(const void *pts, size_t k, int64_t *wall_ns, int64_t *step, double *v) {
+  const struct ml_point *p = (const struct ml_point *)pts + k;
+  *wall_ns = p->ts_ms * 1000000, *step = p->step, *v = p->v;
 }
 
 static int cmp_point(const void *a, const void *b) {
@@ -154,31 +139,6 @@ static int cmp_point(const void *a, const void *b) {
   if (p->ts_ms != q->ts_ms) /* by time, then by step: the order MLflow reads them in */
     return p->ts_ms < q->ts_ms ? -1 : 1;
   return p->step < q->step ? -1 : p->step > q->step;
-}
-
-/* A series and its points (steps: the points' steps, else their values); t strictly increasing. */
-static void put_series(struct mlx *x, const char *source, const char *name, const char *unit, const struct ml_point *p,
-                       size_t n, int steps) {
-  line_open(x, "series");
-  fprintf(x->out, ",\"id\":%lld,\"source\":\"%s\",\"name\":", (long long)x->n_series, source);
-  gs_json_str(x->out, name);
-  fprintf(x->out, ",\"labels\":\"\",\"unit\":\"%s\",\"kind\":\"gauge\"}\n", unit);
-  int64_t last = INT64_MIN;
-  for (size_t i = 0; i < n; i += POINTS_PER_LINE) {
-    size_t e = i + POINTS_PER_LINE < n ? i + POINTS_PER_LINE : n;
-    line_open(x, "points");
-    fprintf(x->out, ",\"series\":%lld,\"t\":[", (long long)x->n_series);
-    for (size_t k = i; k < e; k++) {
-      int64_t t = p[k].ts_ms * 1000000 - x->start_ns;
-      last = t > last ? (t < 0 ? (last < 0 ? 0 : last + 1) : t) : last + 1;
-      fprintf(x->out, "%s%lld", k > i ? "," : "", (long long)last);
-    }
-    fputs("],\"v\":[", x->out);
-    for (size_t k = i; k < e; k++)
-      fprintf(x->out, steps ? "%s%.0f" : "%s%.17g", k > i ? "," : "", steps ? (double)p[k].step : p[k].v);
-    fputs("]}\n", x->out);
-  }
-  x->n_series++;
 }
 
 /* A metric file: the series source client, and client.step for the points that have a step. */
@@ -200,13 +160,13 @@ static int metric_file(struct mlx *x, const char *path, const char *key, void *u
     return gs_fail(GS_ECORRUPT, "%s: a metric name over 159 bytes", path);
   }
   qsort(p, np, sizeof *p, cmp_point);
-  put_series(x, "client", key, "", p, np, 0);
+  imp_series(&x->w, "client", key, "", p, np, ml_point_of, 0);
   size_t k = 0;
   for (size_t i = 0; i < np; i++) /* the points with a step, and the time each had (the same t) */
     if (p[i].step >= 0)
       p[k++] = p[i];
   if (k == np) /* every point has its step: the step series has the value series' times */
-    put_series(x, "client.step", key, "count", p, k, 1);
+    imp_series(&x->w, "client.step", key, "count", p, k, ml_point_of, 1);
   free(p);
   return 0;
 }
@@ -236,24 +196,24 @@ static int put_run(struct mlx *x, const char *dir, const struct ml_meta *m) {
   const char *rid = ml_meta_get(m, "run_id") ? ml_meta_get(m, "run_id") : ml_meta_get(m, "run_uuid");
   if (!rid || strlen(rid) < 29 || strspn(rid, "0123456789abcdef") != strlen(rid))
     return gs_fail(GS_ECORRUPT, "%s/meta.yaml: its run_id is not an MLflow run id (32 hex digits)", dir);
-  snprintf(x->id, sizeof x->id, "ml%.29s", rid);
+  snprintf(x->w.id, sizeof x->w.id, "ml%.29s", rid);
   int64_t start = meta_ms(m, "start_time"), end = meta_ms(m, "end_time");
   if (start < 0)
     return gs_fail(GS_ECORRUPT, "%s/meta.yaml: no start_time", dir);
-  x->start_ns = start * 1000000;
-  x->lines = x->n_series = 0;
+  x->w.start_ns = start * 1000000;
+  x->w.lines = x->w.n_series = 0;
   int code;
   const char *status = run_status(ml_meta_get(m, "status"), &code), *name = ml_meta_get(m, "run_name");
   const char *user = ml_meta_get(m, "user_id"), *cmd = ml_meta_get(m, "source_name");
-  fprintf(x->out, "{\"type\":\"run\",\"id\":\"%s\",\"name\":", x->id);
-  gs_json_str(x->out, name ? name : "");
-  fprintf(x->out, ",\"group\":\"\",\"status\":\"%s\",\"command\":", status);
-  gs_json_str(x->out, cmd ? cmd : "");
-  fputs(",\"cwd\":\"\",\"host\":\"\",\"user\":", x->out);
-  gs_json_str(x->out, user ? user : "");
-  fprintf(x->out, ",\"tags\":\"\",\"start_wall_ns\":%lld,\"end_wall_ns\":%lld,\"interval_ns\":0,\"exit_code\":%d}\n",
-          (long long)x->start_ns, (long long)(end >= start ? end : start) * 1000000, code);
-  x->lines = 1;
+  fprintf(x->w.out, "{\"type\":\"run\",\"id\":\"%s\",\"name\":", x->w.id);
+  gs_json_str(x->w.out, name ? name : "");
+  fprintf(x->w.out, ",\"group\":\"\",\"status\":\"%s\",\"command\":", status);
+  gs_json_str(x->w.out, cmd ? cmd : "");
+  fputs(",\"cwd\":\"\",\"host\":\"\",\"user\":", x->w.out);
+  gs_json_str(x->w.out, user ? user : "");
+  fprintf(x->w.out, ",\"tags\":\"\",\"start_wall_ns\":%lld,\"end_wall_ns\":%lld,\"interval_ns\":0,\"exit_code\":%d}\n",
+          (long long)x->w.start_ns, (long long)(end >= start ? end : start) * 1000000, code);
+  x->w.lines = 1;
   return 0;
 }
 
@@ -269,12 +229,12 @@ static int put_mlflow_run(struct mlx *x, const char *dir, const struct ml_meta *
     return rc < 0 ? rc : 1; /* 1: a deleted run, passed over */
   }
   const char *ename = ml_meta_get(exp, "name"), *eid = ml_meta_get(exp, "experiment_id");
-  put_param(x, "import.format", "mlflow");
-  put_param(x, "import.path", dir);
-  put_param(x, "mlflow.run_id", ml_meta_get(m, "run_id") ? ml_meta_get(m, "run_id") : ml_meta_get(m, "run_uuid"));
-  put_param(x, "mlflow.experiment", ename ? ename : "");
-  put_param(x, "mlflow.experiment_id", eid ? eid : "");
-  put_param(x, "mlflow.status", ml_meta_get(m, "status") ? ml_meta_get(m, "status") : "");
+  imp_param(&x->w, "import.format", "mlflow");
+  imp_param(&x->w, "import.path", dir);
+  imp_param(&x->w, "mlflow.run_id", ml_meta_get(m, "run_id") ? ml_meta_get(m, "run_id") : ml_meta_get(m, "run_uuid"));
+  imp_param(&x->w, "mlflow.experiment", ename ? ename : "");
+  imp_param(&x->w, "mlflow.experiment_id", eid ? eid : "");
+  imp_param(&x->w, "mlflow.status", ml_meta_get(m, "status") ? ml_meta_get(m, "status") : "");
   char sub[ML_PATH];
   if (!join(sub, dir, "params") && is_dir(sub))
     rc = each_file(x, sub, "", param_file, "");
@@ -283,13 +243,13 @@ static int put_mlflow_run(struct mlx *x, const char *dir, const struct ml_meta *
   if (!rc && !join(sub, dir, "metrics") && is_dir(sub))
     rc = each_file(x, sub, "", metric_file, NULL);
   if (!rc) {
-    line_open(x, "note");
-    fputs(",\"text\":", x->out);
+    imp_line_open(&x->w, "note");
+    fputs(",\"text\":", x->w.out);
     char note[4400];
     snprintf(note, sizeof note, "imported from the MLflow file store at %s (experiment %s)", dir, ename ? ename : "?");
-    gs_json_str(x->out, note);
-    fputs("}\n", x->out);
-    fprintf(x->out, "{\"type\":\"run_end\",\"run\":\"%s\",\"lines\":%lld}\n", x->id, (long long)x->lines + 1);
+    gs_json_str(x->w.out, note);
+    fputs("}\n", x->w.out);
+    fprintf(x->w.out, "{\"type\":\"run_end\",\"run\":\"%s\",\"lines\":%lld}\n", x->w.id, (long long)x->w.lines + 1);
   }
   free(m);
   return rc;
@@ -297,7 +257,7 @@ static int put_mlflow_run(struct mlx *x, const char *dir, const struct ml_meta *
 
 /* Every run of every experiment folder under root, into out as an export file; *runs counted. */
 static int mlflow_export(const char *root, FILE *out, int64_t *runs) {
-  struct mlx x = {.out = out};
+  struct mlx x = {.w.out = out};
   struct ml_meta *exp = malloc(sizeof *exp);
   struct dirent **d;
   int n = exp ? scandir(root, &d, not_hidden, alphasort) : -1, rc = exp ? 0 : gs_fail(GS_ENOMEM, "out of memory");

@@ -18,19 +18,16 @@
 #include <unistd.h>
 
 #include "store/store_backend.h"
+#include "store/import_write.h"
 #include "store/tb_int.h"
 
-enum { TB_PATH = 4096, TB_DEPTH = 16, POINTS_PER_LINE = 4096 };
+enum { TB_PATH = 4096, TB_DEPTH = 16 };
 
 /* What the conversion writes: the output, the run in progress (its id, start, lines so far, series
  * declared), the runs written and what was passed over in all of them. */
 struct tbx {
-  FILE *out;
+  struct imp_out w; /* the output, the run's id, its start and the lines so far */
   const char *root;
-  char id[32];
-  int64_t start_ns;
-  int64_t lines;
-  int64_t n_series;
   int64_t runs;
   int64_t other[TB_KINDS];
 };
@@ -130,21 +127,7 @@ static void run_id(struct tbx *x, const char *name, const uint8_t *buf, size_t n
   uint64_t a = fnv1a(0xcbf29ce484222325ull, name, strlen(name)), b = fnv1a(0x6c62272e07bb0142ull, name, strlen(name));
   a = fnv1a(a, buf ? buf + 12 : NULL, len);
   b = fnv1a(b ^ 0x5bd1e995, buf ? buf + 12 : NULL, len);
-  snprintf(x->id, sizeof x->id, "tb%016llx%013llx", (unsigned long long)a, (unsigned long long)(b >> 12));
-}
-
-static void line_open(struct tbx *x, const char *type) {
-  fprintf(x->out, "{\"type\":\"%s\",\"run\":\"%s\"", type, x->id);
-  x->lines++;
-}
-
-static void put_param(struct tbx *x, const char *key, const char *value) {
-  line_open(x, "param");
-  fputs(",\"key\":", x->out);
-  gs_json_str(x->out, key);
-  fputs(",\"value\":", x->out);
-  gs_json_str(x->out, value);
-  fputs("}\n", x->out);
+  snprintf(x->w.id, sizeof x->w.id, "tb%016llx%013llx", (unsigned long long)a, (unsigned long long)(b >> 12));
 }
 
 /* Unix seconds (0 .. 9e9, tb_parse checked) as nanoseconds: whole seconds and the fraction apart,
@@ -154,34 +137,9 @@ static int64_t wall_ns(double wall) {
   return (int64_t)sec * 1000000000 + (int64_t)llround((wall - sec) * 1e9);
 }
 
-/* A series of the run's n points of one tag (by time, then step): their values, or their steps;
- * t strictly increasing (two points of one instant a nanosecond apart). */
-static void put_series(struct tbx *x, const char *source, const char *name, const char *unit, const struct tb_point *p,
-                       size_t n, int steps) {
-  line_open(x, "series");
-  fprintf(x->out, ",\"id\":%lld,\"source\":\"%s\",\"name\":", (long long)x->n_series, source);
-  gs_json_str(x->out, name);
-  fprintf(x->out, ",\"labels\":\"\",\"unit\":\"%s\",\"kind\":\"gauge\"}\n", unit);
-  int64_t last = -1;
-  for (size_t i = 0; i < n; i += POINTS_PER_LINE) {
-    size_t e = i + POINTS_PER_LINE < n ? i + POINTS_PER_LINE : n;
-    line_open(x, "points");
-    fprintf(x->out, ",\"series\":%lld,\"t\":[", (long long)x->n_series);
-    for (size_t k = i; k < e; k++) {
-      int64_t t = wall_ns(p[k].wall) - x->start_ns;
-      last = t > last ? t : last + 1;
-      fprintf(x->out, "%s%lld", k > i ? "," : "", (long long)last);
-    }
-    fputs("],\"v\":[", x->out);
-    for (size_t k = i; k < e; k++) {
-      if (steps)
-        fprintf(x->out, "%s%lld", k > i ? "," : "", (long long)p[k].step);
-      else
-        fprintf(x->out, "%s%.17g", k > i ? "," : "", p[k].v);
-    }
-    fputs("]}\n", x->out);
-  }
-  x->n_series++;
+static void tb_point_of(const void *pts, size_t k, int64_t *wall, int64_t *step, double *v) {
+  const struct tb_point *p = (const struct tb_point *)pts + k;
+  *wall = wall_ns(p->wall), *step = p->step, *v = p->v;
 }
 
 static int cmp_point(const void *a, const void *b) {
@@ -206,41 +164,41 @@ static void describe_other(const int64_t other[TB_KINDS], char *out, size_t n) {
 
 /* The run line, params, series, note and end of one run folder's events. */
 static void put_run(struct tbx *x, const char *dir, const char *name, struct tb_run *r, int files) {
-  x->start_ns = wall_ns(r->wall_min);
-  x->lines = x->n_series = 0;
-  fprintf(x->out, "{\"type\":\"run\",\"id\":\"%s\",\"name\":", x->id);
-  gs_json_str(x->out, name);
+  x->w.start_ns = wall_ns(r->wall_min);
+  x->w.lines = x->w.n_series = 0;
+  fprintf(x->w.out, "{\"type\":\"run\",\"id\":\"%s\",\"name\":", x->w.id);
+  gs_json_str(x->w.out, name);
   fputs(
       ",\"group\":\"\",\"status\":\"finished\",\"command\":\"\",\"cwd\":\"\",\"host\":\"\",\"user\":\"\",\"tags\":\"\"",
-      x->out);
-  fprintf(x->out, ",\"start_wall_ns\":%lld,\"end_wall_ns\":%lld,\"interval_ns\":0,\"exit_code\":-1}\n",
-          (long long)x->start_ns, (long long)wall_ns(r->wall_max));
-  x->lines = 1;
+      x->w.out);
+  fprintf(x->w.out, ",\"start_wall_ns\":%lld,\"end_wall_ns\":%lld,\"interval_ns\":0,\"exit_code\":-1}\n",
+          (long long)x->w.start_ns, (long long)wall_ns(r->wall_max));
+  x->w.lines = 1;
   char num[32];
   snprintf(num, sizeof num, "%d", files);
-  put_param(x, "import.format", "tensorboard");
-  put_param(x, "import.path", dir);
-  put_param(x, "tensorboard.files", num);
+  imp_param(&x->w, "import.format", "tensorboard");
+  imp_param(&x->w, "import.path", dir);
+  imp_param(&x->w, "tensorboard.files", num);
   for (size_t i = 0; i < r->n_params; i++) /* hparams, but never over a key of ours */
     if (strncmp(r->params[2 * i], "import.", 7) && strncmp(r->params[2 * i], "tensorboard.", 12) &&
         strncmp(r->params[2 * i], "gpuscope.", 9))
-      put_param(x, r->params[2 * i], r->params[2 * i + 1]);
+      imp_param(&x->w, r->params[2 * i], r->params[2 * i + 1]);
   qsort(r->pts, r->n_pts, sizeof *r->pts, cmp_point);
   for (size_t i = 0, e; i < r->n_pts; i = e) {
     for (e = i + 1; e < r->n_pts && r->pts[e].tag == r->pts[i].tag;)
       e++;
-    put_series(x, "client", r->tags[r->pts[i].tag], "", r->pts + i, e - i, 0);
-    put_series(x, "client.step", r->tags[r->pts[i].tag], "count", r->pts + i, e - i, 1);
+    imp_series(&x->w, "client", r->tags[r->pts[i].tag], "", r->pts + i, e - i, tb_point_of, 0);
+    imp_series(&x->w, "client.step", r->tags[r->pts[i].tag], "count", r->pts + i, e - i, tb_point_of, 1);
   }
   char other[512], note[TB_PATH + 700];
   describe_other(r->other, other, sizeof other);
   snprintf(note, sizeof note, "imported from the TensorBoard log directory at %s (%d event file%s)%s%s", dir, files,
            files == 1 ? "" : "s", *other ? "; not imported: " : "", other);
-  line_open(x, "note");
-  fputs(",\"text\":", x->out);
-  gs_json_str(x->out, note);
-  fputs("}\n", x->out);
-  fprintf(x->out, "{\"type\":\"run_end\",\"run\":\"%s\",\"lines\":%lld}\n", x->id, (long long)x->lines + 1);
+  imp_line_open(&x->w, "note");
+  fputs(",\"text\":", x->w.out);
+  gs_json_str(x->w.out, note);
+  fputs("}\n", x->w.out);
+  fprintf(x->w.out, "{\"type\":\"run_end\",\"run\":\"%s\",\"lines\":%lld}\n", x->w.id, (long long)x->w.lines + 1);
   for (int i = 0; i < TB_KINDS; i++)
     x->other[i] += r->other[i];
   x->runs++;
@@ -330,7 +288,7 @@ void *store_tb_convert(const char *dir, char *said, size_t saidlen) {
     gs_fail(GS_ENOMEM, "out of memory");
     return NULL;
   }
-  struct tbx x = {.out = f, .root = dir};
+  struct tbx x = {.w.out = f, .root = dir};
   fputs("{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":1,\"sections\":\"run,param,series,points,"
         "note\"}\n",
         f);
