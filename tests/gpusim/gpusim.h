@@ -169,6 +169,8 @@ struct sim_scn {
   int cuda; /* nvmlSystemGetCudaDriverVersion: 1000 x major + 10 x minor (12040 is 12.4); 0: not supported */
   unsigned ndev;
   struct sim_dev *dev;
+  int dcgm_hostengine; /* `dcgm hostengine`: the simulated libdcgm's dcgmConnect_v2 succeeds */
+  int dcgm_watch_code; /* `dcgm profiling ...`: what its dcgmWatchFields answers (0: DCGM_ST_OK) */
 };
 
 /* Parses the scenario file at path into *s. Returns 0, or -1 with "file:line: message" in err. */
