@@ -269,6 +269,9 @@ static void field_value(const struct sim_dev *d, unsigned short field, long long
   v->fieldId = field, v->fieldType = DCGM_FT_DOUBLE, v->status = DCGM_ST_OK;
   v->value.dbl = DCGM_FP64_BLANK + 2.0; /* DCGM_FP64_NOT_SUPPORTED */
   double f = (double)freq_us / 1e6, p = floor(now_s() / f);
+  for (int k = 0; k < d->n_dcgm_unsupported; k++)
+    if (d->dcgm_unsupported[k] == field)
+      return;
   for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
     if (keys[k].field != field)
       continue;

@@ -147,6 +147,8 @@ struct sim_dev {
   double lost_at, gone_at; /* INFINITY when never */
   unsigned gpm_unsupported[16];
   int n_gpm_unsupported;
+  unsigned dcgm_unsupported[8]; /* DCGM field ids the simulated libdcgm answers "not supported" on this GPU */
+  int n_dcgm_unsupported;
   struct sim_seg *segs;
   int nsegs, cap_segs;
   struct sim_fault *faults;

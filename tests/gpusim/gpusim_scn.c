@@ -493,6 +493,9 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   } else if (!strcmp(k, "gpm_unsupported")) {
     for (int i = 1; i < ntok && d->n_gpm_unsupported < 16; i++)
       d->gpm_unsupported[d->n_gpm_unsupported++] = (unsigned)atoi(tok[i]);
+  } else if (!strcmp(k, "dcgm_unsupported")) {
+    for (int i = 1; i < ntok && d->n_dcgm_unsupported < 8; i++)
+      d->dcgm_unsupported[d->n_dcgm_unsupported++] = (unsigned)atoi(tok[i]);
   } else if (!strcmp(k, "mig") && (ntok == 2 || ntok == 4)) {
     return mig_mode_line(p, d, tok, ntok);
   } else if (!strcmp(k, "sample_hz") && ntok == 2) {
