@@ -6,6 +6,7 @@
  * its fields are watched at the sampling interval, read once per tick before the GPUs
  * (nv_dcgm_poll) and written in each GPU's own tick (nv_dcgm_tick), as health's events are. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,14 +206,9 @@ static const char *dcgm_wanted_list(const struct nvml_ctx *c, char *buf, size_t 
   return buf;
 }
 
-int nv_dcgm_start(struct nvml_ctx *c) {
+/* nv_dcgm_start's work, once it is known that DCGM is wanted. */
+static int dcgm_start(struct nvml_ctx *c, const char *host) {
   char err[320], gpus[128];
-  unsigned want = 0;
-  for (unsigned i = 0; i < c->n_gpus; i++)
-    want += (unsigned)dcgm_wants(&c->gpus[i]);
-  const char *host = getenv("GPUSCOPE_DCGM_HOST");
-  if (!want || (host && !strcmp(host, "off")))
-    return 0;
   struct nv_dcgm *d = calloc(1, sizeof *d);
   if (!d)
     return GS_ENOMEM;
@@ -237,6 +233,23 @@ int nv_dcgm_start(struct nvml_ctx *c) {
   dcgm_params(c, d);
   c->dcgm = d;
   return 0;
+}
+
+int nv_dcgm_start(struct nvml_ctx *c) {
+  unsigned want = 0;
+  for (unsigned i = 0; i < c->n_gpus; i++)
+    want += (unsigned)dcgm_wants(&c->gpus[i]);
+  const char *host = getenv("GPUSCOPE_DCGM_HOST");
+  if (!want || (host && !strcmp(host, "off")))
+    return 0;
+  /* An embedded host engine starts threads of its own: they take no signals, as the sampling
+   * thread takes none, so the run loop's handlers (forwarding to the job) stay on the run loop. */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int r = dcgm_start(c, host);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return r;
 }
 
 /* dcgmGetLatestValues_v2's callback: one GPU's values, kept for its tick when newer than the last. */
