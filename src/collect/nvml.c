@@ -8,12 +8,14 @@
  *
  * Where the driver keeps a sample buffer (nvmlDeviceGetSamples), every driver sample is stored with
  * its own timestamp, so a dip shorter than the agent's interval still shows. Hopper and newer add
- * GPM (SM, tensor, DRAM activity), read from two samples taken at least 100 ms apart. A call that
+ * GPM (SM, tensor, DRAM activity), read from two samples taken at least 100 ms apart; on older GPUs
+ * the same series come from DCGM's profiling fields where the host has DCGM. A call that
  * answers NOT_SUPPORTED or NO_PERMISSION is switched off for that GPU with one note; GPU_IS_LOST
  * ends that GPU's sampling with a "gpu_lost" event while the others go on.
  *
  * This file reads the GPU's own figures and runs the thread; MIG instances (nvml_mig.c), processes
- * (nvml_procs.c) and GPM (nvml_gpm.c) have files of their own, over nvml_util.c (nvml_int.h). */
+ * (nvml_procs.c), GPM (nvml_gpm.c) and DCGM (nvml_dcgm.c) have files of their own, over
+ * nvml_util.c (nvml_int.h). */
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -226,6 +228,7 @@ static void gpu_tick(struct nvml_ctx *c, struct gpu *g, uint64_t tick) {
 
   nv_health_xids(c, g);  /* before any call that may find the GPU lost (an Xid 79) */
   nv_gpm_tick(c, g, -1); /* first, so the 100 ms spacing of GPM samples jitters least */
+  nv_dcgm_tick(c, g);    /* what DCGM gave for a GPU without GPM (read before the GPUs) */
   RETURN_IF_LOST();
   util_tick(c, g);
   RETURN_IF_LOST();
@@ -308,6 +311,7 @@ static void *nvml_thread(void *arg) {
     unsigned i;
     int written = 1;
     nv_health_events(c); /* timeout 0: each GPU's tick writes what came */
+    nv_dcgm_poll(c);     /* one call for every GPU DCGM watches; each GPU's tick writes its values */
     for (i = 0; i < c->n_gpus && !atomic_load(&c->stop); i++) {
       struct gpu *g = &c->gpus[i];
       if (g->lost) {
@@ -356,6 +360,7 @@ static void ctx_free(struct nvml_ctx *c, int shutdown) {
   }
   if (shutdown)
     nv_health_stop(c);
+  nv_dcgm_stop(c, shutdown);
   free(c->gpus);
   free(c->pp), free(c->pe), free(c->pn), free(c->pend_end);
   nvml_api_close(&c->api, shutdown);
@@ -441,6 +446,8 @@ static int gpu_init(struct nvml_ctx *c, struct gpu *g, unsigned index) {
     return 0;
   }
   snprintf(g->name, sizeof g->name, "%s", f.name[0] ? f.name : "unknown GPU");
+  snprintf(g->uuid, sizeof g->uuid, "%s", f.uuid);
+  snprintf(g->pci_bus_id, sizeof g->pci_bus_id, "%s", f.pci_bus_id);
   gpu_record_facts(c, index, &f);
   g->fam_gpm = f.fam_gpm;
   g->mig_mode = f.mig_current, g->mig_pending = f.mig_pending;
@@ -465,6 +472,26 @@ static void driver_params(struct nvml_ctx *c, struct gs_sink *sink) {
     snprintf(v, sizeof v, "%d.%d", cuda / 1000, cuda % 1000 / 10);
     gs_sink_param(sink, "nvml.cuda_driver_version", v);
   }
+}
+
+/* The run's GPU params and notes, each GPU's facts and buffers, then what reads across the GPUs:
+ * DCGM for those without GPM, the health event set. Returns 0, or GS_ENOMEM. */
+static int gpus_start(struct nvml_ctx *c, struct gs_sink *sink) {
+  char v[512];
+  snprintf(v, sizeof v, "%u", c->n_gpus);
+  gs_sink_param(sink, "gpu.count", v);
+  driver_params(c, sink);
+  if (*nvml_api_missing(&c->api, v, sizeof v))
+    gs_sink_note(sink, "nvml: this driver's library lacks %s; those metrics are off", v);
+  for (unsigned i = 0; i < c->n_gpus; i++) {
+    if (gpu_init(c, &c->gpus[i], i))
+      return GS_ENOMEM;
+    nv_flush(c, &c->gpus[i]);
+  }
+  if (nv_dcgm_start(c))
+    return GS_ENOMEM;
+  nv_health_start(c);
+  return 0;
 }
 
 static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, char *err, size_t errlen) {
@@ -515,20 +542,10 @@ static void *nvml_open(const struct collector_opts *opts, struct gs_sink *sink, 
   }
   c->n_gpus = n;
   c->tick_ns = gs_mono_ns();
-  char v[512];
-  snprintf(v, sizeof v, "%u", n);
-  gs_sink_param(sink, "gpu.count", v);
-  driver_params(c, sink);
-  if (*nvml_api_missing(&c->api, v, sizeof v))
-    gs_sink_note(sink, "nvml: this driver's library lacks %s; those metrics are off", v);
-  for (unsigned i = 0; i < n; i++) {
-    if (gpu_init(c, &c->gpus[i], i)) {
-      snprintf(err, errlen, "out of memory");
-      goto fail;
-    }
-    nv_flush(c, &c->gpus[i]);
+  if (gpus_start(c, sink)) {
+    snprintf(err, errlen, "out of memory");
+    goto fail;
   }
-  nv_health_start(c);
 
   /* The thread takes no signals: the run loop's handlers (forwarding to the job) stay on it. */
   sigset_t all, old;
@@ -582,6 +599,8 @@ static void nvml_summary(void *ctx, FILE *out) {
     fprintf(out, "GPM off");
   else
     fprintf(out, "GPM on %u of %u", gpm, c->n_gpus);
+  if (c->dcgm)
+    fprintf(out, ", DCGM profiling (%s)", c->dcgm->how);
   int lost = atomic_load(&c->n_lost);
   if (lost)
     fprintf(out, ", %d lost", lost);

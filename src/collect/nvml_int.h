@@ -3,8 +3,9 @@
  * sampling state, the context of the sampling thread, and the helpers every file calls. The files
  * split along what they read: nvml.c the GPU's own readings, the thread, open and close;
  * nvml_mig.c MIG instances (listed, followed while they come and go, sampled); nvml_procs.c the
- * processes on a GPU; nvml_gpm.c GPM; nvml_util.c (below them all) the sink writes, stamps and the
- * verdict on a driver call's answer. */
+ * processes on a GPU; nvml_gpm.c GPM; nvml_dcgm.c the same activity series through DCGM on GPUs
+ * without GPM; nvml_util.c (below them all) the sink writes, stamps and the verdict on a driver
+ * call's answer. */
 #ifndef GS_COLLECT_NVML_INT_H
 #define GS_COLLECT_NVML_INT_H
 
@@ -13,6 +14,7 @@
 #include <stdint.h>
 
 #include "collect/collect.h"
+#include "collect/dcgm_api.h"
 #include "collect/nvml_api.h"
 #include "core/core.h"
 
@@ -136,6 +138,31 @@ struct proc_series {
 
 enum { N_GPM = 12 }; /* the GPM metrics read (gpm_table in nvml_gpm.c) */
 
+enum { N_DCGM = 4 }; /* the profiling fields read through DCGM (dcgm_table in nvml_dcgm.c) */
+
+/* One GPU's DCGM profiling readings (nvml_dcgm.c): its DCGM id, and what the tick's poll brought. */
+struct gpu_dcgm {
+  int on;                      /* in the watched group */
+  unsigned id;                 /* DCGM's gpu id */
+  double fresh[N_DCGM];        /* % from the last poll, not yet written; NAN: nothing new */
+  int64_t ts[N_DCGM];          /* DCGM's timestamp (µs since 1970) of the newest value taken */
+  unsigned char noted[N_DCGM]; /* a field DCGM does not give on this GPU was noted */
+};
+
+/* DCGM as the NVML collector uses it (nvml_dcgm.c): the library, the connection (an embedded host
+ * engine or a running nv-hostengine), the group of the GPUs without GPM and the watched fields. */
+struct nv_dcgm {
+  struct dcgm_api api;
+  dcgmHandle_t h;
+  int embedded;          /* started in this process (dcgmStopEmbedded), else connected */
+  dcgmGpuGrp_t group;    /* valid when have_group */
+  dcgmFieldGrp_t fields; /* valid when have_fields */
+  int have_group, have_fields, watching;
+  int gone;       /* the connection broke: nothing more is read */
+  int noted_poll; /* a failed poll was noted (retrying) */
+  char how[160];  /* "embedded", "host engine 127.0.0.1" */
+};
+
 /* GPM sampling of one GPU or one MIG instance: the previous sample and the one being taken. */
 struct gpm_state {
   int on;
@@ -192,6 +219,7 @@ struct gpu {
   nvmlDevice_t dev;
   char label[24]; /* "gpu=N" */
   char name[96];
+  char uuid[96], pci_bus_id[32];      /* NVML's, to find the GPU among DCGM's */
   int lost;                           /* lost or never usable: not sampled */
   unsigned char off[C_COUNT];         /* switched off (NOT_SUPPORTED, NO_PERMISSION, missing symbol) */
   unsigned char noted[C_COUNT];       /* a transient error was noted already */
@@ -236,6 +264,7 @@ struct gpu {
   size_t n_procs, cap_procs;
 
   struct health health;
+  struct gpu_dcgm dcgm;
 };
 
 /* What one GPU's tick produced, written into the sink in one go (see flush()). */
@@ -291,6 +320,7 @@ struct nvml_ctx {
   size_t n_end, cap_end;
 
   nvmlEventSet_t events; /* Xid and ECC events of every GPU (nvml_health.c); NULL when off */
+  struct nv_dcgm *dcgm;  /* DCGM's profiling fields for GPUs without GPM (nvml_dcgm.c); NULL when off */
 };
 
 /* Evaluates a driver call unless it is switched off; true when it succeeded (g and c in scope). */
@@ -371,6 +401,24 @@ void nv_gpm_tick(struct nvml_ctx *c, struct gpu *g, int k);
  * samples it alternates between (GPM stays off, with a note, when the driver cannot allocate them).
  * Returns 0, or GS_ENOMEM. */
 int nv_gpm_start(struct nvml_ctx *c, struct gpu *g, int k);
+
+/* ---- nvml_dcgm.c ---- */
+
+/* On the GPUs without GPM (not in MIG mode), watches DCGM's profiling fields at the sampling
+ * interval: loads libdcgm.so.4 (absent: nothing changes, no note), connects to a running
+ * nv-hostengine or starts one embedded ($GPUSCOPE_DCGM_HOST), finds the GPUs by UUID or PCI bus id.
+ * A refusal (profiling busy beside Nsight, not supported) is one note and no series. Records the
+ * params nvml.dcgm and gpu.N.sm_active_from, writes the notes into the sink. Returns 0, or
+ * GS_ENOMEM. */
+int nv_dcgm_start(struct nvml_ctx *c);
+/* Takes DCGM's latest values of every watched GPU (one call per tick, before the GPUs), for each
+ * GPU's nv_dcgm_tick. A connection that breaks ends DCGM's series with one note. */
+void nv_dcgm_poll(struct nvml_ctx *c);
+/* Queues the values the poll brought for g as its gpu.sm_active_pct, ... (the GPM series). */
+void nv_dcgm_tick(struct nvml_ctx *c, struct gpu *g);
+/* Unwatches, destroys the groups, stops or leaves the host engine and unloads DCGM when shutdown is
+ * set; else only forgets it (a thread may still be inside the library). NULL c->dcgm: a no-op. */
+void nv_dcgm_stop(struct nvml_ctx *c, int shutdown);
 
 /* ---- nvml_mig.c ---- */
 

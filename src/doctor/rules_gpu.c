@@ -108,10 +108,11 @@ static void batch_reason(const struct dr_gpu *g, int k, const char *nb, char *bu
               g->index, used, tot, g->sm_active.mean, util, nb, k);
   else
     dr_printf(buf, n,
-              "GPU %d peaks at %s of %s. It has no SM activity readings (no GPM), so how much of its busy time "
-              "a bigger batch would fill is unknown: the estimate counts only the measured host overhead per "
-              "step (memory-controller util %s is not a fill). Raise the batch from %s (memory allows about "
-              "%dx, counting all used memory as batch-dependent); it may gain more than estimated.",
+              "GPU %d peaks at %s of %s. It has no SM activity readings (no GPM, no DCGM profiling), so how "
+              "much of its busy time a bigger batch would fill is unknown: the estimate counts only the "
+              "measured host overhead per step (memory-controller util %s is not a fill). Raise the batch "
+              "from %s (memory allows about %dx, counting all used memory as batch-dependent); it may gain "
+              "more than estimated.",
               g->index, used, tot, dr_fmt(mu, sizeof mu, g->mem_util.mean, 0, "%"), nb, k);
 }
 
@@ -155,8 +156,8 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
     /* Said whether or not the host overhead alone makes a finding: the rest is for a trial to tell. */
     batch_tune_command(d, k, tune, sizeof tune);
     dr_not_judged(d,
-                  "batch_too_small: GPU %d uses %.0f%% of its memory but has no SM activity readings (no GPM), "
-                  "so the GPU-side fill of a bigger batch is unknown (judged on the host overhead alone). "
+                  "batch_too_small: GPU %d uses %.0f%% of its memory but has no SM activity readings (no GPM, no DCGM "
+                  "profiling), so the GPU-side fill of a bigger batch is unknown (judged on the host overhead alone). "
                   "Measure it: %s",
                   worst->index, ratio * 100, tune);
   }
@@ -235,7 +236,7 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
     /* Without GPM (V100, A100, L4, T4) the precision is the only way to tell: the report says so. */
     dr_not_judged(d,
                   "mixed_precision: the job's precision is unknown (no precision param) and GPU %d has no "
-                  "tensor-pipe readings (no GPM), so whether it trains in fp32 cannot be told",
+                  "tensor-pipe readings (no GPM, no DCGM profiling), so whether it trains in fp32 cannot be told",
                   g->index);
   if (!fp32 && !tensor_idle)
     return;

@@ -147,6 +147,8 @@ struct sim_dev {
   double lost_at, gone_at; /* INFINITY when never */
   unsigned gpm_unsupported[16];
   int n_gpm_unsupported;
+  unsigned dcgm_unsupported[8]; /* DCGM field ids the simulated libdcgm answers "not supported" on this GPU */
+  int n_dcgm_unsupported;
   struct sim_seg *segs;
   int nsegs, cap_segs;
   struct sim_fault *faults;
@@ -169,6 +171,8 @@ struct sim_scn {
   int cuda; /* nvmlSystemGetCudaDriverVersion: 1000 x major + 10 x minor (12040 is 12.4); 0: not supported */
   unsigned ndev;
   struct sim_dev *dev;
+  int dcgm_hostengine; /* `dcgm hostengine`: the simulated libdcgm's dcgmConnect_v2 succeeds */
+  int dcgm_watch_code; /* `dcgm profiling ...`: what its dcgmWatchFields answers (0: DCGM_ST_OK) */
 };
 
 /* Parses the scenario file at path into *s. Returns 0, or -1 with "file:line: message" in err. */

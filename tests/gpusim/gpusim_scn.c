@@ -493,6 +493,9 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   } else if (!strcmp(k, "gpm_unsupported")) {
     for (int i = 1; i < ntok && d->n_gpm_unsupported < 16; i++)
       d->gpm_unsupported[d->n_gpm_unsupported++] = (unsigned)atoi(tok[i]);
+  } else if (!strcmp(k, "dcgm_unsupported")) {
+    for (int i = 1; i < ntok && d->n_dcgm_unsupported < 8; i++)
+      d->dcgm_unsupported[d->n_dcgm_unsupported++] = (unsigned)atoi(tok[i]);
   } else if (!strcmp(k, "mig") && (ntok == 2 || ntok == 4)) {
     return mig_mode_line(p, d, tok, ntok);
   } else if (!strcmp(k, "sample_hz") && ntok == 2) {
@@ -629,6 +632,21 @@ static int finalize_mig(struct parser *p, struct sim_dev *d, struct sim_dev *x) 
   return finalize(p, x);
 }
 
+/* `dcgm hostengine` (a running nv-hostengine answers dcgmConnect_v2), `dcgm profiling busy`
+ * (dcgmWatchFields answers DCGM_ST_IN_USE, as beside Nsight) or `dcgm profiling unsupported`
+ * (DCGM_ST_PROFILING_NOT_SUPPORTED): what the simulated libdcgm.so.4 (dcgmsim.c) plays. */
+static int dcgm_line(struct parser *p, struct sim_scn *s, char **tok, int ntok) {
+  if (ntok == 2 && !strcmp(tok[1], "hostengine"))
+    s->dcgm_hostengine = 1;
+  else if (ntok == 3 && !strcmp(tok[1], "profiling") && !strcmp(tok[2], "busy"))
+    s->dcgm_watch_code = -34; /* DCGM_ST_IN_USE */
+  else if (ntok == 3 && !strcmp(tok[1], "profiling") && !strcmp(tok[2], "unsupported"))
+    s->dcgm_watch_code = -36; /* DCGM_ST_PROFILING_NOT_SUPPORTED */
+  else
+    return perr(p, "dcgm wants hostengine, profiling busy or profiling unsupported");
+  return 0;
+}
+
 int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) {
   struct parser p = {.path = path, .err = err, .errlen = errlen, .s = s};
   memset(s, 0, sizeof *s);
@@ -673,6 +691,9 @@ int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen) 
         perr(&p, "cuda wants MAJOR.MINOR (12.4) or unsupported, not '%s'", tok[1]);
         goto fail;
       }
+    } else if (!strcmp(tok[0], "dcgm")) {
+      if (dcgm_line(&p, s, tok, ntok))
+        goto fail;
     } else if (!strcmp(tok[0], "device") && ntok == 2) {
       if (parse_device_list(&p, tok[1]))
         goto fail;

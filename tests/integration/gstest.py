@@ -73,6 +73,8 @@ class Sandbox:
         # the user's alerts.ini (docs/alerts.md) applies to every run: not to the tests' runs
         self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
         self.env.pop("GPUSCOPE_NVML_LIB", None)
+        for k in ("GPUSCOPE_DCGM_LIB", "GPUSCOPE_DCGM_HOST"):  # DCGM only where a test asks (test_dcgm_run)
+            self.env.pop(k, None)
 
     def gs(self, *args, env=None, timeout=120, input=None):
         e = dict(self.env)

@@ -1,7 +1,8 @@
 /* tests/unit/test_nvml: drives collector_nvml against a gs_sink, with the simulated libnvidia-ml.so.1
  * (tests/gpusim) playing each scenario, and checks what lands in the sink: values and timestamps
  * against the scenario's timeline, throttle and GPU-lost events, notes for what is unsupported,
- * that nothing waits on a slow driver call, and `gpuscope devices`' output.
+ * that nothing waits on a slow driver call, `gpuscope devices`' output, and SM activity through the
+ * simulated libdcgm.so.4 on a GPU without GPM (group dcgm).
  *
  * Each cmocka group plays one scenario in real time (a few seconds). Run without arguments, the
  * program runs every group in its own forked process, all at once, because a group that leaves a
@@ -33,7 +34,7 @@
 #define GIB (1024.0 * 1024.0 * 1024.0)
 #define MIB (1024.0 * 1024.0)
 
-static char lib_path[PATH_MAX], legacy_path[PATH_MAX], nomig_path[PATH_MAX], scn_dir[PATH_MAX];
+static char lib_path[PATH_MAX], legacy_path[PATH_MAX], nomig_path[PATH_MAX], dcgm_path[PATH_MAX], scn_dir[PATH_MAX];
 
 #define EXPECT_NEAR(a, b, eps)                                                                                         \
   do {                                                                                                                 \
@@ -1007,6 +1008,50 @@ static void test_close_returns_while_the_thread_is_stuck_in_the_driver(void **st
   gs_sink_free(s);
 }
 
+/* ---- dcgm_mixed: an H100 with GPM beside an A100 without, DCGM (simulated libdcgm.so.4) on ---- */
+
+static int setup_dcgm(void **state) {
+  setenv("GPUSCOPE_DCGM_LIB", dcgm_path, 1);
+  *state = play("dcgm_mixed.scn", lib_path, 100, 2.0);
+  unsetenv("GPUSCOPE_DCGM_LIB");
+  return 0;
+}
+
+static void expect_all(const struct cap *c, const char *name, const char *labels, double want) {
+  double t[100], v[100];
+  size_t n = cap_points(c, name, labels, t, v, 100);
+  if (n < 5)
+    fail_msg("%s{%s}: %zu points", name, labels, n);
+  for (size_t i = 0; i < n; i++)
+    EXPECT_NEAR(v[i], want, 1e-9);
+}
+
+static void test_dcgm_reads_only_the_gpu_without_gpm_found_by_uuid(void **state) {
+  struct cap *c = *state;
+  expect_all(c, "gpu.sm_active_pct", "gpu=1", 40); /* DCGM's gpu 0: the A100's UUID */
+  expect_all(c, "gpu.sm_occupancy_pct", "gpu=1", 15);
+  expect_all(c, "gpu.dram_active_pct", "gpu=1", 25);
+  expect_all(c, "gpu.sm_active_pct", "gpu=0", 70); /* GPM's */
+  assert_string_equal(cap_param(c, "gpu.1.sm_active_from"), "dcgm");
+  assert_null(cap_param(c, "gpu.0.sm_active_from"));
+  assert_string_equal(cap_param(c, "nvml.dcgm"), "embedded");
+  assert_non_null(strstr(c->summary, "GPM on 1 of 2, DCGM profiling (embedded)"));
+}
+
+static void test_dcgm_field_it_does_not_give_is_absent_and_noted_once(void **state) {
+  struct cap *c = *state;
+  assert_null(cap_def(c, "gpu.tensor_active_pct", "gpu=1"));
+  assert_int_equal(cap_notes(c, "gpu1: DCGM gpu.tensor_active_pct: not supported"), 1);
+  /* the blank before DCGM's first watch period ends is no answer yet: not noted */
+  assert_int_equal(cap_notes(c, "DCGM gpu.sm_active_pct"), 0);
+}
+
+static void test_dcgm_series_reach_metrics_under_dcgm_names(void **state) {
+  struct cap *c = *state;
+  assert_non_null(strstr(c->metrics, "DCGM_FI_PROF_SM_ACTIVE{gpu=\"1\""));
+  assert_non_null(strstr(c->metrics, "DCGM_FI_PROF_SM_ACTIVE{gpu=\"0\""));
+}
+
 /* ---- dips: 200 ms idle every 2 s, agent interval 500 ms ---- */
 
 static int setup_dips(void **state) {
@@ -1203,6 +1248,9 @@ GROUP(throttled, setup_throttled, teardown_cap,
 GROUP(lost, setup_lost, teardown_cap, cmocka_unit_test(test_lost_gpu_ends_with_an_event_and_others_go_on))
 GROUP(slow, NULL, NULL, cmocka_unit_test(test_slow_driver_call_does_not_block_sample_or_the_sink))
 GROUP(hang, NULL, NULL, cmocka_unit_test(test_close_returns_while_the_thread_is_stuck_in_the_driver))
+GROUP(dcgm, setup_dcgm, teardown_cap, cmocka_unit_test(test_dcgm_reads_only_the_gpu_without_gpm_found_by_uuid),
+      cmocka_unit_test(test_dcgm_field_it_does_not_give_is_absent_and_noted_once),
+      cmocka_unit_test(test_dcgm_series_reach_metrics_under_dcgm_names))
 GROUP(dips, setup_dips, teardown_cap, cmocka_unit_test(test_dips_shorter_than_the_interval_are_all_seen))
 GROUP(devices, NULL, NULL, cmocka_unit_test(test_open_without_library_is_off_with_a_reason),
       cmocka_unit_test(test_devices_json_lists_each_gpu_with_families),
@@ -1230,6 +1278,7 @@ static const struct {
     {"slow", run_slow},
     {"hang", run_hang},
     {"dips", run_dips},
+    {"dcgm", run_dcgm},
     {"devices", run_devices},
 };
 #define N_GROUPS (sizeof groups / sizeof *groups)
@@ -1248,6 +1297,7 @@ static void find_paths(void) {
            lib_path);
   snprintf(nomig_path, sizeof nomig_path, "%.*s/nomig/libnvidia-ml.so.1", (int)(strrchr(lib_path, '/') - lib_path),
            lib_path);
+  snprintf(dcgm_path, sizeof dcgm_path, "%.*s/libdcgm.so.4", (int)(strrchr(lib_path, '/') - lib_path), lib_path);
 #ifdef GS_TESTS_DIR
   snprintf(scn_dir, sizeof scn_dir, "%s/gpusim/scenarios", GS_TESTS_DIR);
 #else
