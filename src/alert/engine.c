@@ -50,7 +50,7 @@ struct alert_engine {
   int64_t last_eval;
   long fired, resolved;
   int finished;
-  int full_said; /* the event that the key table is full was recorded */
+  int full_said;                 /* the event that the key table is full was recorded */
   double job_seen[JOB_MAX_SEEN]; /* the job alerts looked at (their numbers), for every job rule at once */
   size_t njob_seen;
   long job_raised; /* job alerts raised (marks "alert") */
