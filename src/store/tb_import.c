@@ -232,8 +232,8 @@ static int put_tb_run(struct tbx *x, const char *dir, const char *rel, struct di
   int files = 0, rc = 0;
   for (int i = 0; !rc && i < n; i++) {
     char path[TB_PATH], err[256];
-    const uint8_t *buf;
-    size_t len;
+    const uint8_t *buf = NULL;
+    size_t len = 0;
     if (!event_file(dir, d[i]->d_name) || join(path, dir, d[i]->d_name))
       continue;
     if ((rc = map_file(path, &buf, &len)))
