@@ -118,9 +118,14 @@ def test_node_agent_labels_each_gpu_with_its_job_pod_and_container():
         line = agent.stdout.readline()
         check(" metrics at http://" in line, f"no address line: {line!r}")
         url = line.strip().rsplit(" ", 1)[1]
-        body = wait_for(lambda: (lambda t: t if gpu_line(t, 0).get("hpc_job") and gpu_line(t, 1).get("pod") and
-                                 gpu_line(t, 2).get("pod") else None)(get(url)[1]), 60,
-                        "no hpc_job on GPU 0, or no pod on GPU 1 or GPU 2")
+        # the state wanted: every GPU's labels and both processes' owner lines in one page (a page
+        # may show a GPU's labels a tick before its process's line, under load)
+        def ready(t):
+            own = {l["pid"] for l, v in samples(t, "gpuscope_gpu_proc_owner") if v == 1}
+            return t if (gpu_line(t, 0).get("hpc_job") and gpu_line(t, 1).get("pod") and gpu_line(t, 2).get("pod")
+                         and {str(a.pid), str(b)} <= own) else None
+        body = wait_for(lambda: ready(get(url)[1]), 60,
+                        "no hpc_job on GPU 0, no pod on GPU 1 or GPU 2, or no owner line of the two processes")
         g0, g1, g2 = gpu_line(body, 0), gpu_line(body, 1), gpu_line(body, 2)
         check(g0.get("hpc_job") == "42" and "pod" not in g0, f"GPU 0: {g0}")
         check((g1.get("namespace"), g1.get("pod"), g1.get("container")) == ("team-a", "train-7f9c", "trainer"),
