@@ -42,6 +42,9 @@ struct collector {
 extern const struct collector collector_host;
 extern const struct collector collector_proctree;
 extern const struct collector collector_nvml;
+/* AMD GPUs through ROCm SMI (collect/rocm.c): the same series as NVML's (source "nvml"), numbered
+ * after the NVIDIA GPUs, param gpu.N.vendor=amd; opens after collector_nvml. docs/amd.md. */
+extern const struct collector collector_rocm;
 /* The CPU side of every process NVML lists on a GPU (node mode: opts.pid 0): one proctree per GPU
  * process, at most GPUTREES_MAX, labelled pid= (the GPU process) and comm=. It reads NVML's
  * per-process series from the sink, so it samples after collector_nvml. */
