@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#define ROCM_SMI_KFD "/dev/kfd" /* the amdgpu driver's compute interface (ROCm's KFD) */
 
 static const char *const sonames[] = {"librocm_smi64.so.7", "librocm_smi64.so.6", "librocm_smi64.so.5",
                                       "librocm_smi64.so"};
@@ -50,6 +53,12 @@ int rocm_smi_api_open(struct rocm_smi_api *a, const char *lib, char *err, size_t
   if (lib && *lib) {
     a->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     snprintf(a->path, sizeof a->path, "%s", lib);
+  }
+  /* Without the amdgpu driver's compute node there is no GPU to see, and the real library, loaded
+   * anyway, writes its own complaints on stderr: do not load it at all. */
+  if (!(lib && *lib) && access(ROCM_SMI_KFD, F_OK)) {
+    snprintf(err, errlen, "no AMD GPU driver (%s absent)", ROCM_SMI_KFD);
+    return -1;
   }
   for (size_t i = 0; !a->lib && !(lib && *lib) && i < sizeof sonames / sizeof *sonames; i++) {
     a->lib = dlopen(sonames[i], RTLD_NOW | RTLD_LOCAL);

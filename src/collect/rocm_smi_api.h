@@ -102,8 +102,9 @@ struct rocm_smi_api {
   rsmi_status_t (*rsmi_compute_process_gpus_get)(uint32_t pid, uint32_t *dv_indices, uint32_t *num_devices);
 };
 
-/* Loads ROCm SMI: lib, else $GPUSCOPE_ROCM_SMI_LIB, else librocm_smi64.so.7, .so.6, .so.5 and
- * librocm_smi64.so from the loader's search path (ROCm 6.x ships .so.7/.so.6, 5.x .so.5), resolves
+/* Loads ROCm SMI: lib, else $GPUSCOPE_ROCM_SMI_LIB, else (only where /dev/kfd, the amdgpu driver's
+ * compute node, exists) librocm_smi64.so.7, .so.6, .so.5 and librocm_smi64.so from the loader's
+ * search path (ROCm 6.x ships .so.7/.so.6, 5.x .so.5), resolves
  * every entry point by name and calls rsmi_init(0). Returns 0, or -1 with a one-line reason in err
  * (the library is absent or lacks a required call: AMD GPUs are simply not sampled). */
 int rocm_smi_api_open(struct rocm_smi_api *a, const char *lib, char *err, size_t errlen);
