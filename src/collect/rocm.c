@@ -217,6 +217,9 @@ static void *rocm_open(const struct collector_opts *opts, struct gs_sink *sink, 
     return NULL;
   }
   if (rocm_smi_api_open(&c->api, NULL, err, errlen)) {
+    const char *lib = getenv("GPUSCOPE_ROCM_SMI_LIB");
+    if (!lib || !*lib) /* no AMD driver or library: nothing changes, not even a note */
+      err[0] = 0;
     free(c);
     return NULL;
   }
