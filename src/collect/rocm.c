@@ -25,6 +25,18 @@ static const char *const rcall_what[R_COUNT] = {"busy percent", "memory busy per
                                                 "system clock", "PCIe throughput"};
 
 #define PROCS_MAX 64
+#define ECC_EVERY 50 /* ticks between ECC reads (5 s at the default 100 ms): the counts change rarely */
+
+/* AMD's three temperature sensors, each a series of its own beside gpu.temp_c (which the doctor and
+ * the charts read: the edge where the GPU has one, else the junction): /metrics gives them AMD's
+ * exporter's names. NVIDIA's GPUs have no such sensors: these are this collector's only series that
+ * nvml_util.c's table lacks. */
+static const int temp_sensor[3] = {RSMI_TEMP_TYPE_EDGE, RSMI_TEMP_TYPE_JUNCTION, RSMI_TEMP_TYPE_MEMORY};
+static const struct gs_metric_desc amd_temps[3] = {
+    {"gpu.temp_edge_c", "C", GS_GAUGE, "AMD: edge temperature"},
+    {"gpu.temp_junction_c", "C", GS_GAUGE, "AMD: junction (hotspot) temperature"},
+    {"gpu.temp_mem_c", "C", GS_GAUGE, "AMD: HBM temperature"},
+};
 
 struct amd_gpu {
   uint32_t dv;  /* ROCm SMI's device index */
@@ -32,6 +44,8 @@ struct amd_gpu {
   char label[24];
   char name[96];
   int sid[M_COUNT];
+  int temp_sid[3];
+  unsigned char temp_off[3], ecc_off;
   unsigned char off[R_COUNT];
   struct {
     unsigned pid;
@@ -91,10 +105,46 @@ static void rc_power(struct rocm_ctx *c, struct amd_gpu *g, int64_t t) {
     rc_put(c, g, M_ENERGY, t, (double)u * res / 1e6); /* counter x resolution: µJ */
 }
 
+/* The three sensors; gpu.temp_c is the edge where the GPU has one (MI200), else the junction (MI300
+ * has no edge sensor). A sensor that answers NOT_SUPPORTED is not asked again. */
+static void rc_temps(struct rocm_ctx *c, struct amd_gpu *g, int64_t t) {
+  double v[3] = {NAN, NAN, NAN};
+  if (!c->api.rsmi_dev_temp_metric_get)
+    return;
+  for (int k = 0; k < 3; k++) {
+    int64_t mc;
+    if (g->temp_off[k])
+      continue;
+    rsmi_status_t r = c->api.rsmi_dev_temp_metric_get(g->dv, (uint32_t)temp_sensor[k], RSMI_TEMP_CURRENT, &mc);
+    g->temp_off[k] = rc_off_code(r);
+    if (r != RSMI_STATUS_SUCCESS)
+      continue;
+    v[k] = mc / 1000.0;
+    if (g->temp_sid[k] < 0)
+      g->temp_sid[k] =
+          gs_sink_series(c->sink, "nvml", amd_temps[k].name, g->label, amd_temps[k].unit, amd_temps[k].kind);
+    if (g->temp_sid[k] >= 0)
+      gs_sink_put(c->sink, g->temp_sid[k], t, v[k]);
+  }
+  rc_put(c, g, M_TEMP, t, isfinite(v[0]) ? v[0] : v[1]);
+}
+
+/* ECC (the UMC block: HBM) as gpu.ecc_sbe_volatile / gpu.ecc_dbe_volatile, every ECC_EVERY ticks. */
+static void rc_ecc(struct rocm_ctx *c, struct amd_gpu *g, int64_t t) {
+  rsmi_error_count_t ec;
+  if (g->ecc_off || !c->api.rsmi_dev_ecc_count_get || c->ticks % ECC_EVERY)
+    return;
+  rsmi_status_t r = c->api.rsmi_dev_ecc_count_get(g->dv, RSMI_GPU_BLOCK_UMC, &ec);
+  g->ecc_off = rc_off_code(r);
+  if (r != RSMI_STATUS_SUCCESS)
+    return;
+  rc_put(c, g, M_ECC_SBE_VOL, t, (double)ec.correctable_err);
+  rc_put(c, g, M_ECC_DBE_VOL, t, (double)ec.uncorrectable_err);
+}
+
 static void rc_readings(struct rocm_ctx *c, struct amd_gpu *g, int64_t t) {
   uint32_t p;
   uint64_t u, total, sent, recv, pkt;
-  int64_t mc;
   unsigned char freq[ROCM_SMI_FREQ_BUF];
   if (RCALL(R_BUSY, rsmi_dev_busy_percent_get, (g->dv, &p)))
     rc_put(c, g, M_UTIL, t, p);
@@ -107,13 +157,7 @@ static void rc_readings(struct rocm_ctx *c, struct amd_gpu *g, int64_t t) {
     rc_put(c, g, M_MEM_TOTAL, t, (double)total);
   }
   rc_power(c, g, t);
-  /* gpu.temp_c: the edge sensor where the GPU has one (MI200), else the junction (MI300 has no edge). */
-  if (RCALL(R_TEMP, rsmi_dev_temp_metric_get, (g->dv, RSMI_TEMP_TYPE_EDGE, RSMI_TEMP_CURRENT, &mc)))
-    rc_put(c, g, M_TEMP, t, mc / 1000.0);
-  else if (g->off[R_TEMP] && c->api.rsmi_dev_temp_metric_get &&
-           c->api.rsmi_dev_temp_metric_get(g->dv, RSMI_TEMP_TYPE_JUNCTION, RSMI_TEMP_CURRENT, &mc) ==
-               RSMI_STATUS_SUCCESS)
-    rc_put(c, g, M_TEMP, t, mc / 1000.0);
+  rc_temps(c, g, t);
   memset(freq, 0, sizeof freq);
   if (RCALL(R_CLOCK, rsmi_dev_gpu_clk_freq_get, (g->dv, RSMI_CLK_TYPE_SYS, (rsmi_frequencies_t *)freq))) {
     double mhz = rocm_smi_api_clock_mhz(freq);
@@ -247,6 +291,7 @@ static void *rocm_open(const struct collector_opts *opts, struct gs_sink *sink, 
     snprintf(g->label, sizeof g->label, "gpu=%u", g->gpu);
     for (int m = 0; m < M_COUNT; m++)
       g->sid[m] = -1;
+    g->temp_sid[0] = g->temp_sid[1] = g->temp_sid[2] = -1;
     rc_facts(c, g);
   }
   return c;
@@ -255,8 +300,10 @@ static void *rocm_open(const struct collector_opts *opts, struct gs_sink *sink, 
 static int rocm_sample(void *ctx, struct gs_sink *sink, int64_t now_ns) {
   struct rocm_ctx *c = ctx;
   (void)sink;
-  for (unsigned i = 0; i < c->n; i++)
+  for (unsigned i = 0; i < c->n; i++) {
     rc_readings(c, &c->g[i], now_ns);
+    rc_ecc(c, &c->g[i], now_ns);
+  }
   rc_procs(c, now_ns);
   c->ticks++;
   return GS_COLLECT_OK;

@@ -6,11 +6,19 @@ input-bound job on it gets the findings, with the same figures, that it gets on 
 (h100_nogpm_input.scn, the same timeline). `devices` lists it with its memory and power cap. On a box
 with both vendors the AMD GPUs come after the NVIDIA ones. Without the library nothing changes
 (docs/amd.md)."""
+import subprocess
+import urllib.request
+
 from gstest import *
 
 NVML = os.path.join(BUILD, "tests/gpusim/libnvidia-ml.so.1")
 ROCM = os.path.join(BUILD, "tests/gpusim/librocm_smi64.so.7")
 SCN = os.path.join(SRC, "tests/gpusim/scenarios")
+PROMTOOL = os.environ.get("GS_PROMTOOL", "/usr/bin/promtool")
+# AMD device-metrics-exporter families (docs/configuration/metricslist.md, lower-cased as it exposes them)
+AMD = ("gpu_gfx_activity", "gpu_umc_activity", "gpu_used_vram", "gpu_free_vram", "gpu_total_vram", "gpu_package_power",
+       "gpu_energy_consumed", "gpu_edge_temperature", "gpu_junction_temperature", "gpu_memory_temperature",
+       "gpu_clock", "gpu_ecc_correct_total", "gpu_ecc_uncorrect_total")
 JOB = ("batch_size=32", "precision=bf16", "num_workers=0", "pin_memory=True")
 
 
@@ -112,6 +120,49 @@ def test_without_the_library_nothing_changes():
     check(not _series("nolib"), str(_series("nolib")))
     rep = SB().ok("report", "nolib")
     check("rocm" not in rep, rep)
+
+
+def _scrape(sb, env):
+    p = subprocess.Popen([BIN, "agent", "--listen", "127.0.0.1:0", "--interval", "1s"], env=dict(sb.env, **env),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = p.stdout.readline()
+        check(line.startswith("gpuscope agent: metrics at http://127.0.0.1:"), f"no address line: {line!r}")
+        url = line.strip().rsplit(" ", 1)[1]
+
+        def page():
+            with urllib.request.urlopen(url, timeout=10) as r:
+                body = r.read().decode()
+            return body if all(f"\n{f}{{" in body for f in AMD) else None
+        return wait_until(page, "every AMD family on /metrics", timeout=60)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
+def test_metrics_carry_the_amd_exporters_names_and_pass_promtool():
+    body = _scrape(SB(), _env("mi300x_input.scn"))
+    check("DCGM_FI_" not in body, "a DCGM name on an AMD GPU")
+    lines = {l.split("{")[0]: l for l in body.splitlines() if l and not l.startswith("#")}
+    g = lines["gpu_gfx_activity"]
+    for lab in ('gpu_id="0"', 'serial_number="PCB042000001"', 'card_model="AMD Instinct MI300X"', "hostname=",
+                'gpu_uuid="0x'):
+        check(lab in g, f"{lab} not in {g}")
+    check(g.endswith(" 30") and lines["gpu_package_power"].endswith(" 320"), f"{g}\n{lines['gpu_package_power']}")
+    check(lines["gpu_used_vram"].endswith(" 24576") and lines["gpu_total_vram"].endswith(" 196592"), str(lines))
+    check('clock_type="system"' in lines["gpu_clock"] and lines["gpu_clock"].endswith(" 2100"), lines["gpu_clock"])
+    check("gpuscope_gpu_sm_active_ratio" not in body, "SM activity has no AMD reading: absent")
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True, text=True)
+    check(p.returncode == 0, f"promtool: rc {p.returncode}\n{p.stdout}{p.stderr}")
+
+
+def test_metrics_keep_dcgm_names_for_nvidia_on_a_mixed_box():
+    body = _scrape(SB(), _env("mixed_amd.scn", nvml=True))
+    nv = [l for l in body.splitlines() if l.startswith("DCGM_FI_DEV_GPU_UTIL{")]
+    amd = [l for l in body.splitlines() if l.startswith("gpu_gfx_activity{")]
+    check(len(nv) == 2 and all('modelName="NVIDIA H100 80GB HBM3"' in l for l in nv), "\n".join(nv))
+    # the AMD exporter numbers its own GPUs from 0: the dies are gpu_id 0 and 1 (gpuscope's gpu 2 and 3)
+    check(len(amd) == 2 and 'gpu_id="0"' in amd[0] + amd[1] and 'gpu_id="1"' in amd[0] + amd[1], "\n".join(amd))
 
 
 if __name__ == "__main__":
