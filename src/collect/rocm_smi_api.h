@@ -38,7 +38,10 @@ typedef enum { RSMI_MEM_TYPE_VRAM = 0 } rsmi_memory_type_t;
 typedef enum { RSMI_TEMP_CURRENT = 0 } rsmi_temperature_metric_t;
 enum { RSMI_TEMP_TYPE_EDGE = 0, RSMI_TEMP_TYPE_JUNCTION = 1, RSMI_TEMP_TYPE_MEMORY = 2 }; /* sensor_type */
 typedef enum { RSMI_CLK_TYPE_SYS = 0 } rsmi_clk_type_t;
-typedef enum { RSMI_GPU_BLOCK_UMC = 0x1, RSMI_GPU_BLOCK_GFX = 0x4 } rsmi_gpu_block_t;
+/* rocm_smi.h's rsmi_gpu_block_t is an enum with a 64-bit member (RSMI_GPU_BLOCK_RESERVED, bit 63), so
+ * it is 8 bytes: ISO C's enums stop at int, hence a uint64_t here. */
+typedef uint64_t rsmi_gpu_block_t;
+enum { RSMI_GPU_BLOCK_UMC = 0x1, RSMI_GPU_BLOCK_GFX = 0x4 };
 
 typedef struct {
   uint64_t correctable_err;
