@@ -36,6 +36,9 @@ def _setup(sb):
     job = sb.step_job(0.02, 0.005, 80, *JOB)
     sb.ok("run", "--quiet", "--name", "h100", "--", *job, env=_env("h100_nogpm_input.scn", nvml=True, rocm=False))
     sb.ok("run", "--quiet", "--name", "mi300x", "--", *job, env=_env("mi300x_input.scn"))
+    # fp32 on the MI300X's matrix cores (CDNA 3 takes compute capability 7's place), never input-bound
+    sb.ok("run", "--quiet", "--name", "fp32", "--", *sb.step_job(0, 0.02, 40, "batch_size=32", "precision=fp32"),
+          env=_env("mi300x_input.scn"))
     sb.ok("run", "--quiet", "--name", "mixed", "--", "sleep", "1.5", env=_env("mixed_amd.scn", nvml=True))
     sb.ok("run", "--quiet", "--name", "nolib", "--", "sleep", "0.5", env=_env("mi300x_input.scn", rocm=False))
 
@@ -120,6 +123,13 @@ def test_without_the_library_nothing_changes():
     check(not _series("nolib"), str(_series("nolib")))
     rep = SB().ok("report", "nolib")
     check("rocm" not in rep, rep)
+
+
+def test_mixed_precision_on_cdna3_as_on_tensor_core_gpus():
+    f = [x for x in SB().json("report", "fp32", "--json")["findings"] if x["rule"] == "mixed_precision"]
+    check(len(f) == 1, str(SB().json("report", "fp32", "--json")["findings"])[:800])
+    check("CDNA 3 (gfx942)" in f[0]["title"] and f[0]["evidence"].get("gfx") == "gfx942", str(f[0])[:800])
+    check("matrix cores" in f[0]["fix"] and "torch.autocast" in f[0]["fix"], f[0]["fix"])
 
 
 def _scrape(sb, env):
