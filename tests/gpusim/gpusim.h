@@ -164,8 +164,8 @@ struct sim_dev {
   unsigned nvlinks;       /* active NVLinks (0: none, NVLink calls NOT_SUPPORTED) */
   struct sim_event events[SIM_MAX_EVENTS];
   int nevents;
-  int amd;          /* `vendor amd`: a ROCm SMI device (librocm_smi64, rocmsim.c), not an NVML one */
-  char serial[32];  /* `serial X`: rsmi_dev_serial_number_get (default derived from the index) */
+  int amd;         /* `vendor amd`: a ROCm SMI device (librocm_smi64, rocmsim.c), not an NVML one */
+  char serial[32]; /* `serial X`: rsmi_dev_serial_number_get (default derived from the index) */
 };
 
 struct sim_scn {

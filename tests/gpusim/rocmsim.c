@@ -2,7 +2,7 @@
  * same scenario files gpusim.c plays for NVML, answered through ROCm SMI's entry points
  * (src/collect/rocm_smi_api.h's declarations, checked against AMD's headers). Time is seconds since
  * the first rsmi_init (or GPUSIM_CLOCK's file); `$JOBPID` is this process's first child, as in
- * gpusim.c. Faults: `fault util|mem|power|power_limit|energy|temp|clock|pcie|procs|ecc|name|all CODE`
+ * gpusim.c. Faults: `fault util|mem|power|power_limit|energy|temp|clock|pcie|ecc|name|uuid|pci|all CODE`
  * with NVML's code names (NOT_SUPPORTED is RSMI_STATUS_NOT_SUPPORTED, NO_PERMISSION is
  * RSMI_STATUS_PERMISSION, anything else RSMI_STATUS_UNKNOWN_ERROR). */
 #include <dirent.h>
