@@ -93,6 +93,12 @@ static void batch_tune_command(const struct dr_run *d, int k, char *buf, size_t 
               k);
 }
 
+/* Why a GPU has no SM activity: an NVIDIA GPU without GPM or DCGM, or an AMD GPU (ROCm SMI has no
+ * such reading: docs/amd.md). */
+static const char *no_sm_why(const struct dr_gpu *g) {
+  return g->amd ? "ROCm SMI gives none" : "no GPM, no DCGM profiling";
+}
+
 /* The fix's first paragraph: what was measured, and — where SM activity is not — that the estimate
  * counts only the host overhead. */
 static void batch_reason(const struct dr_gpu *g, int k, const char *nb, char *buf, size_t n) {
@@ -108,12 +114,12 @@ static void batch_reason(const struct dr_gpu *g, int k, const char *nb, char *bu
               g->index, used, tot, g->sm_active.mean, util, nb, k);
   else
     dr_printf(buf, n,
-              "GPU %d peaks at %s of %s. It has no SM activity readings (no GPM, no DCGM profiling), so how "
+              "GPU %d peaks at %s of %s. It has no SM activity readings (%s), so how "
               "much of its busy time a bigger batch would fill is unknown: the estimate counts only the "
               "measured host overhead per step (memory-controller util %s is not a fill). Raise the batch "
               "from %s (memory allows about %dx, counting all used memory as batch-dependent); it may gain "
               "more than estimated.",
-              g->index, used, tot, dr_fmt(mu, sizeof mu, g->mem_util.mean, 0, "%"), nb, k);
+              g->index, used, tot, no_sm_why(g), dr_fmt(mu, sizeof mu, g->mem_util.mean, 0, "%"), nb, k);
 }
 
 static void batch_evidence(const struct dr_run *d, const struct dr_gpu *g, double ratio, int k, char *ev, size_t n) {
@@ -156,10 +162,9 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
     /* Said whether or not the host overhead alone makes a finding: the rest is for a trial to tell. */
     batch_tune_command(d, k, tune, sizeof tune);
     dr_not_judged(d,
-                  "batch_too_small: GPU %d uses %.0f%% of its memory but has no SM activity readings (no GPM, no DCGM "
-                  "profiling), so the GPU-side fill of a bigger batch is unknown (judged on the host overhead alone). "
-                  "Measure it: %s",
-                  worst->index, ratio * 100, tune);
+                  "batch_too_small: GPU %d uses %.0f%% of its memory but has no SM activity readings (%s), so "
+                  "the GPU-side fill of a bigger batch is unknown (judged on the host overhead alone). Measure it: %s",
+                  worst->index, ratio * 100, no_sm_why(worst), tune);
   }
   struct store_finding *f = dr_add(fs, d, "batch_too_small", 0, 1);
   if (!f)

@@ -39,6 +39,9 @@ def _setup(sb):
     # fp32 on the MI300X's matrix cores (CDNA 3 takes compute capability 7's place), never input-bound
     sb.ok("run", "--quiet", "--name", "fp32", "--", *sb.step_job(0, 0.02, 40, "batch_size=32", "precision=fp32"),
           env=_env("mi300x_input.scn"))
+    # busy all the time, no data wait: what test_doctor_nogpm plays on an A100 without GPM
+    sb.ok("run", "--quiet", "--name", "busy", "--",
+          *sb.step_job(0, 0.02, 50, "batch_size=32", "precision=bf16", "pin_memory=True"), env=_env("mi300x_busy.scn"))
     sb.ok("run", "--quiet", "--name", "mixed", "--", "sleep", "1.5", env=_env("mixed_amd.scn", nvml=True))
     sb.ok("run", "--quiet", "--name", "nolib", "--", "sleep", "0.5", env=_env("mi300x_input.scn", rocm=False))
 
@@ -130,6 +133,19 @@ def test_mixed_precision_on_cdna3_as_on_tensor_core_gpus():
     check(len(f) == 1, str(SB().json("report", "fp32", "--json")["findings"])[:800])
     check("CDNA 3 (gfx942)" in f[0]["title"] and f[0]["evidence"].get("gfx") == "gfx942", str(f[0])[:800])
     check("matrix cores" in f[0]["fix"] and "torch.autocast" in f[0]["fix"], f[0]["fix"])
+
+
+def test_without_sm_activity_the_report_says_the_fill_is_unknown():
+    # as on an NVIDIA GPU without GPM or DCGM: no batch claim beyond the measured host overhead, and
+    # the report says what is unknown and prints the two-trial tune that measures it
+    findings = SB().json("report", "busy", "--json")["findings"]
+    check("batch_too_small" not in [f["rule"] for f in findings], str([f["rule"] for f in findings]))
+    for f in findings:
+        check(f["speedup"] <= 1 / 0.96 + 1e-6, f"{f['rule']} claims {f['speedup']}")
+    flat = " ".join(SB().ok("report", "busy").split())
+    check("GPU-side fill of a bigger batch is unknown" in flat and "gpuscope tune --param batch_size=32," in flat,
+          flat[-1500:])
+    check("no SM activity readings (ROCm SMI gives none)" in flat, flat[-1500:])
 
 
 def _scrape(sb, env):
