@@ -571,6 +571,8 @@ static int agent_start_job(struct agent *a) {
     if (ctx) {
       a->cols[a->ncols++] = (struct opened){collect_registry[i], ctx};
       a->nvml_open |= collect_registry[i] == &collector_nvml;
+      if (collect_registry[i] == &collector_rocm)
+        a->no_gpu[0] = 0; /* AMD GPUs only: not "GPUs: none" */
     } else if (err[0]) {
       gs_sink_note(a->sink, "%s collector off: %s", collect_registry[i]->name, err);
       if (collect_registry[i] == &collector_nvml)

@@ -160,7 +160,8 @@ static size_t node_open_collectors(const struct agent_node_opts *o, struct gs_si
   char err[256];
   size_t ncols = 0;
   struct collector_opts copts = {.root = o->root ? o->root : "/", .pid = 0, .interval_ns = o->interval_ns};
-  const struct collector *want[] = {&collector_host, &collector_nvml, &collector_gputrees, &collector_gpuowners};
+  const struct collector *want[] = {&collector_host, &collector_nvml, &collector_rocm, &collector_gputrees,
+                                    &collector_gpuowners};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     err[0] = 0;
     void *ctx = want[i]->open(&copts, sink, err, sizeof err);

@@ -6,8 +6,13 @@
 
 #include "collect/collect.h"
 
-const struct collector *const collect_registry[] = {&collector_host,     &collector_proctree,  &collector_nvml,
-                                                    &collector_gputrees, &collector_gpuowners, NULL};
+const struct collector *const collect_registry[] = {&collector_host,
+                                                    &collector_proctree,
+                                                    &collector_nvml,
+                                                    &collector_rocm,
+                                                    &collector_gputrees,
+                                                    &collector_gpuowners,
+                                                    NULL};
 
 const char *collect_path(const struct collector_opts *o, const char *path, char *buf, size_t n) {
   const char *root = o && o->root ? o->root : "/";

@@ -42,6 +42,9 @@ struct collector {
 extern const struct collector collector_host;
 extern const struct collector collector_proctree;
 extern const struct collector collector_nvml;
+/* AMD GPUs through ROCm SMI (collect/rocm.c): the same series as NVML's (source "nvml"), numbered
+ * after the NVIDIA GPUs, param gpu.N.vendor=amd; opens after collector_nvml. docs/amd.md. */
+extern const struct collector collector_rocm;
 /* The CPU side of every process NVML lists on a GPU (node mode: opts.pid 0): one proctree per GPU
  * process, at most GPUTREES_MAX, labelled pid= (the GPU process) and comm=. It reads NVML's
  * per-process series from the sink, so it samples after collector_nvml. */
@@ -192,6 +195,10 @@ struct nvml_facts {
   int n_mig;                                            /* MIG instances listed (MIG mode on) */
   int mig_unlisted;                                     /* MIG mode on but this library lacks the MIG device calls */
   struct nvml_mig_facts mig[NVML_MAX_MIG];
+  /* An AMD GPU (collect/rocm_devices.c, listed after the NVIDIA ones): vendor "amd", its power cap,
+   * serial number and gfx target ("gfx942"); NVIDIA's: vendor "", power_cap_w -1. */
+  char vendor[8], serial[32], gfx[16];
+  double power_cap_w; /* W, -1 when unknown */
 };
 
 /* One GPU's health as `gpuscope devices` reads it now (collect/nvml_devices.c): every number -1
@@ -208,10 +215,11 @@ struct nvml_health_now {
   char why[200];           /* what makes it unhealthy ("" when healthy) */
 };
 
-/* What `gpuscope devices` lists (report_devices prints it): the driver and every GPU NVML counts. */
+/* What `gpuscope devices` lists (report_devices prints it): the driver and every GPU NVML counts,
+ * then the AMD GPUs ROCm SMI counts (n_amd of the n, the last ones). */
 struct nvml_devices {
   char driver[80]; /* the driver version, "" when unknown */
-  unsigned n;
+  unsigned n, n_amd;
   struct nvml_device {
     struct nvml_facts facts; /* what was read before the device failed, when lost */
     int lost;                /* no handle, or the device was lost while its facts were read */
@@ -224,6 +232,9 @@ struct nvml_devices {
  * library could be loaded or it cannot count the GPUs (the caller prints it); or GS_ENOMEM.
  * collect_devices_done() releases what d holds (also after a failure), not d itself. */
 int collect_devices_list(struct nvml_devices *d, const char *lib);
+/* Appends the AMD GPUs ROCm SMI counts to d (collect/rocm_devices.c; the library: $GPUSCOPE_ROCM_SMI_LIB
+ * or librocm_smi64.so). Returns how many, 0 when there is no library or no GPU; -1 out of memory. */
+int collect_devices_append_amd(struct nvml_devices *d);
 void collect_devices_done(struct nvml_devices *d);
 
 #endif

@@ -407,6 +407,7 @@ nvmlReturn_t nvml_api_facts(const struct nvml_api *api, nvmlDevice_t dev, struct
   memset(f, 0, sizeof *f);
   f->cc_major = f->cc_minor = -1;
   f->mem_total = -1;
+  f->power_cap_w = -1;
   f->mig_current = f->mig_pending = -1;
   if ((r = facts_identity(api, dev, f)) || (r = facts_basic(api, dev, f)) || (r = facts_families(api, dev, f)))
     return r;

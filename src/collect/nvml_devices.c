@@ -80,8 +80,8 @@ int collect_devices_list(struct nvml_devices *d, const char *lib) {
   struct nvml_api api;
   char err[300];
   memset(d, 0, sizeof *d);
-  if (nvml_api_open(&api, lib, err, sizeof err))
-    return gs_fail(GS_ENOENT, "%s", err);
+  if (nvml_api_open(&api, lib, err, sizeof err)) /* no NVIDIA library: the AMD GPUs alone, if any */
+    return collect_devices_append_amd(d) > 0 ? GS_OK : gs_fail(GS_ENOENT, "%s", err);
   if (api.nvmlSystemGetDriverVersion && api.nvmlSystemGetDriverVersion(d->driver, sizeof d->driver) != NVML_SUCCESS)
     d->driver[0] = 0;
   d->driver[sizeof d->driver - 1] = 0;
@@ -90,7 +90,7 @@ int collect_devices_list(struct nvml_devices *d, const char *lib) {
   if (r != NVML_SUCCESS) {
     snprintf(err, sizeof err, "nvmlDeviceGetCount: %s", nvml_api_strerror(&api, r));
     nvml_api_close(&api, 1);
-    return gs_fail(GS_ENOENT, "%s", err);
+    return collect_devices_append_amd(d) > 0 ? GS_OK : gs_fail(GS_ENOENT, "%s", err);
   }
   if (n && !(d->dev = calloc(n, sizeof *d->dev))) {
     nvml_api_close(&api, 1);
@@ -112,7 +112,7 @@ int collect_devices_list(struct nvml_devices *d, const char *lib) {
       snprintf(h->why, sizeof h->why, "lost (%s)", nvml_api_strerror(&api, r)), h->unhealthy = 1;
   }
   nvml_api_close(&api, 1);
-  return GS_OK;
+  return collect_devices_append_amd(d) < 0 ? gs_fail(GS_ENOMEM, "out of memory") : GS_OK;
 }
 
 void collect_devices_done(struct nvml_devices *d) {

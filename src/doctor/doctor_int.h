@@ -102,6 +102,9 @@ struct dr_gpu {
   int used; /* the job had a process on it, or it was busy */
   char name[128];
   double cc; /* compute capability, NAN unknown */
+  int amd;   /* param gpu.N.vendor=amd (docs/amd.md) */
+  int cdna;  /* an AMD GPU's matrix-core generation from gpu.N.gfx: 1 gfx908, 2 gfx90a, 3 gfx942; 0 none */
+  char gfx[16];
   struct dr_stats util, mem_util, sm_active, tensor, mem_used, mem_total, power, power_limit, temp, sm_clock,
       sm_clock_max, pcie_rx;
   double throttle_share;    /* share of the window with thermal/power clock reasons (NAN: no data) */

@@ -93,6 +93,12 @@ static void batch_tune_command(const struct dr_run *d, int k, char *buf, size_t 
               k);
 }
 
+/* Why a GPU has no SM activity: an NVIDIA GPU without GPM or DCGM, or an AMD GPU (ROCm SMI has no
+ * such reading: docs/amd.md). */
+static const char *no_sm_why(const struct dr_gpu *g) {
+  return g->amd ? "ROCm SMI gives none" : "no GPM, no DCGM profiling";
+}
+
 /* The fix's first paragraph: what was measured, and — where SM activity is not — that the estimate
  * counts only the host overhead. */
 static void batch_reason(const struct dr_gpu *g, int k, const char *nb, char *buf, size_t n) {
@@ -108,12 +114,12 @@ static void batch_reason(const struct dr_gpu *g, int k, const char *nb, char *bu
               g->index, used, tot, g->sm_active.mean, util, nb, k);
   else
     dr_printf(buf, n,
-              "GPU %d peaks at %s of %s. It has no SM activity readings (no GPM, no DCGM profiling), so how "
+              "GPU %d peaks at %s of %s. It has no SM activity readings (%s), so how "
               "much of its busy time a bigger batch would fill is unknown: the estimate counts only the "
               "measured host overhead per step (memory-controller util %s is not a fill). Raise the batch "
               "from %s (memory allows about %dx, counting all used memory as batch-dependent); it may gain "
               "more than estimated.",
-              g->index, used, tot, dr_fmt(mu, sizeof mu, g->mem_util.mean, 0, "%"), nb, k);
+              g->index, used, tot, no_sm_why(g), dr_fmt(mu, sizeof mu, g->mem_util.mean, 0, "%"), nb, k);
 }
 
 static void batch_evidence(const struct dr_run *d, const struct dr_gpu *g, double ratio, int k, char *ev, size_t n) {
@@ -156,10 +162,9 @@ void dr_rule_batch(struct dr_run *d, struct dr_findings *fs) {
     /* Said whether or not the host overhead alone makes a finding: the rest is for a trial to tell. */
     batch_tune_command(d, k, tune, sizeof tune);
     dr_not_judged(d,
-                  "batch_too_small: GPU %d uses %.0f%% of its memory but has no SM activity readings (no GPM, no DCGM "
-                  "profiling), so the GPU-side fill of a bigger batch is unknown (judged on the host overhead alone). "
-                  "Measure it: %s",
-                  worst->index, ratio * 100, tune);
+                  "batch_too_small: GPU %d uses %.0f%% of its memory but has no SM activity readings (%s), so "
+                  "the GPU-side fill of a bigger batch is unknown (judged on the host overhead alone). Measure it: %s",
+                  worst->index, ratio * 100, no_sm_why(worst), tune);
   }
   struct store_finding *f = dr_add(fs, d, "batch_too_small", 0, 1);
   if (!f)
@@ -219,13 +224,66 @@ static int precision_is_fp32(const char *p) {
   return 0;
 }
 
+/* The finding's title, evidence and fix; an AMD GPU's matrix cores and gfx target stand where an
+ * NVIDIA GPU's tensor cores and compute capability do (the PyTorch code is the same on ROCm). */
+static void mp_explain(struct store_finding *f, struct dr_run *d, const struct dr_gpu *g, int tensor_idle,
+                       double busy_pct) {
+  char what[48], id[48];
+  if (g->amd) {
+    dr_printf(what, sizeof what, "a CDNA %d (%s) GPU", g->cdna, g->gfx);
+    dr_printf(id, sizeof id, "CDNA %d, %s", g->cdna, g->gfx);
+  } else {
+    dr_printf(what, sizeof what, "a compute capability %.1f GPU", g->cc);
+    dr_printf(id, sizeof id, "compute capability %.1f", g->cc);
+  }
+  dr_printf(f->title, sizeof f->title, "Mixed precision: %s on %s",
+            tensor_idle ? "tensor cores idle" : "the job trains in fp32", what);
+  struct dr_json j;
+  dr_json_begin(&j, f->evidence, sizeof f->evidence);
+  dr_json_int(&j, "gpu", g->index);
+  if (g->amd)
+    dr_json_str(&j, "gfx", g->gfx);
+  else
+    dr_json_num(&j, "compute_capability", g->cc);
+  dr_json_str(&j, "precision", d->precision);
+  dr_json_num(&j, "tensor_active_pct", g->tensor.mean);
+  dr_json_num(&j, "sm_active_pct", g->sm_active.mean);
+  dr_json_num(&j, "gpu_util_pct", d->used_util);
+  dr_json_num(&j, "busy_pct_used", busy_pct);
+  dr_json_num(&j, "gain_of_busy_time", DR_MP_GAIN);
+  dr_json_str(&j, "model",
+              "AMP scales the GPU work term by 0.6 (2x on tensor-core math, less on memory-bound "
+              "kernels): speed-up = T / (T - 0.4 * GPU work)");
+  dr_printf(f->fix, sizeof f->fix,
+            "GPU %d (%s, %s) has %s, but %s. Train with automatic mixed "
+            "precision: bf16 where supported (%s: no loss scaling), fp16 with a gradient "
+            "scaler otherwise. Keep the loss and the optimizer state in fp32 (autocast does).\n"
+            "PyTorch:\n"
+            "  with torch.autocast('cuda', dtype=torch.bfloat16):\n"
+            "      loss = loss_fn(model(x), y)\n"
+            "  loss.backward(); opt.step()\n"
+            "  # fp16 instead: scaler = torch.cuda.amp.GradScaler()\n"
+            "  #   scaler.scale(loss).backward(); scaler.step(opt); scaler.update()\n"
+            "  torch.backends.cuda.matmul.allow_tf32 = True   # for what stays fp32\n"
+            "Keras:\n"
+            "  keras.mixed_precision.set_global_policy('mixed_bfloat16')  # or 'mixed_float16'",
+            g->index,
+            g->name[0] ? g->name
+            : g->amd   ? "AMD"
+                       : "NVIDIA",
+            id, g->amd ? "matrix cores (MFMA)" : "tensor cores",
+            tensor_idle ? "they stayed idle while the GPU was busy (tensor activity below 5%)"
+                        : "the job reports fp32 training",
+            g->amd ? "every CDNA GPU" : "CC >= 8.0");
+}
+
 void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   int fp32 = precision_is_fp32(d->precision), unknown = precision_unknown(d->precision);
   if (!unknown && !fp32)
     return; /* the job says it already runs in reduced precision */
   const struct dr_gpu *g = NULL;
   for (int i = 0; i < d->ngpus && !g; i++)
-    if (d->gpus[i].used && d->gpus[i].cc >= DR_MP_CC)
+    if (d->gpus[i].used && (d->gpus[i].cc >= DR_MP_CC || d->gpus[i].cdna))
       g = &d->gpus[i];
   if (!g)
     return;
@@ -236,8 +294,10 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
     /* Without GPM (V100, A100, L4, T4) the precision is the only way to tell: the report says so. */
     dr_not_judged(d,
                   "mixed_precision: the job's precision is unknown (no precision param) and GPU %d has no "
-                  "tensor-pipe readings (no GPM, no DCGM profiling), so whether it trains in fp32 cannot be told",
-                  g->index);
+                  "%s, so whether it trains in fp32 cannot be told",
+                  g->index,
+                  g->amd ? "matrix-core readings (ROCm SMI gives none)"
+                         : "tensor-pipe readings (no GPM, no DCGM profiling)");
   if (!fp32 && !tensor_idle)
     return;
   /* The model scales with the GPU's busy time: util, else SM activity; with neither it has no figure. */
@@ -250,37 +310,7 @@ void dr_rule_mixed_precision(struct dr_run *d, struct dr_findings *fs) {
   if (!f)
     return;
   dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_GPU, 1 - DR_MP_GAIN, 1);
-  dr_printf(f->title, sizeof f->title, "Mixed precision: %s on a compute capability %.1f GPU",
-            tensor_idle ? "tensor cores idle" : "the job trains in fp32", g->cc);
-  struct dr_json j;
-  dr_json_begin(&j, f->evidence, sizeof f->evidence);
-  dr_json_int(&j, "gpu", g->index);
-  dr_json_num(&j, "compute_capability", g->cc);
-  dr_json_str(&j, "precision", d->precision);
-  dr_json_num(&j, "tensor_active_pct", g->tensor.mean);
-  dr_json_num(&j, "sm_active_pct", g->sm_active.mean);
-  dr_json_num(&j, "gpu_util_pct", d->used_util);
-  dr_json_num(&j, "busy_pct_used", busy_pct);
-  dr_json_num(&j, "gain_of_busy_time", DR_MP_GAIN);
-  dr_json_str(&j, "model",
-              "AMP scales the GPU work term by 0.6 (2x on tensor-core math, less on memory-bound "
-              "kernels): speed-up = T / (T - 0.4 * GPU work)");
-  dr_printf(f->fix, sizeof f->fix,
-            "GPU %d (%s, compute capability %.1f) has tensor cores, but %s. Train with automatic mixed "
-            "precision: bf16 where supported (CC >= 8.0: no loss scaling), fp16 with a gradient scaler "
-            "otherwise. Keep the loss and the optimizer state in fp32 (autocast does).\n"
-            "PyTorch:\n"
-            "  with torch.autocast('cuda', dtype=torch.bfloat16):\n"
-            "      loss = loss_fn(model(x), y)\n"
-            "  loss.backward(); opt.step()\n"
-            "  # fp16 instead: scaler = torch.cuda.amp.GradScaler()\n"
-            "  #   scaler.scale(loss).backward(); scaler.step(opt); scaler.update()\n"
-            "  torch.backends.cuda.matmul.allow_tf32 = True   # for what stays fp32\n"
-            "Keras:\n"
-            "  keras.mixed_precision.set_global_policy('mixed_bfloat16')  # or 'mixed_float16'",
-            g->index, g->name[0] ? g->name : "NVIDIA", g->cc,
-            tensor_idle ? "they stayed idle while the GPU was busy (tensor activity below 5%)"
-                        : "the job reports fp32 training");
+  mp_explain(f, d, g, tensor_idle, busy_pct);
 }
 
 /* ---- pageable_copies ---- */

@@ -176,6 +176,25 @@ fail:
   free(t), free(v), free(ct), free(cv), free(ut), free(uv);
 }
 
+/* An AMD GPU's vendor and gfx target (params gpu.N.vendor, gpu.N.gfx): its matrix cores (CDNA 1-3)
+ * take the place of NVIDIA's compute capability 7 and newer for mixed precision. */
+static void gpu_vendor(struct dr_run *d, struct dr_gpu *g) {
+  static const struct {
+    const char *gfx;
+    int gen;
+  } cdna[] = {{"gfx908", 1}, {"gfx90a", 2}, {"gfx940", 3}, {"gfx941", 3}, {"gfx942", 3}};
+  char key[48];
+  snprintf(key, sizeof key, "gpu.%d.vendor", g->index);
+  const char *v = runview_param(d->v, key);
+  g->amd = v && !strcmp(v, "amd");
+  snprintf(key, sizeof key, "gpu.%d.gfx", g->index);
+  v = runview_param(d->v, key);
+  dr_printf(g->gfx, sizeof g->gfx, "%s", v && g->amd ? v : "");
+  for (size_t i = 0; i < sizeof cdna / sizeof *cdna; i++)
+    if (!strcmp(g->gfx, cdna[i].gfx))
+      g->cdna = cdna[i].gen;
+}
+
 int dr_load_gpus(struct dr_run *d) {
   int seen[DR_MAX_GPUS] = {0}, max = -1;
   for (size_t i = 0; i < d->v->nseries; i++) {
@@ -203,6 +222,7 @@ int dr_load_gpus(struct dr_run *d) {
     dr_printf(g->name, sizeof g->name, "%s", name ? name : "");
     snprintf(key, sizeof key, "gpu.%d.cc", gi);
     g->cc = runview_param_num(d->v, key);
+    gpu_vendor(d, g);
     struct {
       const char *name;
       struct dr_stats *out;

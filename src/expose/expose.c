@@ -103,6 +103,33 @@ static const struct dcgm_map {
 };
 enum { NDCGM = sizeof DCGM / sizeof *DCGM };
 
+/* AMD's device-metrics-exporter's names (ROCm/device-metrics-exporter, docs/configuration/
+ * metricslist.md: the field names lower-cased, as it exposes them) for the series of an AMD GPU
+ * (param gpu.N.vendor=amd), so AMD's Grafana dashboards read them unchanged; every one a gauge, as
+ * the exporter declares them, but for the ECC totals, counters
+ * (their _total names ask for it). A series without an entry keeps gpuscope's own name (never DCGM's). */
+static const struct amd_map {
+  const char *series, *fam, *type, *help, *label; /* label: a fixed label the exporter puts ("" none) */
+  double scale;
+} AMD[] = {
+    {"gpu.util_pct", "gpu_gfx_activity", "gauge", "Graphics engine usage in Percentage (0-100)", "", 1},
+    {"gpu.mem_util_pct", "gpu_umc_activity", "gauge", "Memory engine usage in Percentage (0-100)", "", 1},
+    {"gpu.mem_used_bytes", "gpu_used_vram", "gauge", "Total VRAM memory used in MB.", "", 1 / MIB},
+    {"gpu.mem_free_bytes", "gpu_free_vram", "gauge", "Total VRAM memory free in MB.", "", 1 / MIB},
+    {"gpu.mem_total_bytes", "gpu_total_vram", "gauge", "Total VRAM available in MB.", "", 1 / MIB},
+    {"gpu.power_w", "gpu_package_power", "gauge", "Current socket power in Watts", "", 1},
+    {"gpu.energy_j", "gpu_energy_consumed", "gauge", "Accumulated energy consumed by the GPU in uJ", "", 1e6},
+    {"gpu.temp_edge_c", "gpu_edge_temperature", "gauge", "Edge temperature value in Celsius.", "", 1},
+    {"gpu.temp_junction_c", "gpu_junction_temperature", "gauge", "Hotspot (aka Junction) temperature value in Celsius.",
+     "", 1},
+    {"gpu.temp_mem_c", "gpu_memory_temperature", "gauge", "Current memory temperature in Celsius", "", 1},
+    {"gpu.sm_clock_mhz", "gpu_clock", "gauge", "List of current GPU clock frequencies in MHz", "clock_type=\"system\"",
+     1},
+    {"gpu.ecc_sbe_volatile", "gpu_ecc_correct_total", "counter", "Total Correctable error count", "", 1},
+    {"gpu.ecc_dbe_volatile", "gpu_ecc_uncorrect_total", "counter", "Total Uncorrectable error count", "", 1},
+};
+enum { NAMD = sizeof AMD / sizeof *AMD };
+
 enum { MAX_GPUS = 64 };
 
 /* One line of the exposition. */
@@ -120,9 +147,11 @@ struct row {
 
 struct gpu_labels {
   int known;
-  char text[512]; /* gpu="0",UUID="...",... */
-  size_t head;    /* length of text up to modelName: a MIG instance's labels go after it */
-  char work[640]; /* the workload's labels (workload_labels), as of the render at work_at */
+  int vendor_known, amd; /* amd: param gpu.N.vendor=amd (AMD's exporter's names and labels) */
+  int amd_id;            /* its index among the AMD GPUs: the exporter's gpu_id */
+  char text[512];        /* gpu="0",UUID="...",... */
+  size_t head;           /* length of text up to modelName: a MIG instance's labels go after it */
+  char work[640];        /* the workload's labels (workload_labels), as of the render at work_at */
   int64_t work_at;
 };
 
@@ -243,13 +272,58 @@ static void labels_from_sink(char *out, size_t n, const char *labels, int *gpu) 
   }
 }
 
-/* The labels dcgm-exporter puts on every GPU line, from the params the NVML collector recorded. */
+/* Which GPUs are AMD's (param gpu.N.vendor, written with the GPU's other params at the collector's
+ * open): read before each pass over the sink (whose lock the pass holds), until every GPU of
+ * gpu.count has its vendor known. */
+static void vendors_read(struct expose *m) {
+  char v[32], key[64];
+  if (!gs_sink_param_get(m->sink, "gpu.count", v, sizeof v))
+    return;
+  int n = atoi(v), amd = 0;
+  for (int i = 0; i < n && i < MAX_GPUS; i++) {
+    struct gpu_labels *g = &m->gpus[i];
+    if (!g->vendor_known) {
+      snprintf(key, sizeof key, "gpu.%d.vendor", i);
+      g->amd = gs_sink_param_get(m->sink, key, v, sizeof v) && !strcmp(v, "amd");
+      snprintf(key, sizeof key, "gpu.%d.name", i);
+      g->vendor_known = g->amd || gs_sink_param_get(m->sink, key, v, sizeof v);
+    }
+    if (g->amd)
+      g->amd_id = amd++;
+  }
+}
+
+/* The labels AMD's exporter puts on every GPU line: gpu_id, gpu_uuid, serial_number, card_model
+ * (the exporter's is the board's part number; ROCm SMI gives the marketing name), hostname. */
+static void amd_labels(struct expose *m, int gpu, struct gpu_labels *g) {
+  static const char *const keys[][2] = {{"uuid", "gpu_uuid"}, {"serial", "serial_number"}, {"name", "card_model"}};
+  char key[64], v[256];
+  snprintf(v, sizeof v, "%d", g->amd_id);
+  label_add(g->text, sizeof g->text, "gpu_id", 6, v, strlen(v));
+  for (size_t i = 0; i < 3; i++) {
+    snprintf(key, sizeof key, "gpu.%d.%s", gpu, keys[i][0]);
+    if (gs_sink_param_get(m->sink, key, v, sizeof v))
+      label_add(g->text, sizeof g->text, keys[i][1], strlen(keys[i][1]), v, strlen(v));
+  }
+  g->head = strlen(g->text);
+  if (m->host[0])
+    label_add(g->text, sizeof g->text, m->o.host_label, strlen(m->o.host_label), m->host, strlen(m->host));
+  g->known = 1;
+}
+
+/* The labels dcgm-exporter puts on every GPU line, from the params the NVML collector recorded (an
+ * AMD GPU's: amd_labels). */
 static const char *gpu_labels(struct expose *m, int gpu) {
   if (gpu < 0 || gpu >= MAX_GPUS)
     return "";
   struct gpu_labels *g = &m->gpus[gpu];
   if (g->known)
     return g->text;
+  if (g->amd) {
+    g->text[0] = 0;
+    amd_labels(m, gpu, g);
+    return g->text;
+  }
   char key[64], v[256], idx[16];
   g->text[0] = 0;
   snprintf(idx, sizeof idx, "%d", gpu);
@@ -420,6 +494,27 @@ static int health_row(struct row *r, const char *name, size_t nlen, const char *
   return 1;
 }
 
+/* A series of an AMD GPU (labels exactly gpu=N) under AMD's exporter's name. Returns 1 when r is
+ * that row, 2 when the series is an AMD GPU's without such a name (it keeps gpuscope's), 0 when it
+ * is no AMD GPU's. */
+static int amd_row(struct expose *m, struct row *r, const char *name, size_t nlen, const char *labels, double v) {
+  char *end;
+  long gpu = strncmp(labels, "gpu=", 4) ? -1 : strtol(labels + 4, &end, 10);
+  if (gpu < 0 || gpu >= MAX_GPUS || *end || !m->gpus[gpu].amd)
+    return 0;
+  for (size_t i = 0; i < NAMD; i++)
+    if (strlen(AMD[i].series) == nlen && !strncmp(AMD[i].series, name, nlen)) {
+      snprintf(r->fam, sizeof r->fam, "%s", AMD[i].fam);
+      r->type = AMD[i].type;
+      r->help = AMD[i].help;
+      r->v = scaled(v, AMD[i].scale);
+      r->gpu = (int)gpu;
+      snprintf(r->labels, sizeof r->labels, "%s", AMD[i].label);
+      return 1;
+    }
+  return 2;
+}
+
 /* ---- the pass over the sink (under the sink's lock: copies only) ---- */
 
 struct step_last {
@@ -476,7 +571,10 @@ static void each(void *user, int id, const char *source, size_t slen, const char
     return;
   r->order = id;
   r->v = v;
-  if (slen == 4 && !strncmp(source, "nvml", 4)) {
+  int amd = slen == 4 && !strncmp(source, "nvml", 4) ? amd_row(m, r, name, nlen, labels, v) : 0;
+  if (amd == 1)
+    return;
+  if (slen == 4 && !strncmp(source, "nvml", 4) && !amd) {
     if (nlen > 4 && !strncmp(name, "mig.", 4) && mig_row(r, name, nlen, labels, v))
       return;
     if (health_row(r, name, nlen, labels, v))
@@ -597,6 +695,7 @@ int expose_write(struct expose *m, FILE *out, int openmetrics, int64_t now_ns) {
   m->now = now_ns;
   m->stale = stale_ns(m->o.interval_ns);
   struct pass p = {.m = m};
+  vendors_read(m);
   gs_sink_each(m->sink, each, &p);
   derived(m, &p);
   /* GPM's PCIe wins over NVML's throughput for a GPU that has both. */

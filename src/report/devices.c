@@ -126,6 +126,16 @@ static void write_json_device(FILE *out, unsigned index, const struct nvml_facts
           f->fam_gpm ? "true" : "false");
   if (f->mig_current == 1)
     write_json_migs(out, f);
+  if (f->vendor[0]) { /* an AMD GPU (docs/amd.md) */
+    fputs(", \"vendor\": ", out);
+    gs_json_str(out, f->vendor);
+    if (f->power_cap_w >= 0)
+      fprintf(out, ", \"power_cap_w\": %.1f", f->power_cap_w);
+    fputs(", \"serial\": ", out);
+    json_str_or_null(out, f->serial);
+    fputs(", \"gfx\": ", out);
+    json_str_or_null(out, f->gfx);
+  }
   if (lost)
     fputs(", \"lost\": true", out);
 }
@@ -139,6 +149,17 @@ static void write_text_device(FILE *out, unsigned index, const struct nvml_facts
   fprintf(out, "GPU %u: %s (UUID: %s)%s\n", index, name[0] ? name : "?", uuid[0] ? uuid : "?", lost ? "  LOST" : "");
   if (lost)
     return;
+  if (f->vendor[0]) { /* an AMD GPU: no CC or MIG; its power cap and gfx target instead */
+    char cap[32] = "?";
+    if (f->power_cap_w >= 0)
+      snprintf(cap, sizeof cap, "%.0f W", f->power_cap_w);
+    gs_term_copy(t, sizeof t, f->serial);
+    fprintf(out, "  vendor %s  bus %s  memory %s  power cap %s  %s  serial %s  families:%s%s\n", f->vendor,
+            bus[0] ? bus : "?", f->mem_total >= 0 ? gs_fmt_bytes((double)f->mem_total, mem, sizeof mem) : "?", cap,
+            f->gfx[0] ? f->gfx : "gfx ?", t[0] ? t : "?", f->fam_basic ? " basic" : "",
+            f->fam_per_process ? " per-process" : "");
+    return;
+  }
   if (f->cc_major >= 0)
     snprintf(cc, sizeof cc, "%d.%d", f->cc_major, f->cc_minor);
   fprintf(out, "  bus %s  memory %s  CC %s  MIG %s  families:%s%s%s%s%s\n", bus[0] ? bus : "?",
@@ -171,8 +192,12 @@ int report_devices(FILE *out, const struct nvml_devices *d, int json) {
       fputs("null", out);
     fputs(", \"devices\": [", out);
   } else {
-    fprintf(out, "NVIDIA driver %s, %u GPU%s\n", d->driver[0] ? d->driver : "(version unknown)", d->n,
-            d->n == 1 ? "" : "s");
+    unsigned nv = d->n - d->n_amd;
+    if (nv || !d->n_amd)
+      fprintf(out, "NVIDIA driver %s, %u GPU%s\n", d->driver[0] ? d->driver : "(version unknown)", nv,
+              nv == 1 ? "" : "s");
+    if (d->n_amd)
+      fprintf(out, "AMD (ROCm SMI), %u GPU%s\n", d->n_amd, d->n_amd == 1 ? "" : "s");
   }
   for (unsigned i = 0; i < d->n; i++) {
     if (json) {

@@ -233,8 +233,13 @@ static void child_setup(const struct tune_opts *o, const struct tune_trial *t, i
     snprintf(num, sizeof num, "%ld", t->lr_warmup);
     env_param("warmup", num);
   }
-  if (t->gpu[0])
+  if (t->gpu[0]) {
     setenv("CUDA_VISIBLE_DEVICES", t->gpu, 1);
+    /* ROCm's HIP reads its own variable (an AMD-only box numbers its GPUs as gpuscope does; on a box
+     * with both vendors the AMD indices differ: docs/amd.md). ROCR_VISIBLE_DEVICES is left alone: it
+     * filters beneath HIP's, and both at once would count the second from the first's survivors. */
+    setenv("HIP_VISIBLE_DEVICES", t->gpu, 1);
+  }
   snprintf(num, sizeof num, "%d", k + 1);
   setenv("GPUSCOPE_TUNE_TRIAL", num, 1);
   if (cores)

@@ -78,6 +78,7 @@ EXPORT dcgmReturn_t dcgmInit(void) {
       fprintf(stderr, "dcgmsim: %s\n", err);
       r = DCGM_ST_INIT_ERROR;
     } else {
+      sim_scn_keep(&S.scn, 0); /* `vendor amd` devices are the ROCm SMI stand-in's */
       struct timespec w;
       clock_gettime(CLOCK_REALTIME, &w);
       S.t0_mono = mono_s();

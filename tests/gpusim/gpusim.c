@@ -299,6 +299,7 @@ static nvmlReturn_t init_impl(void) {
       fprintf(stderr, "gpusim: %s\n", err);
       r = NVML_ERROR_UNKNOWN;
     } else {
+      sim_scn_keep(&G.scn, 0); /* `vendor amd` devices are the ROCm SMI stand-in's */
       /* one instant on both clocks: the wall read between two monotonic reads, the tightest of
        * three tries, so a preemption cannot shift every driver timestamp against the tests' grid */
       int64_t best = INT64_MAX;

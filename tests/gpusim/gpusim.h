@@ -164,6 +164,8 @@ struct sim_dev {
   unsigned nvlinks;       /* active NVLinks (0: none, NVLink calls NOT_SUPPORTED) */
   struct sim_event events[SIM_MAX_EVENTS];
   int nevents;
+  int amd;         /* `vendor amd`: a ROCm SMI device (librocm_smi64, rocmsim.c), not an NVML one */
+  char serial[32]; /* `serial X`: rsmi_dev_serial_number_get (default derived from the index) */
 };
 
 struct sim_scn {
@@ -178,6 +180,9 @@ struct sim_scn {
 /* Parses the scenario file at path into *s. Returns 0, or -1 with "file:line: message" in err. */
 int sim_scn_load(const char *path, struct sim_scn *s, char *err, size_t errlen);
 void sim_scn_free(struct sim_scn *s);
+/* Keeps only one vendor's devices (amd 1: the `vendor amd` ones, 0: the others), numbered from 0 in
+ * the file's order: the NVML and ROCm SMI stand-ins each see their own GPUs of one scenario. */
+void sim_scn_keep(struct sim_scn *s, int amd);
 
 /* The segment in force at t seconds (never NULL after a successful load). */
 const struct sim_seg *sim_seg_at(const struct sim_dev *d, double t);

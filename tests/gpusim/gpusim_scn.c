@@ -467,6 +467,10 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
   double v;
   if (!strcmp(k, "name")) {
     snprintf(d->name, sizeof d->name, "%s", rest);
+  } else if (!strcmp(k, "vendor") && ntok == 2 && (!strcmp(tok[1], "amd") || !strcmp(tok[1], "nvidia"))) {
+    d->amd = tok[1][0] == 'a';
+  } else if (!strcmp(k, "serial") && ntok == 2) {
+    snprintf(d->serial, sizeof d->serial, "%s", tok[1]);
   } else if (!strcmp(k, "uuid") && ntok == 2) {
     snprintf(d->uuid, sizeof d->uuid, "%s", tok[1]);
   } else if (!strcmp(k, "pci") && ntok == 2) {
@@ -804,4 +808,23 @@ int sim_mig_alive(const struct sim_dev *x, double t) {
 
 int sim_mig_mode(const struct sim_dev *d, double t) {
   return t >= d->mig_at ? d->mig_to : d->mig;
+}
+
+void sim_scn_keep(struct sim_scn *s, int amd) {
+  unsigned n = 0;
+  for (unsigned i = 0; i < s->ndev; i++) {
+    if (s->dev[i].amd != amd) {
+      for (int k = 0; k < s->dev[i].nmigs; k++)
+        free(s->dev[i].migs[k].segs), free(s->dev[i].migs[k].faults);
+      free(s->dev[i].migs), free(s->dev[i].segs), free(s->dev[i].faults);
+      continue;
+    }
+    if (n != i)
+      s->dev[n] = s->dev[i];
+    s->dev[n].index = n;
+    for (int k = 0; k < s->dev[n].nmigs; k++)
+      s->dev[n].migs[k].parent = &s->dev[n];
+    n++;
+  }
+  s->ndev = n;
 }

@@ -73,6 +73,7 @@ class Sandbox:
         # the user's alerts.ini (docs/alerts.md) applies to every run: not to the tests' runs
         self.env["XDG_CONFIG_HOME"] = os.path.join(self.dir, "config")
         self.env.pop("GPUSCOPE_NVML_LIB", None)
+        self.env.pop("GPUSCOPE_ROCM_SMI_LIB", None)  # AMD GPUs only where a test asks (test_rocm_run)
         for k in ("GPUSCOPE_DCGM_LIB", "GPUSCOPE_DCGM_HOST"):  # DCGM only where a test asks (test_dcgm_run)
             self.env.pop(k, None)
 
