@@ -11,7 +11,7 @@ BUILD_ASAN  ?= build-asan
 JOBS        ?= $(shell nproc 2>/dev/null || echo 2)
 DEB_BUILD    = cmake make gcc pkg-config libsqlite3-dev libpq-dev libncurses-dev libmicrohttpd-dev libinih-dev libcurl4-openssl-dev libyaml-dev libprotobuf-c-dev protobuf-c-compiler
 DEB_DEMO     = $(DEB_BUILD) python3 python3-torch python3-torchvision python3-pil python3-numpy
-DEB_CHECK    = $(DEB_DEMO) python3-pandas git libcmocka-dev clang libclang-rt-14-dev sqlite3 procps python3-pip tmux chromium postgresql prometheus prometheus-alertmanager systemd locales-all libxml2-utils openssl python3-grpcio
+DEB_CHECK    = $(DEB_DEMO) python3-pandas git libcmocka-dev clang libclang-rt-14-dev sqlite3 procps python3-pip tmux chromium postgresql prometheus prometheus-alertmanager systemd locales-all libxml2-utils openssl python3-grpcio librocm-smi-dev
 CONFIGURE    = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # The tests' configuration fails, naming the Debian package, when one of theirs is missing.
 TESTS_ON     = -DBUILD_TESTING=ON -DGS_WERROR=ON
