@@ -599,6 +599,27 @@ static void straggler_sick(struct dr_run *d, struct store_finding *f, struct dr_
             why);
 }
 
+/* The straggler's fix, with the vendor's tools (NVIDIA's, or AMD's: docs/amd.md). */
+static void straggler_fix(struct store_finding *f, const struct dr_run *d, const struct dr_gpu *g, const char *what,
+                          double mine, double others, double lost, int by_clock) {
+  dr_printf(f->fix, sizeof f->fix,
+            "GPU %d is %.0f%% slower than the median of the other %d GPUs by %s (%.0f vs %.0f). In synchronous "
+            "data parallel every step waits for the slowest rank, so the whole job runs at its pace. %s Check "
+            "its rank's input (uneven shards, a slower local disk), its PCIe link (%s), NUMA placement (bind "
+            "each rank to the CPUs near its GPU), and its clocks and temperature; give it less work or exclude "
+            "the GPU (%s) if it is faulty.\n"
+            "PyTorch:\n"
+            "  sampler = torch.utils.data.DistributedSampler(ds, shuffle=True, drop_last=True)  # even shards\n"
+            "  # per rank, near its GPU: numactl --cpunodebind=NODE --membind=NODE python train.py\n"
+            "Keras:\n"
+            "  strategy = tf.distribute.MirroredStrategy(devices=['/gpu:0', '/gpu:1', ...])  # leave it out",
+            g->index, lost * 100, d->nused - 1, what, mine, others,
+            by_clock ? "Its clocks are lower: look for heat or power limits on that board."
+                     : "It does less work per second: its rank is fed or scheduled more slowly.",
+            g->amd ? "lspci -vv: its LnkSta against LnkCap" : "nvidia-smi -q | grep -A2 'Link Width'",
+            g->amd ? "HIP_VISIBLE_DEVICES" : "CUDA_VISIBLE_DEVICES");
+}
+
 void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
   /* One run: a straggling rank explains its GPU's lower activity, so one finding. A group: a node's
    * GPU can hold the job back as well as another node's loader; both are named, and the GPUs on the
@@ -663,20 +684,7 @@ void dr_rule_straggler(struct dr_run *d, struct dr_findings *fs) {
               "synchronous data parallel runs at the slowest rank's pace (waiting ranks spin in collectives and "
               "look busy): the straggler term = (others - it) / others of what its GPU work leaves of the step; "
               "its fix brings its pace to the median");
-  dr_printf(f->fix, sizeof f->fix,
-            "GPU %d is %.0f%% slower than the median of the other %d GPUs by %s (%.0f vs %.0f). In synchronous "
-            "data parallel every step waits for the slowest rank, so the whole job runs at its pace. %s Check "
-            "its rank's input (uneven shards, a slower local disk), its PCIe link (nvidia-smi -q | grep -A2 "
-            "'Link Width'), NUMA placement (bind each rank to the CPUs near its GPU), and its clocks and "
-            "temperature; give it less work or exclude the GPU (CUDA_VISIBLE_DEVICES) if it is faulty.\n"
-            "PyTorch:\n"
-            "  sampler = torch.utils.data.DistributedSampler(ds, shuffle=True, drop_last=True)  # even shards\n"
-            "  # per rank, near its GPU: numactl --cpunodebind=NODE --membind=NODE python train.py\n"
-            "Keras:\n"
-            "  strategy = tf.distribute.MirroredStrategy(devices=['/gpu:0', '/gpu:1', ...])  # leave it out",
-            g->index, lost * 100, d->nused - 1, what, mine, others,
-            by_clock ? "Its clocks are lower: look for heat or power limits on that board."
-                     : "It does less work per second: its rank is fed or scheduled more slowly.");
+  straggler_fix(f, d, g, what, mine, others, lost, by_clock);
   straggler_sick(d, f, &j, g->index);
 }
 

@@ -826,6 +826,29 @@ static void test_multi_gpu_idle_and_straggler(void **state) {
   /* the idle GPU is not one of the used ones the straggler is compared with (kills signals_gpu.c's
    * `if (g->used) d->nused++` -> `if (1)`) */
   assert_non_null(strstr(find(fs, n, "straggler")->evidence, "\"gpus_used\":3"));
+  assert_non_null(strstr(find(fs, n, "straggler")->fix, "(CUDA_VISIBLE_DEVICES)"));
+  fake_free(&f, fs);
+}
+
+/* On AMD GPUs the straggler's fix names AMD's variable, not NVIDIA's tools. */
+static void test_an_amd_straggler_names_hip_visible_devices(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 20, 1.0);
+  steps(&f, 0.001, 0.020, 0, 0);
+  for (int g = 0; g < 3; g++) {
+    char key[32];
+    snprintf(key, sizeof key, "gpu.%d.vendor", g);
+    gs_sink_param(f.sink, key, "amd");
+    gpu(&f, g, g == 2 ? 62 : 97, g == 2 ? 45 : 82, g == 2 ? 30 : 55, 68e9);
+  }
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *s = find(fs, n, "straggler");
+  assert_non_null(s);
+  assert_non_null(strstr(s->fix, "(HIP_VISIBLE_DEVICES)"));
+  assert_null(strstr(s->fix, "nvidia-smi"));
   fake_free(&f, fs);
 }
 
@@ -2560,6 +2583,7 @@ int main(void) {
       cmocka_unit_test(test_gpu_rules),
       cmocka_unit_test(test_thermal_reasons_are_throttling),
       cmocka_unit_test(test_multi_gpu_idle_and_straggler),
+      cmocka_unit_test(test_an_amd_straggler_names_hip_visible_devices),
       cmocka_unit_test(test_xid_before_the_job_died_comes_first),
       cmocka_unit_test(test_xid_in_a_finished_run_is_a_finding_beside_the_others),
       cmocka_unit_test(test_straggler_with_pcie_replays_names_them),
