@@ -279,7 +279,13 @@ try {
     await page.mouse.move(box.x + box.width * 0.5, y, { steps: 5 });
     await page.mouse.move(box.x + box.width * 0.6, y, { steps: 5 });
     await page.mouse.up();
-    await sleep(1000); // the window's data comes from the server
+    // the window's data comes from the server: wait for the util chart to hold only the window's
+    // points (a state, not a sleep: under ASan on a loaded machine the fetch takes seconds)
+    await page.waitForFunction((b0, b1) => {
+      const u = document.querySelector('[data-chart="util"]').gsPlot, d = u.data[0];
+      const lo = u.scales.x.min, hi = u.scales.x.max;
+      return hi - lo < (b1 - b0) * 0.5 && d.length > 0 && d[0] >= lo - 0.5 && d[d.length - 1] <= hi + 0.5;
+    }, { timeout: 20000 }, before[0][0], before[0][1]).catch(() => null);
     const after = await scales();
     const [a0, a1] = after[0], [b0, b1] = before[0];
     check(a1 - a0 < (b1 - b0) * 0.5 && a0 > b0, `the util chart zoomed: ${[b0, b1]} -> ${[a0, a1]}`);
@@ -291,7 +297,10 @@ try {
     check(inWindow, "the util chart holds the window's data (fetched for it)");
     await page.screenshot({ path: join(SHOTS, "run-zoomed.png") });
     await over.click({ count: 2 });
-    await sleep(300);
+    await page.waitForFunction((b0, b1) => {
+      const x = document.querySelector('[data-chart="util"]').gsPlot.scales.x;
+      return Math.abs(x.min - b0) < 1e-6 && Math.abs(x.max - b1) < 1e-6;
+    }, { timeout: 20000 }, before[0][0], before[0][1]).catch(() => null);
     const reset = await scales();
     check(Math.abs(reset[0][0] - b0) < 1e-6 && Math.abs(reset[0][1] - b1) < 1e-6, `double-click resets: ${reset[0]} vs ${before[0]}`);
   });
