@@ -37,25 +37,8 @@ static struct {
   } fields[MAX_GROUPS];
 } S = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double now_s(void) {
-  const char *clock = getenv("GPUSIM_CLOCK");
-  if (clock && *clock) {
-    FILE *f = fopen(clock, "r");
-    double t = 0;
-    if (f) {
-      if (fscanf(f, "%lf", &t) != 1 || !isfinite(t) || t < 0)
-        t = 0;
-      fclose(f);
-    }
-    return t;
-  }
-  return mono_s() - S.t0_mono;
+  return sim_clock_s(S.t0_mono);
 }
 
 /* The device whose DCGM id is id (ids count down from the last device), or NULL. */
@@ -81,7 +64,7 @@ EXPORT dcgmReturn_t dcgmInit(void) {
       sim_scn_keep(&S.scn, 0); /* `vendor amd` devices are the ROCm SMI stand-in's */
       struct timespec w;
       clock_gettime(CLOCK_REALTIME, &w);
-      S.t0_mono = mono_s();
+      S.t0_mono = sim_mono_s();
       S.t0_wall_us = (long long)w.tv_sec * 1000000 + w.tv_nsec / 1000;
     }
   }

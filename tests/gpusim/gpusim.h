@@ -184,6 +184,12 @@ void sim_scn_free(struct sim_scn *s);
  * the file's order: the NVML and ROCm SMI stand-ins each see their own GPUs of one scenario. */
 void sim_scn_keep(struct sim_scn *s, int amd);
 
+/* CLOCK_MONOTONIC in seconds. */
+double sim_mono_s(void);
+/* The scenario time of the DCGM and ROCm SMI stand-ins: the number $GPUSIM_CLOCK's file holds (0
+ * when unreadable), else the seconds since t0_mono (a sim_mono_s reading at the library's init). */
+double sim_clock_s(double t0_mono);
+
 /* The segment in force at t seconds (never NULL after a successful load). */
 const struct sim_seg *sim_seg_at(const struct sim_dev *d, double t);
 /* The value of k at t. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gpusim.h"
 
@@ -827,4 +828,25 @@ void sim_scn_keep(struct sim_scn *s, int amd) {
     n++;
   }
   s->ndev = n;
+}
+
+double sim_mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double sim_clock_s(double t0_mono) {
+  const char *clock = getenv("GPUSIM_CLOCK");
+  if (clock && *clock) {
+    FILE *f = fopen(clock, "r");
+    double t = 0;
+    if (f) {
+      if (fscanf(f, "%lf", &t) != 1 || !isfinite(t) || t < 0)
+        t = 0;
+      fclose(f);
+    }
+    return t;
+  }
+  return sim_mono_s() - t0_mono;
 }

@@ -28,25 +28,8 @@ static struct {
   double t0;
 } R = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
-static double mono_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 static double now_s(void) {
-  const char *clock = getenv("GPUSIM_CLOCK");
-  if (clock && *clock) {
-    FILE *f = fopen(clock, "r");
-    double t = 0;
-    if (f) {
-      if (fscanf(f, "%lf", &t) != 1 || !isfinite(t) || t < 0)
-        t = 0;
-      fclose(f);
-    }
-    return t;
-  }
-  return mono_s() - R.t0;
+  return sim_clock_s(R.t0);
 }
 
 static rsmi_status_t of_nvml(int code) {
@@ -95,7 +78,7 @@ EXPORT rsmi_status_t rsmi_init(uint64_t flags) {
       r = RSMI_STATUS_INIT_ERROR;
     } else {
       sim_scn_keep(&R.scn, 1);
-      R.t0 = mono_s();
+      R.t0 = sim_mono_s();
     }
   }
   if (r == RSMI_STATUS_SUCCESS)
