@@ -1,9 +1,30 @@
 /* store/import_write: the export lines of an imported run (import_write.h). */
 #include "store/import_write.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "core/core.h"
 
 enum { POINTS_PER_LINE = 4096 };
+
+FILE *imp_tmpfile(const char *what) {
+  const char *tmp = getenv("TMPDIR");
+  char path[1024];
+  snprintf(path, sizeof path, "%s/gpuscope-%s-XXXXXX", tmp && *tmp ? tmp : "/tmp", what);
+  int fd = mkstemp(path);
+  if (fd < 0) {
+    gs_fail(GS_EIO, "cannot make a temporary file in %s", tmp && *tmp ? tmp : "/tmp");
+    return NULL;
+  }
+  unlink(path);
+  FILE *f = fdopen(fd, "w+");
+  if (!f) {
+    close(fd);
+    gs_fail(GS_ENOMEM, "out of memory");
+  }
+  return f;
+}
 
 void imp_line_open(struct imp_out *o, const char *type) {
   fprintf(o->out, "{\"type\":\"%s\",\"run\":\"%s\"", type, o->id);

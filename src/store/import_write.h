@@ -17,6 +17,10 @@ struct imp_out {
   int64_t n_series; /* declared so far */
 };
 
+/* An unnamed temporary file (in $TMPDIR, else /tmp; unlinked at once) for an importer's conversion,
+ * named gpuscope-WHAT-XXXXXX while it is made. NULL with the message set (gs_fail) when it cannot. */
+FILE *imp_tmpfile(const char *what);
+
 /* Opens a line of the run in progress: {"type":TYPE,"run":ID (the caller closes it). */
 void imp_line_open(struct imp_out *o, const char *type);
 /* A param line. */

@@ -295,21 +295,9 @@ static int mlflow_export(const char *root, FILE *out, int64_t *runs) {
 }
 
 void *store_mlflow_convert(const char *dir) {
-  const char *tmp = getenv("TMPDIR");
-  char path[1024];
-  snprintf(path, sizeof path, "%s/gpuscope-mlflow-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  int fd = mkstemp(path);
-  if (fd < 0) {
-    gs_fail(GS_EIO, "cannot make a temporary file in %s", tmp && *tmp ? tmp : "/tmp");
+  FILE *f = imp_tmpfile("mlflow");
+  if (!f)
     return NULL;
-  }
-  unlink(path);
-  FILE *f = fdopen(fd, "w+");
-  if (!f) {
-    close(fd);
-    gs_fail(GS_ENOMEM, "out of memory");
-    return NULL;
-  }
   int64_t runs = 0;
   int rc = mlflow_export(dir, f, &runs);
   if (!rc && (fflush(f) || fseek(f, 0, SEEK_SET)))

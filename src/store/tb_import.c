@@ -273,21 +273,9 @@ static int walk(struct tbx *x, const char *dir, const char *rel, int depth) {
 }
 
 void *store_tb_convert(const char *dir, char *said, size_t saidlen) {
-  const char *tmp = getenv("TMPDIR");
-  char path[1024];
-  snprintf(path, sizeof path, "%s/gpuscope-tensorboard-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-  int fd = mkstemp(path);
-  if (fd < 0) {
-    gs_fail(GS_EIO, "cannot make a temporary file in %s", tmp && *tmp ? tmp : "/tmp");
+  FILE *f = imp_tmpfile("tensorboard");
+  if (!f)
     return NULL;
-  }
-  unlink(path);
-  FILE *f = fdopen(fd, "w+");
-  if (!f) {
-    close(fd);
-    gs_fail(GS_ENOMEM, "out of memory");
-    return NULL;
-  }
   struct tbx x = {.w.out = f, .root = dir};
   fputs("{\"type\":\"header\",\"format\":\"gpuscope-export\",\"version\":1,\"sections\":\"run,param,series,points,"
         "note\"}\n",
