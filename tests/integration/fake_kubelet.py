@@ -13,16 +13,7 @@ import time
 from concurrent import futures
 
 import grpc
-
-
-def _varint(n):
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+from gstest import pb_varint as _varint  # this script's folder is on its path
 
 
 def _field(num, payload):

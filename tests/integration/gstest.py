@@ -115,6 +115,19 @@ class Sandbox:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def pb_varint(n):
+    """n as protobuf's base-128 varint (a negative int64 as its 64-bit two's complement), for the
+    tests that write protobuf by hand (test_import_tensorboard.py, fake_kubelet.py)."""
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
 def check(cond, msg="check failed"):
     if not cond:
         raise AssertionError(msg)

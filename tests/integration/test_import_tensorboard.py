@@ -45,15 +45,7 @@ def record(data):
 
 
 # ---- protobuf's wire format, the fields of TensorBoard's event.proto and summary.proto used here ----
-def varint(n):
-    n &= (1 << 64) - 1
-    out = bytearray()
-    while True:
-        b = n & 0x7F
-        n >>= 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
+varint = pb_varint  # gstest's
 
 
 def key(field, wire):
