@@ -12,6 +12,7 @@ visibly less; with the rate scaled by the batch (the linear rule) it catches up.
 Runs standalone too (the gpuscope client is then a no-op); --max-samples ends it on its own."""
 import argparse
 import os
+import time
 
 import torch
 
@@ -35,6 +36,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--lr", type=float, default=0.05)
     ap.add_argument("--max-samples", type=int, default=None)
+    ap.add_argument("--step-overhead-ms", type=float, default=0.0,
+                    help="host work per step that a bigger batch amortises (a sleep; default none)")
     ap.add_argument("--env-file", help="write CUDA_VISIBLE_DEVICES and the cores this job may use here")
     a = ap.parse_args()
     torch.manual_seed(0)
@@ -53,6 +56,8 @@ def main():
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if a.step_overhead_ms > 0:
+            time.sleep(a.step_overhead_ms / 1e3)
         steps += 1
         with torch.no_grad():
             gpuscope.log("val_loss", torch.nn.functional.cross_entropy(model(val_x), val_y).item(), steps)
