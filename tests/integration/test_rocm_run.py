@@ -44,6 +44,13 @@ def _setup(sb):
           *sb.step_job(0, 0.02, 50, "batch_size=32", "precision=bf16", "pin_memory=True"), env=_env("mi300x_busy.scn"))
     sb.ok("run", "--quiet", "--name", "mixed", "--", "sleep", "1.5", env=_env("mixed_amd.scn", nvml=True))
     sb.ok("run", "--quiet", "--name", "nolib", "--", "sleep", "0.5", env=_env("mi300x_input.scn", rocm=False))
+    # held at its thermal and power limits (the metrics table's v1.6 residencies); the same GPU whose
+    # firmware fills none of the table
+    sb.ok("run", "--quiet", "--name", "hot", "--", "sleep", "2", env=_env("mi300x_throttled.scn"))
+    sb.ok("run", "--quiet", "--name", "unfilled", "--", "sleep", "2", env=_env("mi300x_unfilled.scn"))
+    # ROCm 5.x's 96-byte table (GPUSIM_RSMI_METRICS=5): no residencies in it, so no throttle reading
+    sb.ok("run", "--quiet", "--name", "rocm5", "--", "sleep", "1",
+          env=dict(_env("mi300x_throttled.scn"), GPUSIM_RSMI_METRICS="5"))
 
 
 SB = shared_sandbox(_setup)
@@ -146,6 +153,41 @@ def test_without_sm_activity_the_report_says_the_fill_is_unknown():
     check("GPU-side fill of a bigger batch is unknown" in flat and "gpuscope tune --param batch_size=32," in flat,
           flat[-1500:])
     check("no SM activity readings (ROCm SMI gives none)" in flat, flat[-1500:])
+
+
+def _rows(name, metric):
+    return [float(r["value"]) for r in SB().csv("show", name, "--csv")
+            if r["source"] == "nvml" and r["labels"] == "gpu=0" and r["name"] == metric]
+
+
+def test_a_throttled_mi300x_gets_the_throttle_finding():
+    masks = _rows("hot", "gpu.throttle_reasons")
+    check(masks and all(m == 0x24 for m in masks), f"SwPowerCap|SwThermalSlowdown throughout: {masks}")
+    ev = {(r["kind"], r["name"]) for r in SB().csv("show", "hot", "--events", "--csv") if r["labels"] == "gpu=0"}
+    check({("throttle_start", "SwPowerCap"), ("throttle_start", "SwThermalSlowdown")} <= ev, str(ev))
+    f = [x for x in SB().json("report", "hot", "--json")["findings"] if x["rule"] == "throttled"]
+    check(len(f) == 1, str([x["rule"] for x in SB().json("report", "hot", "--json")["findings"]]))
+    check("SwPowerCap" in f[0]["evidence"]["reasons"] and "SwThermalSlowdown" in f[0]["evidence"]["reasons"], str(f[0]))
+    check(f[0]["evidence"]["throttled_share"] > 0.5, str(f[0]["evidence"]))
+    # the firmware's instantaneous PCIe bandwidth, both directions: 8 GB/s
+    bw = _rows("hot", "gpu.pcie_bw_bytes_s")
+    check(bw and all(v == 8e9 for v in bw), str(bw))
+
+
+def test_firmware_that_fills_no_metrics_gives_no_throttle_series_and_no_zeros():
+    s = _series("unfilled")
+    for m in ("gpu.throttle_reasons", "gpu.pcie_bw_bytes_s"):
+        check((m, "gpu=0") not in s, f"{m} should be absent: {sorted(s)}")
+    check(("gpu.util_pct", "gpu=0") in s and all(v == 98 for v in _rows("unfilled", "gpu.util_pct")), "util kept")
+    ev = [r for r in SB().csv("show", "unfilled", "--events", "--csv") if r["kind"].startswith("throttle")]
+    check(not ev, str(ev))
+    check("throttled" not in [f["rule"] for f in SB().json("report", "unfilled", "--json")["findings"]], "no finding")
+
+
+def test_rocm5s_short_metrics_table_gives_no_throttle_reading():
+    s = _series("rocm5")
+    check(("gpu.util_pct", "gpu=0") in s and ("gpu.throttle_reasons", "gpu=0") not in s, str(sorted(s)))
+    check(("gpu.pcie_bw_bytes_s", "gpu=0") not in s, str(sorted(s)))
 
 
 def _scrape(sb, env):
