@@ -217,9 +217,21 @@ def test_metrics_carry_the_amd_exporters_names_and_pass_promtool():
                 'gpu_uuid="0x'):
         check(lab in g, f"{lab} not in {g}")
     check(g.endswith(" 30") and lines["gpu_package_power"].endswith(" 320"), f"{g}\n{lines['gpu_package_power']}")
+    check(lines["gpu_power_usage"].endswith(" 320") and 'gpu_id="0"' in lines["gpu_power_usage"], str(lines))
+    check("pcie_bandwidth{" not in body, "no metrics table in mi300x_input.scn: no PCIe bandwidth, not 0")
     check(lines["gpu_used_vram"].endswith(" 24576") and lines["gpu_total_vram"].endswith(" 196592"), str(lines))
     check('clock_type="system"' in lines["gpu_clock"] and lines["gpu_clock"].endswith(" 2100"), lines["gpu_clock"])
     check("gpuscope_gpu_sm_active_ratio" not in body, "SM activity has no AMD reading: absent")
+    p = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True, text=True)
+    check(p.returncode == 0, f"promtool: rc {p.returncode}\n{p.stdout}{p.stderr}")
+
+
+def test_metrics_give_the_pcie_bandwidth_in_the_exporters_unit():
+    body = _scrape(SB(), _env("mi300x_throttled.scn"))
+    bw = [l for l in body.splitlines() if l.startswith("pcie_bandwidth{")]
+    # 8 GB/s in the metrics table: 64000 Mb/s
+    check(len(bw) == 1 and bw[0].endswith(" 64000") and 'card_model="AMD Instinct MI300X"' in bw[0], str(bw))
+    check("# TYPE pcie_bandwidth gauge" in body and "# TYPE gpu_power_usage gauge" in body, body[:2000])
     p = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True, text=True)
     check(p.returncode == 0, f"promtool: rc {p.returncode}\n{p.stdout}{p.stderr}")
 
