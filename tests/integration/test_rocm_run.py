@@ -6,6 +6,7 @@ input-bound job on it gets the findings, with the same figures, that it gets on 
 (h100_nogpm_input.scn, the same timeline). `devices` lists it with its memory and power cap. On a box
 with both vendors the AMD GPUs come after the NVIDIA ones. Without the library nothing changes
 (docs/amd.md)."""
+import json
 import subprocess
 import urllib.request
 
@@ -127,6 +128,39 @@ def test_both_vendors_amd_after_nvidia():
         check(("gpu.util_pct", f"gpu={g}") in s, f"gpu={g}: {sorted(s)}")
     out = SB().ok("devices", env=_env("mixed_amd.scn", nvml=True))
     check("GPU 1: NVIDIA" in out and "GPU 2: AMD Instinct MI250X" in out and "GPU 3: AMD" in out, out)
+
+
+# JOB DIR K: writes DIR/K.env (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES), then reports 8 steps of 10 ms
+TUNE_JOB = r'''
+import os, socket, sys, time
+d, k = sys.argv[1], sys.argv[2]
+with open(os.path.join(d, k + ".env"), "w") as f:
+    f.write(os.environ.get("CUDA_VISIBLE_DEVICES", "<unset>") + " " + os.environ.get("HIP_VISIBLE_DEVICES", "<unset>"))
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+for i in range(8):
+    time.sleep(0.01)
+    s.sendto(f"gs1 step {i} data=0.001 compute=0.009 samples=32 t={time.monotonic():.6f}".encode(),
+             os.environ["GPUSCOPE_SOCKET"])
+'''
+
+
+def test_tune_gives_an_amd_gpu_its_hip_index_on_a_mixed_box():
+    # mixed_amd.scn: two H100s (gpuscope's 0, 1) and an MI250X's two dies (gpuscope's 2, 3: HIP's 0, 1)
+    sb = SB()
+    d = os.path.join(sb.dir, "tune_env")
+    os.makedirs(d, exist_ok=True)
+    job = os.path.join(d, "job.py")
+    with open(job, "w") as f:
+        f.write(TUNE_JOB)
+    rc, out, err = sb.gs("tune", "--json", "--name", "mixtune", "--gpus", "1,2,3", "--steps", "4", "--warmup", "1",
+                         "--param", "k=a,b,c", "--", PYTHON, job, d, "{k}", env=_env("mixed_amd.scn", nvml=True),
+                         timeout=200)
+    check(rc == 0, f"tune exited {rc}\n{out}\n{err}")
+    seen = {}
+    for t in json.loads(out)["trials"]:
+        with open(os.path.join(d, t["config"]["k"] + ".env")) as f:
+            seen[t["gpu"]] = f.read()
+    check(seen == {"1": "1 1", "2": "0 0", "3": "1 1"}, f"CUDA/HIP_VISIBLE_DEVICES by gpuscope GPU: {seen}")
 
 
 def test_without_the_library_nothing_changes():
