@@ -34,9 +34,11 @@ def _env(scn, nvml=False, rocm=True):
 
 def _setup(sb):
     # 25 ms steps, 20 ms of them waiting for data: input-bound whatever the GPU
-    job = sb.step_job(0.02, 0.005, 80, *JOB)
-    sb.ok("run", "--quiet", "--name", "h100", "--", *job, env=_env("h100_nogpm_input.scn", nvml=True, rocm=False))
-    sb.ok("run", "--quiet", "--name", "mi300x", "--", *job, env=_env("mi300x_input.scn"))
+    # (each job writes its own measured data share: on a loaded machine the 5 ms spin stretches, and
+    # the two runs' shares differ by what the machine did, not by what the vendor is)
+    for name, scn, nvml, rocm in (("h100", "h100_nogpm_input.scn", True, False), ("mi300x", "mi300x_input.scn", False, True)):
+        job = sb.step_job(0.02, 0.005, 80, *JOB, out=os.path.join(sb.dir, f"{name}.json"))
+        sb.ok("run", "--quiet", "--name", name, "--", *job, env=_env(scn, nvml=nvml, rocm=rocm))
     # fp32 on the MI300X's matrix cores (CDNA 3 takes compute capability 7's place), never input-bound
     sb.ok("run", "--quiet", "--name", "fp32", "--", *sb.step_job(0, 0.02, 40, "batch_size=32", "precision=fp32"),
           env=_env("mi300x_input.scn"))
@@ -93,15 +95,24 @@ def test_input_bound_job_gets_the_h100_findings_with_their_figures():
     b = SB().json("report", "mi300x", "--json")["findings"]
     check([f["rule"] for f in a] == [f["rule"] for f in b], f"h100 {[f['rule'] for f in a]} mi300x {[f['rule'] for f in b]}")
     check(any(f["rule"] in ("input_latency", "input_bound") for f in b), str([f["rule"] for f in b]))
+    # each job's own measure of its data share; the two runs may differ by as much as those differ
+    own = {}
+    for name in ("h100", "mi300x"):
+        with open(os.path.join(SB().dir, f"{name}.json")) as f:
+            j = json.load(f)
+        own[name] = j["data_s"] / (j["data_s"] + j["compute_s"])
+    slack = abs(own["h100"] - own["mi300x"])
     for x, y in zip(a, b):
         check(x["severity"] == y["severity"] and set(x["evidence"]) == set(y["evidence"]), f"{x['rule']}: {x} / {y}")
-        check(abs(x["share"] - y["share"]) < 0.1, f"{x['rule']}: share {x['share']} vs {y['share']}")
+        check(abs(x["share"] - y["share"]) < 0.1 + slack,
+              f"{x['rule']}: share {x['share']} vs {y['share']} (the jobs measured {own['h100']:.3f} and {own['mi300x']:.3f})")
         # measured step times of two runs on a shared machine: close, never equal; the estimate follows
         # from the recommended worker count, a whole number, so only its direction is compared
         ex, ey = x["evidence"], y["evidence"]
         for k in ("data_wait_share", "gpu_util_pct"):
             if isinstance(ex.get(k), (int, float)):
-                check(abs(ex[k] - ey[k]) <= 0.1 * max(1, abs(ex[k])), f"{x['rule']}: {k} {ex[k]} vs {ey[k]}")
+                tol = 0.1 * max(1, abs(ex[k])) + (slack if k == "data_wait_share" else 0)
+                check(abs(ex[k] - ey[k]) <= tol, f"{x['rule']}: {k} {ex[k]} vs {ey[k]} (jobs: {own})")
         check(ex.get("num_workers") == ey.get("num_workers"), f"{x['rule']}: {ex} / {ey}")
         check((x["speedup"] > 1.5) == (y["speedup"] > 1.5), f"{x['rule']}: {x['speedup']} vs {y['speedup']}")
     ta, tb = SB().ok("report", "h100"), SB().ok("report", "mi300x")
