@@ -264,9 +264,25 @@ static int gpu_listed(const struct nvml_devices *d, const char *gpu) {
   return 0;
 }
 
+/* The HIP index of each AMD GPU of o->gpus (o->hip): its place among the AMD GPUs d lists, which
+ * come after the NVIDIA ones; "" for an NVIDIA GPU or a UUID. */
+static void gpus_hip(struct tune_opts *o, const struct nvml_devices *d) {
+  for (int i = 0; i < o->ngpus; i++) {
+    o->hip[i][0] = 0;
+    if (!o->gpus[i][0] || strspn(o->gpus[i], "0123456789") != strlen(o->gpus[i]))
+      continue;
+    unsigned k = (unsigned)strtoul(o->gpus[i], NULL, 10), amd = 0;
+    if (k >= d->n || strcmp(d->dev[k].facts.vendor, "amd"))
+      continue;
+    for (unsigned j = 0; j < k; j++)
+      amd += !strcmp(d->dev[j].facts.vendor, "amd");
+    snprintf(o->hip[i], sizeof o->hip[i], "%u", amd);
+  }
+}
+
 /* Each GPU of --gpus LIST (o->gpus) checked against the driver: a trial given a GPU that is not there
  * would run on none, or on another. Returns -1 to go on, else the exit code (printed). */
-static int gpus_known(const struct tune_opts *o, const char *list) {
+static int gpus_known(struct tune_opts *o, const char *list) {
   struct nvml_devices d;
   int rc = -1;
   if (collect_devices_list(&d, NULL))
@@ -278,6 +294,8 @@ static int gpus_known(const struct tune_opts *o, const char *list) {
                     "tune: --gpus: the driver has no GPU '%s' (%u listed: give their indices 0-%u, GPU or MIG UUIDs as "
                     "`gpuscope devices` shows, or all)",
                     o->gpus[i], d.n, d.n ? d.n - 1 : 0);
+  if (rc < 0)
+    gpus_hip(o, &d);
   collect_devices_done(&d);
   return rc;
 }
@@ -304,6 +322,7 @@ static int parse_gpus(struct tune_opts *o, const char *list) {
         snprintf(o->gpus[o->ngpus++], sizeof o->gpus[0], "%u", i);
       }
     }
+    gpus_hip(o, &d);
     collect_devices_done(&d);
     if (!o->ngpus)
       fprintf(stderr, "[tune] --gpus all: NVML lists no usable GPU: trials run one at a time\n");

@@ -5,7 +5,8 @@
  * vendor, so the doctor, top, reports, tune and /metrics read AMD GPUs unchanged), labels "gpu=N"
  * and "gpu=N,pid=P", the metric descriptors of nvml_util.c. AMD GPUs are numbered after NVIDIA's:
  * this collector opens after collector_nvml and starts at its gpu.count. What ROCm SMI has no reading
- * for (SM activity, tensor activity, throttle reasons) has no series at all: absent, never zero.
+ * for (SM activity, tensor activity) has no series at all: absent, never zero. Throttling comes from
+ * the firmware's metrics table where its version has it, in NVML's reason bits (rc_metrics).
  *
  * ROCm SMI's reads are sysfs files (microseconds), not driver calls that can hang, so the collector
  * samples in sample() itself rather than from a thread of its own as NVML's does. A call answering
@@ -19,10 +20,23 @@
 #include "collect/nvml_int.h"
 #include "collect/rocm_smi_api.h"
 
-enum rcall { R_BUSY, R_MEM_BUSY, R_MEM, R_POWER, R_SOCKET_POWER, R_CAP, R_ENERGY, R_TEMP, R_CLOCK, R_PCIE, R_COUNT };
-static const char *const rcall_what[R_COUNT] = {"busy percent", "memory busy percent", "memory usage", "average power",
-                                                "socket power", "power cap",           "energy",       "temperature",
-                                                "system clock", "PCIe throughput"};
+enum rcall {
+  R_BUSY,
+  R_MEM_BUSY,
+  R_MEM,
+  R_POWER,
+  R_SOCKET_POWER,
+  R_CAP,
+  R_ENERGY,
+  R_TEMP,
+  R_CLOCK,
+  R_PCIE,
+  R_METRICS,
+  R_COUNT
+};
+static const char *const rcall_what[R_COUNT] = {
+    "busy percent", "memory busy percent", "memory usage", "average power",   "socket power",     "power cap",
+    "energy",       "temperature",         "system clock", "PCIe throughput", "GPU metrics table"};
 
 #define PROCS_MAX 64
 #define ECC_EVERY 50 /* ticks between ECC reads (5 s at the default 100 ms): the counts change rarely */
@@ -37,6 +51,10 @@ static const struct gs_metric_desc amd_temps[3] = {
     {"gpu.temp_junction_c", "C", GS_GAUGE, "AMD: junction (hotspot) temperature"},
     {"gpu.temp_mem_c", "C", GS_GAUGE, "AMD: HBM temperature"},
 };
+/* The firmware's instantaneous PCIe bandwidth (gpu_metrics v1.4 and later: MI300), both directions
+ * together: NVML's PCIe series are one direction each. */
+static const struct gs_metric_desc amd_pcie_bw = {"gpu.pcie_bw_bytes_s", "B/s", GS_GAUGE,
+                                                  "AMD: PCIe bandwidth in use, both directions (firmware metrics)"};
 
 struct amd_gpu {
   uint32_t dv;  /* ROCm SMI's device index */
@@ -44,8 +62,11 @@ struct amd_gpu {
   char label[24];
   char name[96];
   int sid[M_COUNT];
-  int temp_sid[3];
+  int temp_sid[3], pcie_bw_sid;
   unsigned char temp_off[3], ecc_off;
+  struct rocm_smi_metrics prev; /* the last metrics table read (its residencies), prev.layout 0: none */
+  unsigned long long throttle_prev;
+  int throttle_valid;
   unsigned char off[R_COUNT];
   struct {
     unsigned pid;
@@ -160,14 +181,67 @@ static void rc_readings(struct rocm_ctx *c, struct amd_gpu *g, int64_t t) {
   rc_temps(c, g, t);
   memset(freq, 0, sizeof freq);
   if (RCALL(R_CLOCK, rsmi_dev_gpu_clk_freq_get, (g->dv, RSMI_CLK_TYPE_SYS, (rsmi_frequencies_t *)freq))) {
-    double mhz = rocm_smi_api_clock_mhz(freq);
+    double max, mhz = rocm_smi_api_clock_mhz(freq, &max);
     rc_put(c, g, M_SM_CLOCK, t, mhz >= 0 ? mhz : NAN);
+    rc_put(c, g, M_SM_CLOCK_MAX, t, max > 0 ? max : NAN); /* what the throttled rule compares against */
   }
   /* Packets per second in each direction times the largest payload: the bound ROCm SMI gives. */
   if (RCALL(R_PCIE, rsmi_dev_pci_throughput_get, (g->dv, &sent, &recv, &pkt))) {
     rc_put(c, g, M_PCIE_TX, t, (double)sent * (double)pkt);
     rc_put(c, g, M_PCIE_RX, t, (double)recv * (double)pkt);
   }
+}
+
+/* gpu.throttle_reasons in NVML's bits, and throttle_start/stop events for each reason that changed,
+ * as the NVML collector writes them (nvml.c's throttle_tick), so the doctor reads both vendors alike. */
+static void rc_throttle(struct rocm_ctx *c, struct amd_gpu *g, int64_t t, unsigned long long mask) {
+  rc_put(c, g, M_THROTTLE, t, (double)mask);
+  unsigned long long changed = (g->throttle_valid ? g->throttle_prev : 0) ^ mask;
+  for (int b = 0; b < 64 && changed; b++) {
+    unsigned long long bit = 1ULL << b;
+    if (!(changed & bit))
+      continue;
+    changed &= ~bit;
+    const struct gs_clock_reason *r = gs_clock_reason_of_bit(bit);
+    gs_sink_event(c->sink, t, (mask & bit) ? "throttle_start" : "throttle_stop", r ? r->name : "", NAN, g->label, "");
+  }
+  g->throttle_prev = mask;
+  g->throttle_valid = 1;
+}
+
+/* The firmware's metrics table (rsmi_dev_gpu_metrics_info_get): throttling, from indep_throttle_status
+ * (v1.3: MI200) or the residencies (v1.6: MI300); the PCIe bandwidth (v1.4 on); the activity averages
+ * where the busy-percent calls give none. What the table's version lacks, or the firmware fills with
+ * all ones, is not written. */
+static void rc_metrics(struct rocm_ctx *c, struct amd_gpu *g, int64_t t) {
+  unsigned char buf[ROCM_SMI_METRICS_BUF];
+  struct rocm_smi_metrics m;
+  if (g->off[R_METRICS] || !c->api.rsmi_dev_gpu_metrics_info_get)
+    return;
+  rocm_smi_api_metrics_prepare(buf);
+  if (!RCALL(R_METRICS, rsmi_dev_gpu_metrics_info_get, (g->dv, (rsmi_gpu_metrics_t *)buf)))
+    return;
+  if (rocm_smi_api_metrics(buf, &m)) {
+    g->off[R_METRICS] = 1;
+    gs_sink_note(c->sink, "rocm: gpu%u: GPU metrics table of format %u: not read", g->gpu, buf[2]);
+    return;
+  }
+  if (g->off[R_BUSY] || !c->api.rsmi_dev_busy_percent_get)
+    rc_put(c, g, M_UTIL, t, m.gfx_pct);
+  if (g->off[R_MEM_BUSY] || !c->api.rsmi_dev_memory_busy_percent_get)
+    rc_put(c, g, M_MEM_UTIL, t, m.umc_pct);
+  if (isfinite(m.pcie_gbs)) {
+    if (g->pcie_bw_sid < 0)
+      g->pcie_bw_sid = gs_sink_series(c->sink, "nvml", amd_pcie_bw.name, g->label, amd_pcie_bw.unit, amd_pcie_bw.kind);
+    if (g->pcie_bw_sid >= 0)
+      gs_sink_put(c->sink, g->pcie_bw_sid, t, m.pcie_gbs * 1e9);
+  }
+  long long mask = m.has_indep      ? (long long)rocm_smi_api_indep_reasons(m.indep)
+                   : g->prev.layout ? rocm_smi_api_resid_reasons(&g->prev, &m)
+                                    : -1;
+  if (mask >= 0)
+    rc_throttle(c, g, t, (unsigned long long)mask);
+  g->prev = m;
 }
 
 /* gpu.proc_mem_bytes{gpu=N,pid=P}: each compute process's VRAM on each GPU it uses (ROCm SMI gives a
@@ -291,7 +365,7 @@ static void *rocm_open(const struct collector_opts *opts, struct gs_sink *sink, 
     snprintf(g->label, sizeof g->label, "gpu=%u", g->gpu);
     for (int m = 0; m < M_COUNT; m++)
       g->sid[m] = -1;
-    g->temp_sid[0] = g->temp_sid[1] = g->temp_sid[2] = -1;
+    g->temp_sid[0] = g->temp_sid[1] = g->temp_sid[2] = g->pcie_bw_sid = -1;
     rc_facts(c, g);
   }
   return c;
@@ -302,6 +376,7 @@ static int rocm_sample(void *ctx, struct gs_sink *sink, int64_t now_ns) {
   (void)sink;
   for (unsigned i = 0; i < c->n; i++) {
     rc_readings(c, &c->g[i], now_ns);
+    rc_metrics(c, &c->g[i], now_ns);
     rc_ecc(c, &c->g[i], now_ns);
   }
   rc_procs(c, now_ns);

@@ -105,7 +105,8 @@ enum { NDCGM = sizeof DCGM / sizeof *DCGM };
 
 /* AMD's device-metrics-exporter's names (ROCm/device-metrics-exporter, docs/configuration/
  * metricslist.md: the field names lower-cased, as it exposes them) for the series of an AMD GPU
- * (param gpu.N.vendor=amd), so AMD's Grafana dashboards read them unchanged; every one a gauge, as
+ * (param gpu.N.vendor=amd), so AMD's Grafana dashboards read them unchanged (a series may feed
+ * several families, as the power feeds gpu_package_power and gpu_power_usage); every one a gauge, as
  * the exporter declares them, but for the ECC totals, counters
  * (their _total names ask for it). A series without an entry keeps gpuscope's own name (never DCGM's). */
 static const struct amd_map {
@@ -118,6 +119,9 @@ static const struct amd_map {
     {"gpu.mem_free_bytes", "gpu_free_vram", "gauge", "Total VRAM memory free in MB.", "", 1 / MIB},
     {"gpu.mem_total_bytes", "gpu_total_vram", "gauge", "Total VRAM available in MB.", "", 1 / MIB},
     {"gpu.power_w", "gpu_package_power", "gauge", "Current socket power in Watts", "", 1},
+    {"gpu.power_w", "gpu_power_usage", "gauge", "GPU power usage in Watts", "", 1},
+    /* the firmware's instantaneous bandwidth (GB/s in the metrics table) in the exporter's Mb/s */
+    {"gpu.pcie_bw_bytes_s", "pcie_bandwidth", "gauge", "Current instantaneous bandwidth usage in Mb/s", "", 8e-6},
     {"gpu.energy_j", "gpu_energy_consumed", "gauge", "Accumulated energy consumed by the GPU in uJ", "", 1e6},
     {"gpu.temp_edge_c", "gpu_edge_temperature", "gauge", "Edge temperature value in Celsius.", "", 1},
     {"gpu.temp_junction_c", "gpu_junction_temperature", "gauge", "Hotspot (aka Junction) temperature value in Celsius.",
@@ -293,8 +297,10 @@ static void vendors_read(struct expose *m) {
   }
 }
 
-/* The labels AMD's exporter puts on every GPU line: gpu_id, gpu_uuid, serial_number, card_model
- * (the exporter's is the board's part number; ROCm SMI gives the marketing name), hostname. */
+/* The labels AMD's exporter puts on every GPU line: gpu_id, gpu_uuid, serial_number, card_model,
+ * hostname. The exporter's card_model is the board's part number where it has one, else the card
+ * series (the marketing name); ROCm SMI gives no part number, so it is the name here: the exporter's
+ * own fallback (docs/amd.md). */
 static void amd_labels(struct expose *m, int gpu, struct gpu_labels *g) {
   static const char *const keys[][2] = {{"uuid", "gpu_uuid"}, {"serial", "serial_number"}, {"name", "card_model"}};
   char key[64], v[256];
@@ -502,17 +508,25 @@ static int amd_row(struct expose *m, struct row *r, const char *name, size_t nle
   long gpu = strncmp(labels, "gpu=", 4) ? -1 : strtol(labels + 4, &end, 10);
   if (gpu < 0 || gpu >= MAX_GPUS || *end || !m->gpus[gpu].amd)
     return 0;
-  for (size_t i = 0; i < NAMD; i++)
-    if (strlen(AMD[i].series) == nlen && !strncmp(AMD[i].series, name, nlen)) {
-      snprintf(r->fam, sizeof r->fam, "%s", AMD[i].fam);
-      r->type = AMD[i].type;
-      r->help = AMD[i].help;
-      r->v = scaled(v, AMD[i].scale);
-      r->gpu = (int)gpu;
-      snprintf(r->labels, sizeof r->labels, "%s", AMD[i].label);
-      return 1;
-    }
-  return 2;
+  size_t ri = (size_t)(r - m->rows);
+  int found = 0;
+  for (size_t i = 0; i < NAMD; i++) {
+    if (strlen(AMD[i].series) != nlen || strncmp(AMD[i].series, name, nlen))
+      continue;
+    struct row *x = found ? row_new(m) : &m->rows[ri];
+    if (!x)
+      break;
+    r = &m->rows[ri]; /* row_new may have moved the rows */
+    x->order = r->order;
+    snprintf(x->fam, sizeof x->fam, "%s", AMD[i].fam);
+    x->type = AMD[i].type;
+    x->help = AMD[i].help;
+    x->v = scaled(v, AMD[i].scale);
+    x->gpu = (int)gpu;
+    snprintf(x->labels, sizeof x->labels, "%s", AMD[i].label);
+    found = 1;
+  }
+  return found ? 1 : 2;
 }
 
 /* ---- the pass over the sink (under the sink's lock: copies only) ---- */

@@ -234,11 +234,13 @@ static void child_setup(const struct tune_opts *o, const struct tune_trial *t, i
     env_param("warmup", num);
   }
   if (t->gpu[0]) {
-    setenv("CUDA_VISIBLE_DEVICES", t->gpu, 1);
-    /* ROCm's HIP reads its own variable (an AMD-only box numbers its GPUs as gpuscope does; on a box
-     * with both vendors the AMD indices differ: docs/amd.md). ROCR_VISIBLE_DEVICES is left alone: it
-     * filters beneath HIP's, and both at once would count the second from the first's survivors. */
-    setenv("HIP_VISIBLE_DEVICES", t->gpu, 1);
+    /* An AMD GPU by its HIP index (gpuscope numbers AMD GPUs after NVIDIA's, HIP from 0 among its
+     * own), in both variables, as HIP honours CUDA_VISIBLE_DEVICES too; any other by gpuscope's
+     * index or UUID. ROCR_VISIBLE_DEVICES is left alone: it filters beneath HIP's, and both at once
+     * would count the second from the first's survivors (docs/amd.md). */
+    const char *v = t->hip[0] ? t->hip : t->gpu;
+    setenv("CUDA_VISIBLE_DEVICES", v, 1);
+    setenv("HIP_VISIBLE_DEVICES", v, 1);
   }
   snprintf(num, sizeof num, "%d", k + 1);
   setenv("GPUSCOPE_TUNE_TRIAL", num, 1);
@@ -712,8 +714,10 @@ int tune_trial_start(const struct tune_opts *o, struct tune_trial *t, int k, int
   p->log_fd = p->res_fd = -1;
   p->k = k;
   p->seen = tune_sigint;
-  if (o->ngpus > 0)
+  if (o->ngpus > 0) {
     snprintf(t->gpu, sizeof t->gpu, "%s", o->gpus[slot % o->ngpus]);
+    snprintf(t->hip, sizeof t->hip, "%s", o->hip[slot % o->ngpus]);
+  }
   cpu_set_t cores;
   int pinned = nslots > 1 && !cpu_share(slot, nslots, &cores, t->cpus, sizeof t->cpus);
   trial_reset(o, t, k, tags, sizeof tags);

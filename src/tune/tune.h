@@ -81,6 +81,7 @@ struct tune_opts {
   double samples;               /* > 0: each trial runs until its steps x samples per step reach this (--samples) */
   int ngpus;                    /* --gpus: trials side by side, one per GPU (0: one at a time, no GPU chosen) */
   char gpus[TUNE_MAX_GPUS][96]; /* CUDA_VISIBLE_DEVICES of each: an index or a MIG instance's UUID */
+  char hip[TUNE_MAX_GPUS][16];  /* an AMD GPU's HIP index (from 0 among the AMD GPUs), "" for others */
   int resume;                   /* --resume: trials whose runs in the group are complete are not rerun */
   char *const *spec;            /* the tune's own arguments, kept in each trial's run for --resume */
   int nspec;
@@ -110,7 +111,8 @@ struct tune_trial {
   int tied;            /* set by tune_rank: within noise of the best */
   double lr;           /* the {lr} it used (NAN without --lr-base) */
   long lr_warmup;      /* the {warmup} it used, in steps (-1 without --lr-base) */
-  char gpu[96];        /* its CUDA_VISIBLE_DEVICES ("" none) */
+  char gpu[96];        /* its GPU: gpuscope's index (CUDA_VISIBLE_DEVICES) or a MIG UUID ("" none) */
+  char hip[16];        /* an AMD GPU's HIP index, its HIP_VISIBLE_DEVICES ("" not AMD) */
   char cpus[64];       /* the cores it was pinned to, "0-3" ("" not pinned) */
   int resumed;         /* read from the store by --resume, not run again */
   double samples_seen; /* the client's samples up to the measured window's end (NAN unknown) */

@@ -166,6 +166,10 @@ struct sim_dev {
   int nevents;
   int amd;         /* `vendor amd`: a ROCm SMI device (librocm_smi64, rocmsim.c), not an NVML one */
   char serial[32]; /* `serial X`: rsmi_dev_serial_number_get (default derived from the index) */
+  /* `gpu_metrics 1.N [unfilled]`: the firmware's metrics table rsmi_dev_gpu_metrics_info_get gives
+   * (content revision N; unfilled: every field all ones, as a firmware that fills none); 0: none,
+   * the call answers NOT_SUPPORTED */
+  int metrics_content, metrics_unfilled;
 };
 
 struct sim_scn {
@@ -196,6 +200,8 @@ const struct sim_seg *sim_seg_at(const struct sim_dev *d, double t);
 double sim_value(const struct sim_dev *d, enum sim_key k, double t);
 /* The integral of k over [t0, t1] (value-seconds). */
 double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1);
+/* The time within [t0, t1] that k's value, as a bitmask, has any of bits set (seconds). */
+double sim_integral_bits(const struct sim_dev *d, enum sim_key k, unsigned long long bits, double t0, double t1);
 /* A health counter at t: the value set plus the integral of its rate key (K_NKEYS: none). */
 double sim_counter(const struct sim_dev *d, enum sim_key k, double t);
 /* Device d's MIG mode at t: -1 not supported, 0 off, 1 on. */

@@ -470,6 +470,12 @@ static int device_line(struct parser *p, struct sim_dev *d, char **tok, int ntok
     snprintf(d->name, sizeof d->name, "%s", rest);
   } else if (!strcmp(k, "vendor") && ntok == 2 && (!strcmp(tok[1], "amd") || !strcmp(tok[1], "nvidia"))) {
     d->amd = tok[1][0] == 'a';
+  } else if (!strcmp(k, "gpu_metrics") && (ntok == 2 || (ntok == 3 && !strcmp(tok[2], "unfilled")))) {
+    unsigned major, minor;
+    if (sscanf(tok[1], "%u.%u", &major, &minor) != 2 || major != 1 || minor < 1 || minor > 9)
+      return perr(p, "bad gpu_metrics version '%s' (1.1 .. 1.9)", tok[1]);
+    d->metrics_content = (int)minor;
+    d->metrics_unfilled = ntok == 3;
   } else if (!strcmp(k, "serial") && ntok == 2) {
     snprintf(d->serial, sizeof d->serial, "%s", tok[1]);
   } else if (!strcmp(k, "uuid") && ntok == 2) {
@@ -768,27 +774,35 @@ double sim_value(const struct sim_dev *d, enum sim_key k, double t) {
   return sim_seg_at(d, t)->v[k];
 }
 
-/* Integral of k over [0, x] within one period (or the whole timeline when not periodic). */
-static double partial(const struct sim_dev *d, enum sim_key k, double x) {
+/* Integral of k over [0, x] within one period (or the whole timeline when not periodic); with bits,
+ * of 1 where k's value as a mask has one of them. */
+static double partial(const struct sim_dev *d, enum sim_key k, unsigned long long bits, double x) {
   double sum = 0;
   for (int i = 0; i < d->nsegs && d->segs[i].t < x; i++) {
     double end = i + 1 < d->nsegs ? d->segs[i + 1].t : INFINITY;
-    sum += d->segs[i].v[k] * ((end < x ? end : x) - d->segs[i].t);
+    double v = d->segs[i].v[k];
+    if (bits)
+      v = v >= 0 && ((unsigned long long)v & bits) ? 1 : 0;
+    sum += v * ((end < x ? end : x) - d->segs[i].t);
   }
   return sum;
 }
 
-static double cumulative(const struct sim_dev *d, enum sim_key k, double t) {
+static double cumulative(const struct sim_dev *d, enum sim_key k, unsigned long long bits, double t) {
   if (t <= 0)
     return 0;
   if (d->period <= 0)
-    return partial(d, k, t);
+    return partial(d, k, bits, t);
   double whole = floor(t / d->period);
-  return whole * partial(d, k, d->period) + partial(d, k, t - whole * d->period);
+  return whole * partial(d, k, bits, d->period) + partial(d, k, bits, t - whole * d->period);
 }
 
 double sim_integral(const struct sim_dev *d, enum sim_key k, double t0, double t1) {
-  return cumulative(d, k, t1) - cumulative(d, k, t0);
+  return cumulative(d, k, 0, t1) - cumulative(d, k, 0, t0);
+}
+
+double sim_integral_bits(const struct sim_dev *d, enum sim_key k, unsigned long long bits, double t0, double t1) {
+  return cumulative(d, k, bits, t1) - cumulative(d, k, bits, t0);
 }
 
 double sim_counter(const struct sim_dev *d, enum sim_key k, double t) {

@@ -3,6 +3,7 @@
  * (src/collect/rocm_smi_api.h's declarations, checked against AMD's headers). Time is seconds since
  * the first rsmi_init (or GPUSIM_CLOCK's file); `$JOBPID` is this process's first child, as in
  * gpusim.c. Faults: `fault util|mem|power|power_limit|energy|temp|clock|pcie|ecc|name|uuid|pci|all CODE`
+ * (`throttle`: the metrics table)
  * with NVML's code names (NOT_SUPPORTED is RSMI_STATUS_NOT_SUPPORTED, NO_PERMISSION is
  * RSMI_STATUS_PERMISSION, anything else RSMI_STATUS_UNKNOWN_ERROR). */
 #include <dirent.h>
@@ -251,6 +252,55 @@ EXPORT rsmi_status_t rsmi_dev_ecc_count_get(uint32_t dv, rsmi_gpu_block_t block,
   DEV(dv, SC_ECC);
   ec->correctable_err = block == RSMI_GPU_BLOCK_UMC ? (uint64_t)sim_counter(d, K_ECC_SBE, t) : 0;
   ec->uncorrectable_err = block == RSMI_GPU_BLOCK_UMC ? (uint64_t)sim_counter(d, K_ECC_DBE, t) : 0;
+  return RSMI_STATUS_SUCCESS;
+}
+
+/* ---- the firmware's metrics table (rsmi_dev_gpu_metrics_info_get) ---- */
+
+#define RESID_HZ 100000.0 /* accumulation_counter's ticks per second (the v1.6 residencies' unit) */
+
+/* The scenario's throttle reasons (NVML's bits) as indep_throttle_status bits (the kernel's
+ * SMU_THROTTLER_*): SwPowerCap PPT0 (0), HwSlowdown TDC_GFX (16), SwThermalSlowdown TEMP_GPU (32),
+ * HwThermalSlowdown PROCHOT_GFX (47). */
+static uint64_t indep_of(double nv) {
+  unsigned long long m = nv >= 0 ? (unsigned long long)nv : 0;
+  return (m & 0x4 ? 1ULL : 0) | (m & 0x8 ? 1ULL << 16 : 0) | (m & 0x20 ? 1ULL << 32 : 0) | (m & 0x40 ? 1ULL << 47 : 0);
+}
+
+/* The table of content revision d->metrics_content, in the layout of the library
+ * GPUSIM_RSMI_METRICS names: 5 (ROCm 5.x, 96 bytes), 6 (ROCm 6.1/6.2, 424 bytes), else 7 (ROCm 6.3
+ * and later, 1832 bytes: the v1.6 residencies). What the revision lacks, and every field of an
+ * `unfilled` table, is all ones, as the kernel leaves it. */
+EXPORT rsmi_status_t rsmi_dev_gpu_metrics_info_get(uint32_t dv, rsmi_gpu_metrics_t *out) {
+  DEV(dv, SC_THROTTLE);
+  if (!d->metrics_content)
+    return RSMI_STATUS_NOT_SUPPORTED;
+  const char *e = getenv("GPUSIM_RSMI_METRICS");
+  int layout = e && *e == '5' ? 5 : e && *e == '6' ? 6 : 7;
+  size_t size = layout == 5 ? sizeof(struct rsmi_metrics_v5) : layout == 6 ? 424 : 1832;
+  unsigned c = (unsigned)d->metrics_content;
+  struct rsmi_metrics_v6 x;
+  memset(&x, 0xff, sizeof x);
+  x.common_header = (struct metrics_table_header_t){(uint16_t)size, 1, (uint8_t)c};
+  if (!d->metrics_unfilled) {
+    x.average_gfx_activity = (uint16_t)lround(sim_value(d, K_UTIL, t));
+    x.average_umc_activity = (uint16_t)lround(sim_value(d, K_MEM_UTIL, t));
+    if (c == 3)
+      x.indep_throttle_status = indep_of(sim_value(d, K_THROTTLE, t));
+    if (c >= 4)
+      x.pcie_bandwidth_inst = (uint64_t)llround((sim_value(d, K_PCIE_TX, t) + sim_value(d, K_PCIE_RX, t)) / 1e9);
+    if (c >= 6) {
+      x.accumulation_counter = (uint64_t)llround(t * RESID_HZ);
+      x.ppt_residency_acc = (uint64_t)llround(sim_integral_bits(d, K_THROTTLE, 0x4, 0, t) * RESID_HZ);
+      x.socket_thm_residency_acc = (uint64_t)llround(sim_integral_bits(d, K_THROTTLE, 0x20, 0, t) * RESID_HZ);
+      x.prochot_residency_acc = (uint64_t)llround(sim_integral_bits(d, K_THROTTLE, 0x40, 0, t) * RESID_HZ);
+      x.vr_thm_residency_acc = x.hbm_thm_residency_acc = 0;
+    }
+  }
+  unsigned char buf[1832];
+  memset(buf, 0xff, sizeof buf);
+  memcpy(buf, &x, size < sizeof x ? size : sizeof x);
+  memcpy(out, buf, size);
   return RSMI_STATUS_SUCCESS;
 }
 

@@ -7,7 +7,11 @@
 #   2. the size and member offsets of every struct we declare and the value of every constant we use
 #      are the same compiled with either header (two programs print them; their outputs are compared).
 #      rsmi_frequencies_t differs between ROCm 5 and 6: the header's is compared with our layout of the
-#      same RSMI_MAX_NUM_FREQUENCIES (struct rsmi_freq_v5: 32, rsmi_freq_v6: 33).
+#      same RSMI_MAX_NUM_FREQUENCIES (struct rsmi_freq_v5: 32, rsmi_freq_v6: 33). rsmi_gpu_metrics_t
+#      grew: ROCm 5's (no indep_throttle_status) is compared whole with struct rsmi_metrics_v5; a
+#      later one's offsets of every field gpuscope reads with struct rsmi_metrics_v6's, up to the
+#      fields that header has (v1.5's pcie_nak_rcvd_count_acc, or v1.6's residencies), and its size
+#      must fit in ROCM_SMI_METRICS_BUF.
 # The headers: the arguments, else $ROCM_SMI_H, else those found of Debian's librocm-smi-dev
 # (/usr/include/rocm_smi/rocm_smi.h) and ROCm's (/opt/rocm/include/rocm_smi/rocm_smi.h); each one is
 # checked. Upstream's is ROCm/rocm_smi_lib's include/rocm_smi/rocm_smi.h. Nothing is copied from them
@@ -47,6 +51,8 @@ cat > "$tmp/layout.c" <<'EOC'
 #ifdef THEIRS
 #include THEIRS
 #define FREQ rsmi_frequencies_t
+#define MET rsmi_gpu_metrics_t
+#define FITS (sizeof(rsmi_gpu_metrics_t) <= MBUF)
 #else
 #include "collect/rocm_smi_api.h"
 #if NFREQ == 32
@@ -54,6 +60,12 @@ cat > "$tmp/layout.c" <<'EOC'
 #else
 #define FREQ struct rsmi_freq_v6
 #endif
+#if MLEVEL == 50
+#define MET struct rsmi_metrics_v5
+#else
+#define MET struct rsmi_metrics_v6
+#endif
+#define FITS (ROCM_SMI_METRICS_BUF == MBUF)
 #endif
 #define P(x) printf("%-50s %lld\n", #x, (long long)(x))
 #define S(t) P(sizeof(t))
@@ -64,6 +76,23 @@ int main(void) {
   S(rsmi_process_info_t); O(rsmi_process_info_t, pasid); O(rsmi_process_info_t, vram_usage);
   O(rsmi_process_info_t, sdma_usage); O(rsmi_process_info_t, cu_occupancy);
   S(FREQ); O(FREQ, num_supported); O(FREQ, current); O(FREQ, frequency);
+  S(struct metrics_table_header_t); O(struct metrics_table_header_t, format_revision);
+  O(struct metrics_table_header_t, content_revision); P(FITS);
+  O(MET, common_header); O(MET, average_gfx_activity); O(MET, average_umc_activity); O(MET, throttle_status);
+  O(MET, pcie_link_speed); O(MET, gfx_activity_acc); O(MET, temperature_hbm);
+#if MLEVEL == 50
+  S(MET);
+#else
+  O(MET, firmware_timestamp); O(MET, indep_throttle_status); O(MET, current_socket_power);
+  O(MET, pcie_bandwidth_inst); O(MET, current_dclk0s);
+#endif
+#if MLEVEL >= 61
+  O(MET, jpeg_activity); O(MET, pcie_nak_rcvd_count_acc);
+#endif
+#if MLEVEL >= 70
+  O(MET, accumulation_counter); O(MET, prochot_residency_acc); O(MET, ppt_residency_acc);
+  O(MET, socket_thm_residency_acc); O(MET, vr_thm_residency_acc); O(MET, hbm_thm_residency_acc);
+#endif
   P(RSMI_STATUS_SUCCESS); P(RSMI_STATUS_INVALID_ARGS); P(RSMI_STATUS_NOT_SUPPORTED); P(RSMI_STATUS_PERMISSION);
   P(RSMI_STATUS_INIT_ERROR); P(RSMI_STATUS_NOT_YET_IMPLEMENTED); P(RSMI_STATUS_NOT_FOUND);
   P(RSMI_STATUS_INSUFFICIENT_SIZE); P(RSMI_STATUS_NO_DATA); P(RSMI_STATUS_UNEXPECTED_DATA); P(RSMI_STATUS_BUSY);
@@ -99,10 +128,16 @@ for hdr in $hdrs; do
   fi
   # 2. Layouts and constants.
   nfreq=$(sed -n 's/^#define RSMI_MAX_NUM_FREQUENCIES \([0-9]*\).*/\1/p' "$hdr")
-  $cc -std=gnu11 -I"$root/src" -DNFREQ="$nfreq" -o "$tmp/ours" "$tmp/layout.c"
-  $cc -std=gnu11 -I"$inc" -DTHEIRS="\"$hdr\"" -o "$tmp/theirs" "$tmp/layout.c"
-  "$tmp/ours" | sed 's/struct rsmi_freq_v[56]/FREQ/' | tr -s ' ' > "$tmp/ours.txt"
-  "$tmp/theirs" | sed 's/rsmi_frequencies_t/FREQ/' | tr -s ' ' > "$tmp/theirs.txt"
+  # which fields this header's rsmi_gpu_metrics_t has: 50 (ROCm 5), 60 (6.0), 61 (v1.5: 6.1), 70 (v1.6: 6.3)
+  mlevel=50
+  grep -q 'indep_throttle_status;' "$hdr" && mlevel=60
+  grep -q 'pcie_nak_rcvd_count_acc;' "$hdr" && mlevel=61
+  grep -q 'accumulation_counter;' "$hdr" && mlevel=70
+  mbuf=$(sed -n 's/^#define ROCM_SMI_METRICS_BUF \([0-9]*\).*/\1/p' "$api")
+  $cc -std=gnu11 -I"$root/src" -DNFREQ="$nfreq" -DMLEVEL="$mlevel" -DMBUF="$mbuf" -o "$tmp/ours" "$tmp/layout.c"
+  $cc -std=gnu11 -I"$inc" -DTHEIRS="\"$hdr\"" -DMLEVEL="$mlevel" -DMBUF="$mbuf" -o "$tmp/theirs" "$tmp/layout.c"
+  "$tmp/ours" | sed 's/struct rsmi_freq_v[56]/FREQ/; s/struct rsmi_metrics_v[56]/MET/' | tr -s ' ' > "$tmp/ours.txt"
+  "$tmp/theirs" | sed 's/rsmi_frequencies_t/FREQ/; s/rsmi_gpu_metrics_t/MET/' | tr -s ' ' > "$tmp/theirs.txt"
   if ! diff "$tmp/theirs.txt" "$tmp/ours.txt" > "$tmp/diff"; then
     echo "rocm-smi-abi: layouts or constants that differ ('<' $hdr, '>' ours):" >&2
     cat "$tmp/diff" >&2
@@ -110,6 +145,7 @@ for hdr in $hdrs; do
     continue
   fi
   echo "rocm-smi-abi: $((nfun - missing)) entry points ($missing newer than this header) and" \
-       "$(wc -l < "$tmp/ours.txt") sizes, offsets and constants match $hdr (RSMI_MAX_NUM_FREQUENCIES $nfreq)"
+       "$(wc -l < "$tmp/ours.txt") sizes, offsets and constants match $hdr (RSMI_MAX_NUM_FREQUENCIES $nfreq," \
+       "gpu_metrics fields of level $mlevel)"
 done
 exit $fail
