@@ -149,6 +149,13 @@ def case_study(cgroup, why):
     # and the measured gain holds that as well as the fix.
     print("  compute per step (no fix here changes it): " + ", ".join(
         f"{run} " + (f"{compute[run]:.0f} ms" if compute[run] is not None else "—") for run in runs))
+    moved = [run for run in runs[1:] if compute[run] and compute["baseline"]
+             and abs(compute[run] / compute["baseline"] - 1) > 0.15]
+    if moved:
+        print(f"  note: compute per step moved by more than 15 % in {', '.join(moved)}: the cores ran at another "
+              "speed than in the baseline, and that run's measured gain is not the fix's alone (a fixed CPU "
+              "share does not fix a core's speed: other work on the machine's host, or the loader processes "
+              "beside the model); rerun when the machine is quieter")
 
     print("\n== pages")
     for run in runs:
