@@ -176,7 +176,9 @@ struct dr_run {
   double step_mean, step_median, data_mean, h2d_mean, compute_mean, data_share, h2d_share;
   double samples_per_step, samples_per_s;
   double batch_size, num_workers, pin_memory; /* params: NAN unknown; pin_memory 1/0 */
-  char precision[32];                         /* "" unknown */
+  double collate_s;      /* the loader_collate_s param: the collate_fn's seconds per batch in the training process, NAN
+                            unknown */
+  char precision[32];    /* "" unknown */
   struct dr_rank *ranks; /* ranks of a distributed job that reported steps, by rank; none: 0 or 1 */
   size_t nranks;
   int persistent_workers; /* -1 unknown */

@@ -336,6 +336,48 @@ static const char *more_workers_text(const struct dr_run *d, const struct dr_fin
   return buf;
 }
 
+/* What producing a batch still costs once its samples are cached or predecoded, as a share of the
+ * data wait: the collate the loader does per batch (it stays whatever the samples cost), which the
+ * client times where it runs in the training process (the loader_collate_s param, num_workers=0).
+ * 0 where it is not measured (worker processes collate out of the client's sight). The per-sample
+ * work a cache keeps (a crop, a flip) is not measured either, and counts as nothing. */
+static double batch_residual(const struct dr_run *d) {
+  if (dr_current_workers(d) > 0 || !(d->collate_s >= 0) || !(d->data_mean > 0))
+    return 0;
+  return fmin(1, d->collate_s / d->data_mean);
+}
+
+/* The model input_bound's estimate is, in words, and the residual it keeps (rest > 0: the collate). */
+static void input_bound_model(struct dr_json *j, const struct dr_run *d, double rest) {
+  dr_json_num(j, "collate_s", rest > 0 ? d->collate_s : NAN);
+  if (rest > 0)
+    dr_json_str(j, "model",
+                "the data term shrinks to what a batch still costs from cached samples, the loader's collate "
+                "(measured; per-sample work a cache keeps is not): speed-up = T / (T - data wait + collate)");
+  else
+    dr_json_str(j, "model",
+                "the data term goes (what a batch still costs from cached samples not measured, counted as "
+                "nothing): speed-up = T / (T - data wait)");
+}
+
+/* The fix's first words: the step's wait for its batch, and what the estimate keeps of it (rest: the
+ * residual share batch_residual gave). */
+static void input_bound_wait(const struct dr_run *d, double rest, char *buf, size_t n) {
+  if (isfinite(d->data_mean) && isfinite(d->step_mean) && rest > 0)
+    dr_printf(buf, n,
+              "The step waits %.0f ms of %.0f ms for its batch (%.1f ms of it the collate, which stays once "
+              "the samples are cached; the estimate keeps it)",
+              d->data_mean * 1e3, d->step_mean * 1e3, d->collate_s * 1e3);
+  else if (isfinite(d->data_mean) && isfinite(d->step_mean))
+    dr_printf(buf, n,
+              "The step waits %.0f ms of %.0f ms for its batch (the estimate counts what a batch still costs "
+              "once cached as nothing: %s)",
+              d->data_mean * 1e3, d->step_mean * 1e3,
+              dr_current_workers(d) > 0 ? "worker processes collate unseen" : "the collate was not timed");
+  else
+    dr_printf(buf, n, "The GPU waits while the job's CPU is saturated (no step timings)");
+}
+
 static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcpu_lo, double lcpu_hi, int inferred) {
   const struct dr_gpu *g = used_gpu(d);
   /* The cost is what was measured: the data wait's share of the step (the run view's data_share, the
@@ -345,12 +387,14 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
   struct store_finding *f = dr_add(fs, d, "input_bound", share, 1);
   if (!f)
     return;
-  /* With steps: the data term goes (and the loading's CPU with it). Inferred: the GPU's idle time,
-   * which the model holds as host idle when there are no step timings. */
+  /* With steps: the data term shrinks to what a batch still costs from cached samples (the measured
+   * collate, batch_residual; the loading's CPU with it). Inferred: the GPU's idle time, which the
+   * model holds as host idle when there are no step timings. */
+  double rest = inferred ? 0 : batch_residual(d);
   if (inferred)
     dr_set_change(fs, f, DR_CH_REMOVE, DR_TERM_HOST, share, 1);
   else
-    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, 0, 1);
+    dr_set_change(fs, f, DR_CH_FACTOR, DR_TERM_DATA, rest, 1);
   dr_keep_share(fs, f);
   if (inferred)
     dr_printf(f->title, sizeof f->title,
@@ -379,13 +423,9 @@ static void add_input_bound(struct dr_run *d, struct dr_findings *fs, double lcp
     dr_json_num(&j, "cpu_saturated", NAN);
   if (g)
     dr_json_num(&j, "gpu_util_pct", g->util.mean);
-  dr_json_str(&j, "model", "the data term goes (producing a batch costs nothing): speed-up = T / (T - data wait)");
-  char wait[96];
-  if (isfinite(d->data_mean) && isfinite(d->step_mean))
-    dr_printf(wait, sizeof wait, "The step waits %.0f ms of %.0f ms for its batch", d->data_mean * 1e3,
-              d->step_mean * 1e3);
-  else
-    dr_printf(wait, sizeof wait, "The GPU waits while the job's CPU is saturated (no step timings)");
+  input_bound_model(&j, d, rest);
+  char wait[200];
+  input_bound_wait(d, rest, wait, sizeof wait);
   /* The loader is known busy when even its least possible CPU is not idle; otherwise the cause is
    * open (a loader using little CPU next to unknown host CPU could be starved or waiting). */
   char why[160];

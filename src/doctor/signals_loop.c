@@ -28,6 +28,7 @@ static void step_figures(struct dr_run *d) {
 static void params_signals(struct dr_run *d) {
   d->batch_size = runview_param_num(d->v, "batch_size");
   d->num_workers = runview_param_num(d->v, "num_workers");
+  d->collate_s = runview_param_num(d->v, "loader_collate_s");
   int pin = runview_param_bool(d->v, "pin_memory");
   d->pin_memory = pin < 0 ? NAN : pin;
   d->persistent_workers = runview_param_bool(d->v, "persistent_workers");

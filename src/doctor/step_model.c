@@ -59,9 +59,17 @@ double dr_step_time(const struct dr_step *m, const struct dr_change *c) {
     double load = m->load * f[DR_TERM_DATA];
     double w = c && isfinite(c->workers) ? c->workers : m->workers;
     step = w > 0 ? fmax(compute, load / w) : compute + load;
-    /* The job's CPU per step must still fit on its cores; loading that costs nothing frees it. */
-    if (isfinite(m->cpu) && f[DR_TERM_DATA] > 0)
-      step = fmax(step, m->cpu);
+    /* The job's CPU per step must still fit on its cores; loading that costs nothing frees it.
+     * Loading in the training process that shrinks (to the collate a cached batch still costs)
+     * frees its part: the job's CPU spread evenly over the serial step, the loading's part of it
+     * shrinks with the load. */
+    if (isfinite(m->cpu) && f[DR_TERM_DATA] > 0) {
+      double cpu = m->cpu,
+             c0 = m->term[DR_TERM_H2D] + m->term[DR_TERM_STRAGGLER] + m->term[DR_TERM_GPU] + m->term[DR_TERM_HOST];
+      if (!(w > 0) && f[DR_TERM_DATA] < 1 && c0 + m->load > 0)
+        cpu *= (c0 + load) / (c0 + m->load);
+      step = fmax(step, cpu);
+    }
   } else {
     step = compute + t[DR_TERM_DATA];
   }

@@ -1,6 +1,7 @@
 """The Python client under the real `gpuscope run`, on an input-bound PyTorch job
 (examples/input_bound.py: a costly per-sample transform, num_workers=0): the stored steps must show
-most of each step waiting for data, and the DataLoader's settings must be recorded as params."""
+most of each step waiting for data, and the DataLoader's settings (and its collate's time per batch)
+must be recorded as params."""
 import os
 import sys
 
@@ -44,6 +45,10 @@ def test_dataloader_settings_become_params():
         for k, v in want.items():
             check(params.get(k) == v, f"param {k} = {params.get(k)!r}, want {v!r} (all: {params})")
         check("prefetch_factor" in params and params.get("framework_version"), f"params: {params}")
+        # num_workers=0: the collate runs in the training process and is timed (what a cached batch
+        # still costs, for input_bound's estimate)
+        collate = float(params.get("loader_collate_s", "nan"))
+        check(0 <= collate < 1, f"param loader_collate_s = {params.get('loader_collate_s')!r}, want seconds")
     finally:
         sb.close()
 

@@ -375,6 +375,43 @@ static void test_cpuset_bounds_the_worker_advice(void **state) {
   fake_free(&f, fs);
 }
 
+/* Predecoding keeps what a batch costs from cached samples: the collate the client timed
+ * (loader_collate_s), 5 ms of the 40 ms data wait, so the 50 ms step becomes 10 + 5 ms, not 10 ms.
+ * The job's one core is its whole cpuset, so the CPU bound holds too: the loading's part of the
+ * job's CPU shrinks with it (else the bound would keep the step at 50 ms). */
+static void test_input_bound_keeps_the_measured_collate(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 13, 1.0);
+  constant(&f, "host", "host.cpuset_cores", "", 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  gs_sink_param(f.sink, "loader_collate_s", "0.005");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  const struct store_finding *ib = find(fs, n, "input_bound");
+  if (fabs(ib->speedup - 0.050 / 0.015) > 0.05)
+    fail_msg("input_bound %.3fx, want %.3fx (T / (T - data wait + collate))", ib->speedup, 0.050 / 0.015);
+  assert_non_null(strstr(ib->evidence, "\"collate_s\":0.005"));
+  fake_free(&f, fs);
+}
+
+/* Without a timed collate the estimate says it counts a cached batch's cost as nothing. */
+static void test_input_bound_says_an_unmeasured_residual_counts_as_nothing(void **state) {
+  (void)state;
+  struct fake f;
+  fake_begin(&f, 20);
+  host_and_job(&f, 8, 13, 1.0);
+  constant(&f, "host", "host.cpuset_cores", "", 1.0);
+  steps(&f, 0.040, 0.010, 0, 0);
+  gs_sink_param(f.sink, "num_workers", "0");
+  size_t n;
+  struct store_finding *fs = fake_end(&f, &n);
+  assert_non_null(strstr(find(fs, n, "input_bound")->fix, "the collate was not timed"));
+  fake_free(&f, fs);
+}
+
 static void test_loading_in_threads_is_named_and_processes_advised(void **state) {
   (void)state;
   struct fake f;
@@ -2560,6 +2597,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_input_bound_with_idle_core_advises_two_workers),
       cmocka_unit_test(test_input_bound_on_saturated_cpu_gives_no_worker_advice),
+      cmocka_unit_test(test_input_bound_keeps_the_measured_collate),
+      cmocka_unit_test(test_input_bound_says_an_unmeasured_residual_counts_as_nothing),
       cmocka_unit_test(test_mutants_the_loader_cpu_range_without_workers),
       cmocka_unit_test(test_mutants_one_worker_is_the_loader),
       cmocka_unit_test(test_cgroup_quota_bounds_the_worker_advice),

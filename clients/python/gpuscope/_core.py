@@ -679,9 +679,10 @@ def _watch(client, loader, samples, model=None):
     probe = None
     if not client.prec_user and client.prec_rank < 3 and (model is not None or "torch" in sys.modules):
         probe = _PrecisionProbe(client, model)
+    collate = _CollateTimer(client)
     t0 = mono()
     try:
-        for batch in loader:
+        for batch in collate.iterate(loader):
             t1 = mono()
             if probe is not None and not probe.step_start():
                 probe = None
@@ -694,6 +695,8 @@ def _watch(client, loader, samples, model=None):
             set_(outer)
             in_step = False
             emit(t1 - t0, t2 - t1, phases, n, t2)
+            if collate.n >= collate.next_send:
+                collate.send()
             t0 = t2
     finally:
         set_(outer)
@@ -702,7 +705,54 @@ def _watch(client, loader, samples, model=None):
             emit(t1 - t0, t2 - t1, phases, n, t2)
         if probe is not None:
             probe.done()
+        collate.send()
         client.flush()
+
+
+class _CollateTimer:
+    """What producing a batch costs beyond its samples, for the doctor's input_bound estimate: the
+    time a torch DataLoader's collate_fn takes per batch, which stays when the samples are cached or
+    predecoded. Timed only where the collate runs in this process (num_workers=0); the loader's own
+    collate_fn attribute is swapped only while its iterator is made (the iterator keeps the wrapper),
+    so the job's loader is left as it was. Its mean is sent as the param loader_collate_s after 20
+    batches, every 1000 after, and when the loop ends (docs/protocol.md, "Params the client sets").
+    Never raises."""
+
+    __slots__ = ("client", "total", "n", "next_send")
+
+    def __init__(self, client):
+        self.client, self.total, self.n, self.next_send = client, 0.0, 0, 20
+
+    def iterate(self, loader):
+        try:
+            fn = loader.collate_fn if _is_torch_loader(loader) and loader.num_workers == 0 else None
+        except Exception:
+            fn = None
+        if fn is None or not getattr(loader, "_auto_collation", False):
+            return iter(loader)
+        timer = self
+
+        def timed(samples):
+            t = mono()
+            try:
+                return fn(samples)
+            finally:
+                timer.total += mono() - t
+                timer.n += 1
+
+        try:
+            loader.collate_fn = timed
+        except Exception:
+            return iter(loader)
+        try:
+            return iter(loader)
+        finally:
+            loader.collate_fn = fn
+
+    def send(self):
+        if self.n:
+            self.next_send = self.n + 1000
+            self.client.param(loader_collate_s=round(self.total / self.n, 6))
 
 
 class _Watched:
