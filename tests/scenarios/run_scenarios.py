@@ -153,8 +153,8 @@ def main():
     results, lines, retries = [], [], []
     # The jobs of the free-core cases run CPU first where a cgroup can be made (root: make check, CI):
     # the core free for the job is then the one it left, whatever its neighbours (ctest -j, burners)
-    # do, and the doctor, which sees the job hardly wait for a CPU, says the same. A CPU-first job
-    # starves its neighbours, so the other cases share the CPU as a job does.
+    # do, and the doctor, which sees the job hardly wait for a CPU, says the same. (ctest runs the
+    # whole suite CPU first too, scripts/cpufirst.py, so the other cases' jobs are not starved either.)
     cpufirst = CpuFirst().__enter__() if any(c.get("free_core") for c in cases) else None
     if cpufirst:
         log("free-core cases run CPU first (scenlib.CpuFirst)" if cpufirst.path
