@@ -20,10 +20,10 @@ import os
 
 class CpuFirst:
     """A CPU cgroup of the caller's own, a child of the cgroup this process is in, whose weight puts its
-    processes well before every other task on the machine (16 times a task's weight: cgroup v1
-    cpu.shares 16384, v2 cpu.weight 1600): a job run in it gets 16 parts of a contested CPU to each
-    other task's one, however loaded the machine (tests/load.sh's burners then mostly fill what it
-    leaves), so a speed-up it measures is about the same on a busy machine as on an idle one. Needs root (or a delegated cgroup); `with CpuFirst() as cg:`
+    processes before every other task on the machine (cgroup v1 cpu.shares 262144, v2 cpu.weight
+    10000): a job run in it gets the CPUs whenever it is runnable, however loaded the machine
+    (tests/load.sh's burners then only fill what it leaves), so a speed-up it measures is the same on
+    a busy machine as on an idle one. Needs root (or a delegated cgroup); `with CpuFirst() as cg:`
     then cg.path (None, with cg.why, where it cannot be made). Removed on exit: only the cgroup this
     made, never another."""
 
@@ -41,9 +41,9 @@ class CpuFirst:
         v2 = [p for h, ctl, p in lines if h == "0" and ctl == ""]
         name = f"gs-cpufirst-{os.getpid()}"
         if v1 and os.path.isdir(os.path.join(self.V1, v1[0].lstrip("/"))):
-            base, knob, value = os.path.join(self.V1, v1[0].lstrip("/")), "cpu.shares", "16384"
+            base, knob, value = os.path.join(self.V1, v1[0].lstrip("/")), "cpu.shares", "262144"
         elif v2 and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
-            base, knob, value = os.path.join("/sys/fs/cgroup", v2[0].lstrip("/")), "cpu.weight", "1600"
+            base, knob, value = os.path.join("/sys/fs/cgroup", v2[0].lstrip("/")), "cpu.weight", "10000"
         else:
             self.why = "no cpu cgroup controller mounted"
             return self
@@ -82,10 +82,11 @@ class CpuFirst:
                 time.sleep(0.1)
         self.path = None
 
-    # Why not the most (262144, 256 times): a task of another cgroup that has run waits for the
-    # heavy one's vruntime to catch up with its own, 256 times as long as it ran; at ctest -j4 a
-    # neighbour test's 30 ms sleep then came back after 1.17 s. At 16 times the wait is tens of ms,
-    # and the job still gets 16/18 of a core beside two burners (tests/load.sh).
+    # The cost: a task of another cgroup that has run waits for this one's vruntime to catch up with
+    # its own, up to 256 times as long as it ran: at ctest -j4 a neighbour test's 30 ms sleep came
+    # back after 1.17 s. Tests beside a CPU-first one hold no phase to a wall-time band for that.
+    # At 16 times (tried) the job waited enough beside tests/load.sh's burners for the doctor's
+    # contention guard to call a 40 ms host sync healthy.
 
     def evict(self):
         """Moves what is left in the cgroup (a daemon the command left behind) to the parent cgroup, so
