@@ -16,6 +16,7 @@ DEB_BUILD    = cmake make gcc pkg-config libsqlite3-dev libpq-dev libncurses-dev
 DEB_DEMO     = $(DEB_BUILD) python3 python3-torch python3-torchvision python3-pil python3-numpy
 DEB_CHECK    = $(DEB_DEMO) python3-pandas git libcmocka-dev clang libclang-rt-14-dev sqlite3 procps python3-pip tmux chromium postgresql prometheus prometheus-alertmanager systemd locales-all libxml2-utils openssl python3-grpcio librocm-smi-dev
 CONFIGURE    = cmake -S . -DCMAKE_BUILD_TYPE=RelWithDebInfo
+CONFIGURE_ASAN = cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON $(TESTS_ON)
 # The tests' configuration fails, naming the Debian package, when one of theirs is missing.
 TESTS_ON     = -DBUILD_TESTING=ON -DGS_WERROR=ON
 
@@ -50,7 +51,7 @@ demo: deps-demo build
 # Each ctest pass writes check-junit.xml in its build folder, which tests/check_summary.py reads. The
 # ASan + UBSan build is made while the plain pass runs (its log: BUILD_ASAN/build.log).
 check: deps-check build-tests
-	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON $(TESTS_ON) >/dev/null
+	@$(CONFIGURE_ASAN) >/dev/null
 	@(cmake --build $(BUILD_ASAN) -j $(JOBS) >$(BUILD_ASAN)/build.log 2>&1; echo $$? >$(BUILD_ASAN)/build.rc) & \
 	  cd $(BUILD) && GS_CHECK_STRICT=1 ctest --output-on-failure -j $(TEST_JOBS) --output-junit $(abspath $(BUILD))/check-junit.xml; \
 	  rc=$$?; wait; \
@@ -63,7 +64,7 @@ check: deps-check build-tests
 # pass runs what the sanitizers add something to: the unit tests and the scripts that reach C no
 # other test run under them reaches (label "slow" marks the rest: tests/asan_select.py).
 check-asan:
-	@cmake -S . -B $(BUILD_ASAN) -DCMAKE_BUILD_TYPE=Debug -DGS_SANITIZE=ON $(TESTS_ON) >/dev/null
+	@$(CONFIGURE_ASAN) >/dev/null
 	@cmake --build $(BUILD_ASAN) -j $(JOBS)
 	cd $(BUILD_ASAN) && GS_CHECK_STRICT=$(GS_CHECK_STRICT) ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(TEST_JOBS) -LE slow --output-junit $(abspath $(BUILD_ASAN))/check-junit.xml
 

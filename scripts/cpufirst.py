@@ -10,11 +10,10 @@ copy; it needs only the standard library.
     with CpuFirst() as cg:
         subprocess.run(cmd, preexec_fn=cg.join if cg.path else None)
 
-As a program, `python3 scripts/cpufirst.py [--light] CMD ARGS...` runs CMD and everything it starts
-in such a cgroup (where none can be made, as it is, saying why on stderr) and exits with CMD's
-status: ctest runs the tests that measure the machine this way, and, with --light (16 times a task's
-weight, not 256), the tests that hold the agent's sampling to its tick grid (tests/integration), so a
-neighbour's CPU cannot make a tick late and their own jobs take little from a measuring test's.
+As a program, `python3 scripts/cpufirst.py CMD ARGS...` runs CMD and everything it starts in such a
+cgroup (where none can be made, as it is, saying why on stderr) and exits with CMD's status: ctest
+runs the tests that measure the machine this way, and the tests that hold the agent's sampling to
+its tick grid (tests/integration), so a neighbour's CPU cannot make a tick late.
 """
 import os
 
@@ -30,9 +29,6 @@ class CpuFirst:
 
     V1 = "/sys/fs/cgroup/cpu"
 
-    def __init__(self, times=256):
-        self.times = times  # the weight, in a task's: 256 by default, the most cgroup v1 allows
-
     def __enter__(self):
         self.path, self.why, self.procs = None, "", None
         try:
@@ -45,9 +41,9 @@ class CpuFirst:
         v2 = [p for h, ctl, p in lines if h == "0" and ctl == ""]
         name = f"gs-cpufirst-{os.getpid()}"
         if v1 and os.path.isdir(os.path.join(self.V1, v1[0].lstrip("/"))):
-            base, knob, value = os.path.join(self.V1, v1[0].lstrip("/")), "cpu.shares", str(1024 * self.times)
+            base, knob, value = os.path.join(self.V1, v1[0].lstrip("/")), "cpu.shares", "262144"
         elif v2 and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
-            base, knob, value = os.path.join("/sys/fs/cgroup", v2[0].lstrip("/")), "cpu.weight", str(min(10000, 100 * self.times))
+            base, knob, value = os.path.join("/sys/fs/cgroup", v2[0].lstrip("/")), "cpu.weight", "10000"
         else:
             self.why = "no cpu cgroup controller mounted"
             return self
@@ -115,13 +111,10 @@ def main(argv):
     import signal
     import subprocess
     import sys
-    times = 256
-    if argv[:1] == ["--light"]:  # 16 times: first after a wake-up, yet a 256-times job's CPU stays its own
-        times, argv = 16, argv[1:]
     if not argv:
-        print("usage: cpufirst.py [--light] CMD [ARGS...]", file=sys.stderr)
+        print("usage: cpufirst.py CMD [ARGS...]", file=sys.stderr)
         return 2
-    with CpuFirst(times) as cg:
+    with CpuFirst() as cg:
         if not cg.path:
             print(f"cpufirst: {cg.why}: {argv[0]} shares the CPU", file=sys.stderr)
         p = subprocess.Popen(argv, preexec_fn=cg.join if cg.path else None)
