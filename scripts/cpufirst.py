@@ -12,8 +12,11 @@ copy; it needs only the standard library.
 
 As a program, `python3 scripts/cpufirst.py CMD ARGS...` runs CMD and everything it starts in such a
 cgroup (where none can be made, as it is, saying why on stderr) and exits with CMD's status: ctest
-runs the tests that measure the machine this way, and the tests that hold the agent's sampling to
-its tick grid (tests/integration), so a neighbour's CPU cannot make a tick late.
+runs the tests that measure the machine this way. With `--procs-env VAR`, CMD itself runs beside the
+cgroup, with VAR naming the cgroup's cgroup.procs, and moves into it only the processes it chooses:
+the tests that hold the agent's sampling to its tick grid (tests/integration) put only gpuscope
+there (gstest.BIN), so a neighbour's CPU cannot make a tick late, and their servers, harness and
+readers do not take the CPUs from a test that measures.
 """
 import os
 
@@ -111,13 +114,21 @@ def main(argv):
     import signal
     import subprocess
     import sys
+    procs_env = None
+    if argv[:1] == ["--procs-env"] and len(argv) >= 2:
+        procs_env, argv = argv[1], argv[2:]
     if not argv:
-        print("usage: cpufirst.py CMD [ARGS...]", file=sys.stderr)
+        print("usage: cpufirst.py [--procs-env VAR] CMD [ARGS...]", file=sys.stderr)
         return 2
     with CpuFirst() as cg:
         if not cg.path:
             print(f"cpufirst: {cg.why}: {argv[0]} shares the CPU", file=sys.stderr)
-        p = subprocess.Popen(argv, preexec_fn=cg.join if cg.path else None)
+        env = None
+        if procs_env:  # CMD runs beside the cgroup, and moves into it only what it names there
+            env = dict(os.environ)
+            if cg.path:
+                env[procs_env] = cg.procs
+        p = subprocess.Popen(argv, preexec_fn=cg.join if cg.path and not procs_env else None, env=env)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(sig, lambda n, _f: p.send_signal(n))
         rc = p.wait()

@@ -10,11 +10,32 @@ import subprocess
 import sys
 import tempfile
 import unittest
+from shlex import quote as shlex_quote
 
-BIN = os.environ.get("GPUSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/gpuscope"))
 SRC = os.environ.get("GS_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "../..")))
 BUILD = os.environ.get("GS_BUILD_DIR", os.path.join(SRC, "build"))
 PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
+
+
+def _cpu_first_bin(real):
+    """Where ctest runs a script under `scripts/cpufirst.py --procs-env GS_CPU_FIRST_PROCS` (the
+    tick-grid tests, tests/integration/CMakeLists.txt), BIN is a wrapper that moves itself into the
+    CPU-first cgroup and then execs gpuscope (same pid, same argv[0]): gpuscope and the job it runs
+    get the CPUs first, the script, its servers and other processes share them as usual."""
+    procs = os.environ.get("GS_CPU_FIRST_PROCS")
+    if not procs:
+        return real
+    import atexit
+    d = tempfile.mkdtemp(prefix="gs-cpufirst-bin-")
+    atexit.register(shutil.rmtree, d, True)
+    path = os.path.join(d, "gpuscope")
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\necho $$ > "$GS_CPU_FIRST_PROCS" 2>/dev/null\nexec {shlex_quote(os.path.abspath(real))} "$@"\n')
+    os.chmod(path, 0o755)
+    return path
+
+
+BIN = _cpu_first_bin(os.environ.get("GPUSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/gpuscope")))
 
 
 # A job that speaks the gs1 protocol itself (standard library only):
