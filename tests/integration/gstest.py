@@ -18,8 +18,8 @@ PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
 
 
 def _cpu_first_bin(real):
-    """Where ctest runs a script under `scripts/cpufirst.py --procs-env GS_CPU_FIRST_PROCS` (the
-    tick-grid tests, tests/integration/CMakeLists.txt), BIN is a wrapper that moves itself into the
+    """Where ctest runs a script under `scripts/cpufirst.py --procs-env GS_CPU_FIRST_PROCS` (GS_JOB_FIRST
+    in tests/integration/CMakeLists.txt: the tick-grid tests, and test_compare), BIN is a wrapper that moves itself into the
     CPU-first cgroup and then execs gpuscope (same pid, same argv[0]): gpuscope and the job it runs
     get the CPUs first, the script, its servers and other processes share them as usual."""
     procs = os.environ.get("GS_CPU_FIRST_PROCS")
