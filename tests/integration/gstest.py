@@ -18,10 +18,10 @@ PYTHON = os.environ.get("GS_PYTHON", "/usr/bin/python3")
 
 
 def _cpu_first_bin(real):
-    """Where ctest runs a script under `scripts/cpufirst.py --procs-env GS_CPU_FIRST_PROCS` (GS_JOB_FIRST
-    in tests/integration/CMakeLists.txt: the tick-grid tests, and test_compare), BIN is a wrapper that moves itself into the
-    CPU-first cgroup and then execs gpuscope (same pid, same argv[0]): gpuscope and the job it runs
-    get the CPUs first, the script, its servers and other processes share them as usual."""
+    """Where ctest runs a script under `scripts/cpufirst.py --procs-env GS_CPU_FIRST_PROCS`
+    (tests/integration/CMakeLists.txt), a wrapper that moves itself into the CPU-first cgroup and then
+    execs gpuscope (same pid, same argv[0]): gpuscope and the job it runs get the CPUs first, the
+    script, its servers and other processes share them as usual. Elsewhere gpuscope itself."""
     procs = os.environ.get("GS_CPU_FIRST_PROCS")
     if not procs:
         return real
@@ -35,7 +35,13 @@ def _cpu_first_bin(real):
     return path
 
 
-BIN = _cpu_first_bin(os.environ.get("GPUSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/gpuscope")))
+_REAL_BIN = os.environ.get("GPUSCOPE_BIN", os.path.join(os.path.dirname(__file__), "../../build/gpuscope"))
+# BIN_FIRST: gpuscope CPU first, for the runs whose finding the job's own CPU decides (a loader that
+# sleeps reads input_latency only when it did not wait for a CPU): `sb.gs(..., first=True)`. BIN is
+# the same where GS_CPU_FIRST_ALL is set (GS_JOB_FIRST: the tick-grid scripts, every gpuscope they
+# start), else gpuscope itself.
+BIN_FIRST = _cpu_first_bin(_REAL_BIN)
+BIN = BIN_FIRST if os.environ.get("GS_CPU_FIRST_ALL") else _REAL_BIN
 
 
 # A job that speaks the gs1 protocol itself (standard library only):
@@ -98,11 +104,12 @@ class Sandbox:
         for k in ("GPUSCOPE_DCGM_LIB", "GPUSCOPE_DCGM_HOST"):  # DCGM only where a test asks (test_dcgm_run)
             self.env.pop(k, None)
 
-    def gs(self, *args, env=None, timeout=120, input=None):
+    def gs(self, *args, env=None, timeout=120, input=None, first=False):
+        """gpuscope ARGS in this sandbox: (exit code, stdout, stderr). first: CPU first (BIN_FIRST)."""
         e = dict(self.env)
         if env:
             e.update(env)
-        p = subprocess.run([BIN, *args], capture_output=True, text=True, env=e, timeout=timeout,
+        p = subprocess.run([BIN_FIRST if first else BIN, *args], capture_output=True, text=True, env=e, timeout=timeout,
                            input=input)
         return p.returncode, p.stdout, p.stderr
 

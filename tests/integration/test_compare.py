@@ -16,7 +16,7 @@ def two_runs(sb):
     for name, data, steps, workers in (("slow", 0.03, 60, "0"), ("fast", 0.0, 150, "4")):
         out = os.path.join(sb.dir, f"{name}.json")
         sb.ok("run", "--quiet", "--name", name, "--",
-              *sb.step_job(data, 0.01, steps, f"num_workers={workers}", "batch_size=32", out=out))
+              *sb.step_job(data, 0.01, steps, f"num_workers={workers}", "batch_size=32", out=out), first=True)
 
 
 def measured(name):

@@ -46,7 +46,7 @@ def test_findings_carry_evidence_and_fix():
            "    while time.monotonic()-t1<0.005: pass\n"
            "    t2=time.monotonic()\n"
            "    s.sendto(f'gs1 step {i} data={t1-t0:.6f} compute={t2-t1:.6f} samples=8 t={t2:.6f}'.encode(),p)\n")
-    sb.ok("run", "--quiet", "--name", "wait", "--", PYTHON, "-c", job)
+    sb.ok("run", "--quiet", "--name", "wait", "--", PYTHON, "-c", job, first=True)
     rep = sb.json("report", "wait", "--json")
     rules = [f["rule"] for f in rep["findings"]]
     check("healthy" not in rules and rules, str(rules))
@@ -58,6 +58,8 @@ def test_findings_carry_evidence_and_fix():
 
 
 def test_fixing_all_comes_from_the_stored_step_model():
+    # CPU first (first=True, where ctest makes the cgroup): in a loaded make check, beside a CPU-first
+    # test, the job's 0.3 s pauses were lost in its starved steps and periodic_stall did not fire
     sb = sandbox()
     # 25 ms steps, 20 ms of them waiting for data (a sleep: input_latency), and a 0.3 s pause every 20
     # steps (periodic_stall): two terms of one step time.
@@ -68,7 +70,7 @@ def test_fixing_all_comes_from_the_stored_step_model():
            "    while time.monotonic()-t1<0.005: pass\n"
            "    t2=time.monotonic()\n"
            "    s.sendto(f'gs1 step {i} data={t1-t0:.6f} compute={t2-t1:.6f} samples=8 t={t2:.6f}'.encode(),p)\n")
-    sb.ok("run", "--quiet", "--name", "stalls", "--", PYTHON, "-c", job)
+    sb.ok("run", "--quiet", "--name", "stalls", "--", PYTHON, "-c", job, first=True)
     rep = sb.json("report", "stalls", "--json")
     modelled = [f for f in rep["findings"] if "change" in f["evidence"]]
     rules = {f["rule"] for f in modelled}
