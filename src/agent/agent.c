@@ -667,9 +667,7 @@ static void agent_loop(struct agent *a) {
         live_print(&live, sink, now);
         last_live = now;
       }
-      next += o->interval_ns;
-      if (next <= now) /* we fell behind (suspended?): skip the missed ticks */
-        next = now + o->interval_ns;
+      next = gs_tick_after(next, now, o->interval_ns); /* fell behind: the missed ticks skipped, on the grid */
       if (a->waiting_tree && collect_count_descendants(getpid()) == 0)
         break;
       if (a->attach && !a->job_done && a->target.pidfd < 0 && agent_attach_gone(&a->target))

@@ -221,9 +221,7 @@ static void node_loop(const struct agent_node_opts *o, int sfd, struct gs_sink *
     int64_t now = gs_mono_ns();
     if (now >= next) {
       node_sample_all(cols, ncols, sink, next);
-      next += o->interval_ns;
-      if (next <= now)
-        next = now + o->interval_ns;
+      next = gs_tick_after(next, now, o->interval_ns);
     }
     if (!recording && now >= next_flush) {
       node_flush(sink, NULL, NULL, NULL);

@@ -325,12 +325,10 @@ static void *nvml_thread(void *arg) {
     tick++;
     c->ticks += i == c->n_gpus && written; /* a tick close() cut short is not counted */
     /* Keep the schedule; after an overrun (a slow driver call) skip the ticks that were missed. */
-    next += c->interval_ns;
     int64_t now = gs_mono_ns(), phase = atomic_exchange(&c->phase_ns, 0);
     if (phase) /* move onto the run loop's grid, so a tick's GPU and host values share a time */
-      next = grid_at_or_after(next, phase, c->interval_ns);
-    if (next <= now)
-      next += ((now - next) / c->interval_ns + 1) * c->interval_ns;
+      next = grid_at_or_after(next + c->interval_ns, phase, c->interval_ns) - c->interval_ns;
+    next = gs_tick_after(next, now, c->interval_ns);
     pthread_mutex_lock(&c->mu);
   }
   c->exited = 1;

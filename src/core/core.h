@@ -39,6 +39,11 @@ int gs_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3))
 int64_t gs_mono_ns(void);
 int64_t gs_wall_ns(void);
 
+/* A sampling loop's next tick after the one at `next` (interval > 0): next + interval, or, when that is
+ * not after now (the loop fell behind: suspended, a slow call, no CPU), the first tick of the same
+ * grid after now. The missed ticks are skipped; the grid never moves. */
+int64_t gs_tick_after(int64_t next, int64_t now, int64_t interval);
+
 /* Parses a duration such as "100ms", "0.5s", "2s", "250us", "1m", "90d", or a bare number of seconds.
  * Returns 0 and sets *ns, or GS_EINVAL with a message. */
 int gs_parse_duration(const char *s, int64_t *ns);

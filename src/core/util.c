@@ -54,6 +54,13 @@ int64_t gs_wall_ns(void) {
   return clock_ns(CLOCK_REALTIME);
 }
 
+int64_t gs_tick_after(int64_t next, int64_t now, int64_t interval) {
+  next += interval;
+  if (next <= now)
+    next += ((now - next) / interval + 1) * interval;
+  return next;
+}
+
 int gs_parse_duration(const char *s, int64_t *ns) {
   if (!s || !*s)
     return gs_fail(GS_EINVAL, "empty duration");

@@ -288,6 +288,27 @@ def test_interval_sets_sample_spacing():
     sb.close()
 
 
+def test_a_suspended_agent_skips_ticks_on_its_grid():
+    # The agent stopped for 0.15 s (SIGSTOP, as a debugger or a starved CPU does) falls three ticks
+    # behind: it skips them and goes on at the next tick of the same 50 ms grid. It used to start a
+    # new grid from the moment it woke (0.132 s, then 50 ms steps off the old ticks, under load).
+    sb = Sandbox()
+    ready = os.path.join(sb.dir, "ready")
+    p = subprocess.Popen([BIN, "run", "--quiet", "--interval", "50ms", "--", "sh", "-c", f"echo ok > {ready}; sleep 1.5"],
+                         env=sb.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wait_file(ready, proc=p)
+    os.kill(p.pid, signal.SIGSTOP)
+    time.sleep(0.15)  # the fault's length, not a wait for a state
+    os.kill(p.pid, signal.SIGCONT)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == 0, err)
+    ts = [float(r["t_s"]) for r in sb.csv("show", "last", "--metric", "host.load1", "--csv")]
+    gaps = [round(b - a, 6) for a, b in zip(ts, ts[1:])]
+    ticks = [round((t - ts[0]) / 0.05, 4) for t in ts[:-1]]
+    check(all(t == int(t) for t in ticks) and max(gaps[:-1]) >= 0.15, f"{len(ts)} samples, gaps {gaps}")
+    sb.close()
+
+
 def test_tags_become_params():
     sb = Sandbox()
     sb.ok("run", "--quiet", "--tag", "team=vision", "--tag", "exp=7", "--", "true")

@@ -27,6 +27,16 @@ static void test_duration_accepts_units(void **state) {
   assert_int_equal(ns, 60000000000LL);
 }
 
+/* A sampling loop's ticks: the next one on time, or, behind, the first of the same grid after now. */
+static void test_tick_after_keeps_the_grid(void **state) {
+  (void)state;
+  assert_int_equal(gs_tick_after(1000, 1010, 50), 1050); /* on time */
+  assert_int_equal(gs_tick_after(1000, 1050, 50), 1100); /* exactly at the next tick: the one after */
+  assert_int_equal(gs_tick_after(1000, 1182, 50), 1200); /* 0.132 late: two ticks skipped, not 1232 */
+  assert_int_equal(gs_tick_after(-100, 0, 50), 50);      /* a grid that started before zero */
+  assert_int_equal(gs_tick_after(0, 10 * GS_NS_PER_S, GS_NS_PER_S), 11 * GS_NS_PER_S);
+}
+
 static void test_duration_rejects_garbage(void **state) {
   (void)state;
   int64_t ns;
@@ -134,6 +144,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_duration_accepts_units),
       cmocka_unit_test(test_duration_rejects_garbage),
+      cmocka_unit_test(test_tick_after_keeps_the_grid),
       cmocka_unit_test(test_sink_series_are_deduplicated),
       cmocka_unit_test(test_sink_many_series_survive_rehash),
       cmocka_unit_test(test_sink_drops_non_finite_values),
